@@ -1,0 +1,354 @@
+"""Cross-object rules, run on the expanded inventory after the schema has passed.
+
+Each rule is a generator of :class:`Problem`; all of them run, so one ``fleet validate``
+reports every error. A rule that finds a collision reports it at the later occurrence
+and names where the first one is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+
+from fleet.inventory import schema
+from fleet.inventory.model import Node, YamlPath
+from fleet.inventory.netutil import normalize_mac
+from fleet.problems import Problem, dotted
+from fleet.yamlsrc import Source
+
+
+@dataclass(frozen=True)
+class Ctx:
+    raw: schema.Inventory
+    nodes: dict[str, Node]
+    src: Source
+
+    def problem(self, path: YamlPath, message: str, *, shown: str | None = None,
+                code: str = "invalid", hint: str | None = None, key: bool = False) -> Problem:
+        return Problem(self.src.pos(path, key=key), shown if shown is not None else dotted(path),
+                       message, code=code, hint=hint)
+
+
+Rule = Callable[[Ctx], Iterator[Problem]]
+
+
+def check_macs(c: Ctx) -> Iterator[Problem]:
+    seen: dict[str, tuple[str, YamlPath]] = {}
+    for node in c.nodes.values():
+        for field in ("mac", "bmc_mac"):
+            path: YamlPath = ("nodes", node.hostname, field)
+            value = getattr(node.facts, field)
+            try:
+                mac = normalize_mac(value)
+            except ValueError:
+                yield c.problem(path, f"{value!r} is not a MAC address", code="mac_format",
+                                hint="write six hex octets such as 0c:c4:7a:12:34:56")
+                continue
+            first = int(mac[:2], 16)
+            if mac == "ff:ff:ff:ff:ff:ff":
+                yield c.problem(path, f"{mac} is the broadcast address", code="mac_broadcast")
+                continue
+            if first & 1:
+                yield c.problem(path, f"{mac} is a multicast MAC (first octet is odd)",
+                                code="mac_multicast", hint="copy the MAC from the NIC's label")
+                continue
+            if mac == "00:00:00:00:00:00":
+                yield c.problem(path, f"{mac} is not a real MAC", code="mac_format")
+                continue
+            if mac in seen:
+                other, opath = seen[mac]
+                yield c.problem(path, f"{value} is already used by {other} "
+                                f"({c.src.pos(opath)})", code="duplicate_mac")
+                continue
+            seen[mac] = (node.hostname, path)
+
+
+def check_serials(c: Ctx) -> Iterator[Problem]:
+    seen: dict[str, tuple[str, YamlPath]] = {}
+    guids: dict[str, tuple[str, YamlPath]] = {}
+    for node in c.nodes.values():
+        path: YamlPath = ("nodes", node.hostname, "serial")
+        if node.serial in seen:
+            other, opath = seen[node.serial]
+            yield c.problem(path, f"{node.serial} is already used by {other} "
+                            f"({c.src.pos(opath)})", code="duplicate_serial")
+        else:
+            seen[node.serial] = (node.hostname, path)
+        if node.ib_guid:
+            gpath: YamlPath = ("nodes", node.hostname, "ib_guid")
+            if node.ib_guid in guids:
+                other, opath = guids[node.ib_guid]
+                yield c.problem(gpath, f"{node.ib_guid} is already used by {other} "
+                                f"({c.src.pos(opath)})", code="duplicate_guid")
+            else:
+                guids[node.ib_guid] = (node.hostname, gpath)
+
+
+def check_addresses(c: Ctx) -> Iterator[Problem]:
+    seen: dict[IPv4Address, tuple[str, YamlPath]] = {}
+    reserved: dict[IPv4Address, tuple[str, YamlPath]] = {}
+    for name, net in c.raw.networks.items():
+        if net.gateway is not None:
+            reserved[net.gateway] = (f"the gateway of network {name}", ("networks", name, "gateway"))
+    pools = {name: (net.dhcp_pool, ("networks", name, "dhcp_pool"))
+             for name, net in c.raw.networks.items() if net.dhcp_pool}
+    for node in c.nodes.values():
+        for nic, iface in node.interfaces.items():
+            addr = iface.address
+            if addr is None:
+                continue
+            origin = node.origin.get(f"ip.{nic}", ("nodes", node.hostname))
+            shown = f"nodes.{node.hostname}.ip.{nic}"
+            net = iface.cidr
+            if addr not in net:
+                yield c.problem(origin, f"{addr} is outside network {iface.network} ({net})",
+                                shown=shown, code="outside_network")
+                continue
+            if net.prefixlen < 31 and addr in (net.network_address, net.broadcast_address):
+                yield c.problem(origin, f"{addr} is the network or broadcast address of {net}",
+                                shown=shown, code="outside_network")
+                continue
+            pool_entry = pools.get(iface.network)
+            if pool_entry is not None:
+                pool, ppath = pool_entry
+                if pool is not None and pool.start <= addr <= pool.end:
+                    yield c.problem(origin, f"{addr} is inside the DHCP pool {pool.start}-"
+                                    f"{pool.end} of network {iface.network} "
+                                    f"({c.src.pos(ppath)})", shown=shown, code="in_dhcp_pool",
+                                    hint="static addresses must lie outside the dynamic pool")
+                    continue
+            if addr in reserved:
+                what, rpath = reserved[addr]
+                yield c.problem(origin, f"{addr} is {what} ({c.src.pos(rpath)})", shown=shown,
+                                code="duplicate_ip")
+                continue
+            if addr in seen:
+                other, opath = seen[addr]
+                yield c.problem(origin, f"{addr} is already used by {other} "
+                                f"({c.src.pos(opath)})", shown=shown, code="duplicate_ip")
+                continue
+            seen[addr] = (f"{node.hostname} ({nic})", origin)
+
+
+def check_networks(c: Ctx) -> Iterator[Problem]:
+    nets = list(c.raw.networks.items())
+    for i, (name, net) in enumerate(nets):
+        path: YamlPath = ("networks", name)
+        if net.gateway is not None and net.gateway not in net.cidr:
+            yield c.problem((*path, "gateway"), f"{net.gateway} is outside {net.cidr}",
+                            code="outside_network")
+        if net.dhcp_pool is not None:
+            pool = net.dhcp_pool
+            if pool.start not in net.cidr or pool.end not in net.cidr:
+                yield c.problem((*path, "dhcp_pool"), f"pool {pool.start}-{pool.end} is outside "
+                                f"{net.cidr}", code="outside_network")
+            elif pool.end < pool.start:
+                yield c.problem((*path, "dhcp_pool"), f"pool ends ({pool.end}) before it starts "
+                                f"({pool.start})")
+        if net.purpose != "ipoib" and net.pkey is not None:
+            yield c.problem((*path, "pkey"), "pkey applies only to ipoib networks")
+        for other_name, other in nets[:i]:
+            if net.cidr.overlaps(other.cidr):
+                yield c.problem((*path, "cidr"), f"{net.cidr} overlaps network {other_name} "
+                                f"({other.cidr})", code="overlap")
+
+
+def check_switch_ports(c: Ctx) -> Iterator[Problem]:
+    seen: dict[tuple[str, int], tuple[str, YamlPath]] = {}
+    for node in c.nodes.values():
+        for nic, iface in node.interfaces.items():
+            if iface.switch is None or iface.port is None:
+                continue
+            origin = node.origin.get(f"port.{nic}", ("nodes", node.hostname))
+            shown = f"nodes.{node.hostname}.port.{nic}"
+            sw = c.raw.switches[iface.switch]
+            if iface.port > sw.ports:
+                yield c.problem(origin, f"{iface.switch} port {iface.port} does not exist "
+                                f"({iface.switch} has {sw.ports} ports)", shown=shown,
+                                code="port_range")
+                continue
+            key = (iface.switch, iface.port)
+            if key in seen:
+                other, opath = seen[key]
+                yield c.problem(origin, f"{iface.switch} port {iface.port} is already used by "
+                                f"{other} ({c.src.pos(opath)})", shown=shown,
+                                code="duplicate_port")
+                continue
+            seen[key] = (f"{node.hostname} ({nic})", origin)
+
+
+def check_hardware(c: Ctx) -> Iterator[Problem]:
+    for node in c.nodes.values():
+        hw = node.facts.hardware
+        if hw is None:
+            continue
+        p = node.profile
+        path: YamlPath = ("nodes", node.hostname, "hardware")
+        expected = {
+            "gpus": p.gpu.count if p.gpu else 0,
+            "cpu_sockets": p.cpu.sockets,
+            "cores_per_socket": p.cpu.cores_per_socket,
+            "memory_gb": p.memory_gb,
+        }
+        for field, want in expected.items():
+            got = getattr(hw, field)
+            if got is not None and got != want:
+                yield c.problem((*path, field), f"{got} does not match profile "
+                                f"{node.profile_name!r}, which has {want}",
+                                code="hardware_mismatch",
+                                hint="repair the machine, or give it a profile that matches")
+
+
+def check_roles(c: Ctx) -> Iterator[Problem]:
+    raw = c.raw
+    for gname, group in raw.node_groups.items():
+        gpath: YamlPath = ("node_groups", gname)
+        roles = set(group.roles)
+        profile = raw.profiles.get(group.profile)
+        if "slurm.compute" in roles and group.slurm_partition is None:
+            yield c.problem((*gpath, "roles"), "slurm.compute nodes need a slurm_partition",
+                            code="missing")
+        if group.slurm_partition is not None:
+            if "slurm.compute" not in roles:
+                yield c.problem((*gpath, "slurm_partition"),
+                                "only groups with role slurm.compute can be in a partition",
+                                code="mismatch")
+            if raw.slurm is None or group.slurm_partition not in raw.slurm.partitions:
+                known = ", ".join(raw.slurm.partitions) if raw.slurm else "none (no slurm section)"
+                yield c.problem((*gpath, "slurm_partition"),
+                                f"unknown partition {group.slurm_partition!r}",
+                                code="unknown_ref", hint=f"known partitions: {known}")
+        if "mkv.volume" in roles and group.mkv_array is None:
+            yield c.problem((*gpath, "roles"), "mkv.volume nodes need an mkv_array",
+                            code="missing")
+        if group.mkv_array is not None:
+            if "mkv.volume" not in roles:
+                yield c.problem((*gpath, "mkv_array"),
+                                "only groups with role mkv.volume can be in an mkv array",
+                                code="mismatch")
+            if raw.mkv is None or group.mkv_array not in raw.mkv.arrays:
+                known = ", ".join(raw.mkv.arrays) if raw.mkv else "none (no mkv section)"
+                yield c.problem((*gpath, "mkv_array"), f"unknown mkv array {group.mkv_array!r}",
+                                code="unknown_ref", hint=f"known arrays: {known}")
+            elif profile is not None and not any(d.role == "data" for d in profile.disks):
+                yield c.problem((*gpath, "mkv_array"),
+                                f"profile {group.profile!r} has no data disks for mkv",
+                                code="mismatch")
+        if profile is not None:
+            if "nvidia" in roles and profile.gpu is None:
+                yield c.problem((*gpath, "roles"), f"role nvidia needs GPUs, but profile "
+                                f"{group.profile!r} has none", code="mismatch")
+            if "infiniband" in roles and not any(
+                    n.kind == "infiniband" for n in profile.nics.values()):
+                yield c.problem((*gpath, "roles"), f"role infiniband needs an InfiniBand NIC, "
+                                f"but profile {group.profile!r} has none", code="mismatch")
+            boots = [d for d in profile.disks if d.role == "boot"]
+            if len(boots) != 1 or boots[0].count != 1:
+                yield c.problem(("profiles", group.profile, "disks"),
+                                "a profile needs exactly one boot disk", code="mismatch")
+
+
+def _host_with_role(c: Ctx, path: YamlPath, host: str, role: str) -> Iterator[Problem]:
+    node = c.nodes.get(host)
+    if node is None:
+        if host not in c.raw.nodes:
+            yield c.problem(path, f"unknown node {host!r}", code="unknown_ref")
+    elif role not in node.roles:
+        yield c.problem(path, f"{host} does not have role {role}", code="mismatch",
+                        hint=f"add {role} to the roles of node group {node.group!r}")
+
+
+def check_services(c: Ctx) -> Iterator[Problem]:
+    raw = c.raw
+    yield from _host_with_role(c, ("site", "provisioning_host"), raw.site.provisioning_host,
+                               "provisioning")
+    if raw.site.salt.master not in raw.nodes:
+        yield c.problem(("site", "salt", "master"), f"unknown node {raw.site.salt.master!r}",
+                        code="unknown_ref")
+    if raw.slurm is not None:
+        yield from _host_with_role(c, ("slurm", "controller"), raw.slurm.controller,
+                                   "slurm.controller")
+        defaults = [p for p, part in raw.slurm.partitions.items() if part.default]
+        if len(defaults) > 1:
+            yield c.problem(("slurm", "partitions", defaults[1], "default"),
+                            f"only one partition can be the default (also {defaults[0]})")
+        members: dict[str, list[Node]] = {p: [] for p in raw.slurm.partitions}
+        for node in c.nodes.values():
+            if node.partition in members:
+                members[node.partition].append(node)
+        for pname, part in raw.slurm.partitions.items():
+            ppath: YamlPath = ("slurm", "partitions", pname)
+            sw = raw.switches.get(part.ib_switch)
+            if sw is None:
+                yield c.problem((*ppath, "ib_switch"), f"unknown switch {part.ib_switch!r}",
+                                code="unknown_ref")
+            elif sw.kind != "infiniband":
+                yield c.problem((*ppath, "ib_switch"),
+                                f"{part.ib_switch} is an {sw.kind} switch, not InfiniBand",
+                                code="mismatch")
+            if not members[pname]:
+                yield c.problem(ppath, f"partition {pname} has no nodes", code="empty", key=True,
+                                hint="put a node group in it (slurm_partition) or remove it")
+            for node in members[pname]:
+                ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
+                if ib and sw is not None and all(i.switch != part.ib_switch for i in ib):
+                    yield c.problem(("node_groups", node.group, "slurm_partition"),
+                                    f"{node.hostname} is in partition {pname} but not cabled "
+                                    f"to its fabric {part.ib_switch}", code="mismatch",
+                                    hint="a partition's jobs must never span IB fabrics")
+                    break
+    elif any("slurm.compute" in n.roles or "slurm.controller" in n.roles
+             for n in c.nodes.values()):
+        yield c.problem((), "nodes have Slurm roles but there is no 'slurm' section",
+                        code="missing")
+    if raw.mkv is not None:
+        for aname, array in raw.mkv.arrays.items():
+            apath: YamlPath = ("mkv", "arrays", aname)
+            yield from _host_with_role(c, (*apath, "master"), array.master, "mkv.master")
+            vols = [n for n in c.nodes.values() if n.mkv_array == aname]
+            if not vols:
+                yield c.problem(apath, f"mkv array {aname} has no volumes", code="empty",
+                                key=True, hint="put a node group in it (mkv_array) or remove it")
+                continue
+            if array.replicas > len(vols):
+                yield c.problem((*apath, "replicas"), f"{array.replicas} replicas need at least "
+                                f"{array.replicas} volumes, array {aname} has {len(vols)}",
+                                code="replicas")
+            counts = {sum(d.count for d in n.profile.disks if d.role == "data") for n in vols}
+            if len(counts) > 1:
+                yield c.problem(apath, f"all volumes of array {aname} need the same number of "
+                                f"data disks (mkv -subvolumes), found {sorted(counts)}",
+                                code="mismatch", key=True)
+        ports: dict[tuple[str, int], str] = {}
+        for aname, array in raw.mkv.arrays.items():
+            for host, port, what in ((array.master, array.port, "port"),
+                                     (None, array.volume_port, "volume_port")):
+                hosts = [host] if host else [n.hostname for n in c.nodes.values()
+                                             if n.mkv_array == aname]
+                for h in hosts:
+                    if (h, port) in ports:
+                        yield c.problem(("mkv", "arrays", aname, what),
+                                        f"port {port} on {h} is already used by array "
+                                        f"{ports[(h, port)]}", code="duplicate_port")
+                        break
+                    ports[(h, port)] = aname
+
+
+RULES: tuple[Rule, ...] = (
+    check_networks,
+    check_macs,
+    check_serials,
+    check_addresses,
+    check_switch_ports,
+    check_hardware,
+    check_roles,
+    check_services,
+)
+
+
+def run_all(c: Ctx) -> list[Problem]:
+    problems: list[Problem] = []
+    for rule in RULES:
+        problems.extend(rule(c))
+    return problems

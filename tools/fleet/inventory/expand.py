@@ -1,0 +1,224 @@
+"""Expand node groups into one :class:`~fleet.inventory.model.Node` per machine.
+
+Rules, so that nothing is typed 75 times:
+- ``hosts: tbox-[001-038]`` names the machines; the number is the node's *index*;
+- a NIC's address is ``ip_base + index`` and its switch port ``first_port + position``
+  (position = 0-based place in the group), unless the node overrides ``ip``/``port``;
+- MACs, serials and other per-machine facts come from ``nodes.<hostname>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from ipaddress import IPv4Address
+
+from fleet.inventory import schema
+from fleet.inventory.model import Interface, Node, YamlPath
+from fleet.inventory.netutil import try_normalize_mac
+from fleet.problems import Problem, dotted
+from fleet.yamlsrc import Source
+
+_RANGE = re.compile(r"^(?P<prefix>[a-z0-9-]*)\[(?P<lo>\d+)-(?P<hi>\d+)\](?P<suffix>[a-z0-9-]*)$")
+_TRAILING = re.compile(r"(\d+)$")
+MAX_RANGE = 100_000
+
+
+def expand_hosts(pattern: str) -> list[tuple[str, int | None]]:
+    """``tbox-[001-003]`` -> ``[("tbox-001", 1), ("tbox-002", 2), ("tbox-003", 3)]``.
+
+    Raises ValueError for an empty or oversized range."""
+    m = _RANGE.match(pattern)
+    if not m:
+        t = _TRAILING.search(pattern)
+        return [(pattern, int(t.group(1)) if t else None)]
+    lo_s, hi_s = m["lo"], m["hi"]
+    lo, hi = int(lo_s), int(hi_s)
+    if hi < lo:
+        raise ValueError(f"range {pattern!r} is empty: {hi} < {lo}")
+    if hi - lo + 1 > MAX_RANGE:
+        raise ValueError(f"range {pattern!r} has more than {MAX_RANGE} hosts")
+    width = len(lo_s) if lo_s.startswith("0") else 0
+    return [(f"{m['prefix']}{i:0{width}d}{m['suffix']}", i) for i in range(lo, hi + 1)]
+
+
+class _Ctx:
+    def __init__(self, src: Source) -> None:
+        self.src = src
+        self.problems: list[Problem] = []
+
+    def err(self, path: YamlPath, message: str, *, shown: str | None = None,
+            code: str = "invalid", hint: str | None = None, key: bool = False) -> None:
+        self.problems.append(
+            Problem(self.src.pos(path, key=key), shown if shown is not None else dotted(path),
+                    message, code=code, hint=hint)
+        )
+
+
+def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Problem]]:
+    ctx = _Ctx(src)
+    nodes: dict[str, Node] = {}
+    claimed: dict[str, str] = {}  # hostname -> group
+    for gname, group in inv.node_groups.items():
+        gpath: YamlPath = ("node_groups", gname)
+        try:
+            hosts = expand_hosts(group.hosts)
+        except ValueError as exc:
+            ctx.err((*gpath, "hosts"), str(exc))
+            continue
+        profile = inv.profiles.get(group.profile)
+        if profile is None:
+            ctx.err((*gpath, "profile"), f"unknown profile {group.profile!r}",
+                    code="unknown_ref", hint=f"known profiles: {', '.join(inv.profiles) or 'none'}")
+            continue
+        if not _group_nics_ok(ctx, inv, gpath, group, profile):
+            continue
+        for position, (hostname, index) in enumerate(hosts):
+            if hostname in claimed:
+                ctx.err((*gpath, "hosts"),
+                        f"{hostname} is already in node group {claimed[hostname]!r}",
+                        shown=f"node_groups.{gname}.hosts", code="duplicate")
+                continue
+            claimed[hostname] = gname
+            facts = inv.nodes.get(hostname)
+            if facts is None:
+                ctx.err((*gpath, "hosts"),
+                        f"{hostname} has no entry under 'nodes'",
+                        code="missing_node",
+                        hint=f"add 'nodes: {hostname}: {{serial: ..., mac: ..., bmc_mac: ...}}'")
+                continue
+            node = _node(ctx, inv, gname, group, profile, hostname, index, position, facts)
+            if node is not None:
+                nodes[hostname] = node
+    for hostname in inv.nodes:
+        if hostname not in claimed:
+            ctx.err(("nodes", hostname), f"{hostname} is not in any node group",
+                    code="unknown_ref", key=True,
+                    hint="add it to a node group's 'hosts' range or remove the entry")
+    return nodes, ctx.problems
+
+
+def _group_nics_ok(ctx: _Ctx, inv: schema.Inventory, gpath: YamlPath,
+                   group: schema.NodeGroup, profile: schema.Profile) -> bool:
+    ok = True
+    wanted = {*profile.nics, "bmc"}
+    for nic, rule in group.nics.items():
+        npath = (*gpath, "nics", nic)
+        if nic not in wanted:
+            ctx.err(npath, f"profile {group.profile!r} has no NIC {nic!r}", code="unknown_ref",
+                    key=True, hint=f"its NICs are: {', '.join(sorted(wanted))}")
+            ok = False
+            continue
+        net = inv.networks.get(rule.network)
+        if net is None:
+            ctx.err((*npath, "network"), f"unknown network {rule.network!r}", code="unknown_ref",
+                    hint=f"known networks: {', '.join(inv.networks)}")
+            ok = False
+            continue
+        kind = "bmc" if nic == "bmc" else profile.nics[nic].kind
+        expected = {"bmc": "bmc", "ethernet": "provisioning", "infiniband": "ipoib"}[kind]
+        if net.purpose != expected:
+            ctx.err((*npath, "network"),
+                    f"{kind} NIC {nic!r} cannot sit on {net.purpose} network {rule.network!r}",
+                    code="mismatch", hint=f"use a network with purpose: {expected}")
+            ok = False
+        if rule.switch is not None:
+            sw = inv.switches.get(rule.switch)
+            if sw is None:
+                ctx.err((*npath, "switch"), f"unknown switch {rule.switch!r}", code="unknown_ref",
+                        hint=f"known switches: {', '.join(inv.switches) or 'none'}")
+                ok = False
+            elif sw.kind != ("infiniband" if kind == "infiniband" else "ethernet"):
+                ctx.err((*npath, "switch"), f"{kind} NIC {nic!r} cannot be cabled to "
+                        f"{sw.kind} switch {rule.switch!r}", code="mismatch")
+                ok = False
+    for nic in sorted(wanted - set(group.nics)):
+        ctx.err((*gpath, "nics"), f"NIC {nic!r} of profile {group.profile!r} has no rule",
+                code="missing", hint=f"add nics.{nic}: {{network: ..., ip_base: ...}}")
+        ok = False
+    provs = [n for n, r in group.nics.items()
+             if n != "bmc" and inv.networks[r.network].purpose == "provisioning"] if ok else []
+    if ok and len(provs) != 1:
+        ctx.err((*gpath, "nics"), f"exactly one NIC must be on a provisioning network, found "
+                f"{len(provs)}", code="mismatch")
+        ok = False
+    return ok
+
+
+def _node(ctx: _Ctx, inv: schema.Inventory, gname: str, group: schema.NodeGroup,
+          profile: schema.Profile, hostname: str, index: int | None, position: int,
+          facts: schema.NodeFacts) -> Node | None:
+    npath: YamlPath = ("nodes", hostname)
+    gpath: YamlPath = ("node_groups", gname)
+    origin: dict[str, YamlPath] = {"node": npath, "hostname": (*gpath, "hosts")}
+    for key, table in (("ip", facts.ip), ("port", facts.port)):
+        for nic in table:
+            if nic not in group.nics:
+                ctx.err((*npath, key, nic), f"node has no NIC {nic!r}", code="unknown_ref",
+                        key=True, hint=f"its NICs are: {', '.join(group.nics)}")
+    interfaces: dict[str, Interface] = {}
+    boot_nic = ""
+    for nic, rule in group.nics.items():
+        net = inv.networks[rule.network]
+        address: IPv4Address | None
+        if nic in facts.ip:
+            address = facts.ip[nic]
+            origin[f"ip.{nic}"] = (*npath, "ip", nic)
+        elif rule.ip_base is not None:
+            if index is None:
+                ctx.err((*gpath, "nics", nic, "ip_base"),
+                        f"{hostname} has no number to add to ip_base",
+                        hint=f"give nodes.{hostname}.ip.{nic} instead")
+                return None
+            try:
+                address = rule.ip_base + index
+            except ValueError:
+                ctx.err((*gpath, "nics", nic, "ip_base"),
+                        f"{rule.ip_base} + {index} is not an IPv4 address")
+                return None
+            origin[f"ip.{nic}"] = (*gpath, "nics", nic, "ip_base")
+        else:
+            ctx.err((*gpath, "nics", nic), f"{hostname}: NIC {nic!r} has no address",
+                    shown=f"nodes.{hostname}.ip.{nic}", code="missing",
+                    hint=f"set node_groups.{gname}.nics.{nic}.ip_base or nodes.{hostname}.ip.{nic}")
+            return None
+        port: int | None = None
+        if nic in facts.port:
+            port = facts.port[nic]
+            origin[f"port.{nic}"] = (*npath, "port", nic)
+        elif rule.first_port is not None:
+            port = rule.first_port + position
+            origin[f"port.{nic}"] = (*gpath, "nics", nic, "first_port")
+        if port is not None and rule.switch is None:
+            ctx.err((*gpath, "nics", nic), f"NIC {nic!r} has a port but no switch",
+                    hint="add 'switch:'")
+        kind = "bmc" if nic == "bmc" else profile.nics[nic].kind
+        mac = try_normalize_mac(facts.bmc_mac) if nic == "bmc" else (try_normalize_mac(facts.mac) if net.purpose == "provisioning" else None)
+        if net.purpose == "provisioning":
+            boot_nic = nic
+        interfaces[nic] = Interface(
+            name=nic, kind=kind, network=rule.network, address=address, cidr=net.cidr,
+            gateway=net.gateway, vlan=net.vlan, mtu=net.mtu, mac=mac, switch=rule.switch,
+            port=port, speed_gbps=None if nic == "bmc" else profile.nics[nic].speed_gbps,
+        )
+    origin["mac"] = (*npath, "mac")
+    origin["bmc_mac"] = (*npath, "bmc_mac")
+    roles = (*schema.IMPLICIT_ROLES, *group.roles)
+    return Node(
+        hostname=hostname, index=index, position=position, group=gname,
+        profile_name=group.profile, profile=profile, roles=roles, serial=facts.serial,
+        mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac), ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
+        partition=group.slurm_partition, mkv_array=group.mkv_array,
+        boot_disk=facts.boot_disk or _profile_boot_match(profile), facts=facts, origin=origin,
+    )
+
+
+def _profile_boot_match(profile: schema.Profile) -> schema.DiskMatch | None:
+    boot = next((d for d in profile.disks if d.role == "boot"), None)
+    return boot.match if boot else None
+
+
+def iter_nics(nodes: dict[str, Node]) -> Iterator[tuple[Node, Interface]]:
+    for node in nodes.values():
+        for iface in node.interfaces.values():
+            yield node, iface

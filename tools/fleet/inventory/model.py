@@ -1,0 +1,83 @@
+"""The resolved inventory: one record per machine, every rule already applied.
+
+Renderers read only these types. Each record keeps ``origin``: for each derived field,
+the YAML path that determined it, so that later checks can point at the right line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv4Network
+
+from fleet.inventory import schema
+
+YamlPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Interface:
+    name: str  # NIC name in the profile ("prov", "ib") or "bmc"
+    kind: str  # ethernet | infiniband | bmc
+    network: str
+    address: IPv4Address | None
+    cidr: IPv4Network
+    gateway: IPv4Address | None
+    vlan: int | None
+    mtu: int
+    mac: str | None
+    switch: str | None
+    port: int | None
+    speed_gbps: int | None
+
+
+@dataclass(slots=True)
+class Node:
+    hostname: str
+    index: int | None
+    position: int  # 0-based position inside its group
+    group: str
+    profile_name: str
+    profile: schema.Profile
+    roles: tuple[str, ...]
+    serial: str
+    mac: str
+    bmc_mac: str
+    ib_guid: str | None
+    interfaces: dict[str, Interface]
+    boot_nic: str  # the NIC on the provisioning network (PXE, Salt, Slurm traffic)
+    partition: str | None
+    mkv_array: str | None
+    boot_disk: schema.DiskMatch | None
+    facts: schema.NodeFacts
+    origin: dict[str, YamlPath] = field(default_factory=dict)
+
+    @property
+    def prov(self) -> Interface:
+        return self.interfaces[self.boot_nic]
+
+    @property
+    def address(self) -> IPv4Address:
+        addr = self.prov.address
+        assert addr is not None  # expand() gives every NIC an address
+        return addr
+
+    def has(self, role: str) -> bool:
+        return role in self.roles
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """A validated inventory: the raw document plus the expanded nodes."""
+
+    file: str
+    raw: schema.Inventory
+    nodes: dict[str, Node]  # by hostname, in inventory order
+
+    def with_role(self, role: str) -> list[Node]:
+        return [n for n in self.nodes.values() if role in n.roles]
+
+    def in_partition(self, partition: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.partition == partition]
+
+    def in_array(self, array: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.mkv_array == array]

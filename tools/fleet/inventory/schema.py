@@ -1,0 +1,269 @@
+"""Pydantic models of ``inventory.yaml`` exactly as written (before expansion).
+
+Field names here are the YAML keys; :mod:`fleet.inventory.expand` turns node groups,
+profiles and per-node facts into one resolved record per machine.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+HostPattern = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$")]
+Role = Literal[
+    "nvidia",
+    "infiniband",
+    "slurm.compute",
+    "slurm.controller",
+    "mkv.volume",
+    "mkv.master",
+    "provisioning",
+]
+ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
+IMPLICIT_ROLES: tuple[str, ...] = ("base", "network")
+SSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com) [A-Za-z0-9+/=]+( .*)?$")
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- site -----------------------------------------------------------------------------
+
+
+class Admin(Model):
+    name: Name
+    ssh_keys: list[str] = Field(min_length=1)
+    sudo: bool = True
+
+    @field_validator("ssh_keys")
+    @classmethod
+    def _keys(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            if not SSH_KEY.match(key):
+                raise ValueError(f"{key[:40]!r} is not an OpenSSH public key")
+        return keys
+
+
+class OsSpec(Model):
+    distro: Literal["ubuntu", "debian"] = "ubuntu"
+    release: Literal["22.04", "24.04", "12"] = "24.04"
+
+
+class InstallMedia(Model):
+    """Where the installer comes from: served by the provisioning host over HTTP."""
+
+    kernel: str = Field(description="path under the boot HTTP root")
+    initrd: str
+    iso_url: str = Field(description="live-server ISO that casper downloads into RAM")
+    iso_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class AptSpec(Model):
+    mirror: str
+    security_mirror: str | None = None
+
+
+class SaltSpec(Model):
+    master: Name
+    version: str = "3008.5"
+    master_finger: str | None = None
+
+
+class Site(Model):
+    name: Name
+    domain: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")]
+    timezone: str = "UTC"
+    ntp_servers: list[str] = Field(min_length=1)
+    dns_servers: list[IPv4Address] = Field(default_factory=list)
+    os: OsSpec = OsSpec()
+    admins: list[Admin] = Field(min_length=1)
+    salt: SaltSpec
+    apt: AptSpec
+    install: InstallMedia
+    provisioning_host: Name
+    http_port: int = Field(default=80, ge=1, le=65535)
+    pxe_root: str = "/srv/fleet/pxe"
+
+
+# --- networks and switches -------------------------------------------------------------
+
+
+class IpPool(Model):
+    start: IPv4Address
+    end: IPv4Address
+
+
+class Network(Model):
+    purpose: Literal["bmc", "provisioning", "ipoib"]
+    cidr: IPv4Network
+    gateway: IPv4Address | None = None
+    vlan: int | None = Field(default=None, ge=1, le=4094)
+    mtu: int = Field(default=1500, ge=576, le=65520)
+    dhcp_pool: IpPool | None = Field(
+        default=None, description="dynamic pool for not-yet-inventoried machines"
+    )
+    pkey: str | None = Field(default=None, pattern=r"^0x[0-9a-fA-F]{1,4}$")
+    ipoib_mode: Literal["datagram", "connected"] = "datagram"
+
+
+class Switch(Model):
+    kind: Literal["ethernet", "infiniband"]
+    model: str
+    ports: int = Field(ge=1, le=1024)
+    speed_gbps: int = Field(ge=1)
+    subnet_manager: bool = False
+    location: str | None = None
+
+
+# --- hardware profiles ------------------------------------------------------------------
+
+
+class Cpu(Model):
+    model: str
+    sockets: int = Field(ge=1, le=8)
+    cores_per_socket: int = Field(ge=1, le=512)
+    threads_per_core: int = Field(default=1, ge=1, le=8)
+
+
+class Gpu(Model):
+    model: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
+    count: int = Field(ge=1, le=64)
+    memory_gb: int = Field(ge=1)
+
+
+class DiskMatch(Model):
+    """A subiquity storage ``match`` spec naming one disk."""
+
+    serial: str | None = None
+    model: str | None = None
+    vendor: str | None = None
+    path: str | None = None
+    id_path: str | None = None
+    size: Literal["smallest", "largest"] | None = None
+    ssd: bool | None = None
+
+
+class Disk(Model):
+    role: Literal["boot", "data"]
+    kind: Literal["nvme", "sata-ssd", "sas-ssd", "hdd"]
+    size_gb: int = Field(ge=1)
+    count: int = Field(default=1, ge=1, le=64)
+    match: DiskMatch | None = None
+
+
+class Nic(Model):
+    kind: Literal["ethernet", "infiniband"]
+    speed_gbps: int = Field(ge=1)
+    model: str | None = None
+
+
+class Bmc(Model):
+    kind: str
+    protocol: Literal["redfish", "ipmi"]
+    user: str
+    password_secret: Name = Field(description="name of a secret in the secrets store")
+
+
+class Profile(Model):
+    vendor: str
+    model: str
+    boot_mode: Literal["uefi", "bios"] = "uefi"
+    cpu: Cpu
+    memory_gb: int = Field(ge=1)
+    gpu: Gpu | None = None
+    disks: list[Disk] = Field(min_length=1)
+    nics: dict[Name, Nic] = Field(min_length=1)
+    bmc: Bmc
+    read_gbps: float | None = Field(
+        default=None, ge=0, description="sustained network read rate of one storage node"
+    )
+
+
+# --- node groups and nodes -------------------------------------------------------------
+
+
+class NicRule(Model):
+    """How a group's NIC is addressed and cabled: ``ip = ip_base + index``,
+    ``port = first_port + position in the group``."""
+
+    network: Name
+    ip_base: IPv4Address | None = None
+    switch: Name | None = None
+    first_port: int | None = Field(default=None, ge=1)
+
+
+class NodeGroup(Model):
+    hosts: HostPattern = Field(description="hostname or range such as tbox-[001-038]")
+    profile: Name
+    roles: list[Role] = Field(default_factory=list)
+    slurm_partition: Name | None = None
+    mkv_array: Name | None = None
+    nics: dict[Name, NicRule] = Field(min_length=1)
+
+
+class HardwareFacts(Model):
+    """What a machine actually has, as found by discovery; must match its profile."""
+
+    gpus: int | None = Field(default=None, ge=0)
+    cpu_sockets: int | None = Field(default=None, ge=1)
+    cores_per_socket: int | None = Field(default=None, ge=1)
+    memory_gb: int | None = Field(default=None, ge=1)
+
+
+class NodeFacts(Model):
+    serial: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    mac: str = Field(description="MAC of the NIC on the provisioning network")
+    bmc_mac: str
+    ib_guid: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{16}$")] | None = None
+    ip: dict[Name, IPv4Address] = Field(default_factory=dict, description="per-NIC override")
+    port: dict[Name, int] = Field(default_factory=dict, description="per-NIC override")
+    hardware: HardwareFacts | None = None
+    boot_disk: DiskMatch | None = None
+    comment: str | None = None
+
+
+# --- services ---------------------------------------------------------------------------
+
+
+class Partition(Model):
+    ib_switch: Name
+    default: bool = False
+    max_time: str = "INFINITE"
+
+
+class Slurm(Model):
+    cluster: Name
+    version: str
+    controller: Name
+    memory_reserve_percent: int = Field(default=5, ge=0, le=50)
+    partitions: dict[Name, Partition] = Field(min_length=1)
+
+
+class MkvArray(Model):
+    master: Name
+    port: int = Field(ge=1, le=65535)
+    volume_port: int = Field(ge=1, le=65535)
+    replicas: int = Field(ge=1, le=16)
+    index_path: str
+    purpose: str | None = None
+
+
+class Mkv(Model):
+    version: str | None = None
+    arrays: dict[Name, MkvArray] = Field(min_length=1)
+
+
+class Inventory(Model):
+    site: Site
+    networks: dict[Name, Network] = Field(min_length=1)
+    switches: dict[Name, Switch] = Field(default_factory=dict)
+    profiles: dict[Name, Profile] = Field(min_length=1)
+    node_groups: dict[Name, NodeGroup] = Field(min_length=1)
+    nodes: dict[Name, NodeFacts] = Field(min_length=1)
+    slurm: Slurm | None = None
+    mkv: Mkv | None = None
