@@ -90,7 +90,8 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
     reserved: dict[IPv4Address, tuple[str, YamlPath]] = {}
     for name, net in c.raw.networks.items():
         if net.gateway is not None:
-            reserved[net.gateway] = (f"the gateway of network {name}", ("networks", name, "gateway"))
+            reserved[net.gateway] = (f"the gateway of network {name}",
+                                     ("networks", name, "gateway"))
     pools = {name: (net.dhcp_pool, ("networks", name, "dhcp_pool"))
              for name, net in c.raw.networks.items() if net.dhcp_pool}
     for node in c.nodes.values():
@@ -100,13 +101,13 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
                 continue
             origin = node.origin.get(f"ip.{nic}", ("nodes", node.hostname))
             shown = f"nodes.{node.hostname}.ip.{nic}"
-            net = iface.cidr
-            if addr not in net:
-                yield c.problem(origin, f"{addr} is outside network {iface.network} ({net})",
+            cidr = iface.cidr
+            if addr not in cidr:
+                yield c.problem(origin, f"{addr} is outside network {iface.network} ({cidr})",
                                 shown=shown, code="outside_network")
                 continue
-            if net.prefixlen < 31 and addr in (net.network_address, net.broadcast_address):
-                yield c.problem(origin, f"{addr} is the network or broadcast address of {net}",
+            if cidr.prefixlen < 31 and addr in (cidr.network_address, cidr.broadcast_address):
+                yield c.problem(origin, f"{addr} is the network or broadcast address of {cidr}",
                                 shown=shown, code="outside_network")
                 continue
             pool_entry = pools.get(iface.network)

@@ -193,7 +193,11 @@ def _node(ctx: _Ctx, inv: schema.Inventory, gname: str, group: schema.NodeGroup,
             ctx.err((*gpath, "nics", nic), f"NIC {nic!r} has a port but no switch",
                     hint="add 'switch:'")
         kind = "bmc" if nic == "bmc" else profile.nics[nic].kind
-        mac = try_normalize_mac(facts.bmc_mac) if nic == "bmc" else (try_normalize_mac(facts.mac) if net.purpose == "provisioning" else None)
+        mac: str | None = None
+        if nic == "bmc":
+            mac = try_normalize_mac(facts.bmc_mac)
+        elif net.purpose == "provisioning":
+            mac = try_normalize_mac(facts.mac)
         if net.purpose == "provisioning":
             boot_nic = nic
         interfaces[nic] = Interface(
@@ -207,7 +211,8 @@ def _node(ctx: _Ctx, inv: schema.Inventory, gname: str, group: schema.NodeGroup,
     return Node(
         hostname=hostname, index=index, position=position, group=gname,
         profile_name=group.profile, profile=profile, roles=roles, serial=facts.serial,
-        mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac), ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
+        mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac),
+        ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
         partition=group.slurm_partition, mkv_array=group.mkv_array,
         boot_disk=facts.boot_disk or _profile_boot_match(profile), facts=facts, origin=origin,
     )

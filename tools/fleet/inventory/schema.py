@@ -13,7 +13,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
-HostPattern = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$")]
+HostPattern = Annotated[
+    str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$")
+]
 Role = Literal[
     "nvidia",
     "infiniband",
@@ -25,7 +27,10 @@ Role = Literal[
 ]
 ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
 IMPLICIT_ROLES: tuple[str, ...] = ("base", "network")
-SSH_KEY = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com) [A-Za-z0-9+/=]+( .*)?$")
+SSH_KEY = re.compile(
+    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com)"
+    r" [A-Za-z0-9+/=]+( .*)?$"
+)
 
 
 class Model(BaseModel):
@@ -50,8 +55,10 @@ class Admin(Model):
 
 
 class OsSpec(Model):
-    distro: Literal["ubuntu", "debian"] = "ubuntu"
-    release: Literal["22.04", "24.04", "12"] = "24.04"
+    """What PXE installs (Ubuntu autoinstall). The Salt states also run on Debian 12."""
+
+    distro: Literal["ubuntu"] = "ubuntu"
+    release: Literal["22.04", "24.04"] = "24.04"
 
 
 class InstallMedia(Model):
@@ -70,8 +77,14 @@ class AptSpec(Model):
 
 class SaltSpec(Model):
     master: Name
-    version: str = "3008.5"
-    master_finger: str | None = None
+    version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = "3008.5"
+    master_finger: str | None = Field(
+        default=None, description="the master's public key fingerprint (salt-key -F master)"
+    )
+    repo: str = Field(default="https://packages.broadcom.com/artifactory/saltproject-deb",
+                      description="apt repository of salt-minion for installed nodes")
+    keyring: str = Field(default="keys/salt-archive-keyring.pgp",
+                         description="the repository's signing key, under the boot HTTP root")
 
 
 class Site(Model):

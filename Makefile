@@ -1,0 +1,54 @@
+# fleet: `make render` renders pillar/ and pxe/ from inventory.yaml; `make test` runs
+# every check CI runs. Both set up what they need (host packages, .venv) on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+INVENTORY ?= inventory.yaml
+
+.PHONY: help deps render validate diff check test lint unit bench-render clean
+
+help:
+	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
+	@echo "make validate      only validate the inventory"
+	@echo "make diff          show what a render would change"
+	@echo "make test          lint + render check + all tests (what CI runs)"
+	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
+	@echo "make clean         remove .venv and caches"
+
+$(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
+	bash tools/install-host-deps.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+deps: $(STAMP)
+
+render: $(STAMP)
+	$(BIN)/fleet render -i $(INVENTORY)
+
+validate: $(STAMP)
+	$(BIN)/fleet validate -i $(INVENTORY)
+
+diff: $(STAMP)
+	$(BIN)/fleet diff -i $(INVENTORY) || test $$? -eq 3
+
+lint: $(STAMP)
+	$(BIN)/ruff check tools tests benchmarks
+	$(BIN)/mypy
+
+check: $(STAMP)
+	$(BIN)/fleet render --check -i $(INVENTORY)
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: lint check unit
+
+bench-render: $(STAMP)
+	$(BIN)/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

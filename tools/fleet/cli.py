@@ -1,0 +1,197 @@
+"""The ``fleet`` command line.
+
+Exit codes: 0 success; 1 invalid inventory; 2 usage error; 3 rendered output differs
+(``render --check``, ``diff``); 4 could not write or read output; 70 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from fleet import __version__
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.problems import InventoryError, format_json, format_text
+from fleet.render import render_all, tree
+from fleet.render.summary import format_summary, summarize
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_DIFFERS, EXIT_IO, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
+
+
+class Progress:
+    """Stage messages on stderr, only for a person at a terminal (or with --verbose)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:
+            print(f"[{time.perf_counter() - self.t0:6.2f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _load(args: argparse.Namespace, progress: Progress) -> Inventory:
+    progress(f"validating {args.inventory}")
+    inv = load_inventory(args.inventory)
+    progress(f"{len(inv.nodes)} nodes valid")
+    return inv
+
+
+def cmd_validate(args: argparse.Namespace, progress: Progress) -> int:
+    inv = _load(args, progress)
+    summary = summarize(inv)
+    if args.json:
+        print(json.dumps({"ok": True, "inventory": os.fspath(args.inventory),
+                          "summary": summary}, indent=2))
+    elif not args.quiet:
+        print(f"{args.inventory}: valid")
+        print(format_summary(summary))
+    return EXIT_OK
+
+
+def _render(args: argparse.Namespace, progress: Progress) -> tuple[Inventory, dict[str, str]]:
+    inv = _load(args, progress)
+    progress(f"rendering pillar and pxe for {len(inv.nodes)} nodes")
+    files = render_all(inv)
+    progress(f"{len(files)} files rendered")
+    return inv, files
+
+
+def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
+    if args.diff:
+        return cmd_diff(args, progress)
+    inv, files = _render(args, progress)
+    root = Path(args.output)
+    if args.check:
+        progress(f"comparing with {root}")
+        changes = tree.compare(root, files)
+        if args.json:
+            print(json.dumps({"ok": not changes.any, "added": changes.added,
+                              "changed": changes.changed, "removed": changes.removed}, indent=2))
+        elif changes.any:
+            for label, paths in (("missing", changes.added), ("differs", changes.changed),
+                                 ("stale", changes.removed)):
+                for p in paths:
+                    print(f"{label}: {p}")
+            print(f"rendered output is out of date ({len(changes.added)} missing, "
+                  f"{len(changes.changed)} differ, {len(changes.removed)} stale); "
+                  "run `make render` and commit the result", file=sys.stderr)
+        elif not args.quiet:
+            print(f"rendered output is up to date ({changes.unchanged} files)")
+        return EXIT_DIFFERS if changes.any else EXIT_OK
+    progress(f"writing into {root.resolve()}")
+    changes = tree.write(root, files)
+    progress("done")
+    summary = summarize(inv)
+    if args.json:
+        print(json.dumps({"ok": True, "written": len(changes.added) + len(changes.changed),
+                          "added": changes.added, "changed": changes.changed,
+                          "removed": changes.removed, "unchanged": changes.unchanged,
+                          "summary": summary}, indent=2))
+    elif not args.quiet:
+        print(format_summary(summary))
+        print(f"files: {len(changes.added)} added, {len(changes.changed)} changed, "
+              f"{len(changes.removed)} removed, {changes.unchanged} unchanged")
+    return EXIT_OK
+
+
+def cmd_diff(args: argparse.Namespace, progress: Progress) -> int:
+    _inv, files = _render(args, progress)
+    root = Path(args.output)
+    changes = tree.compare(root, files)
+    for line in tree.unified_diff(root, files, changes):
+        sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    if not args.quiet:
+        print(f"{len(changes.added)} added, {len(changes.changed)} changed, "
+              f"{len(changes.removed)} removed", file=sys.stderr)
+    return EXIT_DIFFERS if changes.any else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-i", "--inventory", type=Path,
+                        default=Path(os.environ.get("FLEET_INVENTORY", "inventory.yaml")),
+                        help="inventory file (default: $FLEET_INVENTORY or ./inventory.yaml)")
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    common.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    common.add_argument("-v", "--verbose", action="store_true",
+                        help="show progress with timings even when not on a terminal")
+    common.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+
+    parser = argparse.ArgumentParser(
+        prog="fleet",
+        description="Declarative provisioning for a GPU datacenter: validate inventory.yaml "
+                    "and render Salt pillars and PXE boot configs from it.",
+        epilog="exit codes: 0 ok, 1 invalid inventory, 2 usage, 3 output differs, "
+               "4 I/O error, 70 internal error",
+    )
+    parser.add_argument("--version", action="version", version=f"fleet {__version__}")
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = sub.add_parser("validate", parents=[common], help="check the inventory, report all errors",
+                       description="Check the inventory and report every error as "
+                                   "file:line:column: path: message.")
+    p.set_defaults(func=cmd_validate)
+
+    out = argparse.ArgumentParser(add_help=False)
+    out.add_argument("-o", "--output", default=".", metavar="DIR",
+                     help="directory holding pillar/ and pxe/ (default: .)")
+
+    p = sub.add_parser("render", parents=[common, out], help="write pillar/ and pxe/",
+                       description="Render pillar/ and pxe/ from the inventory. Output is built "
+                                   "aside and swapped in atomically; unchanged files are not "
+                                   "rewritten; an invalid inventory writes nothing.")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="write nothing; exit 3 and list files if the output is out of date")
+    mode.add_argument("--diff", action="store_true",
+                      help="write nothing; show what a render would change (same as `fleet diff`)")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("diff", parents=[common, out], help="show what a render would change",
+                       description="Show a unified diff of what `fleet render` would change; "
+                                   "exit 3 if anything would.")
+    p.set_defaults(func=cmd_diff)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    progress = Progress(enabled=(args.verbose or sys.stderr.isatty()) and not args.quiet)
+    func: Callable[[argparse.Namespace, Progress], int] = args.func
+    try:
+        return func(args, progress)
+    except InventoryError as exc:
+        if args.json:
+            print(format_json(exc.problems))
+        else:
+            print(format_text(exc.problems), file=sys.stderr)
+        return EXIT_INVALID
+    except tree.RenderBusyError as exc:
+        print(f"fleet: {exc}", file=sys.stderr)
+        return EXIT_IO
+    except OSError as exc:
+        print(f"fleet: {exc.filename or ''}: {exc.strerror or exc}; previous output kept",
+              file=sys.stderr)
+        return EXIT_IO
+    except KeyboardInterrupt:
+        print("fleet: interrupted; previous output kept", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in fleet, not in the user's input
+        if args.debug:
+            traceback.print_exc()
+        print(f"fleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for "
+              "the traceback, and please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

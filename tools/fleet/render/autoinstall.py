@@ -1,0 +1,125 @@
+"""Render Ubuntu autoinstall (subiquity) NoCloud seeds: ``user-data`` and ``meta-data``.
+
+The installer partitions only the boot disk (``storage.layout.match``), brings up the
+provisioning NIC with its inventory address, and its late-commands install
+salt-minion from the configured repository with the node's id and master.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import yaml
+
+from fleet.inventory.model import Inventory, Node
+from fleet.render.header import header
+
+try:
+    _Dumper: type = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover
+    _Dumper = yaml.SafeDumper
+
+REQUIRED_KEYS = ("version", "storage", "network", "ssh", "late-commands", "user-data")
+
+
+def http_base(inv: Inventory) -> str:
+    site = inv.raw.site
+    addr = inv.nodes[site.provisioning_host].address
+    return f"http://{addr}" if site.http_port == 80 else f"http://{addr}:{site.http_port}"
+
+
+def _sh(*words: str) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
+    site = inv.raw.site
+    http = http_base(inv)
+    prov = node.prov
+    master = inv.nodes[site.salt.master]
+    fqdn = f"{node.hostname}.{site.domain}"
+    keys = sorted({k for a in site.admins for k in a.ssh_keys})
+    eth: dict[str, Any] = {
+        "match": {"macaddress": node.mac},
+        "set-name": node.boot_nic,
+        "mtu": prov.mtu,
+        "addresses": [f"{prov.address}/{prov.cidr.prefixlen}"],
+    }
+    if prov.gateway is not None:
+        eth["routes"] = [{"to": "default", "via": str(prov.gateway)}]
+    if site.dns_servers:
+        eth["nameservers"] = {"addresses": [str(a) for a in site.dns_servers],
+                              "search": [site.domain]}
+    minion_conf = [f"id: {node.hostname}", f"master: {master.address}"]
+    if site.salt.master_finger:
+        minion_conf.append(f"master_finger: '{site.salt.master_finger}'")
+    salt_sources = [
+        "Types: deb",
+        f"URIs: {site.salt.repo}",
+        "Suites: stable",
+        "Components: main",
+        "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp",
+    ]
+    salt_pin = ["Package: salt-*", f"Pin: version {site.salt.version}*", "Pin-Priority: 1001"]
+
+    def write(lines: list[str], path: str) -> str:
+        return f"printf '%s\\n' {_sh(*lines)} > /target{path}"
+
+    late = [
+        "curtin in-target -- install -d -m 0755 /etc/apt/keyrings /etc/salt/minion.d",
+        "curtin in-target -- curl -fsSL -o /etc/apt/keyrings/salt-archive-keyring.pgp "
+        + shlex.quote(f"{http}/{site.salt.keyring}"),
+        write(salt_sources, "/etc/apt/sources.list.d/salt.sources"),
+        write(salt_pin, "/etc/apt/preferences.d/salt.pref"),
+        write(minion_conf, "/etc/salt/minion.d/fleet.conf"),
+        write([node.hostname], "/etc/salt/minion_id"),
+        "curtin in-target -- apt-get update",
+        "curtin in-target -- env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
+        "curtin in-target -- systemctl enable salt-minion",
+    ]
+    match = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else {"size": "largest"}
+    ai: dict[str, Any] = {
+        "version": 1,
+        "locale": "en_US.UTF-8",
+        "keyboard": {"layout": "us"},
+        "timezone": site.timezone,
+        "refresh-installer": {"update": False},
+        "apt": {
+            "preserve_sources_list": False,
+            "geoip": False,
+            "primary": [{"arches": ["default"], "uri": site.apt.mirror}],
+            **({"security": [{"arches": ["default"], "uri": site.apt.security_mirror}]}
+               if site.apt.security_mirror else {}),
+        },
+        "network": {"version": 2, "ethernets": {node.boot_nic: eth}},
+        # Only the boot disk: data disks (mkv volumes) are never touched by an install.
+        "storage": {"layout": {"name": "lvm", "sizing-policy": "all", "match": match}},
+        "ssh": {"install-server": True, "allow-pw": False, "authorized-keys": keys},
+        "packages": ["curl", "ca-certificates"],
+        "user-data": {
+            "hostname": node.hostname,
+            "fqdn": fqdn,
+            "disable_root": True,
+            "users": [
+                {"name": a.name, "shell": "/bin/bash", "lock_passwd": True,
+                 "groups": ["sudo"] if a.sudo else [],
+                 "sudo": "ALL=(ALL) NOPASSWD:ALL" if a.sudo else False,
+                 "ssh_authorized_keys": list(a.ssh_keys)}
+                for a in site.admins
+            ],
+        },
+        "late-commands": late,
+        "shutdown": "reboot",
+    }
+    return {"autoinstall": ai}
+
+
+def render_user_data(inv: Inventory, node: Node) -> str:
+    body = yaml.dump(user_data(inv, node), Dumper=_Dumper, default_flow_style=False,
+                     sort_keys=False, width=1000)
+    return "#cloud-config\n" + header("#") + body
+
+
+def render_meta_data(inv: Inventory, node: Node) -> str:
+    return header("#") + f"instance-id: fleet-{node.hostname}\nlocal-hostname: {node.hostname}\n"

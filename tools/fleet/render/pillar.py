@@ -1,0 +1,281 @@
+"""Render Salt pillar: ``pillar/top.sls`` (by minion id only) and the data it assigns.
+
+- ``nodes/<id>.sls``   that node only: roles, addresses, hardware, disks, BMC address
+- ``site.sls``         every node: domain, time, admins, Salt master, apt mirror
+- ``hosts.sls``        every node: the hosts table
+- ``slurm.sls``        Slurm nodes only: nodes, partitions, GRES, topology
+- ``mkv.sls``          mkv masters only: arrays and their volume lists
+- ``provisioning.sls`` the provisioning host only
+- ``secrets.munge``    Slurm nodes only; lives in the git-ignored secrets pillar root
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from fleet.inventory.model import Interface, Inventory, Node
+from fleet.render.header import header
+from fleet.render.hostlist import compress
+
+try:
+    _Dumper: type = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover
+    _Dumper = yaml.SafeDumper
+
+MKV_ROOT = "/srv/mkv"
+SECRET_SLS = {"munge": "secrets.munge"}
+
+
+def _dump(data: Any) -> str:
+    text: str = yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=True,
+                          allow_unicode=True, width=120)
+    return header("#") + text
+
+
+def subvolume(i: int) -> str:
+    """mkv's subvolume directory name: ``sv%02X`` (upper-case hex: sv0A after sv09)."""
+    return f"sv{i:02X}"
+
+
+def data_disk_count(node: Node) -> int:
+    return sum(d.count for d in node.profile.disks if d.role == "data")
+
+
+def render(inv: Inventory) -> dict[str, str]:
+    out: dict[str, str] = {}
+    site = inv.raw.site
+    top: dict[str, list[str]] = {}
+    for node in inv.nodes.values():
+        sls = ["site", "hosts", f"nodes.{node.hostname}"]
+        if node.has("slurm.compute") or node.has("slurm.controller"):
+            sls += ["slurm", SECRET_SLS["munge"]]
+        if node.has("mkv.master"):
+            sls.append("mkv")
+        if node.hostname == site.provisioning_host:
+            sls.append("provisioning")
+        top[node.hostname] = sls
+        out[f"pillar/nodes/{node.hostname}.sls"] = _dump({"node": _node(inv, node)})
+    out["pillar/top.sls"] = _dump({"base": top})
+    out["pillar/site.sls"] = _dump({"site": _site(inv)})
+    out["pillar/hosts.sls"] = _dump({"hosts": _hosts(inv)})
+    if inv.raw.slurm is not None:
+        out["pillar/slurm.sls"] = _dump({"slurm": _slurm(inv)})
+    if inv.raw.mkv is not None:
+        out["pillar/mkv.sls"] = _dump({"mkv": _mkv(inv)})
+    out["pillar/provisioning.sls"] = _dump({"provisioning": _provisioning(inv)})
+    return out
+
+
+def _iface(iface: Interface, inv: Inventory) -> dict[str, Any]:
+    net = inv.raw.networks[iface.network]
+    d: dict[str, Any] = {
+        "kind": iface.kind,
+        "network": iface.network,
+        "address": str(iface.address) if iface.address else None,
+        "prefixlen": iface.cidr.prefixlen,
+        "cidr": str(iface.cidr),
+        "gateway": str(iface.gateway) if iface.gateway else None,
+        "vlan": iface.vlan,
+        "mtu": iface.mtu,
+        "mac": iface.mac,
+        "switch": iface.switch,
+        "port": iface.port,
+        "speed_gbps": iface.speed_gbps,
+    }
+    if iface.kind == "infiniband":
+        d["ipoib_mode"] = net.ipoib_mode
+        d["pkey"] = net.pkey
+    return d
+
+
+def _node(inv: Inventory, node: Node) -> dict[str, Any]:
+    p = node.profile
+    site = inv.raw.site
+    interfaces = {name: _iface(i, inv) for name, i in node.interfaces.items() if name != "bmc"}
+    interfaces[node.boot_nic]["boot"] = True
+    bmc = node.interfaces.get("bmc")
+    data_disks = []
+    i = 0
+    for disk in p.disks:
+        if disk.role != "data":
+            continue
+        for _ in range(disk.count):
+            data_disks.append({"name": subvolume(i), "kind": disk.kind, "size_gb": disk.size_gb,
+                               "mount": f"{MKV_ROOT}/{subvolume(i)}"})
+            i += 1
+    boot = next(d for d in p.disks if d.role == "boot")
+    d: dict[str, Any] = {
+        "hostname": node.hostname,
+        "fqdn": f"{node.hostname}.{site.domain}",
+        "group": node.group,
+        "profile": node.profile_name,
+        "roles": list(node.roles),
+        "serial": node.serial,
+        "boot_mode": p.boot_mode,
+        "os": {"distro": site.os.distro, "release": site.os.release},
+        "hardware": {
+            "vendor": p.vendor,
+            "model": p.model,
+            "cpu": p.cpu.model_dump(),
+            "memory_gb": p.memory_gb,
+            "gpu": p.gpu.model_dump() if p.gpu else None,
+        },
+        "interfaces": interfaces,
+        "bmc": {
+            "address": str(bmc.address) if bmc and bmc.address else None,
+            "mac": node.bmc_mac,
+            "kind": p.bmc.kind,
+            "protocol": p.bmc.protocol,
+            "switch": bmc.switch if bmc else None,
+            "port": bmc.port if bmc else None,
+        },
+        "disks": {
+            "boot": {"kind": boot.kind, "size_gb": boot.size_gb,
+                     "match": node.boot_disk.model_dump(exclude_none=True)
+                     if node.boot_disk else {}},
+            "data": data_disks,
+        },
+        "ib_guid": node.ib_guid,
+    }
+    if node.partition is not None:
+        d["slurm"] = {"partition": node.partition}
+    if node.mkv_array is not None and inv.raw.mkv is not None:
+        array = inv.raw.mkv.arrays[node.mkv_array]
+        d["mkv"] = {
+            "array": node.mkv_array,
+            "port": array.volume_port,
+            "volume": f"{node.hostname}:{array.volume_port}",
+            "root": f"{MKV_ROOT}",
+            "subvolumes": len(data_disks),
+        }
+    return d
+
+
+def _site(inv: Inventory) -> dict[str, Any]:
+    site = inv.raw.site
+    master = inv.nodes[site.salt.master]
+    prov = inv.nodes[site.provisioning_host]
+    return {
+        "name": site.name,
+        "domain": site.domain,
+        "timezone": site.timezone,
+        "ntp_servers": list(site.ntp_servers),
+        "dns_servers": [str(a) for a in site.dns_servers],
+        "os": site.os.model_dump(),
+        "admins": [a.model_dump() for a in site.admins],
+        "salt": {
+            "master": site.salt.master,
+            "master_address": str(master.address),
+            "version": site.salt.version,
+            "master_finger": site.salt.master_finger,
+        },
+        "apt": site.apt.model_dump(),
+        "provisioning": {"host": prov.hostname, "address": str(prov.address),
+                         "http_port": site.http_port},
+    }
+
+
+def _hosts(inv: Inventory) -> list[dict[str, Any]]:
+    domain = inv.raw.site.domain
+    rows = []
+    for node in inv.nodes.values():
+        rows.append({"address": str(node.address),
+                     "names": [f"{node.hostname}.{domain}", node.hostname]})
+        for name, iface in node.interfaces.items():
+            if name in (node.boot_nic,) or iface.address is None:
+                continue
+            alias = f"{node.hostname}-{name}"
+            rows.append({"address": str(iface.address), "names": [f"{alias}.{domain}", alias]})
+    return rows
+
+
+def _slurm(inv: Inventory) -> dict[str, Any]:
+    slurm = inv.raw.slurm
+    assert slurm is not None
+    controller = inv.nodes[slurm.controller]
+    computes = inv.with_role("slurm.compute")
+    # One NodeName line per profile: the hardware that slurmd -C must report.
+    by_profile: dict[str, list[Node]] = {}
+    for node in computes:
+        by_profile.setdefault(node.profile_name, []).append(node)
+    node_lines = []
+    gres = []
+    for pname, nodes in by_profile.items():
+        p = nodes[0].profile
+        names = compress(n.hostname for n in nodes)
+        line: dict[str, Any] = {
+            "names": names,
+            "sockets": p.cpu.sockets,
+            "cores_per_socket": p.cpu.cores_per_socket,
+            "threads_per_core": p.cpu.threads_per_core,
+            "real_memory_mb": p.memory_gb * 1024 * (100 - slurm.memory_reserve_percent) // 100,
+            "features": [pname],
+            "gres": f"gpu:{p.gpu.model}:{p.gpu.count}" if p.gpu else None,
+        }
+        node_lines.append(line)
+        if p.gpu:
+            # Explicit File= lines (Debian/Ubuntu slurm-wlm has no NVML), GPUs split
+            # evenly over sockets so jobs get cores local to their GPUs.
+            per_socket = max(p.gpu.count // p.cpu.sockets, 1)
+            cores = p.cpu.cores_per_socket
+            for s in range(p.cpu.sockets):
+                first = s * per_socket
+                last = min(first + per_socket, p.gpu.count) - 1
+                if first > last:
+                    break
+                files = (f"/dev/nvidia{first}" if first == last
+                         else f"/dev/nvidia[{first}-{last}]")
+                gres.append({"names": names, "name": "gpu", "type": p.gpu.model,
+                             "file": files, "cores": f"{s * cores}-{(s + 1) * cores - 1}"})
+    partitions = []
+    topology = []
+    for pname, part in slurm.partitions.items():
+        members = compress(n.hostname for n in computes if n.partition == pname)
+        partitions.append({"name": pname, "nodes": members, "default": part.default,
+                           "max_time": part.max_time})
+        topology.append({"switch": part.ib_switch, "nodes": members})
+    return {
+        "cluster": slurm.cluster,
+        "version": slurm.version,
+        "controller": {"host": controller.hostname, "address": str(controller.address)},
+        "nodes": node_lines,
+        "gres": gres,
+        "partitions": partitions,
+        "topology": topology,
+    }
+
+
+def _mkv(inv: Inventory) -> dict[str, Any]:
+    mkv = inv.raw.mkv
+    assert mkv is not None
+    arrays = {}
+    for aname, array in mkv.arrays.items():
+        vols = inv.in_array(aname)
+        subvolumes = data_disk_count(vols[0]) if vols else 0
+        arrays[aname] = {
+            "master": array.master,
+            "port": array.port,
+            "replicas": array.replicas,
+            "subvolumes": subvolumes,
+            "index_path": array.index_path,
+            "volume_port": array.volume_port,
+            "volumes": [f"{n.hostname}:{array.volume_port}" for n in vols],
+            "purpose": array.purpose,
+        }
+    return {"version": mkv.version, "arrays": arrays}
+
+
+def _provisioning(inv: Inventory) -> dict[str, Any]:
+    site = inv.raw.site
+    return {
+        "pxe_root": site.pxe_root,
+        "http_port": site.http_port,
+        "install": site.install.model_dump(),
+        "networks": {
+            name: {"purpose": n.purpose, "cidr": str(n.cidr), "vlan": n.vlan,
+                   "gateway": str(n.gateway) if n.gateway else None}
+            for name, n in inv.raw.networks.items()
+        },
+    }

@@ -1,0 +1,111 @@
+"""Render the ``pxe/`` tree served by the provisioning host.
+
+    pxe/dnsmasq/dnsmasq.conf            DHCP (known MACs only) + TFTP, firmware detection
+    pxe/dnsmasq/hosts/<host>            dhcp-hostsdir: boot NIC and BMC leases
+    pxe/http/boot.ipxe                  iPXE entry point -> state/<mac>.ipxe (run-time mode)
+    pxe/http/hosts/<host>/install.ipxe  the installer, with this host's autoinstall seed
+    pxe/http/hosts/<host>/local.ipxe    boot from the local disk
+    pxe/http/hosts/<host>/user-data     autoinstall (NoCloud seed) + meta-data
+    pxe/tftp/grub/grub.cfg              GRUB entry point -> state/grub.cfg-<mac>
+    pxe/tftp/grub/hosts/<host>/{install,local}.cfg
+
+``state/`` is not rendered: it holds the per-MAC links that select install or local for
+each host and is switched at run time, so changing a mode never needs a render.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+import jinja2
+
+from fleet.inventory.model import Inventory, Node
+from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
+from fleet.render.header import TEXT
+
+
+@cache
+def _env() -> jinja2.Environment:
+    loader = jinja2.FunctionLoader(
+        lambda name: resources.files("fleet").joinpath("templates", name).read_text("utf-8")
+    )
+    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                              autoescape=False)
+
+
+def _t(name: str) -> jinja2.Template:
+    return _env().get_template(name)
+
+
+def cmdline(inv: Inventory, node: Node, *, grub: bool) -> str:
+    """Kernel command line of the Ubuntu live-server installer for ``node``."""
+    site = inv.raw.site
+    seed = f"ds=nocloud-net;s={http_base(inv)}/hosts/{node.hostname}/"
+    if grub:
+        seed = f"'{seed}'"  # GRUB splits on ';' unless quoted
+    return " ".join([
+        "ip=dhcp",
+        f"BOOTIF=01-{node.mac.replace(':', '-')}",  # pin DHCP to the boot NIC
+        f"url={site.install.iso_url}",
+        "autoinstall",
+        seed,
+        "cloud-config-url=/dev/null",  # cloud-init must not fetch the ISO URL as config
+        "console=tty0",
+        "console=ttyS0,115200n8",
+    ])
+
+
+def render(inv: Inventory) -> dict[str, str]:
+    site = inv.raw.site
+    http = http_base(inv)
+    prov_node = inv.nodes[site.provisioning_host]
+    os_name = f"Ubuntu {site.os.release}"
+    out: dict[str, str] = {}
+    networks = []
+    for name, net in inv.raw.networks.items():
+        if net.purpose == "ipoib":
+            continue
+        networks.append({
+            "name": name, "purpose": net.purpose, "vlan": net.vlan,
+            "network": net.cidr.network_address, "netmask": net.cidr.netmask,
+            "gateway": net.gateway, "mtu": net.mtu,
+            "pool": (net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
+            "relayed": name != prov_node.prov.network,
+        })
+    common = {"header": TEXT, "http": http}
+    out["pxe/dnsmasq/dnsmasq.conf"] = _t("dnsmasq.conf.j2").render(
+        **common, prov_host=prov_node.hostname, interface=prov_node.boot_nic,
+        domain=site.domain, networks=networks, pxe_root=site.pxe_root,
+        dns_servers=",".join(str(a) for a in site.dns_servers),
+    )
+    out["pxe/http/boot.ipxe"] = _t("boot.ipxe.j2").render(**common)
+    out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(**common)
+    install_ipxe, local_ipxe = _t("install.ipxe.j2"), _t("local.ipxe.j2")
+    install_grub, local_grub = _t("grub-install.cfg.j2"), _t("grub-local.cfg.j2")
+    http_host = http.removeprefix("http://")
+    for node in inv.nodes.values():
+        h = node.hostname
+        out[f"pxe/dnsmasq/hosts/{h}"] = _dhcp_hosts(node)
+        ctx = {**common, "hostname": h, "mac": node.mac, "os_name": os_name,
+               "kernel": site.install.kernel, "initrd": site.install.initrd}
+        out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(
+            **ctx, cmdline=cmdline(inv, node, grub=False))
+        out[f"pxe/http/hosts/{h}/local.ipxe"] = local_ipxe.render(**ctx)
+        out[f"pxe/tftp/grub/hosts/{h}/install.cfg"] = install_grub.render(
+            **ctx, http_host=http_host, grub_cmdline=cmdline(inv, node, grub=True))
+        out[f"pxe/tftp/grub/hosts/{h}/local.cfg"] = local_grub.render(**ctx, efi_dir=site.os.distro)
+        out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node)
+        out[f"pxe/http/hosts/{h}/meta-data"] = render_meta_data(inv, node)
+    return out
+
+
+def _dhcp_hosts(node: Node) -> str:
+    lines = [f"# {TEXT}"]
+    prov = node.prov
+    lines.append(f"{node.mac},{prov.address},{node.hostname},infinite")
+    bmc = node.interfaces.get("bmc")
+    if bmc is not None and bmc.address is not None:
+        lines.append(f"{node.bmc_mac},{bmc.address},{node.hostname}-bmc,infinite")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,212 @@
+"""Write rendered output atomically, compare it with what is on disk, and diff it.
+
+Each output directory (``pillar/``, ``pxe/``) is rebuilt aside in ``.<dir>.render-<pid>``
+and swapped in with one ``renameat2(RENAME_EXCHANGE)``; files whose content is unchanged
+are hard links to the old ones, so their mtimes stay as they were. A directory with no
+change at all is not touched. A failure before the swap leaves the old tree as it was.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import difflib
+import errno
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OWNED = ("pillar", "pxe")
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@dataclass
+class Changes:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+    def merge(self, other: Changes) -> None:
+        self.added += other.added
+        self.changed += other.changed
+        self.removed += other.removed
+        self.unchanged += other.unchanged
+
+
+def _existing(root: Path, top: str) -> dict[str, Path]:
+    base = root / top
+    found: dict[str, Path] = {}
+    if not base.is_dir():
+        return found
+    for dirpath, _dirs, files in os.walk(base):
+        for name in files:
+            p = Path(dirpath) / name
+            found[p.relative_to(root).as_posix()] = p
+    return found
+
+
+def _split(files: dict[str, str]) -> dict[str, dict[str, bytes]]:
+    by_top: dict[str, dict[str, bytes]] = {top: {} for top in OWNED}
+    for rel, text in files.items():
+        top = rel.split("/", 1)[0]
+        if top not in by_top:
+            raise ValueError(f"renderer produced {rel!r} outside {', '.join(OWNED)}")
+        by_top[top][rel] = text.encode("utf-8")
+    return by_top
+
+
+def compare(root: Path, files: dict[str, str]) -> Changes:
+    """What writing ``files`` under ``root`` would change."""
+    result = Changes()
+    for top, wanted in _split(files).items():
+        old = _existing(root, top)
+        for rel, data in sorted(wanted.items()):
+            path = old.get(rel)
+            if path is None:
+                result.added.append(rel)
+            elif path.read_bytes() != data:
+                result.changed.append(rel)
+            else:
+                result.unchanged += 1
+        result.removed += sorted(set(old) - set(wanted))
+    return result
+
+
+def unified_diff(root: Path, files: dict[str, str], changes: Changes) -> Iterator[str]:
+    for rel in sorted([*changes.added, *changes.changed, *changes.removed]):
+        path = root / rel
+        old = path.read_text("utf-8", errors="replace").splitlines(True) if path.exists() else []
+        new = files[rel].splitlines(True) if rel in files else []
+        yield from difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}")
+
+
+@contextmanager
+def _lock(root: Path) -> Iterator[None]:
+    fd = os.open(root / ".render.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RenderBusyError(f"another render holds {root / '.render.lock'}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+class RenderBusyError(Exception):
+    pass
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths; False if the kernel or libc cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), os.fspath(a))
+
+
+def _stage(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, Path],
+           same: set[str]) -> Path:
+    stage = root / f".{top}.render-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(mode=0o755)
+    made: set[Path] = set()
+    try:
+        for rel, data in wanted.items():
+            dest = stage / rel.split("/", 1)[1]
+            parent = dest.parent
+            if parent not in made:
+                parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+                made.add(parent)
+            if rel in same:
+                src = old[rel]
+                try:
+                    os.link(src, dest)  # unchanged: keep the inode, and so the mtime
+                    continue
+                except OSError:
+                    shutil.copy2(src, dest)
+                    continue
+            with open(dest, "wb") as fh:  # noqa: PTH123 - plain write of new content
+                fh.write(data)
+            dest.chmod(0o644)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return stage
+
+
+def write(root: Path, files: dict[str, str]) -> Changes:
+    """Write ``files`` (paths relative to ``root``) replacing the owned directories."""
+    total = Changes()
+    with _lock(root):
+        staged: list[tuple[str, Path]] = []
+        try:
+            for top, wanted in _split(files).items():
+                old = _existing(root, top)
+                changes = Changes()
+                same: set[str] = set()
+                for rel, data in wanted.items():
+                    src = old.get(rel)
+                    if src is None:
+                        changes.added.append(rel)
+                    elif src.stat().st_size != len(data) or src.read_bytes() != data:
+                        changes.changed.append(rel)
+                    else:
+                        same.add(rel)
+                changes.unchanged = len(same)
+                changes.removed = sorted(set(old) - set(wanted))
+                total.merge(changes)
+                if changes.any:
+                    staged.append((top, _stage(root, top, wanted, old, same)))
+            _swap_all(root, staged)
+        finally:
+            for _top, stage in staged:
+                shutil.rmtree(stage, ignore_errors=True)
+    total.added.sort()
+    total.changed.sort()
+    return total
+
+
+def _swap_all(root: Path, staged: list[tuple[str, Path]]) -> None:
+    done: list[tuple[Path, Path]] = []
+    try:
+        for top, stage in staged:
+            target = root / top
+            if not target.exists():
+                stage.rename(target)
+                stage.mkdir()  # keep the name so cleanup/rollback logic stays uniform
+                done.append((target, stage))
+            elif _exchange(stage, target):
+                done.append((target, stage))
+            else:  # no renameat2: two renames, briefly without the directory
+                backup = root / f".{top}.old-{os.getpid()}"
+                target.rename(backup)
+                stage.rename(target)
+                backup.rename(stage)
+                done.append((target, stage))
+    except BaseException:
+        for target, stage in reversed(done):  # put the old trees back
+            if not _exchange(stage, target):
+                tmp = target.with_name(target.name + ".rollback")
+                target.rename(tmp)
+                stage.rename(target)
+                tmp.rename(stage)
+        raise

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install the few host packages fleet's build and tests need, on Debian 12 / Ubuntu 24.04.
+# Idempotent: installs only what is missing; runs apt-get update at most once.
+set -euo pipefail
+
+need=()
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)   # `dnsmasq --test` in the tests
+command -v make >/dev/null 2>&1 || need+=(make)
+
+if ((${#need[@]} == 0)); then
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-host-deps: missing packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}" >&2
+  exit 1
+fi
+echo "install-host-deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
