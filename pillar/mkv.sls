@@ -10,90 +10,90 @@ mkv:
       subvolumes: 4
       volume_port: 3011
       volumes:
-      - cache-01:3011
-      - cache-02:3011
-      - cache-03:3011
-      - cache-04:3011
-      - cache-05:3011
-      - cache-06:3011
-      - cache-07:3011
-      - cache-08:3011
-      - cache-09:3011
-      - cache-10:3011
+      - "cache-01:3011"
+      - "cache-02:3011"
+      - "cache-03:3011"
+      - "cache-04:3011"
+      - "cache-05:3011"
+      - "cache-06:3011"
+      - "cache-07:3011"
+      - "cache-08:3011"
+      - "cache-09:3011"
+      - "cache-10:3011"
     models:
       index_path: /var/lib/mkv/models
       master: head-01
       port: 3020
-      purpose: models and metrics, redundant
+      purpose: "models and metrics, redundant"
       replicas: 3
       subvolumes: 24
       volume_port: 3021
       volumes:
-      - model-01:3021
-      - model-02:3021
-      - model-03:3021
-      - model-04:3021
-      - model-05:3021
-      - model-06:3021
-      - model-07:3021
-      - model-08:3021
+      - "model-01:3021"
+      - "model-02:3021"
+      - "model-03:3021"
+      - "model-04:3021"
+      - "model-05:3021"
+      - "model-06:3021"
+      - "model-07:3021"
+      - "model-08:3021"
     training:
       index_path: /var/lib/mkv/training
       master: head-01
       port: 3000
-      purpose: training data, not redundant
+      purpose: "training data, not redundant"
       replicas: 1
       subvolumes: 8
       volume_port: 3001
       volumes:
-      - stor-001:3001
-      - stor-002:3001
-      - stor-003:3001
-      - stor-004:3001
-      - stor-005:3001
-      - stor-006:3001
-      - stor-007:3001
-      - stor-008:3001
-      - stor-009:3001
-      - stor-010:3001
-      - stor-011:3001
-      - stor-012:3001
-      - stor-013:3001
-      - stor-014:3001
-      - stor-015:3001
-      - stor-016:3001
-      - stor-017:3001
-      - stor-018:3001
-      - stor-019:3001
-      - stor-020:3001
-      - stor-021:3001
-      - stor-022:3001
-      - stor-023:3001
-      - stor-024:3001
-      - stor-025:3001
-      - stor-026:3001
-      - stor-027:3001
-      - stor-028:3001
-      - stor-029:3001
-      - stor-030:3001
-      - stor-031:3001
-      - stor-032:3001
-      - stor-033:3001
-      - stor-034:3001
-      - stor-035:3001
-      - stor-036:3001
-      - stor-037:3001
-      - stor-038:3001
-      - stor-039:3001
-      - stor-040:3001
-      - stor-041:3001
-      - stor-042:3001
-      - stor-043:3001
-      - stor-044:3001
-      - stor-045:3001
-      - stor-046:3001
-      - stor-047:3001
-      - stor-048:3001
-      - stor-049:3001
-      - stor-050:3001
+      - "stor-001:3001"
+      - "stor-002:3001"
+      - "stor-003:3001"
+      - "stor-004:3001"
+      - "stor-005:3001"
+      - "stor-006:3001"
+      - "stor-007:3001"
+      - "stor-008:3001"
+      - "stor-009:3001"
+      - "stor-010:3001"
+      - "stor-011:3001"
+      - "stor-012:3001"
+      - "stor-013:3001"
+      - "stor-014:3001"
+      - "stor-015:3001"
+      - "stor-016:3001"
+      - "stor-017:3001"
+      - "stor-018:3001"
+      - "stor-019:3001"
+      - "stor-020:3001"
+      - "stor-021:3001"
+      - "stor-022:3001"
+      - "stor-023:3001"
+      - "stor-024:3001"
+      - "stor-025:3001"
+      - "stor-026:3001"
+      - "stor-027:3001"
+      - "stor-028:3001"
+      - "stor-029:3001"
+      - "stor-030:3001"
+      - "stor-031:3001"
+      - "stor-032:3001"
+      - "stor-033:3001"
+      - "stor-034:3001"
+      - "stor-035:3001"
+      - "stor-036:3001"
+      - "stor-037:3001"
+      - "stor-038:3001"
+      - "stor-039:3001"
+      - "stor-040:3001"
+      - "stor-041:3001"
+      - "stor-042:3001"
+      - "stor-043:3001"
+      - "stor-044:3001"
+      - "stor-045:3001"
+      - "stor-046:3001"
+      - "stor-047:3001"
+      - "stor-048:3001"
+      - "stor-049:3001"
+      - "stor-050:3001"
   version: null

@@ -4,7 +4,7 @@ provisioning:
   install:
     initrd: images/ubuntu-24.04/initrd
     iso_sha256: e240e4b801f7bb68c20d1356b60968ad0c33a41d00d828e74ceb3364a0317be9
-    iso_url: http://10.1.0.10/images/ubuntu-24.04.1-live-server-amd64.iso
+    iso_url: "http://10.1.0.10/images/ubuntu-24.04.1-live-server-amd64.iso"
     kernel: images/ubuntu-24.04/vmlinuz
   networks:
     bmc:

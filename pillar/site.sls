@@ -6,8 +6,8 @@ site:
     - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEyDceWfXu3BQy79KBbHKDGK3NaKXWu0LID7p3IMhgry ops@sd1
     sudo: true
   apt:
-    mirror: http://10.1.0.10:3142/archive.ubuntu.com/ubuntu
-    security_mirror: http://10.1.0.10:3142/security.ubuntu.com/ubuntu
+    mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"
+    security_mirror: "http://10.1.0.10:3142/security.ubuntu.com/ubuntu"
   dns_servers:
   - 10.1.0.10
   domain: sd1.comma.internal
@@ -18,7 +18,7 @@ site:
   - time3.google.com
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   provisioning:
     address: 10.1.0.10
     host: head-01
@@ -27,5 +27,5 @@ site:
     master: head-01
     master_address: 10.1.0.10
     master_finger: null
-    version: '3008.5'
+    version: "3008.5"
   timezone: America/Los_Angeles

@@ -5,22 +5,22 @@ slurm:
     address: 10.1.0.10
     host: head-01
   gres:
-  - cores: 0-31
-    file: /dev/nvidia[0-3]
+  - cores: "0-31"
+    file: "/dev/nvidia[0-3]"
     name: gpu
-    names: tbox-[001-075]
+    names: "tbox-[001-075]"
     type: rtx4090
-  - cores: 32-63
-    file: /dev/nvidia[4-7]
+  - cores: "32-63"
+    file: "/dev/nvidia[4-7]"
     name: gpu
-    names: tbox-[001-075]
+    names: "tbox-[001-075]"
     type: rtx4090
   nodes:
   - cores_per_socket: 32
     features:
     - tinybox-pro
-    gres: gpu:rtx4090:8
-    names: tbox-[001-075]
+    gres: "gpu:rtx4090:8"
+    names: "tbox-[001-075]"
     real_memory_mb: 373555
     sockets: 2
     threads_per_core: 2
@@ -28,14 +28,14 @@ slurm:
   - default: true
     max_time: INFINITE
     name: tbox1
-    nodes: tbox-[001-038]
+    nodes: "tbox-[001-038]"
   - default: false
     max_time: INFINITE
     name: tbox2
-    nodes: tbox-[039-075]
+    nodes: "tbox-[039-075]"
   topology:
-  - nodes: tbox-[001-038]
+  - nodes: "tbox-[001-038]"
     switch: ib1
-  - nodes: tbox-[039-075]
+  - nodes: "tbox-[039-075]"
     switch: ib2
-  version: '23.11'
+  version: "23.11"

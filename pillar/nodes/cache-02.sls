@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.102
     kind: idrac8
-    mac: 24:6e:96:02:fb:31
+    mac: "24:6e:96:02:fb:31"
     port: 27
     protocol: redfish
     switch: mgmt3
@@ -52,7 +52,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:02:b9:79
+      mac: "b8:59:9f:02:b9:79"
       mtu: 9000
       network: prov
       port: 12
@@ -65,13 +65,13 @@ node:
     port: 3011
     root: /srv/mkv
     subvolumes: 4
-    volume: cache-02:3011
+    volume: "cache-02:3011"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-cache
   roles:
   - base
   - network
   - mkv.volume
-  serial: 3R62016489
+  serial: "3R62016489"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.109
     kind: idrac8
-    mac: 24:6e:96:b5:2a:60
+    mac: "24:6e:96:b5:2a:60"
     port: 34
     protocol: redfish
     switch: mgmt3
@@ -52,7 +52,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:f3:a4:91
+      mac: "b8:59:9f:f3:a4:91"
       mtu: 9000
       network: prov
       port: 19
@@ -65,13 +65,13 @@ node:
     port: 3011
     root: /srv/mkv
     subvolumes: 4
-    volume: cache-09:3011
+    volume: "cache-09:3011"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-cache
   roles:
   - base
   - network
   - mkv.volume
-  serial: 3R61394704
+  serial: "3R61394704"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.0.10
     kind: idrac8
-    mac: d0:94:66:a7:23:53
+    mac: "d0:94:66:a7:23:53"
     port: 48
     protocol: redfish
     switch: mgmt1
@@ -44,7 +44,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:77:84:8e
+      mac: "b8:59:9f:77:84:8e"
       mtu: 9000
       network: prov
       port: 1
@@ -54,7 +54,7 @@ node:
       vlan: 20
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-head
   roles:
   - base

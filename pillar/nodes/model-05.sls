@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.205
     kind: idrac8
-    mac: f8:bc:12:06:38:57
+    mac: "f8:bc:12:06:38:57"
     port: 40
     protocol: redfish
     switch: mgmt3
@@ -132,7 +132,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:49:d4:6e
+      mac: "b8:59:9f:49:d4:6e"
       mtu: 9000
       network: prov
       port: 25
@@ -145,13 +145,13 @@ node:
     port: 3021
     root: /srv/mkv
     subvolumes: 24
-    volume: model-05:3021
+    volume: "model-05:3021"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r730xd-model
   roles:
   - base
   - network
   - mkv.volume
-  serial: 8M74941889
+  serial: "8M74941889"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.1
     kind: idrac8
-    mac: 18:66:da:b4:81:d9
+    mac: "18:66:da:b4:81:d9"
     port: 1
     protocol: redfish
     switch: mgmt3
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:e4:2f:71
+      mac: "b8:59:9f:e4:2f:71"
       mtu: 9000
       network: prov
       port: 39
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-001:3001
+    volume: "stor-001:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z90057513
+  serial: "7Z90057513"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.2
     kind: idrac8
-    mac: 18:66:da:b4:e4:1b
+    mac: "18:66:da:b4:e4:1b"
     port: 2
     protocol: redfish
     switch: mgmt3
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:84:7b:23
+      mac: "b8:59:9f:84:7b:23"
       mtu: 9000
       network: prov
       port: 40
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-002:3001
+    volume: "stor-002:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z99618622
+  serial: "7Z99618622"

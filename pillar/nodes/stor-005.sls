@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.5
     kind: idrac8
-    mac: 18:66:da:db:13:de
+    mac: "18:66:da:db:13:de"
     port: 5
     protocol: redfish
     switch: mgmt3
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:d6:d4:c3
+      mac: "b8:59:9f:d6:d4:c3"
       mtu: 9000
       network: prov
       port: 43
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-005:3001
+    volume: "stor-005:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z98289470
+  serial: "7Z98289470"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.15
     kind: idrac8
-    mac: 18:66:da:39:9c:0b
+    mac: "18:66:da:39:9c:0b"
     port: 15
     protocol: redfish
     switch: mgmt3
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:ef:15:f4
+      mac: "b8:59:9f:ef:15:f4"
       mtu: 9000
       network: prov
       port: 53
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-015:3001
+    volume: "stor-015:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z94044536
+  serial: "7Z94044536"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.18
     kind: idrac8
-    mac: 18:66:da:4c:a4:96
+    mac: "18:66:da:4c:a4:96"
     port: 18
     protocol: redfish
     switch: mgmt3
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:e8:69:e9
+      mac: "b8:59:9f:e8:69:e9"
       mtu: 9000
       network: prov
       port: 56
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-018:3001
+    volume: "stor-018:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z95796037
+  serial: "7Z95796037"

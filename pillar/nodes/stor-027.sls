@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.27
     kind: idrac8
-    mac: 18:66:da:6d:fe:d0
+    mac: "18:66:da:6d:fe:d0"
     port: 2
     protocol: redfish
     switch: mgmt4
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:0e:60:ee
+      mac: "b8:59:9f:0e:60:ee"
       mtu: 9000
       network: prov
       port: 39
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-027:3001
+    volume: "stor-027:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z95650599
+  serial: "7Z95650599"

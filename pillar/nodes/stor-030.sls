@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.2.30
     kind: idrac8
-    mac: 18:66:da:84:de:c5
+    mac: "18:66:da:84:de:c5"
     port: 5
     protocol: redfish
     switch: mgmt4
@@ -68,7 +68,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: b8:59:9f:76:f4:c1
+      mac: "b8:59:9f:76:f4:c1"
       mtu: 9000
       network: prov
       port: 42
@@ -81,13 +81,13 @@ node:
     port: 3001
     root: /srv/mkv
     subvolumes: 8
-    volume: stor-030:3001
+    volume: "stor-030:3001"
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: r630-train
   roles:
   - base
   - network
   - mkv.volume
-  serial: 7Z99441648
+  serial: "7Z99441648"

@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.1.1
     kind: ast2600
-    mac: a8:a1:59:10:0c:b7
+    mac: "a8:a1:59:10:0c:b7"
     port: 1
     protocol: redfish
     switch: mgmt1
@@ -20,7 +20,7 @@ node:
   hardware:
     cpu:
       cores_per_socket: 32
-      model: AMD EPYC 9004 (Genoa)
+      model: "AMD EPYC 9004 (Genoa)"
       sockets: 2
       threads_per_core: 2
     gpu:
@@ -31,7 +31,7 @@ node:
     model: TinyBox Pro
     vendor: tinygrad
   hostname: tbox-001
-  ib_guid: '0x1070fd0300106355'
+  ib_guid: "0x1070fd0300106355"
   interfaces:
     ib:
       address: 10.2.0.1
@@ -42,7 +42,7 @@ node:
       mac: null
       mtu: 2044
       network: ib-tbox1
-      pkey: '0x7fff'
+      pkey: "0x7fff"
       port: 1
       prefixlen: 24
       speed_gbps: 200
@@ -54,7 +54,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: 0c:42:a1:93:40:14
+      mac: "0c:42:a1:93:40:14"
       mtu: 9000
       network: prov
       port: 1
@@ -64,7 +64,7 @@ node:
       vlan: 20
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: tinybox-pro
   roles:
   - base

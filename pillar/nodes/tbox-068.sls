@@ -3,7 +3,7 @@ node:
   bmc:
     address: 10.0.1.68
     kind: ast2600
-    mac: a8:a1:59:4e:15:4e
+    mac: "a8:a1:59:4e:15:4e"
     port: 30
     protocol: redfish
     switch: mgmt2
@@ -20,7 +20,7 @@ node:
   hardware:
     cpu:
       cores_per_socket: 32
-      model: AMD EPYC 9004 (Genoa)
+      model: "AMD EPYC 9004 (Genoa)"
       sockets: 2
       threads_per_core: 2
     gpu:
@@ -31,7 +31,7 @@ node:
     model: TinyBox Pro
     vendor: tinygrad
   hostname: tbox-068
-  ib_guid: '0x1070fd030019c9d2'
+  ib_guid: "0x1070fd030019c9d2"
   interfaces:
     ib:
       address: 10.2.1.68
@@ -42,7 +42,7 @@ node:
       mac: null
       mtu: 2044
       network: ib-tbox2
-      pkey: '0x7fff'
+      pkey: "0x7fff"
       port: 30
       prefixlen: 24
       speed_gbps: 200
@@ -54,7 +54,7 @@ node:
       cidr: 10.1.0.0/22
       gateway: 10.1.0.1
       kind: ethernet
-      mac: 0c:42:a1:06:f8:92
+      mac: "0c:42:a1:06:f8:92"
       mtu: 9000
       network: prov
       port: 30
@@ -64,7 +64,7 @@ node:
       vlan: 20
   os:
     distro: ubuntu
-    release: '24.04'
+    release: "24.04"
   profile: tinybox-pro
   roles:
   - base

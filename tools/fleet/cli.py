@@ -173,7 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(format_json(exc.problems))
         else:
-            print(format_text(exc.problems), file=sys.stderr)
+            print(format_text(exc.problems, wrote_nothing=args.verb == "render"),
+                  file=sys.stderr)
         return EXIT_INVALID
     except tree.RenderBusyError as exc:
         print(f"fleet: {exc}", file=sys.stderr)

@@ -64,10 +64,11 @@ class InventoryError(Exception):
         self.problems = unique
 
 
-def format_text(problems: list[Problem]) -> str:
+def format_text(problems: list[Problem], *, wrote_nothing: bool = False) -> str:
     lines = [str(p) for p in problems]
     n = len(problems)
-    lines.append(f"{n} error{'s' if n != 1 else ''}; nothing was written")
+    lines.append(f"{n} error{'s' if n != 1 else ''}" + ("; nothing was written" if wrote_nothing
+                                                        else ""))
     return "\n".join(lines)
 
 

@@ -10,15 +10,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-import yaml
-
 from fleet.inventory.model import Inventory, Node
+from fleet.render import yamlout
 from fleet.render.header import header
-
-try:
-    _Dumper: type = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover
-    _Dumper = yaml.SafeDumper
 
 REQUIRED_KEYS = ("version", "storage", "network", "ssh", "late-commands", "user-data")
 
@@ -116,8 +110,7 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
 
 
 def render_user_data(inv: Inventory, node: Node) -> str:
-    body = yaml.dump(user_data(inv, node), Dumper=_Dumper, default_flow_style=False,
-                     sort_keys=False, width=1000)
+    body = yamlout.dump(user_data(inv, node), sort_keys=False)
     return "#cloud-config\n" + header("#") + body
 
 

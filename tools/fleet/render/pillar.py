@@ -13,25 +13,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from fleet.inventory.model import Interface, Inventory, Node
+from fleet.render import yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
-
-try:
-    _Dumper: type = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover
-    _Dumper = yaml.SafeDumper
 
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge"}
 
 
 def _dump(data: Any) -> str:
-    text: str = yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=True,
-                          allow_unicode=True, width=120)
-    return header("#") + text
+    return header("#") + yamlout.dump(data)
 
 
 def subvolume(i: int) -> str:
