@@ -25,13 +25,27 @@ _HINTS = {
 }
 
 
+_PATTERNS = {
+    schema.NAME_PATTERN: "names are lower-case letters, digits and '-', starting with a letter",
+    schema.HOST_PATTERN: "expected a hostname or a range such as tbox-[001-038]",
+}
+
+
 def _schema_problems(exc: ValidationError, src: Source) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
-        loc = tuple(_plain_loc(err["loc"], src))
+        raw_loc = err["loc"]
+        is_key = bool(raw_loc) and raw_loc[-1] == "[key]"
+        loc = tuple(_plain_loc(raw_loc[:-1] if is_key else raw_loc, src))
         kind = err["type"]
         msg = err["msg"]
-        if kind == "extra_forbidden":
+        pattern = (err.get("ctx") or {}).get("pattern")
+        if pattern in _PATTERNS:
+            msg = _PATTERNS[pattern]
+        if is_key:
+            pos = src.pos(loc, key=True)
+            msg = f"{loc[-1]!r}: {msg}" if loc else msg
+        elif kind == "extra_forbidden":
             pos = src.pos(loc, key=True)
             msg = f"unknown field {loc[-1]!r}" if loc else msg
         elif kind == "missing":

@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
-HostPattern = Annotated[
-    str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$")
-]
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+HOST_PATTERN = r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$"
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+HostPattern = Annotated[str, StringConstraints(pattern=HOST_PATTERN)]
 Role = Literal[
     "nvidia",
     "infiniband",
