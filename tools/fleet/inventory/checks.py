@@ -244,10 +244,32 @@ def check_roles(c: Ctx) -> Iterator[Problem]:
                     n.kind == "infiniband" for n in profile.nics.values()):
                 yield c.problem((*gpath, "roles"), f"role infiniband needs an InfiniBand NIC, "
                                 f"but profile {group.profile!r} has none", code="mismatch")
-            boots = [d for d in profile.disks if d.role == "boot"]
-            if len(boots) != 1 or boots[0].count != 1:
-                yield c.problem(("profiles", group.profile, "disks"),
-                                "a profile needs exactly one boot disk", code="mismatch")
+
+
+def check_profiles(c: Ctx) -> Iterator[Problem]:
+    """The installer must only ever touch the boot disk."""
+    for pname, profile in c.raw.profiles.items():
+        path: YamlPath = ("profiles", pname, "disks")
+        boots = [(i, d) for i, d in enumerate(profile.disks) if d.role == "boot"]
+        if len(boots) != 1 or boots[0][1].count != 1:
+            yield c.problem(path, "a profile needs exactly one boot disk (role: boot, count: 1)",
+                            code="boot_disk")
+            continue
+        i, boot = boots[0]
+        data = [d for d in profile.disks if d.role == "data"]
+        if not data:
+            continue
+        match = boot.match
+        if match is None or match.model_dump(exclude_none=True) == {}:
+            yield c.problem((*path, i), "a profile with data disks needs a boot-disk 'match' "
+                            "(serial, model, id_path or size), or an install could pick a data "
+                            "disk", code="boot_disk")
+        elif match.size == "largest" and any(d.size_gb >= boot.size_gb for d in data):
+            yield c.problem((*path, i, "match", "size"), "'largest' would pick a data disk: "
+                            "the boot disk is not the largest", code="boot_disk")
+        elif match.size == "smallest" and any(d.size_gb <= boot.size_gb for d in data):
+            yield c.problem((*path, i, "match", "size"), "'smallest' would pick a data disk: "
+                            "the boot disk is not the smallest", code="boot_disk")
 
 
 def _host_with_role(c: Ctx, path: YamlPath, host: str, role: str) -> Iterator[Problem]:
@@ -344,6 +366,7 @@ RULES: tuple[Rule, ...] = (
     check_switch_ports,
     check_hardware,
     check_roles,
+    check_profiles,
     check_services,
 )
 

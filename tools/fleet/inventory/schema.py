@@ -100,7 +100,11 @@ class Site(Model):
     install: InstallMedia
     provisioning_host: Name
     http_port: int = Field(default=80, ge=1, le=65535)
-    pxe_root: str = "/srv/fleet/pxe"
+    pxe_root: str = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
+    pxe_state: str = Field(default="/var/lib/fleet/pxe-state",
+                           description="run-time boot-mode links, served as /state/")
+    upstream_dns: list[IPv4Address] = Field(
+        default_factory=list, description="resolvers the site DNS forwards to")
 
 
 # --- networks and switches -------------------------------------------------------------

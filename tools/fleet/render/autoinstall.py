@@ -11,6 +11,7 @@ import shlex
 from typing import Any
 
 from fleet.inventory.model import Inventory, Node
+from fleet.inventory.schema import Admin
 from fleet.render import yamlout
 from fleet.render.header import header
 
@@ -95,18 +96,20 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
             "hostname": node.hostname,
             "fqdn": fqdn,
             "disable_root": True,
-            "users": [
-                {"name": a.name, "shell": "/bin/bash", "lock_passwd": True,
-                 "groups": ["sudo"] if a.sudo else [],
-                 "sudo": "ALL=(ALL) NOPASSWD:ALL" if a.sudo else False,
-                 "ssh_authorized_keys": list(a.ssh_keys)}
-                for a in site.admins
-            ],
+            "users": [_user(a) for a in site.admins],
         },
         "late-commands": late,
         "shutdown": "reboot",
     }
     return {"autoinstall": ai}
+
+
+def _user(admin: Admin) -> dict[str, Any]:
+    user: dict[str, Any] = {"name": admin.name, "shell": "/bin/bash", "lock_passwd": True,
+                            "ssh_authorized_keys": list(admin.ssh_keys)}
+    if admin.sudo:
+        user |= {"groups": ["sudo"], "sudo": "ALL=(ALL) NOPASSWD:ALL"}
+    return user
 
 
 def render_user_data(inv: Inventory, node: Node) -> str:

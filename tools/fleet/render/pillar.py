@@ -17,13 +17,16 @@ from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
+from fleet.render.names import host_names
 
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge"}
 
 
 def _dump(data: Any) -> str:
-    return header("#") + yamlout.dump(data)
+    # '#!yaml': Salt's default pipeline is jinja|yaml; rendered data must never be
+    # interpreted as a template.
+    return "#!yaml\n" + header("#") + yamlout.dump(data)
 
 
 def subvolume(i: int) -> str:
@@ -88,15 +91,16 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
     interfaces = {name: _iface(i, inv) for name, i in node.interfaces.items() if name != "bmc"}
     interfaces[node.boot_nic]["boot"] = True
     bmc = node.interfaces.get("bmc")
-    data_disks = []
-    i = 0
+    data_disks: list[dict[str, Any]] = []
     for disk in p.disks:
         if disk.role != "data":
             continue
         for _ in range(disk.count):
-            data_disks.append({"name": subvolume(i), "kind": disk.kind, "size_gb": disk.size_gb,
-                               "mount": f"{MKV_ROOT}/{subvolume(i)}"})
-            i += 1
+            i = len(data_disks)
+            entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
+            if node.mkv_array is not None:  # one mkv subvolume per data disk
+                entry |= {"name": subvolume(i), "mount": f"{MKV_ROOT}/{subvolume(i)}"}
+            data_disks.append(entry)
     boot = next(d for d in p.disks if d.role == "boot")
     d: dict[str, Any] = {
         "hostname": node.hostname,
@@ -170,17 +174,8 @@ def _site(inv: Inventory) -> dict[str, Any]:
 
 
 def _hosts(inv: Inventory) -> list[dict[str, Any]]:
-    domain = inv.raw.site.domain
-    rows = []
-    for node in inv.nodes.values():
-        rows.append({"address": str(node.address),
-                     "names": [f"{node.hostname}.{domain}", node.hostname]})
-        for name, iface in node.interfaces.items():
-            if name in (node.boot_nic,) or iface.address is None:
-                continue
-            alias = f"{node.hostname}-{name}"
-            rows.append({"address": str(iface.address), "names": [f"{alias}.{domain}", alias]})
-    return rows
+    return [{"address": str(addr), "names": [fqdn, short]}
+            for addr, short, fqdn in host_names(inv)]
 
 
 def _slurm(inv: Inventory) -> dict[str, Any]:
@@ -210,7 +205,7 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
         if p.gpu:
             # Explicit File= lines (Debian/Ubuntu slurm-wlm has no NVML), GPUs split
             # evenly over sockets so jobs get cores local to their GPUs.
-            per_socket = max(p.gpu.count // p.cpu.sockets, 1)
+            per_socket = -(-p.gpu.count // p.cpu.sockets)  # ceil: every GPU listed once
             cores = p.cpu.cores_per_socket
             for s in range(p.cpu.sockets):
                 first = s * per_socket
@@ -263,6 +258,8 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
     site = inv.raw.site
     return {
         "pxe_root": site.pxe_root,
+        "pxe_state": site.pxe_state,
+        "upstream_dns": [str(a) for a in site.upstream_dns],
         "http_port": site.http_port,
         "install": site.install.model_dump(),
         "networks": {

@@ -1,16 +1,18 @@
 """Render the ``pxe/`` tree served by the provisioning host.
 
-    pxe/dnsmasq/dnsmasq.conf            DHCP (known MACs only) + TFTP, firmware detection
-    pxe/dnsmasq/hosts/<host>            dhcp-hostsdir: boot NIC and BMC leases
-    pxe/http/boot.ipxe                  iPXE entry point -> state/<mac>.ipxe (run-time mode)
-    pxe/http/hosts/<host>/install.ipxe  the installer, with this host's autoinstall seed
-    pxe/http/hosts/<host>/local.ipxe    boot from the local disk
-    pxe/http/hosts/<host>/user-data     autoinstall (NoCloud seed) + meta-data
-    pxe/tftp/grub/grub.cfg              GRUB entry point -> state/grub.cfg-<mac>
-    pxe/tftp/grub/hosts/<host>/{install,local}.cfg
+    pxe/dnsmasq/dnsmasq.conf              DNS, DHCP (known MACs only), TFTP, firmware detection
+    pxe/dnsmasq/dns-hosts                 the site's names for DNS
+    pxe/dnsmasq/hosts/<host>              dhcp-hostsdir: boot NIC and BMC leases
+    pxe/http/boot.ipxe                    iPXE entry point -> /state/<mac>.ipxe
+    pxe/tftp/grub/grub.cfg                GRUB entry point -> /state/grub.cfg-<mac>
+    pxe/http/hosts/<host>/install.ipxe    the installer, with this host's autoinstall seed
+    pxe/http/hosts/<host>/local.ipxe      boot from the local disk
+    pxe/http/hosts/<host>/grub-install.cfg, grub-local.cfg   the same for UEFI GRUB
+    pxe/http/hosts/<host>/user-data       autoinstall (NoCloud seed) + meta-data
 
-``state/`` is not rendered: it holds the per-MAC links that select install or local for
-each host and is switched at run time, so changing a mode never needs a render.
+``/state/`` is not rendered and lives outside ``pxe/`` (``site.pxe_state``): it holds the
+per-MAC links that select install or local for each host, switched at run time, so a
+mode change never needs a render and a render never touches a mode.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import jinja2
 from fleet.inventory.model import Inventory, Node
 from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
 from fleet.render.header import TEXT
+from fleet.render.names import host_names
 
 
 @cache
@@ -75,16 +78,18 @@ def render(inv: Inventory) -> dict[str, str]:
             "relayed": name != prov_node.prov.network,
         })
     common = {"header": TEXT, "http": http}
+    http_host = http.removeprefix("http://")
     out["pxe/dnsmasq/dnsmasq.conf"] = _t("dnsmasq.conf.j2").render(
         **common, prov_host=prov_node.hostname, interface=prov_node.boot_nic,
         domain=site.domain, networks=networks, pxe_root=site.pxe_root,
         dns_servers=",".join(str(a) for a in site.dns_servers),
+        upstream_dns=[str(a) for a in site.upstream_dns],
     )
+    out["pxe/dnsmasq/dns-hosts"] = _dns_hosts(inv)
     out["pxe/http/boot.ipxe"] = _t("boot.ipxe.j2").render(**common)
-    out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(**common)
+    out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(**common, http_host=http_host)
     install_ipxe, local_ipxe = _t("install.ipxe.j2"), _t("local.ipxe.j2")
     install_grub, local_grub = _t("grub-install.cfg.j2"), _t("grub-local.cfg.j2")
-    http_host = http.removeprefix("http://")
     for node in inv.nodes.values():
         h = node.hostname
         out[f"pxe/dnsmasq/hosts/{h}"] = _dhcp_hosts(node)
@@ -93,12 +98,18 @@ def render(inv: Inventory) -> dict[str, str]:
         out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(
             **ctx, cmdline=cmdline(inv, node, grub=False))
         out[f"pxe/http/hosts/{h}/local.ipxe"] = local_ipxe.render(**ctx)
-        out[f"pxe/tftp/grub/hosts/{h}/install.cfg"] = install_grub.render(
+        out[f"pxe/http/hosts/{h}/grub-install.cfg"] = install_grub.render(
             **ctx, http_host=http_host, grub_cmdline=cmdline(inv, node, grub=True))
-        out[f"pxe/tftp/grub/hosts/{h}/local.cfg"] = local_grub.render(**ctx, efi_dir=site.os.distro)
+        out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=site.os.distro)
         out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node)
         out[f"pxe/http/hosts/{h}/meta-data"] = render_meta_data(inv, node)
     return out
+
+
+def _dns_hosts(inv: Inventory) -> str:
+    lines = [f"# {TEXT}"]
+    lines += [f"{addr} {fqdn} {short}" for addr, short, fqdn in host_names(inv)]
+    return "\n".join(lines) + "\n"
 
 
 def _dhcp_hosts(node: Node) -> str:

@@ -91,12 +91,13 @@ def unified_diff(root: Path, files: dict[str, str], changes: Changes) -> Iterato
 
 @contextmanager
 def _lock(root: Path) -> Iterator[None]:
-    fd = os.open(root / ".render.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    """One render at a time per output directory (a lock on the directory itself)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RenderBusyError(f"another render holds {root / '.render.lock'}") from None
+            raise RenderBusyError(f"another render is writing into {root}") from None
         yield
     finally:
         os.close(fd)
@@ -156,6 +157,7 @@ def _stage(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, Path],
 def write(root: Path, files: dict[str, str]) -> Changes:
     """Write ``files`` (paths relative to ``root``) replacing the owned directories."""
     total = Changes()
+    root.mkdir(parents=True, exist_ok=True)
     with _lock(root):
         staged: list[tuple[str, Path]] = []
         try:

@@ -19,6 +19,8 @@ from typing import Any
 _PLAIN = re.compile(r"^[A-Za-z_/]([A-Za-z0-9_./@+ -]*[A-Za-z0-9_./@+-])?$")
 # Dotted quads and CIDRs: never an int, float or timestamp in YAML 1.1.
 _DOTTED = re.compile(r"^\d+\.\d+\.\d+\.\d+(/\d+)?$")
+# Characters YAML readers mangle or reject even inside double quotes: escape them.
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
 _RESERVED = frozenset({
     "y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf",
 })
@@ -29,7 +31,7 @@ def _str(value: str) -> str:
     if (_PLAIN.match(value) and value.lower().lstrip(".") not in _RESERVED
             and not value.startswith(("-", "."))) or _DOTTED.match(value):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def scalar(value: Any) -> str:

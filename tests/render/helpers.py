@@ -1,0 +1,36 @@
+"""Helpers for the renderer tests."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@lru_cache(maxsize=4096)
+def load_yaml(text: str) -> Any:
+    """yaml.safe_load (libyaml when present), cached: tests parse the same files often.
+    Callers must not modify the result."""
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader: safe
+
+
+def read_tree(root: Path) -> tuple[dict[str, bytes], set[str]]:
+    """Files (relative path -> bytes) and directories under root; the writer's lock file
+    aside. Anything that is not a plain file or directory reads as a marker."""
+    files: dict[str, bytes] = {}
+    dirs: set[str] = set()
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if rel == ".render.lock":
+            continue
+        if p.is_symlink() or not (p.is_file() or p.is_dir()):
+            files[rel] = b"<not a regular file>"
+        elif p.is_dir():
+            dirs.add(rel)
+        else:
+            files[rel] = p.read_bytes()
+    return files, dirs

@@ -1,0 +1,249 @@
+"""pxe/http/hosts/<id>/: the autoinstall seed (user-data, meta-data) and the boot scripts,
+for every node of both inventories; and the generated-file header on every rendered file."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory, Node
+from fleet.problems import InventoryError
+from fleet.render.autoinstall import REQUIRED_KEYS, render_user_data
+from fleet.render.header import TEXT
+from render.helpers import load_yaml
+
+# Top-level keys subiquity knows (its autoinstall schema); anything else is a typo.
+SUBIQUITY_KEYS = {
+    "version", "interactive-sections", "early-commands", "locale", "refresh-installer",
+    "keyboard", "source", "network", "proxy", "apt", "storage", "identity",
+    "active-directory", "ubuntu-pro", "ssh", "codecs", "drivers", "oem", "snaps",
+    "debconf-selections", "packages", "kernel", "kernel-crash-dumps", "timezone", "updates",
+    "shutdown", "late-commands", "error-commands", "reporting", "user-data", "zdevs",
+}
+# curtin's disk match keys (what storage.layout.match may say)
+MATCH_KEYS = {"serial", "model", "vendor", "path", "id_path", "devpath", "ssd", "size",
+              "install-media"}
+
+
+def seeds(inv: Inventory, files: dict[str, str]) -> list[tuple[Node, str, str]]:
+    out = []
+    for node in inv.nodes.values():
+        base = f"pxe/http/hosts/{node.hostname}/"
+        out.append((node, files[base + "user-data"], files[base + "meta-data"]))
+    return out
+
+
+def autoinstall(text: str) -> dict[str, Any]:
+    doc = load_yaml(text)
+    assert isinstance(doc, dict) and set(doc) == {"autoinstall"}, "one top-level key"
+    ai = doc["autoinstall"]
+    assert isinstance(ai, dict)
+    return ai
+
+
+def test_every_node_has_a_seed(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    hosts = {p.split("/")[3] for p in files if p.startswith("pxe/http/hosts/")}
+    assert hosts == set(inv.nodes)
+    for h in hosts:
+        have = {p.rsplit("/", 1)[1] for p in files if p.startswith(f"pxe/http/hosts/{h}/")}
+        assert have == {"user-data", "meta-data", "install.ipxe", "local.ipxe", "grub-install.cfg",
+                        "grub-local.cfg"}, h
+
+
+def test_user_data_is_valid_autoinstall(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    for node, user_data, _meta in seeds(inv, files):
+        h = node.hostname
+        assert user_data.startswith("#cloud-config\n"), f"{h}: NoCloud needs #cloud-config first"
+        ai = autoinstall(user_data)
+        assert ai["version"] == 1, h
+        missing = [k for k in REQUIRED_KEYS if k not in ai]
+        assert not missing, f"{h}: missing {missing}"
+        assert set(ai) <= SUBIQUITY_KEYS, f"{h}: unknown keys {set(ai) - SUBIQUITY_KEYS}"
+        assert ai.get("shutdown", "reboot") in ("reboot", "poweroff")
+        assert isinstance(ai["late-commands"], list)
+        assert all(isinstance(c, str) for c in ai["late-commands"])
+        assert isinstance(ai["keyboard"]["layout"], str)
+        assert ai["ssh"]["install-server"] is True and ai["ssh"]["allow-pw"] is False
+        assert ai["ssh"]["authorized-keys"], f"{h}: no SSH keys: nobody could log in"
+        # no identity section: the user-data section must create the users instead
+        assert "identity" in ai or ai["user-data"].get("users"), h
+        ud = ai["user-data"]
+        assert ud["hostname"] == h
+        assert ud["fqdn"] == f"{h}.{inv.raw.site.domain}"
+        for user in ud["users"]:
+            assert user["lock_passwd"] is True and "passwd" not in user
+            assert user["ssh_authorized_keys"]
+        apt = ai["apt"]
+        assert apt["primary"] == [{"arches": ["default"], "uri": inv.raw.site.apt.mirror}]
+        assert isinstance(apt["preserve_sources_list"], bool)
+
+
+def boot_disk_selected(node: Node, match: dict[str, Any]) -> bool:
+    """Whether ``match`` can only pick the profile's boot disk."""
+    disks = node.profile.disks
+    boot = next(d for d in disks if d.role == "boot")
+    others = [d for d in disks if d.role != "boot"]
+    if set(match) & {"serial", "path", "id_path", "devpath"}:
+        return True  # names one device
+    if match.get("size") == "largest":
+        return all(boot.size_gb > d.size_gb for d in others)
+    if match.get("size") == "smallest":
+        return all(boot.size_gb < d.size_gb for d in others)
+    return not others
+
+
+def test_storage_is_the_boot_disk_only(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    for node, user_data, _meta in seeds(inv, files):
+        storage = autoinstall(user_data)["storage"]
+        # a layout, never an explicit config that could list data disks
+        assert set(storage) == {"layout"}, node.hostname
+        layout = storage["layout"]
+        assert layout["name"] in ("lvm", "direct")
+        if "sizing-policy" in layout:
+            assert layout["sizing-policy"] in ("scaled", "all")
+        match = layout["match"]
+        assert match and set(match) <= MATCH_KEYS, node.hostname
+        want = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else None
+        if want is not None:
+            assert match == want, node.hostname
+        assert boot_disk_selected(node, match), \
+            f"{node.hostname}: storage match {match} may pick a data disk"
+
+
+def test_boot_disk_fallback_never_picks_a_data_disk(
+        small_text: str, inventory_file: Callable[..., Path]) -> None:
+    """A profile whose boot disk has no `match` falls back to `size: largest`, which on a
+    storage node (boot 480 GB, data 7.68 TB) is a data disk: the install would wipe it.
+    Either validation must reject such a profile or the fallback must be safe."""
+    text = small_text.replace(
+        "{role: boot, kind: sata-ssd, size_gb: 480, match: {size: smallest}}",
+        "{role: boot, kind: sata-ssd, size_gb: 480}")
+    assert text != small_text
+    try:
+        inv = load_inventory(inventory_file(text))
+    except InventoryError:
+        return  # rejected by validation: fine
+    node = inv.nodes["stor-1"]
+    match = autoinstall(render_user_data(inv, node))["storage"]["layout"]["match"]
+    assert boot_disk_selected(node, match), f"stor-1 would install onto {match}"
+
+
+def test_network_is_the_boot_nic(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    site = inv.raw.site
+    for node, user_data, _meta in seeds(inv, files):
+        net = autoinstall(user_data)["network"]
+        assert net["version"] == 2
+        assert set(net) == {"version", "ethernets"}
+        assert list(net["ethernets"]) == [node.boot_nic]
+        eth = net["ethernets"][node.boot_nic]
+        prov = node.prov
+        assert eth["match"] == {"macaddress": node.mac}
+        assert eth["set-name"] == node.boot_nic
+        assert eth["addresses"] == [f"{prov.address}/{prov.cidr.prefixlen}"]
+        assert eth["mtu"] == prov.mtu
+        if prov.gateway is not None:
+            assert eth["routes"] == [{"to": "default", "via": str(prov.gateway)}]
+        if site.dns_servers:
+            assert eth["nameservers"]["addresses"] == [str(a) for a in site.dns_servers]
+
+
+def test_late_commands_write_minion_id_and_master(
+        rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    master = inv.nodes[inv.raw.site.salt.master]
+    for node, user_data, _meta in seeds(inv, files):
+        h = node.hostname
+        written: dict[str, list[str]] = {}
+        for cmd in autoinstall(user_data)["late-commands"]:
+            words = shlex.split(cmd)  # each must be one valid shell command line
+            if words[0] == "printf" and ">" in words:
+                i = words.index(">")
+                assert words[1] == "%s\\n" and i == len(words) - 2, cmd
+                written[words[-1]] = words[2:i]
+            elif words[0] == "curtin":
+                assert words[1:3] == ["in-target", "--"], cmd
+            else:
+                pytest.fail(f"{h}: unexpected late-command {cmd!r}")
+        assert written["/target/etc/salt/minion_id"] == [h]
+        conf = written["/target/etc/salt/minion.d/fleet.conf"]
+        assert f"id: {h}" in conf
+        assert f"master: {master.address}" in conf
+        assert all(path.startswith("/target/") for path in written), written
+        cmds = autoinstall(user_data)["late-commands"]
+        assert any("apt-get install -y salt-minion" in c for c in cmds)
+        assert any("systemctl enable salt-minion" in c for c in cmds)
+
+
+def test_meta_data(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    ids = set()
+    for node, _user_data, meta in seeds(inv, files):
+        doc = load_yaml(meta)
+        assert doc == {"instance-id": f"fleet-{node.hostname}",
+                       "local-hostname": node.hostname}
+        ids.add(doc["instance-id"])
+    assert len(ids) == len(inv.nodes)
+
+
+def test_ipxe_scripts(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    scripts = {p: t for p, t in files.items() if p.endswith(".ipxe")}
+    assert "pxe/http/boot.ipxe" in scripts
+    assert len(scripts) == 1 + 2 * len(inv.nodes)
+    for path, text in scripts.items():
+        assert text.startswith("#!ipxe\n"), path
+    for node in inv.nodes.values():
+        text = files[f"pxe/http/hosts/{node.hostname}/install.ipxe"]
+        kernel = [ln for ln in text.splitlines() if ln.startswith("kernel ")]
+        assert len(kernel) == 1
+        args = kernel[0].split()
+        # iPXE splits on whitespace only and passes quotes through to the kernel: no quotes
+        assert "'" not in kernel[0] and '"' not in kernel[0], kernel[0]
+        seed = [a for a in args if a.startswith("ds=")]
+        assert seed == [f"ds=nocloud-net;s=http://{_http(inv)}/hosts/{node.hostname}/"]
+        assert f"BOOTIF=01-{node.mac.replace(':', '-')}" in args
+        assert "autoinstall" in args and "initrd=initrd" in args
+        assert "boot" in text.splitlines()
+
+
+def test_grub_configs(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    for node in inv.nodes.values():
+        text = files[f"pxe/http/hosts/{node.hostname}/grub-install.cfg"]
+        linux = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("linux ")]
+        assert len(linux) == 1
+        # GRUB would end the command at the ';' unless the argument is quoted
+        seed = f"'ds=nocloud-net;s=http://{_http(inv)}/hosts/{node.hostname}/'"
+        assert f" {seed} " in linux[0], linux[0]
+        assert linux[0].count(";") == 1
+        assert f"BOOTIF=01-{node.mac.replace(':', '-')}" in linux[0].split()
+        assert text.count("{") == text.count("}")
+        local = files[f"pxe/http/hosts/{node.hostname}/grub-local.cfg"]
+        assert local.count("{") == local.count("}")
+        assert f"/EFI/{inv.raw.site.os.distro}/shimx64.efi" in local
+
+
+def _http(inv: Inventory) -> str:
+    addr = inv.nodes[inv.raw.site.provisioning_host].address
+    port = inv.raw.site.http_port
+    return f"{addr}" if port == 80 else f"{addr}:{port}"
+
+
+HEADER_LINE = re.compile(r"^# " + re.escape(TEXT) + "$", re.M)
+
+
+def test_every_file_carries_the_header(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    _inv, files = rendered
+    for path, text in files.items():
+        head = "\n".join(text.splitlines()[:2])  # after #!ipxe / #cloud-config at most
+        assert HEADER_LINE.search(head), f"{path}: no generated-file header in its first lines"

@@ -1,0 +1,397 @@
+"""The writer (fleet/render/tree.py) and the CLI verbs around it: unchanged files are never
+rewritten, a failed render leaves the previous output as it was, --check and diff report
+drift, a concurrent render is refused, and output is deterministic."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import fcntl
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, SMALL, Run, run_fleet
+from fleet import cli
+from fleet.inventory.load import load_inventory
+from fleet.render import render_all, tree
+from render.helpers import read_tree
+
+OLD_NS = 1_000_000_000_000_000_000  # 2001-09-09: an mtime no render can produce
+STAGING = re.compile(r"^\.(pillar|pxe)\.(render|old)-\d+$|\.rollback$")
+
+
+def fleet(capsys: pytest.CaptureFixture[str], *args: str) -> Run:
+    """The CLI, in this process (faster than run_fleet; same code path after argv)."""
+    capsys.readouterr()
+    rc = cli.main(list(args))
+    captured = capsys.readouterr()
+    return Run(rc, captured.out, captured.err)
+
+
+def render(capsys: pytest.CaptureFixture[str], out: Path, inventory: Path = SMALL
+           ) -> dict[str, Any]:
+    r = fleet(capsys, "render", "--json", "-i", str(inventory), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    result: dict[str, Any] = json.loads(r.stdout)
+    return result
+
+
+def owned(root: Path) -> Iterator[Path]:
+    for top in tree.OWNED:
+        yield root / top
+        yield from (root / top).rglob("*")
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """(inode, mtime) of every file and directory in pillar/ and pxe/, those included."""
+    out = {}
+    for p in owned(root):
+        st = p.lstat()
+        out[p.relative_to(root).as_posix()] = (st.st_ino, st.st_mtime_ns)
+    return out
+
+
+def age(root: Path) -> None:
+    """Backdate everything, so that any rewrite, even within the same tick, shows."""
+    for p in sorted(owned(root), key=lambda p: -len(p.parts)):  # files before their dirs
+        os.utime(p, ns=(OLD_NS, OLD_NS), follow_symlinks=False)
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if STAGING.search(p.name))
+
+
+def empty_dirs(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in owned(root)
+                  if p.is_dir() and not any(p.iterdir()))
+
+
+@pytest.fixture
+def out(tmp_path: Path, small_files: dict[str, str]) -> Path:
+    """An output directory holding a render of the small inventory, backdated."""
+    d = tmp_path / "out"
+    d.mkdir()
+    changes = tree.write(d, small_files)
+    assert len(changes.added) == len(small_files) > 50
+    age(d)
+    return d
+
+
+def edited(text: str, old: str, new: str, count: int = 1) -> str:
+    assert text.count(old) == count, f"{old!r} occurs {text.count(old)} times"
+    return text.replace(old, new)
+
+
+# --- (a) a second render rewrites nothing ---------------------------------------------
+
+
+def test_second_render_rewrites_nothing(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(out)
+    result = render(capsys, out)
+    assert (result["added"], result["changed"], result["removed"]) == ([], [], [])
+    assert result["unchanged"] == sum(1 for p in owned(out) if p.is_file())
+    after = snapshot(out)
+    assert after == before, [p for p in before if after.get(p) != before[p]]
+
+
+# --- (b) a change touches only what it changes ------------------------------------------
+
+
+def test_changing_one_node_touches_only_its_files(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(out)
+    old_bytes, _ = read_tree(out)
+    inv = inventory_file(edited(small_text, '"52:54:00:00:00:66"', '"52:54:00:00:00:76"'))
+    result = render(capsys, out, inv)
+    changed = set(result["changed"])
+    assert result["added"] == [] and result["removed"] == []
+    assert changed == {
+        "pillar/nodes/gpu-02.sls",
+        "pxe/dnsmasq/hosts/gpu-02",
+        "pxe/http/hosts/gpu-02/install.ipxe",
+        "pxe/http/hosts/gpu-02/user-data",
+        "pxe/http/hosts/gpu-02/grub-install.cfg",
+    }
+    after = snapshot(out)
+    new_bytes, _ = read_tree(out)
+    assert set(new_bytes) == set(old_bytes)
+    for rel in old_bytes:
+        if rel in changed:
+            assert new_bytes[rel] != old_bytes[rel]
+            assert after[rel] != before[rel], f"{rel} changed but kept its inode and mtime"
+        else:
+            assert new_bytes[rel] == old_bytes[rel]
+            assert after[rel] == before[rel], f"{rel} is unchanged but was rewritten"
+    assert "52:54:00:00:00:76" in (out / "pxe/dnsmasq/hosts/gpu-02").read_text()
+    assert leftovers(out) == []
+
+
+def test_deleting_a_node_removes_its_files(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(out)
+    old_files, _ = read_tree(out)
+    text = edited(small_text, "hosts: gpu-[03-04]", "hosts: gpu-03")
+    text = re.sub(r"^  gpu-04: \{[^}]*\{[^}]*\}\}\n", "", text, flags=re.M | re.S)
+    assert "gpu-04" not in text
+    result = render(capsys, out, inventory_file(text))
+    assert set(result["removed"]) == {p for p in old_files if "gpu-04" in p}
+    assert len(result["removed"]) == 8
+    assert set(result["changed"]) == {"pillar/hosts.sls", "pillar/slurm.sls", "pillar/top.sls",
+                                       "pxe/dnsmasq/dns-hosts"}
+    assert result["added"] == []
+    files, dirs = read_tree(out)
+    assert not [p for p in [*files, *dirs] if "gpu-04" in p]
+    assert empty_dirs(out) == []
+    after = snapshot(out)
+    for rel, (ino, mtime) in after.items():
+        if (out / rel).is_file() and rel not in result["changed"]:
+            assert (ino, mtime) == before[rel], f"{rel} is unchanged but was rewritten"
+    assert leftovers(out) == []
+
+
+# --- (c) a failure keeps the previous output --------------------------------------------
+
+
+def domain_change(small_text: str, inventory_file: Callable[..., Path]) -> dict[str, str]:
+    """A change that touches most files of both pillar/ and pxe/."""
+    text = edited(small_text, "domain: lab.test", "domain: lab2.test")
+    return render_all(load_inventory(inventory_file(text, name="changed.yaml")))
+
+
+class FailingOpen:
+    """builtins.open for tree.py that raises on the n-th write."""
+
+    def __init__(self, n: int, exc: BaseException) -> None:
+        self.n, self.exc, self.calls = n, exc, 0
+
+    def __call__(self, file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "w" in mode:
+            self.calls += 1
+            if self.calls == self.n:
+                raise self.exc
+        return builtins.open(file, mode, *args, **kwargs)  # noqa: PTH123
+
+
+def write_counts(root: Path, files: dict[str, str]) -> tuple[int, int]:
+    """How many files the writer will write into pillar/ and into pxe/."""
+    ch = tree.compare(root, files)
+    fresh = [*ch.added, *ch.changed]
+    pillar = sum(1 for p in fresh if p.startswith("pillar/"))
+    return pillar, len(fresh) - pillar
+
+
+@pytest.mark.parametrize("where", ["first", "mid-pillar", "first-pxe", "last"])
+@pytest.mark.parametrize("exc", [OSError(errno.ENOSPC, "No space left on device"),
+                                 KeyboardInterrupt()], ids=["ENOSPC", "interrupt"])
+def test_failure_while_staging_keeps_previous_output(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        monkeypatch: pytest.MonkeyPatch, where: str, exc: BaseException) -> None:
+    files = domain_change(small_text, inventory_file)
+    n_pillar, n_pxe = write_counts(out, files)
+    assert n_pillar >= 3 and n_pxe >= 3
+    n = {"first": 1, "mid-pillar": n_pillar // 2, "first-pxe": n_pillar + 1,
+         "last": n_pillar + n_pxe}[where]
+    before, before_bytes = snapshot(out), read_tree(out)
+    fake = FailingOpen(n, exc)
+    monkeypatch.setattr(tree, "open", fake, raising=False)
+    with pytest.raises(type(exc)):
+        tree.write(out, files)
+    assert fake.calls == n
+    assert read_tree(out) == before_bytes
+    assert snapshot(out) == before
+    assert leftovers(out) == []
+    monkeypatch.undo()
+    tree.write(out, files)  # and the next render works
+    assert read_tree(out)[0] == {k: v.encode() for k, v in files.items()}
+    assert leftovers(out) == []
+
+
+def test_failure_while_swapping_rolls_back(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """pillar/ is swapped in, then swapping pxe/ fails: pillar/ must be put back."""
+    files = domain_change(small_text, inventory_file)
+    before, before_bytes = snapshot(out), read_tree(out)
+    real: Callable[[Path, Path], bool] = tree._exchange
+    calls: list[str] = []
+
+    def exchange(a: Path, b: Path) -> bool:
+        calls.append(b.name)
+        if len(calls) == 2:
+            raise OSError(errno.EIO, "Input/output error", os.fspath(a))
+        return real(a, b)
+
+    monkeypatch.setattr(tree, "_exchange", exchange)
+    with pytest.raises(OSError, match="Input/output"):
+        tree.write(out, files)
+    assert calls[:2] == ["pillar", "pxe"] and len(calls) == 3  # the third: the rollback
+    assert read_tree(out) == before_bytes
+    assert snapshot(out) == before
+    assert leftovers(out) == []
+
+
+def test_cli_reports_failure_and_keeps_output(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    path = inventory_file(edited(small_text, "domain: lab.test", "domain: lab2.test"))
+    before = read_tree(out)
+    monkeypatch.setattr(tree, "open", FailingOpen(4, OSError(errno.ENOSPC, "No space left on "
+                                                             "device", "x")), raising=False)
+    rc = cli.main(["render", "-q", "-i", str(path), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_IO == 4
+    assert "No space left on device" in err and "previous output kept" in err
+    assert read_tree(out) == before
+    assert leftovers(out) == []
+
+
+# --- (d) render --check and diff ---------------------------------------------------------
+
+
+def test_check_passes_when_current(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = fleet(capsys, "render", "--check", "-i", str(SMALL), "-o", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"up to date \(\d+ files\)", r.stdout)
+
+
+def test_check_lists_stale_files(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site = out / "pillar" / "site.sls"
+    site.write_text(site.read_text() + "# hand edit\n")
+    (out / "pxe" / "http" / "hosts" / "gpu-01" / "user-data").unlink()
+    (out / "pxe" / "extra.cfg").write_text("left over\n")
+    before = read_tree(out)
+    r = fleet(capsys, "render", "--check", "-i", str(SMALL), "-o", str(out))
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stdout.splitlines() == [
+        "missing: pxe/http/hosts/gpu-01/user-data",
+        "differs: pillar/site.sls",
+        "stale: pxe/extra.cfg",
+    ]
+    assert "1 missing, 1 differ, 1 stale" in r.stderr
+    assert read_tree(out) == before, "--check must write nothing"
+    j = fleet(capsys, "render", "--check", "--json", "-i", str(SMALL), "-o", str(out))
+    assert j.returncode == 3
+    assert json.loads(j.stdout) == {"ok": False, "added": ["pxe/http/hosts/gpu-01/user-data"],
+                                    "changed": ["pillar/site.sls"],
+                                    "removed": ["pxe/extra.cfg"]}
+
+
+@pytest.mark.parametrize("damage", ["edit", "missing", "extra"])
+def test_check_fails_on_each_kind_of_drift(out: Path, damage: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    target = out / "pxe" / "dnsmasq" / "hosts" / "gpu-03"
+    if damage == "edit":
+        target.write_text(target.read_text().replace("10.1.0.103", "10.1.0.113"))
+    elif damage == "missing":
+        target.unlink()
+    else:
+        (out / "pillar" / "nodes" / "gpu-99.sls").write_text("node: {}\n")
+    r = fleet(capsys, "render", "--check", "-q", "-i", str(SMALL), "-o", str(out))
+    assert r.returncode == 3
+    want = {"edit": "differs: pxe/dnsmasq/hosts/gpu-03",
+            "missing": "missing: pxe/dnsmasq/hosts/gpu-03",
+            "extra": "stale: pillar/nodes/gpu-99.sls"}[damage]
+    assert r.stdout.splitlines() == [want]
+
+
+def test_diff_shows_unified_diff(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r = fleet(capsys, "diff", "-i", str(SMALL), "-o", str(out))
+    assert (r.returncode, r.stdout) == (0, "")
+    hosts = out / "pxe" / "dnsmasq" / "hosts" / "gpu-03"
+    hosts.write_text(hosts.read_text().replace("10.1.0.103", "10.1.0.113"))
+    (out / "pillar" / "site.sls").unlink()
+    (out / "pxe" / "extra.cfg").write_text("left over\n")
+    before = read_tree(out)
+    for verb in (["diff"], ["render", "--diff"]):
+        r = fleet(capsys, *verb, "-i", str(SMALL), "-o", str(out))
+        assert r.returncode == 3, r.stderr
+        lines = r.stdout.splitlines()
+        assert "--- a/pxe/dnsmasq/hosts/gpu-03" in lines
+        assert "+++ b/pxe/dnsmasq/hosts/gpu-03" in lines
+        assert "-52:54:00:00:00:67,10.1.0.113,gpu-03,infinite" in lines
+        assert "+52:54:00:00:00:67,10.1.0.103,gpu-03,infinite" in lines
+        assert "+++ b/pillar/site.sls" in lines
+        assert any(ln.startswith("@@ -0,0 +1,") for ln in lines)
+        removed = lines.index("--- a/pxe/extra.cfg")
+        assert lines[removed:removed + 4] == ["--- a/pxe/extra.cfg", "+++ b/pxe/extra.cfg",
+                                              "@@ -1 +0,0 @@", "-left over"]
+        assert "1 added, 1 changed, 1 removed" in r.stderr
+    assert read_tree(out) == before, "diff must write nothing"
+
+
+# --- (e) one render at a time ------------------------------------------------------------
+
+
+def test_concurrent_render_is_refused(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = inventory_file(edited(small_text, "domain: lab.test", "domain: lab2.test"))
+    before, snap = read_tree(out), snapshot(out)
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)  # the writer locks the directory
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = run_fleet("render", "-i", str(path), "-o", str(out))
+        assert r.returncode == 4, r.stdout + r.stderr
+        assert "another render is writing into" in r.stderr
+        assert "Traceback" not in r.stderr
+    finally:
+        os.close(fd)
+    assert read_tree(out) == before and snapshot(out) == snap
+    assert leftovers(out) == []
+    assert fleet(capsys, "render", "-q", "-i", str(path), "-o", str(out)).returncode == 0
+
+
+# --- (f) deterministic output ------------------------------------------------------------
+
+
+def test_two_renders_are_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trees = []
+    for seed in ("0", "4242"):
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        d = tmp_path / f"seed-{seed}"
+        d.mkdir()
+        r = run_fleet("render", "-q", "-i", str(SMALL), "-o", str(d))
+        assert r.returncode == 0, r.stderr
+        trees.append(read_tree(d))
+    assert trees[0] == trees[1]
+
+
+@pytest.mark.parametrize(("inventory", "seeds"), [
+    (SMALL, ("1", "random")),
+    (ROOT / "inventory.yaml", ("0", "97")),
+], ids=["small", "site"])
+def test_render_does_not_depend_on_hash_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             inventory: Path, seeds: tuple[str, ...]) -> None:
+    """Render with one hash seed, then `render --check` (a byte-exact comparison of a full
+    render with the files on disk) with others."""
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    r = run_fleet("render", "-q", "-i", str(inventory), "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    for seed in seeds:
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        r = run_fleet("render", "--check", "-i", str(inventory), "-o", str(tmp_path))
+        assert r.returncode == 0, f"PYTHONHASHSEED={seed} renders differently:\n{r.stdout}"
+
+
+def test_output_does_not_depend_on_where_things_are(tmp_path: Path) -> None:
+    """Same inventory from another directory and name, relative paths, another cwd: the
+    output is the golden tree (which test_golden shows is the render of SMALL)."""
+    (tmp_path / "elsewhere").mkdir()
+    copy = tmp_path / "elsewhere" / "site-inventory.yaml"
+    copy.write_bytes(SMALL.read_bytes())
+    (tmp_path / "a").mkdir()
+    r = run_fleet("render", "-q", "-i", "site-inventory.yaml", "-o", "../a",
+                  cwd=tmp_path / "elsewhere")
+    assert r.returncode == 0, r.stderr
+    a = read_tree(tmp_path / "a")
+    assert a == read_tree(ROOT / "tests" / "golden" / "small")
+    text = b"".join(a[0].values())
+    assert str(tmp_path).encode() not in text and b"site-inventory" not in text
