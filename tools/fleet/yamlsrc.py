@@ -45,6 +45,7 @@ class Source:
     data: Any
     values: dict[Path, Pos] = field(default_factory=dict)
     keys: dict[Path, Pos] = field(default_factory=dict)
+    texts: dict[Path, str] = field(default_factory=dict)  # scalars as written
 
     def pos(self, path: Path, *, key: bool = False) -> Pos:
         """Position of ``path``, or of its nearest ancestor that exists."""
@@ -79,7 +80,7 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     if tag == "tag:yaml.org,2002:null":
         return None
     if tag == "tag:yaml.org,2002:bool":
-        return _BOOL[value.lower()]
+        return _BOOL.get(value.lower(), value)  # `!!bool maybe`: keep the text
     if tag == "tag:yaml.org,2002:int":
         if ":" in value or "_" in value:  # YAML 1.1 base-60 (MACs, times): keep text
             return value
@@ -104,10 +105,30 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     return value  # str, timestamps and anything else stay text
 
 
+# YAML 1.1 treats these as line breaks, editors do not: positions would drift and text
+# after one inside a comment would become live YAML.
+_ODD_BREAKS = {"\x85": "NEL (U+0085)", "\u2028": "LINE SEPARATOR (U+2028)",
+               "\u2029": "PARAGRAPH SEPARATOR (U+2029)"}
+
+
+def _odd_breaks(text: str, file: str) -> list[Problem]:
+    problems = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        for col, ch in enumerate(line, 1):
+            if ch in _ODD_BREAKS:
+                problems.append(Problem(Pos(file, lineno, col), "",
+                                        f"{_ODD_BREAKS[ch]} is not allowed in the inventory",
+                                        code="yaml_char", hint="replace it with a newline or "
+                                        "a space"))
+    return problems
+
+
 def load(text: str, file: str) -> Source:
     """Parse ``text`` (named ``file`` in messages) into a :class:`Source`."""
     src = Source(file=file, data=None)
     problems: list[Problem] = []
+    if any(ch in text for ch in _ODD_BREAKS):
+        raise YamlLoadError(_odd_breaks(text, file))
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
@@ -125,9 +146,18 @@ def load(text: str, file: str) -> Source:
         src.data = None
         return src
 
+    seen: set[int] = set()
+
     def build(node: yaml.Node, path: Path) -> Any:
         src.values[path] = _mark(file, node)
+        if id(node) in seen:  # the composer hands out the same node again for an alias
+            problems.append(Problem(src.keys.get(path, src.values[path]), _dotted(path),
+                                    "YAML anchors and aliases are not supported; use a profile "
+                                    "or node group to share settings", code="yaml_alias"))
+            return None
+        seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
+            src.texts[path] = node.value
             return _scalar(node)
         if isinstance(node, yaml.SequenceNode):
             return [build(child, (*path, i)) for i, child in enumerate(node.value)]

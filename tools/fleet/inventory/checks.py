@@ -321,10 +321,13 @@ def check_services(c: Ctx) -> Iterator[Problem]:
                                     f"to its fabric {part.ib_switch}", code="mismatch",
                                     hint="a partition's jobs must never span IB fabrics")
                     break
-    elif any("slurm.compute" in n.roles or "slurm.controller" in n.roles
-             for n in c.nodes.values()):
-        yield c.problem((), "nodes have Slurm roles but there is no 'slurm' section",
-                        code="missing")
+    else:
+        for gname, group in raw.node_groups.items():
+            if {"slurm.compute", "slurm.controller"} & set(group.roles):
+                yield c.problem(("node_groups", gname, "roles"),
+                                "nodes have Slurm roles but there is no 'slurm' section",
+                                code="missing", hint="add a top-level 'slurm:' section")
+                break
     if raw.mkv is not None:
         for aname, array in raw.mkv.arrays.items():
             apath: YamlPath = ("mkv", "arrays", aname)

@@ -65,14 +65,9 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
             hosts = expand_hosts(group.hosts)
         except ValueError as exc:
             ctx.err((*gpath, "hosts"), str(exc))
-            continue
-        profile = inv.profiles.get(group.profile)
-        if profile is None:
-            ctx.err((*gpath, "profile"), f"unknown profile {group.profile!r}",
-                    code="unknown_ref", hint=f"known profiles: {', '.join(inv.profiles) or 'none'}")
-            continue
-        if not _group_nics_ok(ctx, inv, gpath, group, profile):
-            continue
+            hosts = []
+        members: list[tuple[int, str, int | None]] = []
+        missing: list[str] = []
         for position, (hostname, index) in enumerate(hosts):
             if hostname in claimed:
                 ctx.err((*gpath, "hosts"),
@@ -80,13 +75,26 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
                         shown=f"node_groups.{gname}.hosts", code="duplicate")
                 continue
             claimed[hostname] = gname
-            facts = inv.nodes.get(hostname)
-            if facts is None:
-                ctx.err((*gpath, "hosts"),
-                        f"{hostname} has no entry under 'nodes'",
-                        code="missing_node",
-                        hint=f"add 'nodes: {hostname}: {{serial: ..., mac: ..., bmc_mac: ...}}'")
-                continue
+            if hostname in inv.nodes:
+                members.append((position, hostname, index))
+            else:
+                missing.append(hostname)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more"
+                                              if len(missing) > 5 else "")
+            ctx.err((*gpath, "hosts"),
+                    f"{shown} {'has' if len(missing) == 1 else 'have'} no entry under 'nodes'",
+                    code="missing_node",
+                    hint=f"add 'nodes: {missing[0]}: {{serial: ..., mac: ..., bmc_mac: ...}}'")
+        profile = inv.profiles.get(group.profile)
+        if profile is None:
+            ctx.err((*gpath, "profile"), f"unknown profile {group.profile!r}",
+                    code="unknown_ref", hint=f"known profiles: {', '.join(inv.profiles) or 'none'}")
+            continue
+        if not _group_nics_ok(ctx, inv, gpath, group, profile):
+            continue
+        for position, hostname, index in members:
+            facts = inv.nodes[hostname]
             node = _node(ctx, inv, gname, group, profile, hostname, index, position, facts)
             if node is not None:
                 nodes[hostname] = node

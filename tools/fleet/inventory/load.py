@@ -55,7 +55,9 @@ def _schema_problems(exc: ValidationError, src: Source) -> list[Problem]:
             pos = src.pos(loc)
             value = err.get("input")
             if _is_scalar(value):
-                msg = f"{value!r}: {msg[0].lower()}{msg[1:]}" if msg else repr(value)
+                shown = repr(src.texts[loc]) if isinstance(value, bool) and loc in src.texts \
+                    else repr(value)
+                msg = f"{shown}: {msg[0].lower()}{msg[1:]}" if msg else shown
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         problems.append(Problem(pos, dotted(loc), msg, code=kind, hint=_HINTS.get(kind)))

@@ -10,7 +10,7 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 HOST_PATTERN = r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$"
@@ -34,7 +34,8 @@ SSH_KEY = re.compile(
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --- site -----------------------------------------------------------------------------
@@ -99,7 +100,7 @@ class Site(Model):
     apt: AptSpec
     install: InstallMedia
     provisioning_host: Name
-    http_port: int = Field(default=80, ge=1, le=65535)
+    http_port: StrictInt = Field(default=80, ge=1, le=65535)
     pxe_root: str = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
     pxe_state: str = Field(default="/var/lib/fleet/pxe-state",
                            description="run-time boot-mode links, served as /state/")
@@ -119,8 +120,8 @@ class Network(Model):
     purpose: Literal["bmc", "provisioning", "ipoib"]
     cidr: IPv4Network
     gateway: IPv4Address | None = None
-    vlan: int | None = Field(default=None, ge=1, le=4094)
-    mtu: int = Field(default=1500, ge=576, le=65520)
+    vlan: StrictInt | None = Field(default=None, ge=1, le=4094)
+    mtu: StrictInt = Field(default=1500, ge=576, le=65520)
     dhcp_pool: IpPool | None = Field(
         default=None, description="dynamic pool for not-yet-inventoried machines"
     )
@@ -131,8 +132,8 @@ class Network(Model):
 class Switch(Model):
     kind: Literal["ethernet", "infiniband"]
     model: str
-    ports: int = Field(ge=1, le=1024)
-    speed_gbps: int = Field(ge=1)
+    ports: StrictInt = Field(ge=1, le=1024)
+    speed_gbps: StrictInt = Field(ge=1)
     subnet_manager: bool = False
     location: str | None = None
 
@@ -142,15 +143,15 @@ class Switch(Model):
 
 class Cpu(Model):
     model: str
-    sockets: int = Field(ge=1, le=8)
-    cores_per_socket: int = Field(ge=1, le=512)
-    threads_per_core: int = Field(default=1, ge=1, le=8)
+    sockets: StrictInt = Field(ge=1, le=8)
+    cores_per_socket: StrictInt = Field(ge=1, le=512)
+    threads_per_core: StrictInt = Field(default=1, ge=1, le=8)
 
 
 class Gpu(Model):
     model: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
-    count: int = Field(ge=1, le=64)
-    memory_gb: int = Field(ge=1)
+    count: StrictInt = Field(ge=1, le=64)
+    memory_gb: StrictInt = Field(ge=1)
 
 
 class DiskMatch(Model):
@@ -168,14 +169,14 @@ class DiskMatch(Model):
 class Disk(Model):
     role: Literal["boot", "data"]
     kind: Literal["nvme", "sata-ssd", "sas-ssd", "hdd"]
-    size_gb: int = Field(ge=1)
-    count: int = Field(default=1, ge=1, le=64)
+    size_gb: StrictInt = Field(ge=1)
+    count: StrictInt = Field(default=1, ge=1, le=64)
     match: DiskMatch | None = None
 
 
 class Nic(Model):
     kind: Literal["ethernet", "infiniband"]
-    speed_gbps: int = Field(ge=1)
+    speed_gbps: StrictInt = Field(ge=1)
     model: str | None = None
 
 
@@ -191,7 +192,7 @@ class Profile(Model):
     model: str
     boot_mode: Literal["uefi", "bios"] = "uefi"
     cpu: Cpu
-    memory_gb: int = Field(ge=1)
+    memory_gb: StrictInt = Field(ge=1)
     gpu: Gpu | None = None
     disks: list[Disk] = Field(min_length=1)
     nics: dict[Name, Nic] = Field(min_length=1)
@@ -211,7 +212,7 @@ class NicRule(Model):
     network: Name
     ip_base: IPv4Address | None = None
     switch: Name | None = None
-    first_port: int | None = Field(default=None, ge=1)
+    first_port: StrictInt | None = Field(default=None, ge=1)
 
 
 class NodeGroup(Model):
@@ -226,10 +227,10 @@ class NodeGroup(Model):
 class HardwareFacts(Model):
     """What a machine actually has, as found by discovery; must match its profile."""
 
-    gpus: int | None = Field(default=None, ge=0)
-    cpu_sockets: int | None = Field(default=None, ge=1)
-    cores_per_socket: int | None = Field(default=None, ge=1)
-    memory_gb: int | None = Field(default=None, ge=1)
+    gpus: StrictInt | None = Field(default=None, ge=0)
+    cpu_sockets: StrictInt | None = Field(default=None, ge=1)
+    cores_per_socket: StrictInt | None = Field(default=None, ge=1)
+    memory_gb: StrictInt | None = Field(default=None, ge=1)
 
 
 class NodeFacts(Model):
@@ -238,7 +239,7 @@ class NodeFacts(Model):
     bmc_mac: str
     ib_guid: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{16}$")] | None = None
     ip: dict[Name, IPv4Address] = Field(default_factory=dict, description="per-NIC override")
-    port: dict[Name, int] = Field(default_factory=dict, description="per-NIC override")
+    port: dict[Name, StrictInt] = Field(default_factory=dict, description="per-NIC override")
     hardware: HardwareFacts | None = None
     boot_disk: DiskMatch | None = None
     comment: str | None = None
@@ -257,15 +258,15 @@ class Slurm(Model):
     cluster: Name
     version: str
     controller: Name
-    memory_reserve_percent: int = Field(default=5, ge=0, le=50)
+    memory_reserve_percent: StrictInt = Field(default=5, ge=0, le=50)
     partitions: dict[Name, Partition] = Field(min_length=1)
 
 
 class MkvArray(Model):
     master: Name
-    port: int = Field(ge=1, le=65535)
-    volume_port: int = Field(ge=1, le=65535)
-    replicas: int = Field(ge=1, le=16)
+    port: StrictInt = Field(ge=1, le=65535)
+    volume_port: StrictInt = Field(ge=1, le=65535)
+    replicas: StrictInt = Field(ge=1, le=16)
     index_path: str
     purpose: str | None = None
 

@@ -1,0 +1,366 @@
+"""The position-tracking YAML loader (fleet.yamlsrc): values, positions, and refusals."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from fleet.inventory.load import parse
+from fleet.problems import InventoryError, Problem
+from fleet.yamlsrc import Pos, Source, YamlLoadError, load
+
+FILE = "f.yaml"
+
+
+def at(text: str, needle: str, nth: int = 0) -> Pos:
+    """1-based position of the ``nth`` occurrence of ``needle`` in ``text``."""
+    offset = -1
+    for _ in range(nth + 1):
+        offset = text.index(needle, offset + 1)
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Pos(FILE, line, col)
+
+
+def ok(text: str) -> Source:
+    return load(text, FILE)
+
+
+def fails(text: str) -> list[Problem]:
+    with pytest.raises(YamlLoadError) as info:
+        load(text, FILE)
+    problems = info.value.problems
+    assert problems, "YamlLoadError without problems"
+    return problems
+
+
+# --- duplicate keys ---------------------------------------------------------------------
+
+
+def test_duplicate_key_is_an_error_naming_both_positions() -> None:
+    text = "a: 1\nb: 2\na: 3\n"
+    [p] = fails(text)
+    assert p.code == "duplicate_key"
+    assert p.path == "a"
+    assert p.pos == at(text, "a", nth=1)
+    assert f"first defined at {at(text, 'a')}" in p.message
+    assert str(p).startswith(f"{FILE}:3:1: a: duplicate key 'a' (first defined at {FILE}:1:1)")
+
+
+def test_duplicate_key_in_nested_flow_map() -> None:
+    text = "top:\n  inner: {x: 1, y: 2, x: 3}\n"
+    [p] = fails(text)
+    assert p.code == "duplicate_key"
+    assert p.path == "top.inner.x"
+    assert p.pos == at(text, "x", nth=1)
+    assert str(at(text, "x")) in p.message
+
+
+def test_duplicate_key_inside_list_item() -> None:
+    text = "items:\n  - name: a\n    name: b\n"
+    [p] = fails(text)
+    assert p.path == "items[0].name"
+    assert p.pos == at(text, "name", nth=1)
+    assert str(at(text, "name")) in p.message
+
+
+def test_every_duplicate_key_is_reported_in_one_run() -> None:
+    text = "a: 1\na: 2\nb:\n  c: 1\n  c: 2\n"
+    problems = fails(text)
+    assert [(p.path, p.pos) for p in problems] == [
+        ("a", at(text, "a", nth=1)),
+        ("b.c", at(text, "c", nth=1)),
+    ]
+
+
+def test_duplicate_key_surfaces_through_parse_as_inventory_error(small_text: str) -> None:
+    old = "  stor-2: {serial: STOR0002,"
+    assert small_text.count(old) == 1
+    text = small_text.replace(old, "  stor-1: {serial: STOR0009}\n" + old)
+    with pytest.raises(InventoryError) as info:
+        parse(text, FILE)
+    [p] = info.value.problems
+    assert p.code == "duplicate_key"
+    assert p.path == "nodes.stor-1"
+    assert p.pos == at(text, "stor-1: {serial: STOR0009}")
+    assert f"first defined at {at(text, 'stor-1: {serial: STOR0001')}" in p.message
+
+
+# --- YAML 1.1 surprises stay text ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mac", ["10:25:30:12:34:56", "00:11:22:33:44:55", "52:54:00:00:00:97"])
+def test_unquoted_all_digit_mac_stays_a_string(mac: str) -> None:
+    # PyYAML would read these as base-60 integers (10:25:30:12:34:56 == 2287763096).
+    assert ok(f"mac: {mac}\n").data == {"mac": mac}
+
+
+def test_unquoted_all_digit_mac_is_accepted_by_the_inventory(small_text: str) -> None:
+    old = 'mac: "52:54:00:00:00:97"'
+    assert small_text.count(old) == 1
+    inv = parse(small_text.replace(old, "mac: 52:54:00:00:00:97"), FILE)
+    assert inv.nodes["stor-1"].mac == "52:54:00:00:00:97"
+
+
+@pytest.mark.parametrize("value", [
+    "2024-01-02",
+    "2001-12-14t21:59:43.10-05:00",
+    "2001-12-14 21:59:43.10 -5",
+    "2002-12-14",
+    "1:30",
+    "1:30.5",
+    "190:20:30",
+])
+def test_timestamps_and_sexagesimals_stay_strings(value: str) -> None:
+    assert ok(f"v: {value}\n").data == {"v": value}
+
+
+@pytest.mark.parametrize("value", ["0644", "0755", "00", "0123456789", "-0644", "0o17", "0b101",
+                                   "1_000"])
+def test_ambiguous_numbers_stay_text(value: str) -> None:
+    assert ok(f"v: {value}\n").data == {"v": value}
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("0", 0), ("42", 42), ("-7", -7), ("+3", 3), ("0x1f", 31), ("3.5", 3.5), ("1.0e+3", 1000.0),
+    ("true", True), ("false", False), ("~", None), ("null", None), ("", None),
+])
+def test_plain_scalars_that_are_unambiguous_keep_their_type(text: str, value: object) -> None:
+    data = ok(f"v: {text}\n").data
+    assert data == {"v": value}
+    assert type(data["v"]) is type(value)
+
+
+@pytest.mark.parametrize("quoted", ["'0644'", '"0644"', "'yes'", '"null"', "'42'", '"1:30"'])
+def test_quoted_scalars_are_always_strings(quoted: str) -> None:
+    assert ok(f"v: {quoted}\n").data == {"v": quoted[1:-1]}
+
+
+# --- refused constructs ----------------------------------------------------------------
+
+
+def test_merge_key_is_rejected_at_its_position() -> None:
+    text = "base: &b {x: 1}\nchild:\n  <<: *b\n  y: 2\n"
+    [p] = fails(text)
+    assert p.code == "yaml_merge"
+    assert p.path == "child"
+    assert p.pos == at(text, "<<")
+    assert "'<<'" in p.message
+
+
+def test_merge_key_rejected_alongside_other_problems() -> None:
+    text = "base: &b {x: 1}\nchild: {<<: *b, y: 1, y: 2}\n"
+    problems = fails(text)
+    assert sorted(p.code for p in problems) == ["duplicate_key", "yaml_merge"]
+
+
+def test_non_scalar_mapping_key_is_rejected() -> None:
+    text = "? [a, b]\n: 1\n"
+    [p] = fails(text)
+    assert p.code == "yaml_key"
+    assert p.pos == at(text, "[a, b]")
+
+
+# --- syntax errors -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("a: b: c\n", ": c"),                  # mapping values not allowed here: at the 2nd ':'
+    ("a: 1\nb:\n\tc: 2\n", "\tc"),          # a tab cannot start a token
+    ("a: 1\n  b: 2\n", ": 2"),              # bad indentation: at the ':' of b
+])
+def test_syntax_error_reports_file_line_col(text: str, needle: str) -> None:
+    [p] = fails(text)
+    assert p.code == "yaml_syntax"
+    assert p.path == ""
+    assert p.pos == at(text, needle)
+    assert str(p).startswith(f"{p.pos}: YAML syntax error: ")
+
+
+def test_unclosed_flow_sequence_points_past_the_sequence() -> None:
+    text = "a: [1, 2\nb: 3\n"
+    [p] = fails(text)
+    assert p.code == "yaml_syntax"
+    assert p.pos.file == FILE
+    assert p.pos.line == 2  # where the parser noticed the missing ']'
+    assert p.pos.col >= 1
+    assert "']'" in p.message
+
+
+def test_unterminated_quote() -> None:
+    text = "a: 1\nb: 'open\n"
+    [p] = fails(text)
+    assert p.code == "yaml_syntax"
+    assert p.pos.line >= 2
+    assert p.pos.col >= 1
+
+
+def test_several_documents_are_refused() -> None:
+    text = "a: 1\n---\nb: 2\n"
+    [p] = fails(text)
+    assert p.code == "yaml_syntax"
+    assert p.pos == at(text, "---")
+
+
+def test_empty_document_loads_as_none_and_parse_rejects_it() -> None:
+    assert ok("").data is None
+    assert ok("# only a comment\n").data is None
+    with pytest.raises(InventoryError) as info:
+        parse("", FILE)
+    [p] = info.value.problems
+    assert (p.pos.line, p.pos.col) == (1, 1)
+    assert "mapping" in p.message
+
+
+def test_non_mapping_document_is_rejected_by_parse() -> None:
+    with pytest.raises(InventoryError) as info:
+        parse("- a\n- b\n", FILE)
+    [p] = info.value.problems
+    assert p.code == "type"
+    assert (p.pos.line, p.pos.col) == (1, 1)
+
+
+# --- positions ---------------------------------------------------------------------------
+
+DOC = """\
+# a comment line to start with
+top:
+  nested:
+    leaf: value
+    num: 42
+  items:
+    - first
+    - {k: v, n: [1, 2]}
+    - key: deep
+      other: "quoted"
+flow: {a: 1, b: {c: x}}
+list: [p, q]
+"""
+
+
+def test_positions_are_one_based_for_the_first_key() -> None:
+    src = ok("a: b\n")
+    assert src.keys[("a",)] == Pos(FILE, 1, 1)
+    assert src.values[("a",)] == Pos(FILE, 1, 4)
+    assert src.values[()] == Pos(FILE, 1, 1)
+
+
+@pytest.mark.parametrize(("path", "needle", "nth"), [
+    (("top",), "top", 0),
+    (("top", "nested"), "nested", 0),
+    (("top", "nested", "leaf"), "leaf", 0),
+    (("top", "nested", "num"), "num", 0),
+    (("top", "items"), "items", 0),
+    (("top", "items", 1, "k"), "k: v", 0),
+    (("top", "items", 1, "n"), "n: [", 0),
+    (("top", "items", 2, "key"), "key: deep", 0),
+    (("top", "items", 2, "other"), "other", 0),
+    (("flow",), "flow", 0),
+    (("flow", "a"), "a: 1", 0),
+    (("flow", "b"), "b: {", 0),
+    (("flow", "b", "c"), "c: x", 0),
+    (("list",), "list", 0),
+])
+def test_key_positions(path: tuple[str | int, ...], needle: str, nth: int) -> None:
+    src = ok(DOC)
+    assert src.keys[path] == at(DOC, needle, nth)
+    assert src.pos(path, key=True) == at(DOC, needle, nth)
+
+
+@pytest.mark.parametrize(("path", "needle"), [
+    (("top", "nested", "leaf"), "value"),
+    (("top", "nested", "num"), "42"),
+    (("top", "items", 0), "first"),
+    (("top", "items", 1), "{k: v"),
+    (("top", "items", 1, "k"), "v, n"),
+    (("top", "items", 1, "n"), "[1, 2]"),
+    (("top", "items", 1, "n", 0), "1, 2]"),
+    (("top", "items", 1, "n", 1), "2]"),
+    (("top", "items", 2), "key: deep"),       # a block map starts at its first key
+    (("top", "items", 2, "key"), "deep"),
+    (("top", "items", 2, "other"), '"quoted"'),  # a quoted scalar starts at its quote
+    (("top", "nested"), "leaf"),
+    (("flow",), "{a: 1"),
+    (("flow", "a"), "1, b"),
+    (("flow", "b"), "{c: x}"),
+    (("flow", "b", "c"), "x}"),
+    (("list",), "[p, q]"),
+    (("list", 0), "p, q"),
+    (("list", 1), "q]"),
+])
+def test_value_positions(path: tuple[str | int, ...], needle: str) -> None:
+    src = ok(DOC)
+    assert src.values[path] == at(DOC, needle)
+    assert src.pos(path) == at(DOC, needle)
+
+
+def test_crlf_line_endings_give_the_same_positions() -> None:
+    lf, crlf = ok(DOC), ok(DOC.replace("\n", "\r\n"))
+    assert crlf.data == lf.data
+    assert crlf.keys == lf.keys
+    assert crlf.values == lf.values
+
+
+def test_byte_order_mark_does_not_shift_the_first_line() -> None:
+    src = ok("\ufeffa: 1\nb: 2\n")
+    assert src.keys[("a",)] == Pos(FILE, 1, 1)
+    assert src.keys[("b",)] == Pos(FILE, 2, 1)
+
+
+def test_block_sequence_value_starts_at_its_first_dash() -> None:
+    src = ok(DOC)
+    assert src.values[("top", "items")] == at(DOC, "- first")
+
+
+def test_pos_falls_back_to_the_nearest_existing_ancestor() -> None:
+    src = ok(DOC)
+    # a missing child of a flow map -> the flow map's value
+    assert src.pos(("flow", "b", "zzz")) == at(DOC, "{c: x}")
+    assert src.pos(("top", "items", 1, "missing", "deeper")) == at(DOC, "{k: v")
+    # key positions fall back to the nearest ancestor *key*
+    assert src.pos(("flow", "b", "zzz"), key=True) == at(DOC, "b: {")
+    # nothing matches at all -> the document root
+    assert src.pos(("nope",)) == src.values[()]
+
+
+def test_values_keep_their_structure() -> None:
+    assert ok(DOC).data == {
+        "top": {
+            "nested": {"leaf": "value", "num": 42},
+            "items": ["first", {"k": "v", "n": [1, 2]}, {"key": "deep", "other": "quoted"}],
+        },
+        "flow": {"a": 1, "b": {"c": "x"}},
+        "list": ["p", "q"],
+    }
+
+
+def test_positions_in_the_small_inventory(small_text: str) -> None:
+    src = load(small_text, FILE)
+    line = next(i for i, s in enumerate(small_text.splitlines(), 1) if s.startswith("  gpu-02:"))
+    row = small_text.splitlines()[line - 1]
+    assert src.keys[("nodes", "gpu-02")] == Pos(FILE, line, 3)
+    assert src.keys[("nodes", "gpu-02", "mac")] == Pos(FILE, line, row.index("mac:") + 1)
+    assert src.values[("nodes", "gpu-02", "mac")] == Pos(FILE, line, row.index('"52:') + 1)
+
+
+# --- known loader bugs (reported to the lead) ------------------------------------------
+
+
+def test_recursive_alias_is_a_problem_not_a_crash() -> None:
+    fails("a: &x [*x]\n")
+
+
+def test_aliases_are_rejected_so_nothing_can_blow_up() -> None:
+    problems = fails("a: &x [1, 2]\nb: *x\n")
+    assert [(p.code, p.path, p.pos.line) for p in problems] == [("yaml_alias", "b", 2)]
+
+
+def test_unicode_line_separators_are_rejected_at_the_editor_position() -> None:
+    problems = fails("site: {}\n# note\u2028nodes: x\nnetworks: [\n")
+    assert [(p.code, p.pos.line, p.pos.col) for p in problems] == [("yaml_char", 2, 7)]
+
+
+def test_explicit_bool_tag_on_a_word_is_not_a_crash() -> None:
+    with contextlib.suppress(YamlLoadError):  # a problem or a string: either is fine
+        load("a: !!bool maybe\n", FILE)
