@@ -38,6 +38,7 @@ diff: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check tools tests benchmarks
 	$(BIN)/mypy
+	sh tests/salt/lint.sh $(BIN)
 
 check: $(STAMP)
 	$(BIN)/fleet render --check -i $(INVENTORY)

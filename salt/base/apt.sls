@@ -1,0 +1,87 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set apt = mapdata.apt %}
+
+base-apt-file-managed-sources:
+  file.managed:
+    - name: {{ apt.sources_file }}
+    - source: salt://{{ tplroot }}/files/fleet.sources.jinja
+    - template: jinja
+    - user: root
+    - group: root
+    - mode: '0644'
+    - context:
+        apt: {{ apt | json }}
+        mirror: {{ salt['pillar.get']('site:apt:mirror') | json }}
+        security_mirror: {{ salt['pillar.get']('site:apt:security_mirror') | json }}
+        codename: {{ grains['oscodename'] | json }}
+
+base-apt-file-managed-legacy-list:
+  file.managed:
+    - name: {{ apt.legacy_list }}
+    - contents: '# managed by Salt: sources are in {{ apt.sources_file }}'
+    - mode: '0644'
+    - require:
+      - file: base-apt-file-managed-sources
+
+{%- for path in apt.distro_sources %}
+
+base-apt-file-absent-distro-{{ loop.index }}:
+  file.absent:
+    - name: {{ path }}
+    - require:
+      - file: base-apt-file-managed-sources
+{%- endfor %}
+
+# Salt's own repository, exactly as the autoinstall late-commands wrote it.
+base-apt-file-managed-salt-repo:
+  file.managed:
+    - name: {{ apt.salt_repo.file }}
+    - mode: '0644'
+    - contents: |
+        Types: deb
+        URIs: {{ apt.salt_repo.uri }}
+        Suites: stable
+        Components: main
+        Signed-By: {{ apt.salt_repo.keyring }}
+
+base-apt-file-managed-salt-pin:
+  file.managed:
+    - name: {{ apt.salt_repo.pin_file }}
+    - mode: '0644'
+    - contents: |
+        Package: salt-*
+        Pin: version {{ salt['pillar.get']('site:salt:version') }}*
+        Pin-Priority: 1001
+
+base-apt-cmd-run-update:
+  cmd.run:
+    - name: apt-get update -q
+    - onchanges:
+      - file: base-apt-file-managed-sources
+      - file: base-apt-file-managed-legacy-list
+      - file: base-apt-file-managed-salt-repo
+      - file: base-apt-file-managed-salt-pin
+
+# No unattended upgrade of the kernel, drivers, Slurm, munge or Salt.
+base-apt-file-managed-unattended:
+  file.managed:
+    - name: /etc/apt/apt.conf.d/51fleet-unattended-upgrades
+    - source: salt://{{ tplroot }}/files/unattended-upgrades.jinja
+    - template: jinja
+    - mode: '0644'
+    - context:
+        blacklist: {{ mapdata.unattended_blacklist | json }}
+
+base-apt-pkg-installed:
+  pkg.installed:
+    - pkgs: {{ mapdata.packages | json }}
+    - require:
+      - cmd: base-apt-cmd-run-update
+
+base-apt-pkg-held-kernel:
+  pkg.installed:
+    - pkgs: {{ mapdata.kernel_packages | json }}
+    - hold: true
+    - require:
+      - cmd: base-apt-cmd-run-update

@@ -1,0 +1,32 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set minion = mapdata.salt_minion %}
+
+# The minion's own configuration, as the autoinstall late-commands first wrote it,
+# plus master_finger (pins the master's key) and reconnect jitter for a fleet restart.
+base-minion-file-managed-conf:
+  file.managed:
+    - name: {{ minion.conf }}
+    - source: salt://{{ tplroot }}/files/minion.conf.jinja
+    - template: jinja
+    - mode: '0644'
+    - check_cmd: /usr/bin/python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))'
+    - context:
+        id: {{ opts['id'] | json }}
+        master: {{ salt['pillar.get']('site:salt:master_address') | json }}
+        master_finger: {{ salt['pillar.get']('site:salt:master_finger') | json }}
+
+base-minion-file-managed-id:
+  file.managed:
+    - name: {{ minion.minion_id_file }}
+    - contents: {{ opts['id'] | json }}
+    - mode: '0644'
+
+# Restart in the background once this run has returned: restarting in the foreground
+# would kill the job that is applying it.
+base-minion-cmd-run-restart:
+  cmd.run:
+    - name: 'sleep 10 && systemctl restart {{ minion.service }}'
+    - bg: true
+    - onchanges:
+      - file: base-minion-file-managed-conf

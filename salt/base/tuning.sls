@@ -1,0 +1,26 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+
+base-tuning-file-managed-sysctl:
+  file.managed:
+    - name: {{ mapdata.sysctl_file }}
+    - source: salt://{{ tplroot }}/files/sysctl.conf.jinja
+    - template: jinja
+    - mode: '0644'
+    - context:
+        sysctl: {{ mapdata.sysctl | json }}
+
+base-tuning-cmd-run-sysctl:
+  cmd.run:
+    - name: sysctl -q -p {{ mapdata.sysctl_file }}
+    - onchanges:
+      - file: base-tuning-file-managed-sysctl
+
+base-tuning-file-managed-limits:
+  file.managed:
+    - name: {{ mapdata.limits_file }}
+    - source: salt://{{ tplroot }}/files/limits.conf.jinja
+    - template: jinja
+    - mode: '0644'
+    - context:
+        limits: {{ mapdata.limits | json }}

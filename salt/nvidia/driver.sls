@@ -1,0 +1,79 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set packages = [] %}
+{%- for p in mapdata.packages %}
+{%-   do packages.append(p.replace('{branch}', mapdata.branch).replace('{flavour}', mapdata.flavour)) %}
+{%- endfor %}
+
+# the driver is held together with the kernel that base.apt holds
+include:
+  - base.apt
+
+nvidia-driver-file-managed-blacklist-nouveau:
+  file.managed:
+    - name: {{ mapdata.modprobe_blacklist }}
+    - mode: '0644'
+    - contents: |
+        # Managed by Salt (nvidia.driver). Do not edit.
+        blacklist nouveau
+        options nouveau modeset=0
+
+nvidia-driver-cmd-run-initramfs:
+  cmd.run:
+    - name: {{ mapdata.initramfs_cmd }}
+    - onchanges:
+      - file: nvidia-driver-file-managed-blacklist-nouveau
+
+{%- if not mapdata.p2p.enabled %}
+
+# Held: the kernel (base) and the driver move together, deliberately, never by upgrade.
+nvidia-driver-pkg-installed:
+  pkg.installed:
+    - pkgs: {{ packages | json }}
+    - hold: true
+    - require:
+      - file: nvidia-driver-file-managed-blacklist-nouveau
+      - pkg: base-apt-pkg-held-kernel
+{%- endif %}
+
+nvidia-driver-pkg-removed-fabricmanager:
+  pkg.removed:
+    - pkgs:
+{%- for p in mapdata.forbidden %}
+      - {{ p.replace('{branch}', mapdata.branch) }}
+{%- endfor %}
+
+nvidia-driver-service-enabled-persistenced:
+  service.enabled:
+    - name: {{ mapdata.persistenced_service }}
+{%- if not mapdata.p2p.enabled %}
+    - require:
+      - pkg: nvidia-driver-pkg-installed
+{%- endif %}
+{%- if mapdata.hardware %}
+{%- set gpus = salt['pillar.get']('node:hardware:gpu:count', 1) %}
+
+# Hardware only: load the module, start persistenced, and prove the GPUs answer.
+nvidia-driver-kmod-present:
+  kmod.present:
+    - name: nvidia
+    - persist: false
+    - require:
+      - service: nvidia-driver-service-enabled-persistenced
+
+nvidia-driver-service-running-persistenced:
+  service.running:
+    - name: {{ mapdata.persistenced_service }}
+    - require:
+      - kmod: nvidia-driver-kmod-present
+
+nvidia-driver-cmd-run-smi:
+  cmd.run:
+    - name: >-
+        n=$(nvidia-smi -L | grep -c '^GPU ');
+        if [ "$n" -ge {{ gpus }} ]; then echo "changed=no comment='$n GPUs visible'";
+        else echo "$n of {{ gpus }} GPUs visible" >&2; exit 1; fi
+    - stateful: true
+    - require:
+      - service: nvidia-driver-service-running-persistenced
+{%- endif %}

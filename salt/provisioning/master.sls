@@ -1,0 +1,46 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set sm = mapdata.salt_master %}
+{#- minions = hosts rows on the provisioning network (one per node) #}
+{%- set prov = [] %}
+{%- for net in salt['pillar.get']('provisioning:networks', {}).values() if net.purpose == 'provisioning' %}
+{%-   do prov.append(net.cidr) %}
+{%- endfor %}
+{%- set minions = [] %}
+{%- for row in salt['pillar.get']('hosts', []) %}
+{%-   if prov and salt['network.ip_in_subnet'](row.address, prov[0]) %}
+{%-     do minions.append(row.address) %}
+{%-   endif %}
+{%- endfor %}
+
+provisioning-master-file-managed-conf:
+  file.managed:
+    - name: {{ sm.conf }}
+    - source: salt://{{ tplroot }}/files/master.conf.jinja
+    - template: jinja
+    - makedirs: true
+    - mode: '0644'
+    - check_cmd: /usr/bin/python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))'
+    - context:
+        checkout: {{ mapdata.checkout | json }}
+        secrets_root: {{ mapdata.secrets_root | json }}
+        worker_threads: {{ [sm.min_workers, (minions | length // sm.minions_per_worker)] | max }}
+
+provisioning-master-file-directory-secrets:
+  file.directory:
+    - name: {{ mapdata.checkout }}/{{ mapdata.secrets_root }}
+    - user: root
+    - group: root
+    - mode: '0700'
+    - makedirs: true
+
+# the configuration was YAML-checked by check_cmd before it was written; run through
+# `salt '*'` the restart drops this job's return from head-01 (the states still apply)
+provisioning-master-service-running:
+  service.running:
+    - name: {{ sm.service }}
+    - enable: true
+    - require:
+      - file: provisioning-master-file-directory-secrets
+    - watch:
+      - file: provisioning-master-file-managed-conf

@@ -1,0 +1,60 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set controller = salt['pillar.get']('slurm:controller:host') %}
+# slurm.compute: slurmd, configless (--conf-server): the controller's rendered
+# configuration is the only copy, so no node can run with a stale slurm.conf.
+include:
+  - slurm
+
+slurm-compute-pkg-installed:
+  pkg.installed:
+    - pkgs: {{ mapdata.compute_packages | json }}
+    - hold: true
+    - require:
+      - pkg: slurm-init-pkg-installed
+
+# a local slurm.conf would silently take precedence over the controller's
+slurm-compute-file-absent-local-conf:
+  file.absent:
+    - name: {{ mapdata.conf_dir }}/slurm.conf
+
+slurm-compute-file-managed-defaults:
+  file.managed:
+    - name: {{ mapdata.slurmd_defaults }}
+    - mode: '0644'
+    - contents: |
+        # Managed by Salt (slurm.compute). Do not edit.
+        SLURMD_OPTIONS="--conf-server {{ controller }}:{{ mapdata.ctld_port }}"
+
+# the packaged unit refuses to start without a local slurm.conf
+slurm-compute-file-managed-dropin:
+  file.managed:
+    - name: {{ mapdata.slurmd_dropin }}
+    - makedirs: true
+    - mode: '0644'
+    - contents: |
+        # Managed by Salt (slurm.compute). Do not edit.
+        [Unit]
+        ConditionPathExists=
+
+slurm-compute-file-directory-spool:
+  file.directory:
+    - name: {{ mapdata.slurmd_spool }}
+    - user: root
+    - group: root
+    - mode: '0755'
+
+slurm-compute-service-running:
+  service.running:
+    - name: {{ mapdata.compute_service }}
+    - enable: true
+    - onlyif: systemd-analyze verify {{ mapdata.compute_service }}.service
+    - require:
+      - pkg: slurm-compute-pkg-installed
+      - file: slurm-compute-file-absent-local-conf
+      - file: slurm-compute-file-directory-spool
+      - file: slurm-init-file-directory-log
+    - watch:
+      - file: slurm-compute-file-managed-defaults
+      - file: slurm-compute-file-managed-dropin
+      - service: slurm-munge-service-running

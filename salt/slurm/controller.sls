@@ -1,0 +1,59 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set slurm = salt['pillar.get']('slurm', {}) %}
+{%- set conf = mapdata.conf_dir %}
+# slurm.controller: slurmctld with slurm.conf, gres.conf, cgroup.conf and topology.conf
+# rendered from pillar slurm. Compute nodes run configless and fetch them from here.
+include:
+  - slurm
+
+slurm-controller-pkg-installed:
+  pkg.installed:
+    - pkgs: {{ mapdata.controller_packages | json }}
+    - hold: true
+    - require:
+      - pkg: slurm-init-pkg-installed
+
+slurm-controller-file-directory-state:
+  file.directory:
+    - name: {{ mapdata.state_save }}
+    - user: slurm
+    - group: slurm
+    - mode: '0700'
+    - require:
+      - pkg: slurm-controller-pkg-installed
+
+{%- for name in ['slurm.conf', 'gres.conf', 'cgroup.conf', 'topology.conf'] %}
+
+slurm-controller-file-managed-{{ name.split('.')[0] }}:
+  file.managed:
+    - name: {{ conf }}/{{ name }}
+    - source: salt://{{ tplroot }}/files/{{ name }}.jinja
+    - template: jinja
+    - user: root
+    - group: root
+    - mode: '0644'
+    - check_cmd: {{ mapdata.check_script }} {{ name }}
+    - context:
+        slurm: {{ slurm | json }}
+        params: {{ mapdata | json }}
+    - require:
+      - pkg: slurm-controller-pkg-installed
+      - file: slurm-init-file-managed-check-script
+{%- endfor %}
+
+slurm-controller-service-running:
+  service.running:
+    - name: {{ mapdata.controller_service }}
+    - enable: true
+    # the whole set is checked together before any restart
+    - onlyif: {{ mapdata.check_script }} --dir {{ conf }}
+    - require:
+      - file: slurm-controller-file-directory-state
+      - file: slurm-init-file-directory-log
+    - watch:
+      - file: slurm-controller-file-managed-slurm
+      - file: slurm-controller-file-managed-gres
+      - file: slurm-controller-file-managed-cgroup
+      - file: slurm-controller-file-managed-topology
+      - service: slurm-munge-service-running

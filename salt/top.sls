@@ -1,0 +1,31 @@
+# Roles -> states. Roles come from pillar node:roles, which pillar/top.sls assigns by
+# minion id only (never by grain), so a minion cannot claim a role it was not given.
+# Every role in the inventory must appear here: tests/salt checks that.
+base:
+  'node:roles:base':
+    - match: pillar
+    - base
+  'node:roles:network':
+    - match: pillar
+    - network
+  'node:roles:nvidia':
+    - match: pillar
+    - nvidia
+  'node:roles:infiniband':
+    - match: pillar
+    - infiniband
+  'node:roles:slurm.controller':
+    - match: pillar
+    - slurm.controller
+  'node:roles:slurm.compute':
+    - match: pillar
+    - slurm.compute
+  'node:roles:mkv.volume':
+    - match: pillar
+    - mkv.volume
+  'node:roles:mkv.master':
+    - match: pillar
+    - mkv.master
+  'node:roles:provisioning':
+    - match: pillar
+    - provisioning
