@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-002
   ib_guid: "0x1070fd030052d240"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.2

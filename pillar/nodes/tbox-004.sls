@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-004
   ib_guid: "0x1070fd03009ad3be"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.4

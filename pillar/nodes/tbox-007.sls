@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-007
   ib_guid: "0x1070fd03005d7e56"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.7

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-009
   ib_guid: "0x1070fd030010f639"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.9

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-011
   ib_guid: "0x1070fd03001e2146"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.11

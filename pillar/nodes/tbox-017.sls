@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-017
   ib_guid: "0x1070fd0300499b96"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.17

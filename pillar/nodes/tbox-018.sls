@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-018
   ib_guid: "0x1070fd03008a4fe7"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.18

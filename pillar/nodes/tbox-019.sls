@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-019
   ib_guid: "0x1070fd030015b4c2"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.19

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-020
   ib_guid: "0x1070fd030098570c"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.20

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-022
   ib_guid: "0x1070fd030071d37c"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.22

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-023
   ib_guid: "0x1070fd03002dba17"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.23

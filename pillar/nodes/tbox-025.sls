@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-025
   ib_guid: "0x1070fd03007b0914"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.25

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-027
   ib_guid: "0x1070fd0300138e1c"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.27

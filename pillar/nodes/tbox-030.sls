@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-030
   ib_guid: "0x1070fd0300c04e80"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.30

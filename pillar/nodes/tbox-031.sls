@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-031
   ib_guid: "0x1070fd03000b8e51"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.31

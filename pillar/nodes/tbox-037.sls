@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-037
   ib_guid: "0x1070fd0300f6dd4f"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.37

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-038
   ib_guid: "0x1070fd03008fb3f9"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.0.38

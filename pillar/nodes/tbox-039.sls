@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-039
   ib_guid: "0x1070fd030035b6b6"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.39

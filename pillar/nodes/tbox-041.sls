@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-041
   ib_guid: "0x1070fd030075b9d8"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.41

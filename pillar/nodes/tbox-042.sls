@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-042
   ib_guid: "0x1070fd03000716b0"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.42

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-043
   ib_guid: "0x1070fd03001b1c4c"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.43

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-045
   ib_guid: "0x1070fd030024e8db"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.45

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-046
   ib_guid: "0x1070fd0300ed8cb6"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.46

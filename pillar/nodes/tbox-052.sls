@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-052
   ib_guid: "0x1070fd0300da836a"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.52

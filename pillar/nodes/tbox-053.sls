@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-053
   ib_guid: "0x1070fd0300cb44d9"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.53

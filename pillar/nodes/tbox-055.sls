@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-055
   ib_guid: "0x1070fd03005ecb74"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.55

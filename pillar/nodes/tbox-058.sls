@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-058
   ib_guid: "0x1070fd03002abd40"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.58

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-060
   ib_guid: "0x1070fd030016639e"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.60

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-061
   ib_guid: "0x1070fd030004185f"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.61

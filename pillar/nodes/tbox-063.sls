@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-063
   ib_guid: "0x1070fd03003cebeb"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.63

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-064
   ib_guid: "0x1070fd030024ad52"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.64

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-067
   ib_guid: "0x1070fd03007bf7e4"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.67

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-070
   ib_guid: "0x1070fd030007810c"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.70

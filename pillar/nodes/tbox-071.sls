@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-071
   ib_guid: "0x1070fd03004fc124"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.71

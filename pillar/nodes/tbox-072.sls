@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-072
   ib_guid: "0x1070fd030044c42d"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.72

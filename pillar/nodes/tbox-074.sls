@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: tbox-074
   ib_guid: "0x1070fd0300037b75"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.74

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fleet.inventory.load import load_inventory, parse
 from fleet.problems import InventoryError, Problem
@@ -750,3 +751,36 @@ def test_the_default_site_inventory_is_valid() -> None:
     inv = load_inventory(ROOT / "inventory.yaml")
     assert set(inv.nodes) == set(inv.raw.nodes)
     assert inv.nodes
+
+
+# --- InfiniBand subnet managers ---------------------------------------------------------------
+
+
+def test_a_fabric_without_a_subnet_manager(small_text: str) -> None:
+    text, at = edit(small_text, "ib2: {kind: infiniband, model: NVIDIA QM8700, ports: 40, "
+                    "speed_gbps: 200, subnet_manager: true}",
+                    "ib2: {kind: infiniband, model: NVIDIA QM8790, ports: 40, speed_gbps: 200}")
+    expect(text, "no_sm", "switches.ib2", at, "ib2", "INIT")
+
+
+def test_sm_hosts_must_be_cabled_to_the_fabric(small_text: str) -> None:
+    text, _ = edit(small_text, "ib2: {kind: infiniband, model: NVIDIA QM8700, ports: 40, "
+                   "speed_gbps: 200, subnet_manager: true}",
+                   "ib2: {kind: infiniband, model: NVIDIA QM8790, ports: 40, speed_gbps: 200, "
+                   "sm_hosts: [gpu-03, gpu-01]}")
+    at = find(text, "gpu-01]")
+    expect(text, "mismatch", "switches.ib2.sm_hosts[1]", at, "gpu-01", "ib2")
+
+
+def test_sm_hosts_get_opensm_in_their_pillar(small_text: str) -> None:
+    from fleet.render.pillar import render
+
+    text, _ = edit(small_text, "ib2: {kind: infiniband, model: NVIDIA QM8700, ports: 40, "
+                   "speed_gbps: 200, subnet_manager: true}",
+                   "ib2: {kind: infiniband, model: NVIDIA QM8790, ports: 40, speed_gbps: 200, "
+                   "sm_hosts: [gpu-03]}")
+    files = render(parse(text, FILE))
+    assert yaml.safe_load(files["pillar/nodes/gpu-03.sls"])["node"]["infiniband"] == {
+        "subnet_manager": True}
+    assert yaml.safe_load(files["pillar/nodes/gpu-04.sls"])["node"]["infiniband"] == {
+        "subnet_manager": False}

@@ -114,6 +114,28 @@ def cmd_diff(args: argparse.Namespace, progress: Progress) -> int:
     return EXIT_DIFFERS if changes.any else EXIT_OK
 
 
+def cmd_secrets_init(args: argparse.Namespace, progress: Progress) -> int:
+    from fleet import secrets
+
+    inv = _load(args, progress)
+    root = Path(args.secrets)
+    created = secrets.init(root)
+    wanted = {p.bmc.password_secret for p in inv.raw.profiles.values()}
+    missing = secrets.missing_bmc_secrets(root, wanted)
+    if args.json:
+        print(json.dumps({"ok": True, "created": created, "missing_bmc_secrets": missing},
+                         indent=2))
+    elif not args.quiet:
+        for path in created:
+            print(f"created {path}")
+        if not created:
+            print(f"{root}: nothing to create (existing secrets are never overwritten)")
+        for name in missing:
+            print(f"missing: {root / 'bmc' / name} (the BMC password named by "
+                  f"password_secret: {name}; write it there, mode 0600)")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-i", "--inventory", type=Path,
@@ -154,6 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--diff", action="store_true",
                       help="write nothing; show what a render would change (same as `fleet diff`)")
     p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("secrets", help="manage the git-ignored secrets store",
+                       description="The secrets store holds the munge key (a pillar root of "
+                                   "the Salt master) and BMC passwords; see docs/secrets.md.")
+    ssub = p.add_subparsers(dest="secrets_verb", required=True, metavar="ACTION")
+    sp = ssub.add_parser("init", parents=[common], help="create what is missing (never "
+                         "overwrites), with modes 0700/0600",
+                         description="Create the secrets store: a new random munge key if "
+                                     "there is none, and list the BMC passwords still "
+                                     "missing.")
+    sp.add_argument("--secrets", default="secrets", metavar="DIR",
+                    help="the store (default: ./secrets)")
+    sp.set_defaults(func=cmd_secrets_init)
 
     p = sub.add_parser("diff", parents=[common, out], help="show what a render would change",
                        description="Show a unified diff of what `fleet render` would change; "

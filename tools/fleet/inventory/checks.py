@@ -361,6 +361,33 @@ def check_services(c: Ctx) -> Iterator[Problem]:
                     ports[(h, port)] = aname
 
 
+def check_fabrics(c: Ctx) -> Iterator[Problem]:
+    """Every InfiniBand fabric needs a subnet manager, on the switch or on cabled hosts."""
+    for sname, sw in c.raw.switches.items():
+        path: YamlPath = ("switches", sname)
+        if sw.kind != "infiniband":
+            if sw.sm_hosts:
+                yield c.problem((*path, "sm_hosts"), "only InfiniBand switches have subnet "
+                                "managers", code="mismatch")
+            continue
+        cabled = [n for n in c.nodes.values()
+                  if any(i.kind == "infiniband" and i.switch == sname
+                         for i in n.interfaces.values())]
+        if cabled and not sw.subnet_manager and not sw.sm_hosts:
+            yield c.problem(path, f"fabric {sname} has no subnet manager: its ports would stay "
+                            "INIT", code="no_sm", key=True,
+                            hint="set subnet_manager: true (managed switch) or list sm_hosts")
+        for i, host in enumerate(sw.sm_hosts):
+            node = c.nodes.get(host)
+            if node is None:
+                if host not in c.raw.nodes:
+                    yield c.problem((*path, "sm_hosts", i), f"unknown node {host!r}",
+                                    code="unknown_ref")
+            elif node not in cabled or not node.has("infiniband"):
+                yield c.problem((*path, "sm_hosts", i), f"{host} is not an infiniband node "
+                                f"cabled to {sname}", code="mismatch")
+
+
 RULES: tuple[Rule, ...] = (
     check_networks,
     check_macs,
@@ -371,6 +398,7 @@ RULES: tuple[Rule, ...] = (
     check_roles,
     check_profiles,
     check_services,
+    check_fabrics,
 )
 
 

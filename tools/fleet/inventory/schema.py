@@ -102,6 +102,8 @@ class Site(Model):
     provisioning_host: Name
     http_port: StrictInt = Field(default=80, ge=1, le=65535)
     pxe_root: str = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
+    checkout: str = Field(default="/srv/fleet/checkout",
+                          description="this repository on the provisioning host")
     pxe_state: str = Field(default="/var/lib/fleet/pxe-state",
                            description="run-time boot-mode links, served as /state/")
     upstream_dns: list[IPv4Address] = Field(
@@ -134,7 +136,9 @@ class Switch(Model):
     model: str
     ports: StrictInt = Field(ge=1, le=1024)
     speed_gbps: StrictInt = Field(ge=1)
-    subnet_manager: bool = False
+    subnet_manager: bool = Field(default=False, description="the switch runs the fabric's SM")
+    sm_hosts: list[Name] = Field(default_factory=list,
+                                 description="hosts that run opensm for this fabric")
     location: str | None = None
 
 
@@ -271,8 +275,16 @@ class MkvArray(Model):
     purpose: str | None = None
 
 
+class MkvArtifact(Model):
+    """The mkv binary: it cannot be built at install time, so it is a pinned artifact."""
+
+    source: str = Field(description="absolute path on the master, or an http(s) URL")
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+
+
 class Mkv(Model):
     version: str | None = None
+    artifact: MkvArtifact | None = None
     arrays: dict[Name, MkvArray] = Field(min_length=1)
 
 

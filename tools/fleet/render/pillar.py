@@ -135,6 +135,10 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         },
         "ib_guid": node.ib_guid,
     }
+    ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
+    if ib:
+        d["infiniband"] = {"subnet_manager": any(
+            node.hostname in inv.raw.switches[i.switch].sm_hosts for i in ib if i.switch)}
     if node.partition is not None:
         d["slurm"] = {"partition": node.partition}
     if node.mkv_array is not None and inv.raw.mkv is not None:
@@ -251,12 +255,16 @@ def _mkv(inv: Inventory) -> dict[str, Any]:
             "volumes": [f"{n.hostname}:{array.volume_port}" for n in vols],
             "purpose": array.purpose,
         }
-    return {"version": mkv.version, "arrays": arrays}
+    out: dict[str, Any] = {"version": mkv.version, "arrays": arrays}
+    if mkv.artifact is not None:
+        out["artifact"] = mkv.artifact.model_dump(exclude_none=True)
+    return out
 
 
 def _provisioning(inv: Inventory) -> dict[str, Any]:
     site = inv.raw.site
     return {
+        "checkout": site.checkout,
         "pxe_root": site.pxe_root,
         "pxe_state": site.pxe_state,
         "upstream_dns": [str(a) for a in site.upstream_dns],

@@ -33,6 +33,8 @@ node:
     vendor: tinygrad
   hostname: gpu-04
   ib_guid: "0x1070fd0300000004"
+  infiniband:
+    subnet_manager: false
   interfaces:
     ib:
       address: 10.2.1.4
