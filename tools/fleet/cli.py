@@ -39,7 +39,7 @@ class Progress:
 
 def _load(args: argparse.Namespace, progress: Progress) -> Inventory:
     progress(f"validating {args.inventory}")
-    inv = load_inventory(args.inventory)
+    inv = load_inventory(args.inventory, args.overlay)
     progress(f"{len(inv.nodes)} nodes valid")
     return inv
 
@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-i", "--inventory", type=Path,
                         default=Path(os.environ.get("FLEET_INVENTORY", "inventory.yaml")),
                         help="inventory file (default: $FLEET_INVENTORY or ./inventory.yaml)")
+    common.add_argument("--overlay", type=Path, metavar="FILE",
+                        help="apply a merge-patch overlay on the inventory (e.g. lab/overlay.yaml)")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     common.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     common.add_argument("-v", "--verbose", action="store_true",

@@ -14,8 +14,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleet.inventory import checks, schema
-from fleet.inventory.expand import expand
-from fleet.inventory.model import Inventory
+from fleet.inventory.expand import expand, expand_hosts
+from fleet.inventory.model import Inventory, Node
+from fleet.inventory.overlay import ONLY_NODES
+from fleet.inventory.overlay import apply as apply_overlay
 from fleet.problems import InventoryError, Problem, dotted
 from fleet.yamlsrc import Source, YamlLoadError, load
 
@@ -81,38 +83,111 @@ def _plain_loc(loc: tuple[Any, ...], src: Source) -> list[str | int]:
 _PYDANTIC_TAGS = {"str", "int", "float", "bool", "IPv4Address", "IPv4Network", "list", "dict"}
 
 
-def parse(text: str, file: str) -> Inventory:
-    """Validate inventory ``text`` (named ``file`` in messages)."""
+def _yaml(text: str, file: str) -> Source:
     try:
         src = load(text, file)
     except YamlLoadError as exc:
         raise InventoryError(exc.problems) from None
     if not isinstance(src.data, dict):
-        raise InventoryError([Problem(src.pos(()), "", "the inventory must be a YAML mapping "
-                                      "with site, networks, profiles, node_groups and nodes",
+        raise InventoryError([Problem(src.pos(()), "", "expected a YAML mapping (site, "
+                                      "networks, profiles, node_groups, nodes, ...)",
                                       code="type")])
+    return src
+
+
+def _selection(only: Any, osrc: Source | None) -> tuple[list[str] | None, list[Problem]]:
+    if only is None or osrc is None:
+        return None, []
+    if not isinstance(only, list) or not all(isinstance(h, str) for h in only):
+        return None, [Problem(osrc.pos((ONLY_NODES,)), ONLY_NODES,
+                              "expected a list of hostnames", code="type")]
+    return only, []
+
+
+def _trim(raw: schema.Inventory, keep: set[str]) -> schema.Inventory:
+    """Drop node groups with no selected host, and the facts of machines in no kept group."""
+    groups = {}
+    hosts: set[str] = set()
+    for name, group in raw.node_groups.items():
+        try:
+            members = {h for h, _ in expand_hosts(group.hosts)}
+        except ValueError:
+            members = set()
+        if members & keep or not members:
+            groups[name] = group
+            hosts |= members
+    nodes = {h: f for h, f in raw.nodes.items() if h in hosts or h in keep}
+    return raw.model_copy(update={"node_groups": groups, "nodes": nodes})
+
+
+def _apply_selection(raw: schema.Inventory, nodes: dict[str, Node], only: list[str],
+                     osrc: Source) -> tuple[dict[str, Node], list[Problem]]:
+    problems = []
+    for i, host in enumerate(only):
+        if host not in raw.nodes:
+            problems.append(Problem(osrc.pos((ONLY_NODES, i)), f"{ONLY_NODES}[{i}]",
+                                    f"unknown node {host!r}", code="unknown_ref"))
+    needed = {raw.site.provisioning_host: "the provisioning host",
+              raw.site.salt.master: "the Salt master"}
+    if raw.slurm is not None:
+        needed[raw.slurm.controller] = "the Slurm controller"
+    if raw.mkv is not None:
+        for name, array in raw.mkv.arrays.items():
+            needed.setdefault(array.master, f"the master of mkv array {name}")
+    for host, what in needed.items():
+        if host not in only:
+            problems.append(Problem(osrc.pos((ONLY_NODES,)), ONLY_NODES,
+                                    f"{host} ({what}) must be selected", code="missing"))
+    keep = set(only)
+    return {h: n for h, n in nodes.items() if h in keep}, problems
+
+
+def parse(text: str, file: str, overlay: tuple[str, str] | None = None) -> Inventory:
+    """Validate inventory ``text`` (named ``file`` in messages), with an optional overlay
+    given as ``(text, file)``."""
+    src = _yaml(text, file)
+    osrc: Source | None = None
+    only: Any = None
+    if overlay is not None:
+        osrc = _yaml(*overlay)
+        src, only = apply_overlay(src, osrc)
+    selection, problems = _selection(only, osrc)
+    if problems:
+        raise InventoryError(problems)
     try:
         raw = schema.Inventory.model_validate(src.data)
     except ValidationError as exc:
         raise InventoryError(_schema_problems(exc, src)) from None
+    if selection is not None:
+        raw = _trim(raw, set(selection))
     nodes, problems = expand(raw, src)
+    if selection is not None and osrc is not None:
+        nodes, more = _apply_selection(raw, nodes, selection, osrc)
+        problems += more
     problems += checks.run_all(checks.Ctx(raw=raw, nodes=nodes, src=src))
     if problems:
         raise InventoryError(problems)
     return Inventory(file=file, raw=raw, nodes=nodes)
 
 
-def load_inventory(path: str | os.PathLike[str]) -> Inventory:
-    p = Path(path)
+def _read(path: Path) -> str:
     try:
-        text = p.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InventoryError([Problem(_nowhere(str(p)), "", f"cannot read: {exc.strerror}",
+        raise InventoryError([Problem(_nowhere(str(path)), "", f"cannot read: {exc.strerror}",
                                       code="io")]) from None
     except UnicodeDecodeError as exc:
-        raise InventoryError([Problem(_nowhere(str(p)), "", f"not UTF-8 text: {exc.reason}",
+        raise InventoryError([Problem(_nowhere(str(path)), "", f"not UTF-8 text: {exc.reason}",
                                       code="io")]) from None
-    return parse(text, os.fspath(path))
+
+
+def load_inventory(path: str | os.PathLike[str],
+                   overlay: str | os.PathLike[str] | None = None) -> Inventory:
+    text = _read(Path(path))
+    extra = None
+    if overlay is not None:
+        extra = (_read(Path(overlay)), os.fspath(overlay))
+    return parse(text, os.fspath(path), extra)
 
 
 def _nowhere(file: str) -> Any:
