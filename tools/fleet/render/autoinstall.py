@@ -112,8 +112,15 @@ def _user(admin: Admin) -> dict[str, Any]:
     return user
 
 
-def render_user_data(inv: Inventory, node: Node) -> str:
-    body = yamlout.dump(user_data(inv, node), sort_keys=False)
+# Sections that depend only on the site: emitted once per render through the memo.
+SITE_WIDE = frozenset({"version", "locale", "keyboard", "timezone", "refresh-installer",
+                       "apt", "ssh", "packages", "shutdown"})
+
+
+def render_user_data(inv: Inventory, node: Node, memo: yamlout.Memo | None = None) -> str:
+    """The NoCloud ``user-data``; one ``memo`` per render reuses the site-wide sections."""
+    body = (memo or yamlout.Memo()).dump_mapping(
+        "autoinstall", user_data(inv, node)["autoinstall"], SITE_WIDE, sort_keys=False)
     return "#cloud-config\n" + header("#") + body
 
 

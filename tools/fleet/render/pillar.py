@@ -21,12 +21,18 @@ from fleet.render.names import host_names
 
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge"}
+# Node pillar entries shared by every node of a profile or group: emitted once, reused.
+PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group"})
+
+
+def _header() -> str:
+    # '#!yaml': Salt's default pipeline is jinja|yaml; rendered data must never be
+    # interpreted as a template.
+    return "#!yaml\n" + header("#")
 
 
 def _dump(data: Any) -> str:
-    # '#!yaml': Salt's default pipeline is jinja|yaml; rendered data must never be
-    # interpreted as a template.
-    return "#!yaml\n" + header("#") + yamlout.dump(data)
+    return _header() + yamlout.dump(data)
 
 
 def subvolume(i: int) -> str:
@@ -42,6 +48,7 @@ def render(inv: Inventory) -> dict[str, str]:
     out: dict[str, str] = {}
     site = inv.raw.site
     top: dict[str, list[str]] = {}
+    memo = yamlout.Memo()
     for node in inv.nodes.values():
         sls = ["site", "hosts", f"nodes.{node.hostname}"]
         if node.has("slurm.compute") or node.has("slurm.controller"):
@@ -51,7 +58,8 @@ def render(inv: Inventory) -> dict[str, str]:
         if node.hostname == site.provisioning_host:
             sls.append("provisioning")
         top[node.hostname] = sls
-        out[f"pillar/nodes/{node.hostname}.sls"] = _dump({"node": _node(inv, node)})
+        out[f"pillar/nodes/{node.hostname}.sls"] = _header() + memo.dump_mapping(
+            "node", _node(inv, node), PER_PROFILE)
     out["pillar/top.sls"] = _dump({"base": top})
     out["pillar/site.sls"] = _dump({"site": _site(inv)})
     out["pillar/hosts.sls"] = _dump({"hosts": _hosts(inv)})

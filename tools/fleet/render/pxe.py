@@ -23,6 +23,7 @@ from importlib import resources
 import jinja2
 
 from fleet.inventory.model import Inventory, Node
+from fleet.render import yamlout
 from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
@@ -90,6 +91,7 @@ def render(inv: Inventory) -> dict[str, str]:
     out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(**common, http_host=http_host)
     install_ipxe, local_ipxe = _t("install.ipxe.j2"), _t("local.ipxe.j2")
     install_grub, local_grub = _t("grub-install.cfg.j2"), _t("grub-local.cfg.j2")
+    memo = yamlout.Memo()
     for node in inv.nodes.values():
         h = node.hostname
         out[f"pxe/dnsmasq/hosts/{h}"] = _dhcp_hosts(node)
@@ -101,7 +103,7 @@ def render(inv: Inventory) -> dict[str, str]:
         out[f"pxe/http/hosts/{h}/grub-install.cfg"] = install_grub.render(
             **ctx, http_host=http_host, grub_cmdline=cmdline(inv, node, grub=True))
         out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=site.os.distro)
-        out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node)
+        out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node, memo)
         out[f"pxe/http/hosts/{h}/meta-data"] = render_meta_data(inv, node)
     return out
 

@@ -12,6 +12,7 @@ import ctypes
 import difflib
 import errno
 import fcntl
+import io
 import os
 import shutil
 from collections.abc import Iterator
@@ -42,16 +43,25 @@ class Changes:
         self.unchanged += other.unchanged
 
 
-def _existing(root: Path, top: str) -> dict[str, Path]:
-    base = root / top
-    found: dict[str, Path] = {}
-    if not base.is_dir():
+def _existing(root: Path, top: str) -> dict[str, str]:
+    """``{relative path: absolute path}`` of the files under ``root/top`` (strings: hot path)."""
+    base = os.path.join(root, top)
+    found: dict[str, str] = {}
+    if not os.path.isdir(base):
         return found
+    cut = len(os.fspath(root)) + 1
     for dirpath, _dirs, files in os.walk(base):
         for name in files:
-            p = Path(dirpath) / name
-            found[p.relative_to(root).as_posix()] = p
+            full = os.path.join(dirpath, name)
+            found[full[cut:]] = full
     return found
+
+
+def _same(path: str, data: bytes) -> bool:
+    if os.stat(path).st_size != len(data):
+        return False
+    with io.FileIO(path) as fh:
+        return fh.readall() == data
 
 
 def _split(files: dict[str, str]) -> dict[str, dict[str, bytes]]:
@@ -73,7 +83,7 @@ def compare(root: Path, files: dict[str, str]) -> Changes:
             path = old.get(rel)
             if path is None:
                 result.added.append(rel)
-            elif path.read_bytes() != data:
+            elif not _same(path, data):
                 result.changed.append(rel)
             else:
                 result.unchanged += 1
@@ -123,31 +133,30 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), os.fspath(a))
 
 
-def _stage(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, Path],
+def _stage(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str],
            same: set[str]) -> Path:
     stage = root / f".{top}.render-{os.getpid()}"
     if stage.exists():
         shutil.rmtree(stage)
     stage.mkdir(mode=0o755)
-    made: set[Path] = set()
+    base = os.fspath(stage)
+    made: set[str] = set()
     try:
         for rel, data in wanted.items():
-            dest = stage / rel.split("/", 1)[1]
-            parent = dest.parent
+            dest = os.path.join(base, rel.split("/", 1)[1])
+            parent = os.path.dirname(dest)
             if parent not in made:
-                parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+                os.makedirs(parent, mode=0o755, exist_ok=True)
                 made.add(parent)
             if rel in same:
-                src = old[rel]
                 try:
-                    os.link(src, dest)  # unchanged: keep the inode, and so the mtime
-                    continue
+                    os.link(old[rel], dest)  # unchanged: keep the inode, and so the mtime
                 except OSError:
-                    shutil.copy2(src, dest)
-                    continue
-            with open(dest, "wb") as fh:  # noqa: PTH123 - plain write of new content
+                    shutil.copy2(old[rel], dest)
+                continue
+            with open(dest, "wb") as fh:
                 fh.write(data)
-            dest.chmod(0o644)
+            os.chmod(dest, 0o644)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
@@ -169,7 +178,7 @@ def write(root: Path, files: dict[str, str]) -> Changes:
                     src = old.get(rel)
                     if src is None:
                         changes.added.append(rel)
-                    elif src.stat().st_size != len(data) or src.read_bytes() != data:
+                    elif not _same(src, data):
                         changes.changed.append(rel)
                     else:
                         same.add(rel)

@@ -41,59 +41,99 @@ def scalar(value: Any) -> str:
         return "true"
     if value is False:
         return "false"
+    if isinstance(value, str):
+        return _str(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ValueError(f"cannot render {value!r}")
         return repr(value)
-    if isinstance(value, str):
-        return _str(value)
     raise TypeError(f"cannot render {type(value).__name__} as YAML")
 
 
-def dump(data: Any, *, sort_keys: bool = True) -> str:
+def dump(data: Any, *, sort_keys: bool = True, indent: str = "") -> str:
+    """Block-style YAML of ``data``; every line starts with ``indent``."""
     out: list[str] = []
-    _emit(data, 0, out, sort_keys)
+    _emit(data, indent, out, sort_keys)
     return "".join(out)
 
 
-def _emit(data: Any, indent: int, out: list[str], sort_keys: bool) -> None:
-    pad = " " * indent
+class Memo:
+    """Reuses the text of sub-trees that repeat across nodes (hardware, site sections...).
+
+    The key is the sub-tree's compact JSON, which keeps insertion order and tells
+    1, 1.0 and true apart; building it in C is far cheaper than emitting YAML again."""
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, bool, str], str] = {}
+
+    def dump(self, data: Any, *, sort_keys: bool = True, indent: str = "") -> str:
+        key = (indent, sort_keys, json.dumps(data, separators=(",", ":"), default=repr))
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = dump(data, sort_keys=sort_keys, indent=indent)
+        return text
+
+    def dump_mapping(self, name: str, data: dict[str, Any], repeated: frozenset[str], *,
+                     sort_keys: bool = True) -> str:
+        """``name:`` then each entry of ``data``; entries named in ``repeated`` (the same on
+        many nodes) go through the memo, the others are emitted directly."""
+        items = sorted(data.items()) if sort_keys else data.items()
+        return f"{_str(name)}:\n" + "".join(
+            (self.dump if k in repeated else _dump_kw)({k: v}, sort_keys=sort_keys, indent="  ")
+            for k, v in items)
+
+
+def _dump_kw(data: Any, *, sort_keys: bool, indent: str) -> str:
+    return dump(data, sort_keys=sort_keys, indent=indent)
+
+
+def _emit(data: Any, pad: str, out: list[str], sort_keys: bool) -> None:
+    """Emit a collection (or a lone scalar) whose lines start at ``pad``."""
+    append = out.append
     if isinstance(data, dict):
         if not data:
-            out.append(pad + "{}\n")
+            append(pad + "{}\n")
             return
-        items = sorted(data.items()) if sort_keys else data.items()
-        for key, value in items:
-            _item(pad + scalar(key) + ":", value, indent, out, sort_keys)
+        for key, value in (sorted(data.items()) if sort_keys else data.items()):
+            _value(pad + (_str(key) if type(key) is str else scalar(key)) + ":",
+                   value, pad, out, sort_keys, False)
     elif isinstance(data, list | tuple):
         if not data:
-            out.append(pad + "[]\n")
+            append(pad + "[]\n")
             return
+        inner = pad + "  "
         for value in data:
             if isinstance(value, dict) and value:
-                # "- " followed by the first key on the same line, the rest indented.
-                items = sorted(value.items()) if sort_keys else list(value.items())
-                for i, (key, item) in enumerate(items):
-                    lead = pad + ("- " if i == 0 else "  ") + scalar(key) + ":"
-                    _item(lead, item, indent + 2, out, sort_keys)
+                # "- " then the first key on the same line, the rest aligned under it.
+                first = True
+                for key, item in (sorted(value.items()) if sort_keys else value.items()):
+                    lead = (pad + "- " if first else inner) + scalar(key) + ":"
+                    _value(lead, item, inner, out, sort_keys, False)
+                    first = False
             else:
-                _item(pad + "-", value, indent, out, sort_keys, in_list=True)
+                _value(pad + "-", value, pad, out, sort_keys, True)
     else:
-        out.append(pad + scalar(data) + "\n")
+        append(pad + scalar(data) + "\n")
 
 
-def _item(lead: str, value: Any, indent: int, out: list[str], sort_keys: bool,
-          in_list: bool = False) -> None:
-    if isinstance(value, dict | list | tuple) and value:
-        out.append(lead + "\n")
-        # Lists under a mapping key stay at the key's indent (PyYAML's style).
-        child = indent + 2 if isinstance(value, dict) or in_list else indent
-        _emit(value, child, out, sort_keys)
+def _value(lead: str, value: Any, pad: str, out: list[str], sort_keys: bool,
+           in_list: bool) -> None:
+    if type(value) is str:
+        out.append(f"{lead} {_str(value)}\n")
     elif isinstance(value, dict):
-        out.append(lead + " {}\n")
+        if value:
+            out.append(lead + "\n")
+            _emit(value, pad + "  ", out, sort_keys)
+        else:
+            out.append(lead + " {}\n")
     elif isinstance(value, list | tuple):
-        out.append(lead + " []\n")
+        if value:
+            out.append(lead + "\n")
+            # Lists under a mapping key stay at the key's indent (PyYAML's style).
+            _emit(value, pad + "  " if in_list else pad, out, sort_keys)
+        else:
+            out.append(lead + " []\n")
     else:
-        out.append(lead + " " + scalar(value) + "\n")
+        out.append(f"{lead} {scalar(value)}\n")
