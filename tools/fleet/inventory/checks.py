@@ -329,10 +329,14 @@ def check_services(c: Ctx) -> Iterator[Problem]:
                                 code="missing", hint="add a top-level 'slurm:' section")
                 break
     if raw.mkv is not None:
+        volumes: dict[str, list[Node]] = {}
+        for node in c.nodes.values():
+            if node.mkv_array is not None:
+                volumes.setdefault(node.mkv_array, []).append(node)
         for aname, array in raw.mkv.arrays.items():
             apath: YamlPath = ("mkv", "arrays", aname)
             yield from _host_with_role(c, (*apath, "master"), array.master, "mkv.master")
-            vols = [n for n in c.nodes.values() if n.mkv_array == aname]
+            vols = volumes.get(aname, [])
             if not vols:
                 yield c.problem(apath, f"mkv array {aname} has no volumes", code="empty",
                                 key=True, hint="put a node group in it (mkv_array) or remove it")
@@ -350,8 +354,7 @@ def check_services(c: Ctx) -> Iterator[Problem]:
         for aname, array in raw.mkv.arrays.items():
             for host, port, what in ((array.master, array.port, "port"),
                                      (None, array.volume_port, "volume_port")):
-                hosts = [host] if host else [n.hostname for n in c.nodes.values()
-                                             if n.mkv_array == aname]
+                hosts = [host] if host else [n.hostname for n in volumes.get(aname, [])]
                 for h in hosts:
                     if (h, port) in ports:
                         yield c.problem(("mkv", "arrays", aname, what),
@@ -363,6 +366,11 @@ def check_services(c: Ctx) -> Iterator[Problem]:
 
 def check_fabrics(c: Ctx) -> Iterator[Problem]:
     """Every InfiniBand fabric needs a subnet manager, on the switch or on cabled hosts."""
+    cabled: dict[str, set[str]] = {}
+    for node in c.nodes.values():
+        for iface in node.interfaces.values():
+            if iface.kind == "infiniband" and iface.switch is not None:
+                cabled.setdefault(iface.switch, set()).add(node.hostname)
     for sname, sw in c.raw.switches.items():
         path: YamlPath = ("switches", sname)
         if sw.kind != "infiniband":
@@ -370,20 +378,18 @@ def check_fabrics(c: Ctx) -> Iterator[Problem]:
                 yield c.problem((*path, "sm_hosts"), "only InfiniBand switches have subnet "
                                 "managers", code="mismatch")
             continue
-        cabled = [n for n in c.nodes.values()
-                  if any(i.kind == "infiniband" and i.switch == sname
-                         for i in n.interfaces.values())]
-        if cabled and not sw.subnet_manager and not sw.sm_hosts:
+        hosts = cabled.get(sname, set())
+        if hosts and not sw.subnet_manager and not sw.sm_hosts:
             yield c.problem(path, f"fabric {sname} has no subnet manager: its ports would stay "
                             "INIT", code="no_sm", key=True,
                             hint="set subnet_manager: true (managed switch) or list sm_hosts")
         for i, host in enumerate(sw.sm_hosts):
-            node = c.nodes.get(host)
-            if node is None:
+            sm_node = c.nodes.get(host)
+            if sm_node is None:
                 if host not in c.raw.nodes:
                     yield c.problem((*path, "sm_hosts", i), f"unknown node {host!r}",
                                     code="unknown_ref")
-            elif node not in cabled or not node.has("infiniband"):
+            elif host not in hosts or not sm_node.has("infiniband"):
                 yield c.problem((*path, "sm_hosts", i), f"{host} is not an infiniband node "
                                 f"cabled to {sname}", code="mismatch")
 

@@ -72,12 +72,26 @@ class Inventory:
     file: str
     raw: schema.Inventory
     nodes: dict[str, Node]  # by hostname, in inventory order
+    _groupings: dict[str, dict[str, list[Node]]] = field(default_factory=dict, repr=False,
+                                                         compare=False)
 
     def with_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes.values() if role in n.roles]
 
     def in_partition(self, partition: str) -> list[Node]:
-        return [n for n in self.nodes.values() if n.partition == partition]
+        return self._members("partition").get(partition, [])
 
     def in_array(self, array: str) -> list[Node]:
-        return [n for n in self.nodes.values() if n.mkv_array == array]
+        return self._members("mkv_array").get(array, [])
+
+    def _members(self, attr: str) -> dict[str, list[Node]]:
+        """Nodes grouped by ``attr`` (computed once: renderers ask per partition/array)."""
+        cache = self._groupings
+        if attr not in cache:
+            groups: dict[str, list[Node]] = {}
+            for node in self.nodes.values():
+                key = getattr(node, attr)
+                if key is not None:
+                    groups.setdefault(key, []).append(node)
+            cache[attr] = groups
+        return cache[attr]

@@ -231,7 +231,7 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
     partitions = []
     topology = []
     for pname, part in slurm.partitions.items():
-        members = compress(n.hostname for n in computes if n.partition == pname)
+        members = compress(n.hostname for n in inv.in_partition(pname))
         partitions.append({"name": pname, "nodes": members, "default": part.default,
                            "max_time": part.max_time})
         topology.append({"switch": part.ib_switch, "nodes": members})

@@ -12,7 +12,6 @@ import ctypes
 import difflib
 import errno
 import fcntl
-import io
 import os
 import shutil
 from collections.abc import Iterator
@@ -58,10 +57,11 @@ def _existing(root: Path, top: str) -> dict[str, str]:
 
 
 def _same(path: str, data: bytes) -> bool:
-    if os.stat(path).st_size != len(data):
-        return False
-    with io.FileIO(path) as fh:
-        return fh.readall() == data
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, len(data) + 1) == data  # one read: files are small
+    finally:
+        os.close(fd)
 
 
 def _split(files: dict[str, str]) -> dict[str, dict[str, bytes]]:

@@ -26,12 +26,16 @@ _RESERVED = frozenset({
 })
 
 
+_quote = json.JSONEncoder(ensure_ascii=False).encode
+_memo_key = json.JSONEncoder(separators=(",", ":"), default=repr).encode
+
+
 @lru_cache(maxsize=65536)
 def _str(value: str) -> str:
     if (_PLAIN.match(value) and value.lower().lstrip(".") not in _RESERVED
             and not value.startswith(("-", "."))) or _DOTTED.match(value):
         return value
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", _quote(value))
 
 
 def scalar(value: Any) -> str:
@@ -69,7 +73,7 @@ class Memo:
         self._texts: dict[tuple[str, bool, str], str] = {}
 
     def dump(self, data: Any, *, sort_keys: bool = True, indent: str = "") -> str:
-        key = (indent, sort_keys, json.dumps(data, separators=(",", ":"), default=repr))
+        key = (indent, sort_keys, _memo_key(data))
         text = self._texts.get(key)
         if text is None:
             text = self._texts[key] = dump(data, sort_keys=sort_keys, indent=indent)
