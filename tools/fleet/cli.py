@@ -19,7 +19,7 @@ from fleet import __version__
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.problems import InventoryError, format_json, format_text
-from fleet.render import render_all, tree
+from fleet.render.errors import RenderBusyError
 from fleet.render.summary import format_summary, summarize
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_DIFFERS, EXIT_IO, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
@@ -57,6 +57,8 @@ def cmd_validate(args: argparse.Namespace, progress: Progress) -> int:
 
 
 def _render(args: argparse.Namespace, progress: Progress) -> tuple[Inventory, dict[str, str]]:
+    from fleet.render import render_all  # jinja2 and the templates: not needed to validate
+
     inv = _load(args, progress)
     progress(f"rendering pillar and pxe for {len(inv.nodes)} nodes")
     files = render_all(inv)
@@ -65,6 +67,8 @@ def _render(args: argparse.Namespace, progress: Progress) -> tuple[Inventory, di
 
 
 def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
+    from fleet.render import tree
+
     if args.diff:
         return cmd_diff(args, progress)
     inv, files = _render(args, progress)
@@ -103,6 +107,8 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, progress: Progress) -> int:
+    from fleet.render import tree
+
     _inv, files = _render(args, progress)
     root = Path(args.output)
     changes = tree.compare(root, files)
@@ -213,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(format_text(exc.problems, wrote_nothing=args.verb == "render"),
                   file=sys.stderr)
         return EXIT_INVALID
-    except tree.RenderBusyError as exc:
+    except RenderBusyError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return EXIT_IO
     except OSError as exc:

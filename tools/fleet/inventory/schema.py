@@ -35,7 +35,10 @@ SSH_KEY = re.compile(
 
 class Model(BaseModel):
     # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build: one schema is built for the whole document when it is first validated,
+    # instead of one per model at import time (start-up is most of a small render).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              defer_build=True)
 
 
 # --- site -----------------------------------------------------------------------------

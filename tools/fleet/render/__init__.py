@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from fleet.inventory.model import Inventory
-from fleet.render import pillar, pxe
 
 
 def render_all(inv: Inventory) -> dict[str, str]:
+    from fleet.render import pillar, pxe  # imported on use: `fleet validate` needs neither
+
     files = pillar.render(inv)
     files.update(pxe.render(inv))
     return dict(sorted(files.items()))

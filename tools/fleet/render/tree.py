@@ -9,7 +9,6 @@ change at all is not touched. A failure before the swap leaves the old tree as i
 from __future__ import annotations
 
 import ctypes
-import difflib
 import errno
 import fcntl
 import os
@@ -18,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from fleet.render.errors import RenderBusyError
 
 OWNED = ("pillar", "pxe")
 _AT_FDCWD = -100
@@ -92,6 +93,7 @@ def compare(root: Path, files: dict[str, str]) -> Changes:
 
 
 def unified_diff(root: Path, files: dict[str, str], changes: Changes) -> Iterator[str]:
+    import difflib  # only `fleet diff` needs it
     for rel in sorted([*changes.added, *changes.changed, *changes.removed]):
         path = root / rel
         old = path.read_text("utf-8", errors="replace").splitlines(True) if path.exists() else []
@@ -113,8 +115,6 @@ def _lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
-class RenderBusyError(Exception):
-    pass
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -141,6 +141,9 @@ def _stage(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str],
     stage.mkdir(mode=0o755)
     base = os.fspath(stage)
     made: set[str] = set()
+    umask = os.umask(0o022)
+    os.umask(umask)
+    restrictive_umask = umask & 0o044 != 0  # only then does a new file need a chmod
     try:
         for rel, data in wanted.items():
             dest = os.path.join(base, rel.split("/", 1)[1])
@@ -156,7 +159,8 @@ def _stage(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str],
                 continue
             with open(dest, "wb") as fh:
                 fh.write(data)
-            os.chmod(dest, 0o644)
+                if restrictive_umask:
+                    os.fchmod(fh.fileno(), 0o644)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
