@@ -351,8 +351,9 @@ def git_commit() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "tools"], cwd=ROOT,
-                               check=True, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                "tools"], cwd=ROOT, check=True, capture_output=True,
+                               text=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return f"{rev} (tools/ modified)" if dirty else rev
