@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
-.PHONY: help deps render validate diff check test lint unit bench-render clean
+.PHONY: help deps render validate diff check test lint unit bench-render clean \
+	lab lab-down lab-clean lab-deps test-lab
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
@@ -15,6 +16,10 @@ help:
 	@echo "make diff          show what a render would change"
 	@echo "make test          lint + render check + all tests (what CI runs)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
+	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md)"
+	@echo "make lab-down      remove the lab (containers, network, master, .lab state); keep the image"
+	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
+	@echo "make test-lab      the lab integration tests (bring the lab up themselves)"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
@@ -44,7 +49,7 @@ check: $(STAMP)
 	$(BIN)/fleet render --check -i $(INVENTORY)
 
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest --ignore=tests/lab
 
 test: lint check unit
 
@@ -53,3 +58,25 @@ bench-render: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# --- the lab (docs/lab.md) ------------------------------------------------------------
+LAB_STAMP := .lab/.deps
+
+$(LAB_STAMP): tools/install-lab-deps.sh
+	bash tools/install-lab-deps.sh
+	mkdir -p .lab && touch $@
+
+lab-deps: $(STAMP) $(LAB_STAMP)
+
+lab: lab-deps
+	$(BIN)/python -m fleet.lab -v up
+
+lab-down: $(STAMP)
+	$(BIN)/python -m fleet.lab -v down
+
+lab-clean: $(STAMP)
+	$(BIN)/python -m fleet.lab -v down --all
+
+test-lab: lab-deps
+	FLEET_LAB=1 $(BIN)/pytest tests/lab -v --durations=10
+

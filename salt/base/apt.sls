@@ -44,6 +44,9 @@ base-apt-file-managed-salt-repo:
         Suites: stable
         Components: main
         Signed-By: {{ apt.salt_repo.keyring }}
+{%- if not apt.salt_repo.enabled %}
+        Enabled: no
+{%- endif %}
 
 base-apt-file-managed-salt-pin:
   file.managed:

@@ -23,10 +23,14 @@ base-minion-file-managed-id:
     - mode: '0644'
 
 # Restart in the background once this run has returned: restarting in the foreground
-# would kill the job that is applying it.
+# would kill the job that is applying it, and so would a fixed delay (the rest of a first
+# highstate takes minutes). The shell's parent is the job's process: wait until it has
+# sent its return and exited, then restart.
 base-minion-cmd-run-restart:
   cmd.run:
-    - name: 'sleep 10 && systemctl restart {{ minion.service }}'
+    - name: >-
+        job=$PPID; while kill -0 "$job" 2>/dev/null; do sleep 1; done;
+        sleep 2; systemctl restart {{ minion.service }}
     - bg: true
     - onchanges:
       - file: base-minion-file-managed-conf

@@ -10,11 +10,15 @@ base-tuning-file-managed-sysctl:
     - context:
         sysctl: {{ mapdata.sysctl | json }}
 
+{%- if not mapdata.container %}
+
+# (not in a container: most of these keys are global to the host's kernel)
 base-tuning-cmd-run-sysctl:
   cmd.run:
     - name: sysctl -q -p {{ mapdata.sysctl_file }}
     - onchanges:
       - file: base-tuning-file-managed-sysctl
+{%- endif %}
 
 base-tuning-file-managed-limits:
   file.managed:

@@ -82,13 +82,22 @@ mkv-master-file-managed-unit-{{ name }}:
         binary: {{ m.binary | json }}
         user: {{ m.user | json }}
 
+# A unit that does not verify fails here, loudly (an `onlyif` on the service would skip
+# it and report success). --man=no: Documentation= pages need not be installed.
+mkv-master-cmd-run-verify-unit-{{ name }}:
+  cmd.run:
+    - name: systemd-analyze verify --man=no {{ m.unit_dir }}/mkv-{{ name }}.service
+    - unless: systemd-analyze verify --man=no {{ m.unit_dir }}/mkv-{{ name }}.service
+    - require:
+      - file: mkv-master-file-managed-unit-{{ name }}
+
 mkv-master-service-running-{{ name }}:
   service.running:
     - name: mkv-{{ name }}.service
     - enable: true
-    - onlyif: systemd-analyze verify {{ m.unit_dir }}/mkv-{{ name }}.service
     - require:
       - file: mkv-master-file-directory-{{ name }}
+      - cmd: mkv-master-cmd-run-verify-unit-{{ name }}
     - watch:
       - {{ binary_req }}
       - file: mkv-master-file-managed-unit-{{ name }}

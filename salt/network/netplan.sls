@@ -48,11 +48,15 @@ network-netplan-file-managed-config:
       - pkg: network-netplan-pkg-installed
       - file: network-netplan-file-managed-apply-script
 
+{%- if not mapdata.container %}
+
+# (not in a container: its interfaces belong to the container engine)
 network-netplan-cmd-run-apply:
   cmd.run:
     - name: {{ mapdata.apply_script }} --apply
     - onchanges:
       - file: network-netplan-file-managed-config
+{%- endif %}
 {%- if ib and not mapdata.netplan.infiniband_mode %}
 
 # netplan on this release cannot set the IPoIB mode: set it from udev

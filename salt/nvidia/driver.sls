@@ -23,6 +23,9 @@ nvidia-driver-cmd-run-initramfs:
     - name: {{ mapdata.initramfs_cmd }}
     - onchanges:
       - file: nvidia-driver-file-managed-blacklist-nouveau
+    # update-initramfs comes with the (held) kernel
+    - require:
+      - pkg: base-apt-pkg-held-kernel
 
 {%- if not mapdata.p2p.enabled %}
 

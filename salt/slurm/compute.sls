@@ -44,12 +44,22 @@ slurm-compute-file-directory-spool:
     - group: root
     - mode: '0755'
 
+# A unit that does not verify fails here, loudly (an `onlyif` on the service would skip
+# it and report success). --man=no: its Documentation= man pages need not be installed.
+slurm-compute-cmd-run-verify-unit:
+  cmd.run:
+    - name: systemd-analyze verify --man=no {{ mapdata.compute_service }}.service
+    - unless: systemd-analyze verify --man=no {{ mapdata.compute_service }}.service
+    - require:
+      - pkg: slurm-compute-pkg-installed
+      - file: slurm-compute-file-managed-dropin
+
 slurm-compute-service-running:
   service.running:
     - name: {{ mapdata.compute_service }}
     - enable: true
-    - onlyif: systemd-analyze verify {{ mapdata.compute_service }}.service
     - require:
+      - cmd: slurm-compute-cmd-run-verify-unit
       - pkg: slurm-compute-pkg-installed
       - file: slurm-compute-file-absent-local-conf
       - file: slurm-compute-file-directory-spool

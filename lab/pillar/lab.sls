@@ -1,0 +1,28 @@
+# Role parameters that differ in a container (docs/lab.md). Every key says why.
+site:
+  salt:
+    # the lab master runs on the host, which is the lab network's gateway
+    master_address: 10.1.0.1
+fleet:
+  # no GPUs, no HCA, no data disks: steps that need hardware are not rendered
+  hardware: false
+  # steps that need the host's kernel (global sysctls, netplan apply, setting the clock)
+  # are not rendered
+  container: true
+slurm:
+  lookup:
+    # no cgroup delegation into the containers (docs/salt.md)
+    proctrack: proctrack/linuxproc
+    task_plugin: task/none
+base:
+  lookup:
+    apt:
+      salt_repo:
+        # the lab's minions come from a wheelhouse; Salt's repository is not reachable
+        enabled: false
+    # a container never boots its own kernel, and builds no modules: no headers (DKMS)
+    kernel_packages: [linux-image-amd64]
+nvidia:
+  lookup:
+    # the Debian 12 set without nvidia-open-kernel-dkms: no module build in a container
+    packages: [nvidia-smi, nvidia-persistenced, libcuda1, firmware-nvidia-gsp]

@@ -1,0 +1,72 @@
+"""The lab integration tests (`make test-lab`, docs/lab.md): the real inventory through
+lab/overlay.yaml as systemd containers, converged by the lab's Salt master.
+
+One session fixture brings the lab up (`fleet lab up` reuses the cached image, the
+running containers and master of an existing lab), applies the highstate twice and
+keeps both results; every test then reads the running nodes through testinfra's
+``podman://`` backend or the lab master. Nothing here sleeps a fixed time: every wait
+polls with a timeout.
+
+These tests run only with FLEET_LAB=1 (`make test-lab` sets it): under plain `pytest`
+or `make test` they are reported as skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from labtools import ENABLED, ROOT, SKIP_REASON, Lab
+
+from fleet.lab import highstate
+from fleet.lab import lab as lab_mod
+from fleet.lab import podman as pm
+from fleet.lab.paths import Paths
+from fleet.lab.plan import load as load_plan
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ENABLED:
+        return
+    here = Path(__file__).resolve().parent
+    skip = pytest.mark.skip(reason=SKIP_REASON)
+    for item in items:
+        if here in Path(str(item.path)).resolve().parents:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def lab(pytestconfig: pytest.Config) -> Iterator[Lab]:
+    paths = Paths(ROOT)
+    # testinfra's podman:// backend calls plain `podman`: give it the lab's config
+    os.environ["CONTAINERS_CONF"] = str(pm.ensure_conf(paths))
+    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+
+    def say(text: str) -> None:
+        if tr is not None:
+            tr.write_line(text)
+
+    say("\n[lab] fleet lab up (reuses the image, containers and master that exist), "
+        "highstate")
+    t0 = time.monotonic()
+    timings, results = lab_mod.up(paths)
+    t1 = time.monotonic()
+    say(highstate.format_results(results, timings.steps.get("highstate", 0.0)))
+    say("[lab] second highstate (must change nothing)")
+    second_results, took = highstate.apply(paths, [n.hostname for n in load_plan(paths).nodes])
+    say(highstate.format_results(second_results, took))
+    timings.steps["second highstate"] = took
+    timings.steps["bring-up + first highstate"] = t1 - t0
+    timings.steps["fixture"] = time.monotonic() - t0
+    say("[lab] " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.steps.items()))
+    (paths.lab / "test-timings.json").write_text(json.dumps(timings.steps, indent=2))
+    yield Lab(paths, load_plan(paths), {r.minion: r for r in results},
+              {r.minion: r for r in second_results}, timings.steps)

@@ -1,0 +1,94 @@
+"""Helpers of the lab integration tests (tests/lab/conftest.py has the session fixture)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import testinfra
+import yaml
+
+from fleet.lab import highstate
+from fleet.lab import podman as pm
+from fleet.lab.paths import Paths
+from fleet.lab.plan import LabNode, Plan
+from fleet.lab.plan import load as load_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+ENABLED = os.environ.get("FLEET_LAB") == "1"
+SKIP_REASON = "lab integration test: run `make test-lab` (FLEET_LAB=1) on a lab host"
+
+T = TypeVar("T")
+
+
+def poll(what: str, probe: Callable[[], T | None], timeout: float,
+         interval: float = 1.0) -> T:
+    """Call ``probe`` until it returns something truthy; fail the test after ``timeout``."""
+    t0 = time.monotonic()
+    last: T | None = None
+    while time.monotonic() - t0 < timeout:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+@dataclass
+class Lab:
+    paths: Paths
+    plan: Plan
+    first: dict[str, highstate.NodeResult]
+    second: dict[str, highstate.NodeResult]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[LabNode]:
+        return self.plan.nodes
+
+    def with_role(self, role: str) -> list[LabNode]:
+        return [n for n in self.plan.nodes if role in n.roles]
+
+    def host(self, hostname: str) -> Any:
+        return testinfra.get_host(f"podman://{self.plan.node(hostname).container}")
+
+    def salt(self, *args: str, timeout: float = 120) -> Any:
+        return highstate.salt(self.paths, *args, timeout=timeout)
+
+    def pillar(self, name: str) -> Any:
+        """A file of the lab render's pillar (what the master serves)."""
+        text = (self.paths.render / "pillar" / f"{name}.sls").read_text()
+        return yaml.safe_load(text)
+
+    @property
+    def lab_pillar(self) -> Any:
+        return yaml.safe_load((self.paths.lab_pillar / "lab.sls").read_text())
+
+    @property
+    def mkv_kind(self) -> str:
+        kind = self.paths.lab / "artifacts" / "KIND"
+        return kind.read_text().strip() if kind.exists() else "stub"
+
+
+def node_ids(role: str | None = None) -> list[str]:
+    """Hostnames of the lab nodes (optionally with a role), for parametrize at collection
+    time: from the inventory and the overlay only, no lab needed."""
+    plan = load_plan(Paths(ROOT))
+    return [n.hostname for n in plan.nodes if role is None or role in n.roles]
+
+
+def sh(host: Any, cmd: str, *args: str, timeout: float = 60) -> Any:
+    """Run a command on a testinfra host, bounded by ``timeout`` (coreutils timeout)."""
+    return host.run(f"timeout {int(timeout)} " + cmd, *args)
+
+
+def podman_exec(lab: Lab, hostname: str, *argv: str,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return pm.exec_(lab.paths, lab.plan.node(hostname).container, *argv, check=False,
+                    timeout=timeout)

@@ -1,0 +1,148 @@
+"""`fleet lab up|down|status|apply`: the steps, in order, each idempotent."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+from fleet.lab import highstate, image, master, net, nodes, plan
+from fleet.lab import podman as pm
+from fleet.lab.paths import IMAGE, Paths
+from fleet.lab.plan import Plan
+from fleet.lab.run import LabError, wait_for
+
+log = logging.getLogger("fleet.lab")
+
+MKV_STUB = """#!/bin/sh
+# fleet lab: NOT minikeyvalue. No MKV_BINARY was given when the lab came up, so the
+# mkv-<array> units run this stand-in that serves nothing (tests/lab report it).
+echo "fleet lab: stub mkv (set MKV_BINARY to a minikeyvalue binary): $*" >&2
+exec sleep infinity
+"""
+
+
+@dataclass
+class Timings:
+    steps: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str, since: float) -> float:
+        self.steps[name] = time.monotonic() - since
+        log.info("%s: %.1fs", name, self.steps[name])
+        return time.monotonic()
+
+
+def mkv_artifact(paths: Paths) -> str:
+    """Put MKV_BINARY (or the stub) where the head node's mkv.master expects it."""
+    d = paths.lab / "artifacts"
+    d.mkdir(parents=True, exist_ok=True)
+    dst = d / "mkv"
+    binary = os.environ.get("MKV_BINARY")
+    if binary:
+        shutil.copyfile(binary, dst)
+    else:
+        log.warning("MKV_BINARY is not set: the lab's mkv masters run a stub that serves "
+                    "nothing")
+        dst.write_text(MKV_STUB)
+    dst.chmod(0o755)
+    sha = hashlib.sha256(dst.read_bytes()).hexdigest()
+    (d / "KIND").write_text("binary\n" if binary else "stub\n")
+    return sha
+
+
+def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.NodeResult]]:
+    t = Timings()
+    t0 = start = time.monotonic()
+    img = image.build(paths)
+    t0 = t.mark("image " + ("built" if img.built else "cached"), t0)
+    p = plan.load(paths)
+    plan.render(paths, p)
+    master.write_lab_pillar(paths, mkv_artifact(paths))
+    master.write_config(paths, p)
+    t0 = t.mark("render", t0)
+    net.ensure(paths, p)
+    # the bridge (and the gateway address the master binds) exists once a container
+    # is attached; the minions retry until the master answers
+    nodes.ensure(paths, p, img.tag)
+    t0 = t.mark("containers", t0)
+    master.start(paths, p)
+    t0 = t.mark("master", t0)
+    highstate.ping(paths, [n.hostname for n in p.nodes])
+    t0 = t.mark("minions answer", t0)
+    t.steps["bring-up"] = time.monotonic() - start
+    results: list[highstate.NodeResult] = []
+    if apply:
+        results, took = highstate.apply(paths, [n.hostname for n in p.nodes])
+        t.steps["highstate"] = took
+        print(highstate.format_results(results, took), flush=True)
+        t0 = time.monotonic()
+        settle(paths, p)
+        t.mark("minions answer again", t0)
+    t.steps["total"] = time.monotonic() - start
+    return t, results
+
+
+# what `down` keeps unless asked (`down --all`, make lab-clean): the image and its
+# inputs' cache are rebuilt only when their inputs change, so a second `make lab` after
+# `make lab-down` starts from the cached image (docs/lab.md)
+KEEP = ("wheelhouse", ".deps")
+
+
+def settle(paths: Paths, p: Plan) -> None:
+    """base.minion restarts a minion whose config changed, in the background after its
+    run: wait for those restarts, then for every minion to answer, so that the next
+    `salt '*' ...` reaches all of them."""
+    def no_restart_pending() -> bool:
+        return all(pm.exec_(paths, n.container, "pgrep", "-f", "systemctl restart salt-minion",
+                            check=False, timeout=30).returncode != 0 for n in p.nodes)
+
+    wait_for("pending salt-minion restarts", no_restart_pending, timeout=120, interval=2)
+    highstate.ping(paths, [n.hostname for n in p.nodes])
+
+
+def down(paths: Paths, *, everything: bool = False) -> None:
+    """Remove the containers, the network, the master and the lab's state; the image and
+    the wheelhouse too with ``everything``."""
+    nodes.remove(paths, nodes.all_lab_containers(paths))
+    master.stop(paths)
+    net.remove(paths)
+    if everything:
+        out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
+                        "--filter", f"reference={IMAGE}", check=False).stdout
+        for tag in out.split():
+            pm.podman(paths, "rmi", "-f", tag, check=False)
+        if paths.lab.exists():
+            shutil.rmtree(paths.lab)
+        return
+    if paths.lab.exists():
+        for entry in paths.lab.iterdir():
+            if entry.name in KEEP:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+
+def status(paths: Paths) -> str:
+    pid = master.pid(paths)
+    lines = [f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
+    for name in nodes.all_lab_containers(paths):
+        st = pm.inspect(paths, name)["State"]
+        lines.append(f"{name}: {st.get('Status')}")
+    return "\n".join(lines)
+
+
+def apply_all(paths: Paths) -> list[highstate.NodeResult]:
+    p = plan.load(paths)
+    plan.render(paths, p)
+    results, took = highstate.apply(paths, [n.hostname for n in p.nodes])
+    print(highstate.format_results(results, took), flush=True)
+    settle(paths, p)
+    if any(r.failed for r in results):
+        raise LabError("highstate failed on " + ", ".join(r.minion for r in results
+                                                          if r.failed))
+    return results

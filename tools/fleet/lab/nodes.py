@@ -1,0 +1,102 @@
+"""One systemd container per lab node: the node's hostname, MAC and address on the lab
+network, its minion key and minimal minion config in place before salt-minion starts
+(as the autoinstall leaves a real node)."""
+
+from __future__ import annotations
+
+import tempfile
+from functools import partial
+from pathlib import Path
+
+from fleet.lab import keys
+from fleet.lab import podman as pm
+from fleet.lab.paths import NETWORK, Paths
+from fleet.lab.plan import LabNode, Plan
+from fleet.lab.run import wait_for
+
+MINION_CONF = """\
+# Written at install time (fleet lab: as the autoinstall late-commands do).
+id: {id}
+master: {master}
+"""
+
+
+def _create(paths: Paths, plan: Plan, node: LabNode, image: str) -> None:
+    # the NIC carries its inventory name, as netplan's set-name gives it on a real node
+    # (dnsmasq's interface=, slurm's and mkv's addresses all refer to it)
+    net = f"{NETWORK}:interface_name={node.nic},ip={node.address},mac={node.mac}"
+    args = ["create", "--name", node.container, "--hostname", node.hostname,
+            "--network", net,
+            "--systemd=always", "--no-hosts", "--label", "fleet-lab=1",
+            "--stop-signal", "SIGRTMIN+3", "--stop-timeout", "20"]
+    # slurmd stats every GRES File=: each GPU is a harmless character device here
+    for i in range(node.gpus):
+        args += ["--device", f"/dev/null:/dev/nvidia{i}:rwm"]
+    if "provisioning" in node.roles:
+        # the head node's checkout: the rendered pxe/ tree that provisioning syncs
+        args += ["-v", f"{paths.render / 'pxe'}:/srv/fleet/checkout/pxe:ro"]
+        # dnsmasq's DHCP needs NET_ADMIN (ARP entries) and NET_RAW (ping before offer);
+        # both act on this container's own network namespace only
+        args += ["--cap-add", "NET_ADMIN,NET_RAW"]
+    if "mkv.master" in node.roles:
+        args += ["-v", f"{paths.lab / 'artifacts'}:/srv/fleet/artifacts:ro"]
+    pm.podman(paths, *args, image, "/sbin/init")
+    pem, pub = keys.ensure(paths, node.hostname)
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "fleet.conf"
+        conf.write_text(MINION_CONF.format(id=node.hostname, master=plan.gateway))
+        for src, dst in ((conf, "/etc/salt/minion.d/fleet.conf"),
+                         (pem, "/etc/salt/pki/minion/minion.pem"),
+                         (pub, "/etc/salt/pki/minion/minion.pub")):
+            pm.podman(paths, "cp", str(src), f"{node.container}:{dst}")
+
+
+def ensure(paths: Paths, plan: Plan, image: str) -> list[str]:
+    """Create and start what is missing; returns the containers created."""
+    created = []
+    for node in plan.nodes:
+        if pm.exists(paths, "container", node.container):
+            info = pm.inspect(paths, node.container)
+            if info.get("ImageName") != image and info.get("Image", "") not in image:
+                pass  # an older image keeps running: `make lab-down` to rebuild nodes
+        else:
+            _create(paths, plan, node, image)
+            created.append(node.container)
+        state = pm.inspect(paths, node.container)["State"]
+        if not state.get("Running"):
+            pm.podman(paths, "start", node.container)
+    for node in plan.nodes:
+        wait_for(f"systemd in {node.container}", partial(_booted, paths, node), timeout=180)
+    return created
+
+
+def _booted(paths: Paths, node: LabNode) -> bool:
+    out = pm.exec_(paths, node.container, "systemctl", "is-system-running",
+                   check=False, timeout=30).stdout.strip()
+    return out in ("running", "degraded")
+
+
+def remove(paths: Paths, names: list[str]) -> None:
+    """Stop and remove them all at once (podman stops them in parallel)."""
+    present = [n for n in names if pm.exists(paths, "container", n)]
+    if present:
+        pm.podman(paths, "rm", "-f", "-t", "10", *present)
+
+
+def all_lab_containers(paths: Paths) -> list[str]:
+    out = pm.podman(paths, "ps", "-a", "--filter", "label=fleet-lab=1",
+                    "--format", "{{.Names}}").stdout
+    return [line for line in out.splitlines() if line]
+
+
+def rss_mb(paths: Paths, node: LabNode) -> float:
+    """Resident memory of the node's salt-minion processes, in MB."""
+    out = pm.exec_(paths, node.container, "ps", "-C", "salt-minion", "-o", "rss=",
+                   check=False).stdout
+    kb = sum(int(x) for x in out.split() if x.isdigit())
+    if kb == 0:  # the venv's entry point shows as python3
+        out = pm.exec_(paths, node.container, "sh", "-c",
+                       "ps -eo rss=,args= | grep '[s]alt-minion' | awk '{s+=$1} END {print s}'",
+                       check=False).stdout
+        kb = int(out.strip() or 0)
+    return kb / 1024
