@@ -75,20 +75,28 @@ def _split(files: dict[str, str]) -> dict[str, dict[str, bytes]]:
     return by_top
 
 
+def _classify(old: dict[str, str], wanted: dict[str, bytes]) -> tuple[Changes, set[str]]:
+    """Sort ``wanted`` against the files on disk; also return the unchanged paths."""
+    changes = Changes()
+    same: set[str] = set()
+    for rel, data in sorted(wanted.items()):
+        path = old.get(rel)
+        if path is None:
+            changes.added.append(rel)
+        elif not _same(path, data):
+            changes.changed.append(rel)
+        else:
+            same.add(rel)
+    changes.unchanged = len(same)
+    changes.removed = sorted(set(old) - set(wanted))
+    return changes, same
+
+
 def compare(root: Path, files: dict[str, str]) -> Changes:
     """What writing ``files`` under ``root`` would change."""
     result = Changes()
     for top, wanted in _split(files).items():
-        old = _existing(root, top)
-        for rel, data in sorted(wanted.items()):
-            path = old.get(rel)
-            if path is None:
-                result.added.append(rel)
-            elif not _same(path, data):
-                result.changed.append(rel)
-            else:
-                result.unchanged += 1
-        result.removed += sorted(set(old) - set(wanted))
+        result.merge(_classify(_existing(root, top), wanted)[0])
     return result
 
 
@@ -176,18 +184,7 @@ def write(root: Path, files: dict[str, str]) -> Changes:
         try:
             for top, wanted in _split(files).items():
                 old = _existing(root, top)
-                changes = Changes()
-                same: set[str] = set()
-                for rel, data in wanted.items():
-                    src = old.get(rel)
-                    if src is None:
-                        changes.added.append(rel)
-                    elif not _same(src, data):
-                        changes.changed.append(rel)
-                    else:
-                        same.add(rel)
-                changes.unchanged = len(same)
-                changes.removed = sorted(set(old) - set(wanted))
+                changes, same = _classify(old, wanted)
                 total.merge(changes)
                 if changes.any:
                     staged.append((top, _stage(root, top, wanted, old, same)))
@@ -195,8 +192,6 @@ def write(root: Path, files: dict[str, str]) -> Changes:
         finally:
             for _top, stage in staged:
                 shutil.rmtree(stage, ignore_errors=True)
-    total.added.sort()
-    total.changed.sort()
     return total
 
 
