@@ -306,9 +306,13 @@ def render_many(renderer: Renderer, jobs: list[tuple[str, str]],
     ctx = multiprocessing.get_context("fork")
     global _WORKER_RENDERER
     _WORKER_RENDERER = renderer
-    chunks = [jobs[i::workers] for i in range(workers)]
+    # One render in the parent first: Salt creates its cache directories (cache/roots...)
+    # with os.makedirs and no exist_ok, so two fresh workers racing to create them fail.
+    first = renderer.render(*jobs[0])
+    rest = jobs[1:]
+    chunks = [rest[i::workers] for i in range(workers)]
     with ctx.Pool(workers) as pool:
-        parts = pool.map(_render_chunk, chunks)
+        parts = [[first], *pool.map(_render_chunk, chunks)]
     by_key = {(r.node, r.os): r for part in parts for r in part}
     return [by_key[j] for j in jobs]
 
