@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Install the few host packages fleet's build and tests need, on Debian 12 / Ubuntu 24.04.
-# Idempotent: installs only what is missing; runs apt-get update at most once.
+# Install the host packages fleet needs on Debian 12 / Ubuntu 24.04, plus any package named
+# as an argument (tools/install-lab-deps.sh passes the lab's). Idempotent: installs only
+# what is missing; runs apt-get update at most once.
 set -euo pipefail
 
 need=()
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)   # `dnsmasq --test` in the tests
 command -v make >/dev/null 2>&1 || need+=(make)
+for pkg in "$@"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
+done
 
 if ((${#need[@]} == 0)); then
   exit 0
