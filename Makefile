@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
-.PHONY: help deps render validate diff check test lint unit bench-render clean \
+.PHONY: help deps render validate diff check test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab
 
 help:
@@ -16,6 +16,7 @@ help:
 	@echo "make diff          show what a render would change"
 	@echo "make test          lint + render check + all tests (what CI runs)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
+	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md)"
 	@echo "make lab-down      remove the lab (containers, network, master, .lab state); keep the image"
 	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
@@ -79,4 +80,7 @@ lab-clean: $(STAMP)
 
 test-lab: lab-deps
 	FLEET_LAB=1 $(BIN)/pytest tests/lab -v --durations=10
+
+bench-lab: lab-deps
+	$(BIN)/python benchmarks/bench_lab.py --runs 3 --cold --write docs/benchmarks.md
 

@@ -28,6 +28,8 @@ from labtools import ENABLED, ROOT, SKIP_REASON, Lab
 
 from fleet.lab import highstate
 from fleet.lab import lab as lab_mod
+from fleet.lab import master as lab_master
+from fleet.lab import nodes as lab_nodes
 from fleet.lab import podman as pm
 from fleet.lab.paths import Paths
 from fleet.lab.plan import load as load_plan
@@ -54,6 +56,9 @@ def lab(pytestconfig: pytest.Config) -> Iterator[Lab]:
         if tr is not None:
             tr.write_line(text)
 
+    # a lab that was up before the tests stays up; one the tests bring up goes down at
+    # the end (keeping the cached image), unless FLEET_LAB_KEEP=1
+    was_up = bool(lab_master.pid(paths) or lab_nodes.all_lab_containers(paths))
     say("\n[lab] fleet lab up (reuses the image, containers and master that exist), "
         "highstate")
     t0 = time.monotonic()
@@ -70,3 +75,6 @@ def lab(pytestconfig: pytest.Config) -> Iterator[Lab]:
     (paths.lab / "test-timings.json").write_text(json.dumps(timings.steps, indent=2))
     yield Lab(paths, load_plan(paths), {r.minion: r for r in results},
               {r.minion: r for r in second_results}, timings.steps)
+    if not was_up and os.environ.get("FLEET_LAB_KEEP") != "1":
+        say("\n[lab] fleet lab down (the tests brought it up; FLEET_LAB_KEEP=1 keeps it)")
+        lab_mod.down(paths)

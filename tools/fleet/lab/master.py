@@ -87,6 +87,9 @@ def start(paths: Paths, plan: Plan) -> bool:
     """Start the master unless it runs; returns True if started."""
     if pid(paths) is not None:
         return False
+    if _listening(str(plan.gateway), 4506):
+        raise LabError(f"another salt-master already listens on {plan.gateway}:4506 (the "
+                       "lab of another checkout?): stop it (`make lab-down` there) first")
     run([paths.venv_bin / "salt-master", "-c", paths.salt_etc, "-d"], timeout=120)
     wait_for("the lab salt-master on port 4506",
              lambda: _listening(str(plan.gateway), 4506), timeout=120)

@@ -12,7 +12,11 @@ from fleet.lab import keys
 from fleet.lab import podman as pm
 from fleet.lab.paths import NETWORK, Paths
 from fleet.lab.plan import LabNode, Plan
-from fleet.lab.run import wait_for
+from fleet.lab.run import LabError, wait_for
+
+# which checkout's lab a container belongs to: container names are global to podman,
+# and a node bind-mounts files of its own checkout
+CHECKOUT_LABEL = "fleet-lab.checkout"
 
 MINION_CONF = """\
 # Written at install time (fleet lab: as the autoinstall late-commands do).
@@ -28,6 +32,7 @@ def _create(paths: Paths, plan: Plan, node: LabNode, image: str) -> None:
     args = ["create", "--name", node.container, "--hostname", node.hostname,
             "--network", net,
             "--systemd=always", "--no-hosts", "--label", "fleet-lab=1",
+            "--label", f"{CHECKOUT_LABEL}={paths.repo}",
             "--stop-signal", "SIGRTMIN+3", "--stop-timeout", "20"]
     # slurmd stats every GRES File=: each GPU is a harmless character device here
     for i in range(node.gpus):
@@ -57,6 +62,11 @@ def ensure(paths: Paths, plan: Plan, image: str) -> list[str]:
     for node in plan.nodes:
         if pm.exists(paths, "container", node.container):
             info = pm.inspect(paths, node.container)
+            owner = (info.get("Config", {}).get("Labels") or {}).get(CHECKOUT_LABEL)
+            if owner != str(paths.repo):
+                raise LabError(f"container {node.container} belongs to the lab of "
+                               f"{owner or 'an unknown checkout'}: run `make lab-down` there "
+                               f"(or `podman rm -f {node.container}`) first")
             if info.get("ImageName") != image and info.get("Image", "") not in image:
                 pass  # an older image keeps running: `make lab-down` to rebuild nodes
         else:
