@@ -19,6 +19,7 @@ from fleet import __version__
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.problems import InventoryError, format_json, format_text
+from fleet.pxe.cli import add_parser as add_pxe_parser
 from fleet.render.errors import RenderBusyError
 from fleet.render.summary import format_summary, summarize
 
@@ -202,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Show a unified diff of what `fleet render` would change; "
                                    "exit 3 if anything would.")
     p.set_defaults(func=cmd_diff)
+    add_pxe_parser(sub, common, _load)
     return parser
 
 

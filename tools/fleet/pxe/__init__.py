@@ -1,0 +1,1 @@
+"""Run-time PXE boot modes (``fleet pxe``): see :mod:`fleet.pxe.state`."""
