@@ -8,6 +8,7 @@ need=()
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)   # `dnsmasq --test` in the tests
 command -v make >/dev/null 2>&1 || need+=(make)
+command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)   # the IPMI fallback of fleet reinstall (tests/bmc)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done

@@ -1,0 +1,128 @@
+"""A fake Redfish BMC for tests: sushy-tools' emulator with its fake driver (no libvirt),
+served by werkzeug, optionally with basic auth (an htpasswd file) and TLS.
+
+sushy-emulator has no ETags. Real BMCs do, and some refuse a PATCH without If-Match, so a
+thin WSGI layer in front of the emulator adds what they do: an ``ETag`` on the system,
+``428`` for a PATCH without ``If-Match``, ``412`` for a stale one. Test controls (never on a
+real BMC) live under ``/_fake/``: ``POST /_fake/conflicts?n=N`` makes the next N PATCHes
+meet a concurrent change (a 412), ``GET /_fake/requests`` lists what the client sent.
+
+Run: python fake_redfish_bmc.py --port P --state-dir D --system NAME --power On|Off
+         [--auth-file F] [--cert C --key K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qs
+
+from sushy_tools.emulator import main as emulator
+from werkzeug.serving import make_server
+
+StartResponse = Callable[..., Any]
+Environ = dict[str, Any]
+
+
+class EtagLayer:
+    def __init__(self, app: Callable[[Environ, StartResponse], Iterable[bytes]]) -> None:
+        self.app = app
+        self.generation = 1
+        self.conflicts = 0
+        self.log: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def etag(self) -> str:
+        return f'W/"{self.generation}"'
+
+    def __call__(self, env: Environ, start: StartResponse) -> Iterable[bytes]:
+        path, method = env.get("PATH_INFO", ""), env["REQUEST_METHOD"]
+        if path.startswith("/_fake/"):
+            return self.control(env, start, path, method)
+        body = b""
+        if method in ("PATCH", "POST"):
+            size = int(env.get("CONTENT_LENGTH") or 0)
+            body = env["wsgi.input"].read(size)
+            import io
+            env["wsgi.input"] = io.BytesIO(body)
+        is_system = path.rstrip("/").startswith("/redfish/v1/Systems/") and \
+            path.rstrip("/").count("/") == 4
+        with self.lock:
+            self.log.append({"method": method, "path": path,
+                             "if_match": env.get("HTTP_IF_MATCH"),
+                             "body": json.loads(body) if body else None})
+            if method == "PATCH" and is_system:
+                if self.conflicts:
+                    self.conflicts -= 1
+                    self.generation += 1  # another client changed the system meanwhile
+                sent = env.get("HTTP_IF_MATCH")
+                if sent is None:
+                    return self.reply(start, "428 Precondition Required",
+                                      "PATCH needs If-Match")
+                if sent != self.etag():
+                    return self.reply(start, "412 Precondition Failed",
+                                      f"If-Match {sent} is stale; now {self.etag()}")
+
+        def start_with_etag(status: str, headers: list[tuple[str, str]],
+                            exc_info: Any = None) -> Any:
+            if is_system and method == "GET":
+                headers = [*headers, ("ETag", self.etag())]
+            if is_system and method == "PATCH" and status.startswith("2"):
+                with self.lock:
+                    self.generation += 1
+            return start(status, headers, exc_info)
+
+        return self.app(env, start_with_etag)
+
+    def reply(self, start: StartResponse, status: str, message: str) -> Iterable[bytes]:
+        body = json.dumps({"error": {"code": "Base.1.0.GeneralError", "message": message}})
+        start(status, [("Content-Type", "application/json")])
+        return [body.encode()]
+
+    def control(self, env: Environ, start: StartResponse, path: str,
+                method: str) -> Iterable[bytes]:
+        if path == "/_fake/conflicts" and method == "POST":
+            self.conflicts = int(parse_qs(env.get("QUERY_STRING", ""))["n"][0])
+            start("204 No Content", [])
+            return [b""]
+        if path == "/_fake/requests":
+            start("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps(self.log).encode()]
+        start("404 Not Found", [])
+        return [b""]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--state-dir", required=True)
+    ap.add_argument("--system", default="fake")
+    ap.add_argument("--power", default="Off", choices=["On", "Off"])
+    ap.add_argument("--auth-file")
+    ap.add_argument("--cert")
+    ap.add_argument("--key")
+    args = ap.parse_args()
+    config: dict[str, Any] = {
+        "SUSHY_EMULATOR_FAKE_DRIVER": True,
+        "SUSHY_EMULATOR_STATE_DIR": args.state_dir,
+        "SUSHY_EMULATOR_FAKE_SYSTEMS": [{
+            "uuid": "27946b59-9e44-4fa7-8e91-f3527a1ef094", "name": args.system,
+            "power_state": args.power, "external_notifier": False,
+            "nics": [{"mac": "00:5c:52:31:3a:9c", "ip": "127.0.0.1"}]}],
+    }
+    if args.auth_file:
+        config["SUSHY_EMULATOR_AUTH_FILE"] = args.auth_file
+    emulator.app.configure(extra_config=config)
+    layer = EtagLayer(emulator.app.wsgi_app)
+    ssl_context = (args.cert, args.key) if args.cert else None
+    server = make_server("127.0.0.1", args.port, layer, threaded=True,
+                         ssl_context=ssl_context)
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

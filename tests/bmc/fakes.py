@@ -1,0 +1,152 @@
+"""Fake BMCs for the BMC and reinstall tests: existing emulators run as child processes.
+
+- ``fake_redfish``: sushy-tools' Redfish emulator, fake driver (tests/bmc/fake_redfish_bmc.py)
+- ``fake_ipmi``: pyghmi's fakebmc (tests/bmc/fake_ipmi_bmc.py), driven by the real ipmitool
+
+Missing emulators skip their tests with the reason (``make deps`` installs them).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+USER, PASSWORD = "admin", "password"  # the fakes' credentials (pyghmi's fakebmc is fixed)
+
+
+def free_port(kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class FakeBmcProcess:
+    proc: subprocess.Popen[str]
+    port: int
+    url: str = ""
+    ca_file: str | None = None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def output(self) -> str:
+        self.stop()
+        assert self.proc.stdout is not None
+        return self.proc.stdout.read()
+
+    # Redfish fake only: the test controls of tests/bmc/fake_redfish_bmc.py
+    def control(self, method: str, path: str) -> Any:
+        req = urllib.request.Request(self.url + path, method=method)
+        ctx = None
+        if self.ca_file:
+            import ssl
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+        with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+
+def _start(argv: list[str]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "ready" once the port is bound
+    if line.strip() != "ready":
+        proc.kill()
+        rest = proc.stdout.read()
+        raise RuntimeError(f"fake BMC did not start: {line}{rest}")
+    return proc
+
+
+def _htpasswd(path: Path, user: str, password: str) -> None:
+    import bcrypt
+
+    digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+    path.write_text(f"{user}:{digest}\n", encoding="utf-8")
+
+
+def self_signed(dirpath: Path) -> tuple[Path, Path]:
+    """A CA-less self-signed certificate for 127.0.0.1, as BMCs ship them."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-bmc")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = dirpath / "bmc.crt", dirpath / "bmc.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_path.chmod(0o600)
+    return cert_path, key_path
+
+
+def start_fake_redfish(tmp: Path, *, power: str = "Off", tls: bool = False,
+                       system: str = "tbox-001") -> FakeBmcProcess:
+    pytest.importorskip("sushy_tools", reason="sushy-tools (the fake Redfish BMC) is not "
+                        "installed; run `make deps`")
+    port = free_port()
+    auth = tmp / "htpasswd"
+    _htpasswd(auth, USER, PASSWORD)
+    argv = [sys.executable, str(HERE / "fake_redfish_bmc.py"), "--port", str(port),
+            "--state-dir", str(tmp / "sushy-state"), "--system", system, "--power", power,
+            "--auth-file", str(auth)]
+    ca = None
+    if tls:
+        cert, key = self_signed(tmp)
+        argv += ["--cert", str(cert), "--key", str(key)]
+        ca = str(cert)
+    fake = FakeBmcProcess(_start(argv), port, f"{'https' if tls else 'http'}://127.0.0.1:{port}",
+                          ca)
+    return fake
+
+
+def start_fake_ipmi(power: str = "off") -> FakeBmcProcess:
+    pytest.importorskip("pyghmi", reason="pyghmi (its fakebmc is the fake IPMI BMC) is not "
+                        "installed; run `make deps`")
+    if shutil.which("ipmitool") is None:
+        pytest.skip("ipmitool is not installed (apt-get install ipmitool; `make deps` does)")
+    port = free_port(socket.SOCK_DGRAM)
+    argv = [sys.executable, str(HERE / "fake_ipmi_bmc.py"), "--port", str(port),
+            "--power", power]
+    return FakeBmcProcess(_start(argv), port)
+
+
+def wait_until(pred: Any, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False

@@ -1,0 +1,255 @@
+"""A Redfish BMC client on the standard library only (urllib).
+
+Request shapes as sushy sends them (DMTF ComputerSystem): discover the system from
+``/redfish/v1/Systems``; PATCH ``Boot`` with ``If-Match`` when the BMC gives an ETag (a
+412 means the resource changed under us: read it again and retry once); POST
+``ComputerSystem.Reset`` with a ResetType the BMC allows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from http.client import HTTPException
+from typing import Any
+
+from fleet.bmc.base import BmcAuthError, BmcProtocolError, BmcUnreachableError, PowerState
+
+JSON = dict[str, Any]
+
+# Preference order among the values a BMC allows.
+RESET_WHEN_ON = ("ForceRestart", "PowerCycle", "GracefulRestart")
+RESET_WHEN_OFF = ("On", "ForceOn")
+
+
+class PreconditionFailedError(BmcProtocolError):
+    """HTTP 412: the ETag sent in If-Match is no longer the resource's."""
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """BMCs mostly present self-signed certificates: trust a CA file, or say insecure."""
+
+    ca_file: str | None = None
+    insecure: bool = False
+
+    def context(self) -> ssl.SSLContext:
+        if self.insecure:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            return ctx
+        return ssl.create_default_context(cafile=self.ca_file)
+
+
+@dataclass
+class _Response:
+    status: int
+    headers: dict[str, str]
+    body: JSON
+
+
+class RedfishClient:
+    def __init__(self, base_url: str, user: str, password: str, *,
+                 tls: TlsOptions | None = None, timeout: float = 10.0,
+                 system_path: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        self._timeout = timeout
+        self._system_path = system_path
+        handlers: list[urllib.request.BaseHandler] = []
+        if self.base_url.startswith("https:"):
+            handlers.append(urllib.request.HTTPSHandler(
+                context=(tls or TlsOptions()).context()))
+        self._opener = urllib.request.build_opener(*handlers)
+
+    @property
+    def name(self) -> str:
+        return f"redfish {self.base_url}"
+
+    # --- HTTP -----------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: JSON | None = None,
+                 headers: dict[str, str] | None = None, ok: tuple[int, ...] = (200,)
+                 ) -> _Response:
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Authorization", self._auth)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with self._opener.open(req, timeout=self._timeout) as resp:
+                status, hdrs, raw = resp.status, dict(resp.headers.items()), resp.read()
+        except urllib.error.HTTPError as exc:
+            status, hdrs, raw = exc.code, dict(exc.headers.items()), exc.read()
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise BmcUnreachableError(
+                    f"{self.name}: TLS certificate not trusted ({reason.verify_message}); "
+                    "give the BMC's CA file, or explicitly allow an insecure connection"
+                ) from exc
+            raise BmcUnreachableError(f"{self.name}: {method} {path}: {reason}") from exc
+        except TimeoutError as exc:
+            raise BmcUnreachableError(f"{self.name}: {method} {path}: no answer within "
+                                 f"{self._timeout:g}s") from exc
+        except (OSError, HTTPException) as exc:
+            raise BmcUnreachableError(f"{self.name}: {method} {path}: {exc}") from exc
+        parsed: JSON = {}
+        if raw.strip():
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = {"_text": raw[:200].decode(errors="replace")}
+            parsed = value if isinstance(value, dict) else {"_value": value}
+        if status in (401, 403):
+            raise BmcAuthError(f"{self.name}: {method} {path}: HTTP {status}: credentials "
+                               f"rejected{_message(parsed)}")
+        if status == 412:
+            raise PreconditionFailedError(f"{self.name}: {method} {path}: HTTP 412: the resource "
+                                     f"changed (If-Match){_message(parsed)}")
+        if status not in ok:
+            raise BmcProtocolError(f"{self.name}: {method} {path}: HTTP {status}"
+                                   f"{_message(parsed)}")
+        return _Response(status, {k.lower(): v for k, v in hdrs.items()}, parsed)
+
+    # --- resources ------------------------------------------------------------------
+
+    def system_path(self) -> str:
+        if self._system_path is None:
+            members = self._request("GET", "/redfish/v1/Systems").body.get("Members")
+            if not isinstance(members, list) or not members:
+                raise BmcProtocolError(f"{self.name}: /redfish/v1/Systems lists no system")
+            if len(members) > 1:
+                ids = ", ".join(str(m.get("@odata.id")) for m in members)
+                raise BmcProtocolError(f"{self.name}: several systems ({ids}); name one")
+            path = members[0].get("@odata.id")
+            if not isinstance(path, str):
+                raise BmcProtocolError(f"{self.name}: system member without @odata.id")
+            self._system_path = path
+        return self._system_path
+
+    def _system(self) -> _Response:
+        return self._request("GET", self.system_path())
+
+    def power_state(self) -> PowerState:
+        state = self._system().body.get("PowerState")
+        if state in ("On", "PoweringOn"):
+            return "on"
+        if state in ("Off", "PoweringOff"):
+            return "off"
+        raise BmcProtocolError(f"{self.name}: unexpected PowerState {state!r}")
+
+    def boot_override(self) -> JSON:
+        """The system's ``Boot`` object as the BMC reports it now."""
+        boot = self._system().body.get("Boot")
+        return boot if isinstance(boot, dict) else {}
+
+    def set_pxe_once(self) -> None:
+        try:
+            self._patch_boot()
+        except PreconditionFailedError:  # changed between our GET and PATCH: read again, once
+            try:
+                self._patch_boot()
+            except PreconditionFailedError as exc:
+                raise BmcProtocolError(f"{exc} (the ETag changed again after a fresh read; "
+                                       "retried once)") from exc
+
+    def _patch_boot(self) -> None:
+        path, etag, boot = self._boot_target(self._system())
+        headers = {"If-Match": etag} if etag else {}
+        self._request("PATCH", path, {"Boot": pxe_once_body(boot)}, headers,
+                      ok=(200, 202, 204))
+
+    def _boot_target(self, sysr: _Response) -> tuple[str, str | None, JSON]:
+        """Where to PATCH Boot: the system, or its @Redfish.Settings object when the BMC
+        takes boot changes there (as sushy does), with that resource's ETag."""
+        boot = sysr.body.get("Boot")
+        if not isinstance(boot, dict):
+            raise BmcProtocolError(f"{self.name}: {self.system_path()} has no Boot object")
+        settings = sysr.body.get("@Redfish.Settings")
+        if isinstance(settings, dict):
+            obj = settings.get("SettingsObject")
+            spath = obj.get("@odata.id") if isinstance(obj, dict) else None
+            if isinstance(spath, str):
+                sres = self._request("GET", spath)
+                if isinstance(sres.body.get("Boot"), dict):
+                    return spath, _etag(sres), boot
+        return self.system_path(), _etag(sysr), boot
+
+    def _reset(self, state: PowerState) -> str:
+        sysr = self._system()
+        action = sysr.body.get("Actions", {}).get("#ComputerSystem.Reset")
+        if not isinstance(action, dict) or not isinstance(action.get("target"), str):
+            raise BmcProtocolError(f"{self.name}: {self.system_path()} has no "
+                                   "#ComputerSystem.Reset action")
+        allowed = action.get("ResetType@Redfish.AllowableValues")
+        info = action.get("@Redfish.ActionInfo")
+        if allowed is None and isinstance(info, str):
+            params = self._request("GET", info).body.get("Parameters", [])
+            for p in params if isinstance(params, list) else []:
+                if isinstance(p, dict) and p.get("Name") == "ResetType":
+                    allowed = p.get("AllowableValues")
+        reset_type = choose_reset(state, allowed if isinstance(allowed, list) else None)
+        if reset_type is None:
+            raise BmcProtocolError(f"{self.name}: no usable ResetType for a powered-{state} "
+                                   f"system among {allowed}")
+        self._request("POST", action["target"], {"ResetType": reset_type},
+                      ok=(200, 202, 204))
+        return reset_type
+
+    def power_on_or_reset(self) -> str:
+        state = self.power_state()
+        reset_type = self._reset(state)
+        return f"{'reset' if state == 'on' else 'on'} ({reset_type})"
+
+    def pxe_boot_now(self) -> str:
+        self.set_pxe_once()
+        return self.power_on_or_reset()
+
+
+def pxe_once_body(boot: JSON) -> JSON:
+    """The Boot patch: PXE, once, and UEFI where the BMC has a boot mode at all."""
+    targets = boot.get("BootSourceOverrideTarget@Redfish.AllowableValues")
+    if isinstance(targets, list) and "Pxe" not in targets:
+        raise BmcProtocolError(f"the BMC does not allow BootSourceOverrideTarget Pxe "
+                               f"(allowed: {targets})")
+    body: JSON = {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}
+    modes = boot.get("BootSourceOverrideMode@Redfish.AllowableValues")
+    if "BootSourceOverrideMode" in boot and (not isinstance(modes, list) or "UEFI" in modes):
+        body["BootSourceOverrideMode"] = "UEFI"
+    return body
+
+
+def choose_reset(state: PowerState, allowed: list[Any] | None) -> str | None:
+    prefs = RESET_WHEN_ON if state == "on" else RESET_WHEN_OFF
+    if allowed is None:
+        return prefs[0]
+    return next((p for p in prefs if p in allowed), None)
+
+
+def _etag(resp: _Response) -> str | None:
+    tag = resp.headers.get("etag") or resp.body.get("@odata.etag")
+    return tag if isinstance(tag, str) and tag else None
+
+
+def _message(body: JSON) -> str:
+    err = body.get("error")
+    if isinstance(err, dict):
+        msgs = [str(err.get("message", ""))]
+        for info in err.get("@Message.ExtendedInfo", []) or []:
+            if isinstance(info, dict) and info.get("Message"):
+                msgs.append(str(info["Message"]))
+        text = "; ".join(m for m in msgs if m)
+        return f": {text}" if text else ""
+    if "_text" in body:
+        return f": {body['_text']}"
+    return ""
