@@ -1,7 +1,8 @@
 """The ``fleet`` command line.
 
 Exit codes: 0 success; 1 invalid inventory; 2 usage error; 3 rendered output differs
-(``render --check``, ``diff``); 4 could not write or read output; 70 internal error.
+(``render --check``, ``diff``); 4 could not write or read output; 5 a reinstall step
+failed; 6 a reinstall is busy or unfinished (``fleet reinstall``); 70 internal error.
 """
 
 from __future__ import annotations
@@ -198,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--secrets", default="secrets", metavar="DIR",
                     help="the store (default: ./secrets)")
     sp.set_defaults(func=cmd_secrets_init)
+
+    from fleet.reinstall.cli import add_parser as add_reinstall
+
+    add_reinstall(sub, common)
 
     p = sub.add_parser("diff", parents=[common, out], help="show what a render would change",
                        description="Show a unified diff of what `fleet render` would change; "

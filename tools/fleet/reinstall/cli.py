@@ -1,0 +1,142 @@
+"""``fleet reinstall NODE [--resume | --abort]``: the command line of the reinstall flow."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from fleet.reinstall.bootmode import BootModeSetter, Unavailable
+
+EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
+DEFAULT_STATE = "/var/lib/fleet/reinstall"
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "reinstall", parents=[common], help="reinstall one node: drain, new key, PXE, converge",
+        description="Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a "
+                    "one-shot PXE install, power-cycle it through its BMC, wait for the "
+                    "installer's callback, converge, check, resume. Journal and lock under "
+                    "--state-dir/NODE. See docs/operations.md.",
+        epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
+               "5 a step failed (node left drained, boot mode local; see the journal), "
+               "6 busy (another run holds the node, or an unfinished run needs --resume or "
+               "--abort)")
+    p.add_argument("node", help="the node's hostname in the inventory")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help="continue the node's unfinished reinstall")
+    mode.add_argument("--abort", action="store_true",
+                      help="end the unfinished reinstall: boot mode local, token revoked; "
+                           "report what is left (drained, key state)")
+    p.add_argument("--force", action="store_true",
+                   help="drain without waiting for running jobs to finish")
+    p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
+                   help="seconds from power-on to the installer's callback (default 3600)")
+    p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
+    p.add_argument("--converge-timeout", type=float, default=1800.0, metavar="S")
+    p.add_argument("--state-dir", type=Path,
+                   default=Path(os.environ.get("FLEET_REINSTALL_STATE", DEFAULT_STATE)),
+                   help=f"journals, locks, tokens, keys (default $FLEET_REINSTALL_STATE or "
+                        f"{DEFAULT_STATE})")
+    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
+                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
+                   help="the Salt master's config dir (-c of salt and salt-key)")
+    p.add_argument("--callback", default="0.0.0.0:8470", metavar="HOST:PORT",
+                   help="where the installer's key/callback endpoint listens "
+                        "(default 0.0.0.0:8470; 'none' when one runs separately)")
+    p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
+    p.add_argument("--bmc-insecure", action="store_true",
+                   help="do not verify the BMC's TLS certificate")
+    p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
+                   help="override the profile's BMC protocol (IPMI as the fallback)")
+    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
+                   help="override the inventory's BMC address (e.g. an emulator in the lab)")
+    p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
+                   help=argparse.SUPPRESS)
+    p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
+    p.set_defaults(func=cmd_reinstall)
+
+
+def boot_mode_store(args: argparse.Namespace) -> BootModeSetter:
+    return Unavailable("the PXE boot-mode store (fleet.pxe.state) is not in this checkout "
+                       "yet")
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    beside = Path(sys.executable).parent / name  # the venv's salt tools
+    return os.fspath(beside) if beside.exists() else name
+
+
+def _pki_dir(config_dir: Path) -> Path:
+    import salt.config  # type: ignore[import-untyped]  # heavy; only here
+
+    opts = salt.config.master_config(os.fspath(config_dir / "master"))
+    return Path(opts["pki_dir"])
+
+
+def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
+    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.inventory.load import load_inventory
+    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.reinstall.context import Context, Options
+    from fleet.reinstall.flow import Flow, FlowError
+    from fleet.reinstall.lock import BusyError
+    from fleet.reinstall.saltkeys import MinionKeys
+
+    inv = load_inventory(args.inventory, args.overlay)
+    node = inv.nodes.get(args.node)
+    if node is None:
+        print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
+        return EXIT_USAGE
+    conf = os.fspath(args.salt_config)
+    runner = SubprocessRunner({"salt": [_tool("salt"), "-c", conf],
+                               "salt-key": [_tool("salt-key"), "-c", conf]})
+    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
+                          insecure=args.bmc_insecure, protocol=args.bmc_protocol,
+                          address=args.bmc_address, scheme=args.bmc_scheme)
+    say = (lambda msg: None) if args.quiet else \
+        (lambda msg: print(msg, file=sys.stderr, flush=True))
+    ctx = Context(
+        inventory=inv, node=node, state_root=args.state_dir, runner=runner,
+        boot=boot_mode_store(args), bmc=lambda: client_for(node, bmc_opts),
+        keys=MinionKeys(runner, _pki_dir(args.salt_config)),
+        options=Options(force=args.force, install_timeout=args.timeout,
+                        drain_timeout=args.drain_timeout,
+                        converge_timeout=args.converge_timeout, reason=args.reason),
+        say=say)
+    bind = None
+    if args.callback != "none":
+        host, _, port = args.callback.rpartition(":")
+        bind = (host, int(port))
+    args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    flow = Flow(ctx, callback_bind=bind)
+    try:
+        report = flow.abort() if args.abort else flow.run(resume=args.resume)
+    except BusyError as exc:
+        print(f"fleet reinstall: {exc}", file=sys.stderr)
+        return EXIT_BUSY
+    except FlowError as exc:
+        print(f"fleet reinstall: {exc}", file=sys.stderr)
+        return EXIT_BUSY if "unfinished" in str(exc) else EXIT_USAGE
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    elif not args.quiet:
+        total = sum(s.seconds for s in report.steps)
+        print(f"{report.node}: {report.outcome} ({report.run_id}, {total:.1f}s in steps)")
+        for w in report.warnings:
+            print(f"warning: {w}")
+        if report.message:
+            print(report.message)
+        for k, v in report.left.items():
+            print(f"  {k}: {v}")
+    return EXIT_FAILED if report.outcome == "failed" else EXIT_OK

@@ -1,0 +1,56 @@
+"""The command runner the steps use for scontrol, sinfo, salt-key and salt: injectable, so
+the lab can point the same steps at its own master (``.lab/bin/salt``...)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self) -> Result:
+        if self.returncode != 0:
+            raise CommandError(self)
+        return self
+
+
+class CommandError(Exception):
+    def __init__(self, result: Result) -> None:
+        last = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        detail = last[-1] if last else ""
+        super().__init__(f"`{' '.join(result.argv)}` exited {result.returncode}"
+                         + (f": {detail}" if detail else ""))
+        self.result = result
+
+
+class Runner(Protocol):
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result: ...
+
+
+class SubprocessRunner:
+    """Runs commands for real. ``prefix`` maps a tool name to the argv that replaces it, e.g.
+    ``{"salt": [".venv/bin/salt", "-c", ".lab/etc/salt"]}``."""
+
+    def __init__(self, prefix: dict[str, list[str]] | None = None) -> None:
+        self.prefix = prefix or {}
+
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+        head = self.prefix.get(argv[0], [argv[0]])
+        full = [*head, *argv[1:]]
+        if shutil.which(full[0]) is None:
+            return Result(tuple(full), 127, "", f"{full[0]}: command not found")
+        try:
+            proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return Result(tuple(full), 124, "", f"timed out after {timeout:g}s")
+        return Result(tuple(full), proc.returncode, proc.stdout, proc.stderr)

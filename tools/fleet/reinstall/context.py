@@ -1,0 +1,80 @@
+"""What every step gets: the node, its state directory and the parts it may use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fleet.bmc.base import BmcClient
+from fleet.inventory.model import Inventory, Node
+from fleet.reinstall.bootmode import BootModeSetter
+from fleet.reinstall.commands import Runner
+from fleet.reinstall.journal import Journal
+from fleet.reinstall.saltkeys import MinionKeys
+from fleet.reinstall.tokens import TokenStore
+
+
+@dataclass(frozen=True)
+class Options:
+    force: bool = False  # do not wait for running jobs to finish when draining
+    install_timeout: float = 3600.0  # power-on to the installer's callback
+    drain_timeout: float = 3600.0
+    converge_timeout: float = 1800.0
+    poll: float = 5.0
+    reason: str = "fleet reinstall"
+
+    @property
+    def token_ttl(self) -> float:
+        return self.install_timeout + 600.0
+
+
+class StepFailedError(Exception):
+    """A step could not do its job; the message says why, for the operator."""
+
+
+class SkipStepError(Exception):
+    """The step does not apply to this node; the message says why."""
+
+
+@dataclass
+class Context:
+    inventory: Inventory
+    node: Node
+    state_root: Path
+    runner: Runner
+    boot: BootModeSetter
+    bmc: Callable[[], BmcClient]
+    keys: MinionKeys
+    options: Options = field(default_factory=Options)
+    say: Callable[[str], None] = print
+    warnings: list[str] = field(default_factory=list)
+    run_id: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.node.hostname
+
+    @property
+    def node_dir(self) -> Path:
+        return self.state_root / self.node.hostname
+
+    @property
+    def journal(self) -> Journal:
+        return Journal(self.node_dir)
+
+    @property
+    def tokens(self) -> TokenStore:
+        return TokenStore(self.node_dir)
+
+    @property
+    def token_file(self) -> Path:
+        """The token in clear, 0600, for the delivery to the installer; removed once used."""
+        return self.node_dir / "install-token"
+
+    @property
+    def key_file(self) -> Path:
+        return self.node_dir / "keys" / "minion.pem"
+
+    def is_slurm_node(self) -> bool:
+        return self.node.has("slurm.compute")

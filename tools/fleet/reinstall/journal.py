@@ -1,0 +1,92 @@
+"""The per-node journal: JSON lines in ``<state>/<node>/journal.jsonl``, appended and fsynced.
+
+Events: ``run`` (a run starts: mode new|resume|abort), ``step`` (phase start|end, with
+outcome ok|skipped|failed, detail, seconds), ``note`` (anything else worth keeping, e.g.
+the install callback), ``finish`` (outcome done|failed|aborted, and what the node was left
+in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Entry = dict[str, Any]
+
+
+class Journal:
+    def __init__(self, node_dir: Path) -> None:
+        self.path = node_dir / "journal.jsonl"
+
+    def append(self, event: str, **fields: Any) -> Entry:
+        entry: Entry = {"ts": time.time(), "event": event, **fields}
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return entry
+
+    def entries(self) -> list[Entry]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in text.splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut short by a crash mid-write
+        return out
+
+
+@dataclass
+class RunState:
+    """The latest run of a node as the journal tells it."""
+
+    run_id: str | None = None
+    finished: str | None = None  # done | failed | aborted, None while unfinished
+    completed: list[str] = field(default_factory=list)  # steps ended ok or skipped, in order
+    failed_step: str | None = None
+    disarmed: bool = False  # boot mode put back to local after arm_install completed
+    started: float | None = None
+
+    @property
+    def unfinished(self) -> bool:
+        return self.run_id is not None and self.finished not in ("done", "aborted")
+
+
+def latest_run(entries: list[Entry]) -> RunState:
+    """Runs are numbered by their ``new`` start; resumes and aborts continue that run."""
+    state = RunState()
+    for e in entries:
+        ev = e.get("event")
+        if ev == "run" and e.get("mode") == "new":
+            state = RunState(run_id=e.get("run"), started=e.get("ts"))
+        elif e.get("run") != state.run_id:
+            continue
+        elif ev == "run":
+            state.finished = None
+            state.failed_step = None
+        elif ev == "step" and e.get("phase") == "end":
+            step = str(e.get("step"))
+            if e.get("outcome") in ("ok", "skipped"):
+                if step not in state.completed:
+                    state.completed.append(step)
+                state.failed_step = None
+                if step == "arm_install":
+                    state.disarmed = False
+            else:
+                state.failed_step = step
+        elif ev == "note" and e.get("what") == "disarmed":
+            state.disarmed = True
+        elif ev == "finish":
+            state.finished = e.get("outcome")
+    return state

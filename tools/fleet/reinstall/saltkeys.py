@@ -1,0 +1,63 @@
+"""Rotate a minion's identity on the Salt master: delete the old key (``salt-key -d``),
+generate a new pair (``salt-key --gen-keys``), accept the new public key in advance by
+placing it in the master's ``pki_dir/minions/<id>``, keep the private key (0600) in the
+node's state directory until the installer fetches it once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from fleet.reinstall.commands import Runner
+
+KEY_LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
+             "minions_denied": "denied"}
+
+
+class MinionKeys:
+    def __init__(self, runner: Runner, pki_dir: Path) -> None:
+        self.runner = runner
+        self.pki_dir = pki_dir
+
+    def status(self, node: str) -> list[str]:
+        """Where the master holds keys for ``node``: accepted, pending, rejected, denied."""
+        out = self.runner.run(["salt-key", "-L", "--out=json"]).check().stdout
+        lists = json.loads(out)
+        return [label for key, label in KEY_LISTS.items() if node in lists.get(key, [])]
+
+    def delete(self, node: str) -> None:
+        self.runner.run(["salt-key", "-y", "-d", node]).check()
+        for sub in KEY_LISTS:  # salt-key leaves a denied key in place; none may remain
+            path = self.pki_dir / sub / node
+            if path.exists():
+                path.unlink()
+
+    def generate(self, node: str, node_dir: Path) -> tuple[Path, bytes]:
+        """A new key pair; returns (private key path, public key)."""
+        keys = node_dir / "keys"
+        work = node_dir / "keys.new"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(mode=0o700, parents=True)
+        keys.mkdir(mode=0o700, exist_ok=True)
+        self.runner.run(["salt-key", f"--gen-keys={node}", f"--gen-keys-dir={work}"]).check()
+        pem, pub = work / f"{node}.pem", work / f"{node}.pub"
+        if not (pem.is_file() and pub.is_file()):
+            raise FileNotFoundError(f"salt-key --gen-keys wrote no {pem.name}/{pub.name} in "
+                                    f"{work}")
+        dest = keys / "minion.pem"
+        pem.replace(dest)
+        dest.chmod(0o600)
+        public = pub.read_bytes()
+        shutil.rmtree(work)
+        return dest, public
+
+    def accept_in_advance(self, node: str, public: bytes) -> Path:
+        accepted = self.pki_dir / "minions" / node
+        accepted.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = accepted.with_name(f".{node}.new")
+        tmp.write_bytes(public)
+        tmp.chmod(0o644)
+        tmp.replace(accepted)
+        return accepted

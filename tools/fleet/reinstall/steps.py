@@ -1,0 +1,198 @@
+"""The reinstall steps, in order. Each is ``step(ctx) -> detail``; it raises
+StepFailedError (or a BMC/command error) to fail and SkipStepError when it does not apply.
+Each step is safe to run again after an interruption (``--resume`` repeats the step that
+did not end)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+
+from fleet.reinstall import slurm
+from fleet.reinstall.context import Context, SkipStepError, StepFailedError
+
+# Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
+INFRA_ROLES = ("provisioning", "slurm.controller", "mkv.master")
+
+Step = Callable[[Context], str]
+
+
+def preflight(ctx: Context) -> str:
+    site, node = ctx.inventory.raw.site, ctx.node
+    if ctx.name in (site.provisioning_host, site.salt.master) or \
+            any(node.has(r) for r in INFRA_ROLES):
+        raise StepFailedError(f"{ctx.name} is the provisioning host / Salt master (roles "
+                              f"{', '.join(node.roles)}): it cannot reinstall itself")
+    bmc = ctx.bmc()
+    power = bmc.power_state()
+    details = [f"{bmc.name} answers (power {power})"]
+    if node.mkv_array is not None and ctx.inventory.raw.mkv is not None:
+        array = ctx.inventory.raw.mkv.arrays[node.mkv_array]
+        if array.replicas == 1:
+            warning = (f"{ctx.name} holds the only replica of its part of mkv array "
+                       f"'{node.mkv_array}' (replicas: 1): the install leaves the data disks "
+                       "alone, but that data is unavailable until the node is back")
+            ctx.warnings.append(warning)
+            ctx.say(f"WARNING: {warning}")
+            details.append(f"warned: array {node.mkv_array} has replicas 1")
+    return "; ".join(details)
+
+
+def drain(ctx: Context) -> str:
+    if not ctx.is_slurm_node():
+        raise SkipStepError("not a Slurm compute node")
+    slurm.drain(ctx.runner, ctx.name, f"{ctx.options.reason} ({ctx.run_id})")
+    if ctx.options.force:
+        return f"drain requested; not waiting for jobs (--force); state {_sinfo(ctx)}"
+    deadline = time.monotonic() + ctx.options.drain_timeout
+    while True:
+        state = slurm.state(ctx.runner, ctx.name)
+        if slurm.no_jobs_can_run(state):
+            return f"state {state}"
+        if time.monotonic() >= deadline:
+            raise StepFailedError(f"still {state} after {ctx.options.drain_timeout:g}s: jobs "
+                                  "are running; wait, or rerun with --force")
+        time.sleep(ctx.options.poll)
+
+
+def _sinfo(ctx: Context) -> str:
+    try:
+        return slurm.state(ctx.runner, ctx.name)
+    except Exception as exc:
+        return f"unknown ({exc})"
+
+
+def rotate_key(ctx: Context) -> str:
+    ctx.keys.delete(ctx.name)
+    _pem, public = ctx.keys.generate(ctx.name, ctx.node_dir)
+    accepted = ctx.keys.accept_in_advance(ctx.name, public)
+    token = ctx.tokens.issue(ctx.options.token_ttl)
+    fd = os.open(ctx.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    finger = hashlib.sha256(public).hexdigest()[:16]
+    return (f"old key deleted; new key accepted in advance ({accepted}, sha256 {finger}...); "
+            f"one-time token issued, valid {ctx.options.token_ttl:g}s")
+
+
+def arm_install(ctx: Context) -> str:
+    ctx.boot.set_mode(ctx.name, "install")
+    return "boot mode install"
+
+
+def power(ctx: Context) -> str:
+    bmc = ctx.bmc()
+    action = bmc.pxe_boot_now()
+    return f"{bmc.name}: next boot PXE (UEFI, once); power {action}"
+
+
+def wait_install(ctx: Context) -> str:
+    deadline = time.monotonic() + ctx.options.install_timeout
+    t0 = time.monotonic()
+    key_seen = False
+    while True:
+        status = ctx.tokens.status() or {}
+        if status.get("key_fetched") and not key_seen:
+            key_seen = True
+            ctx.say(f"  installer fetched its key after {time.monotonic() - t0:.0f}s")
+        if status.get("done"):
+            ctx.token_file.unlink(missing_ok=True)
+            return (f"installer called back after {time.monotonic() - t0:.0f}s; boot mode "
+                    "local" + ("" if key_seen else "; WARNING: it never fetched its key"))
+        if status.get("revoked"):
+            raise StepFailedError("the install token was revoked (--abort?)")
+        if time.monotonic() >= deadline:
+            ctx.tokens.revoke()
+            raise StepFailedError(
+                f"no install callback within {ctx.options.install_timeout:g}s"
+                + (" (the key was fetched)" if key_seen else " (the key was never fetched)")
+                + "; token revoked")
+        time.sleep(min(ctx.options.poll, 1.0))
+
+
+def _salt_json(ctx: Context, *args: str, timeout: float) -> dict[str, object]:
+    res = ctx.runner.run(["salt", ctx.name, *args, "--out=json", "--static"],
+                         timeout=timeout)
+    try:
+        data = json.loads(res.stdout) if res.stdout.strip() else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    if res.returncode not in (0, 1, 2, 11, 20) and not data:
+        res.check()
+    return data
+
+
+def converge(ctx: Context) -> str:
+    deadline = time.monotonic() + ctx.options.converge_timeout
+    while _salt_json(ctx, "test.ping", timeout=60).get(ctx.name) is not True:
+        if time.monotonic() >= deadline:
+            raise StepFailedError(f"the minion did not answer within "
+                                  f"{ctx.options.converge_timeout:g}s (key accepted in "
+                                  "advance; is salt-minion running with the new key?)")
+        time.sleep(ctx.options.poll)
+    ret = _salt_json(ctx, "state.apply", timeout=ctx.options.converge_timeout).get(ctx.name)
+    if not isinstance(ret, dict):
+        raise StepFailedError(f"highstate returned no state results: {ret!r}")
+    failed = [k for k, v in ret.items() if isinstance(v, dict) and v.get("result") is False]
+    changed = sum(1 for v in ret.values() if isinstance(v, dict) and v.get("changes"))
+    if failed:
+        raise StepFailedError(f"highstate failed in {len(failed)} state(s): "
+                              + ", ".join(failed[:5]))
+    return f"highstate ok: {len(ret)} states, {changed} changed"
+
+
+def health(ctx: Context) -> str:
+    problems: list[str] = []
+    done: list[str] = []
+    gpu = ctx.node.profile.gpu
+    if ctx.node.has("nvidia") and gpu is not None:
+        hw = _salt_json(ctx, "pillar.get", "fleet:hardware", "True", timeout=60).get(ctx.name)
+        if hw in (False, "False"):
+            done.append("GPU count not checked (fleet:hardware false)")
+        else:
+            out = _salt_json(ctx, "cmd.run", "nvidia-smi -L", timeout=120).get(ctx.name)
+            count = sum(1 for ln in str(out).splitlines() if ln.startswith("GPU "))
+            (done if count == gpu.count else problems).append(
+                f"{count} of {gpu.count} GPUs seen by nvidia-smi")
+    if ctx.is_slurm_node():
+        res = ctx.runner.run(["scontrol", "show", "node", ctx.name]).check()
+        if "NOT_RESPONDING" in res.stdout:
+            problems.append("slurmd has not registered (NOT_RESPONDING)")
+        elif gpu is not None and f"gpu:{gpu.count}" not in res.stdout.replace(
+                f"gpu:{gpu.model.lower()}:", "gpu:"):
+            problems.append(f"slurmd does not report Gres gpu:{gpu.count}")
+        else:
+            done.append("slurmd registered")
+    done.append("not checked yet: IB ports active, mkv volume answering")
+    if problems:
+        if ctx.is_slurm_node():
+            slurm.drain(ctx.runner, ctx.name,
+                        f"{ctx.options.reason}: health check failed: {'; '.join(problems)}")
+        raise StepFailedError("health check failed: " + "; ".join(problems))
+    return "; ".join(done)
+
+
+def resume(ctx: Context) -> str:
+    if not ctx.is_slurm_node():
+        raise SkipStepError("not a Slurm compute node")
+    slurm.resume(ctx.runner, ctx.name)
+    return f"resumed; state {_sinfo(ctx)}"
+
+
+STEPS: list[tuple[str, Step]] = [
+    ("preflight", preflight),
+    ("drain", drain),
+    ("rotate_key", rotate_key),
+    ("arm_install", arm_install),
+    ("power", power),
+    ("wait_install", wait_install),
+    ("converge", converge),
+    ("health", health),
+    ("resume", resume),
+]
+STEP_NAMES = [name for name, _ in STEPS]
