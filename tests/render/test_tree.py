@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -217,14 +218,16 @@ def test_failure_while_staging_keeps_previous_output(
 def test_failure_while_swapping_rolls_back(
         out: Path, inventory_file: Callable[..., Path], small_text: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """pillar/ is swapped in, then swapping pxe/ fails: pillar/ must be put back."""
+    """pillar/ is swapped in, then putting pxe/ in place fails: pillar/ must be put back.
+    (A domain change rebuilds pillar/ whole; in pxe/ it touches few files, which are
+    exchanged one by one: the second exchange is the first one in pxe/.)"""
     files = domain_change(small_text, inventory_file)
     before, before_bytes = snapshot(out), read_tree(out)
     real: Callable[[Path, Path], bool] = tree._exchange
     calls: list[str] = []
 
     def exchange(a: Path, b: Path) -> bool:
-        calls.append(b.name)
+        calls.append(os.path.relpath(b, out))
         if len(calls) == 2:
             raise OSError(errno.EIO, "Input/output error", os.fspath(a))
         return real(a, b)
@@ -232,9 +235,87 @@ def test_failure_while_swapping_rolls_back(
     monkeypatch.setattr(tree, "_exchange", exchange)
     with pytest.raises(OSError, match="Input/output"):
         tree.write(out, files)
-    assert calls[:2] == ["pillar", "pxe"] and len(calls) == 3  # the third: the rollback
+    assert calls[0] == "pillar" and calls[1].startswith("pxe/")
+    assert calls[2:] == ["pillar"]  # the rollback
     assert read_tree(out) == before_bytes
     assert snapshot(out) == before
+    assert leftovers(out) == []
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3])
+def test_failure_while_committing_file_by_file_rolls_back(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        monkeypatch: pytest.MonkeyPatch, fail_at: int) -> None:
+    """A node added, one removed and one changed: few files, committed one by one (moves
+    and exchanges); a failure at any of them puts back every one done before."""
+    text = edited(small_text, '"52:54:00:00:00:66"', '"52:54:00:00:00:76"')
+    text = edited(text, "hosts: gpu-[03-04]", "hosts: gpu-03")
+    text = re.sub(r"^  gpu-04: \{[^}]*\{[^}]*\}\}\n", "", text, flags=re.M | re.S)
+    files = render_all(load_inventory(inventory_file(text)))
+    before, before_bytes = snapshot(out), read_tree(out)
+    real_rename, real_exchange = os.rename, tree._exchange
+    steps: list[str] = []
+
+    def step(name: str) -> None:
+        steps.append(name)
+        if len(steps) == fail_at:
+            raise OSError(errno.EIO, "Input/output error", name)
+
+    def rename(a: Any, b: Any) -> None:
+        step(f"rename {os.fspath(b)}")
+        real_rename(a, b)
+
+    def exchange(a: Path, b: Path) -> bool:
+        step(f"exchange {os.fspath(b)}")
+        return real_exchange(a, b)
+
+    with monkeypatch.context() as m:
+        m.setattr(tree, "_exchange", exchange)
+        m.setattr(tree.os, "rename", rename)
+        with pytest.raises(OSError, match="Input/output"):
+            tree.write(out, files)
+    assert read_tree(out) == before_bytes
+    assert snapshot(out) == before
+    assert leftovers(out) == []
+    tree.write(out, files)
+    assert read_tree(out)[0] == {k: v.encode() for k, v in files.items()}
+    assert empty_dirs(out) == [] and leftovers(out) == []
+
+
+def test_added_node_appears_with_its_directory(
+        out: Path, inventory_file: Callable[..., Path], small_text: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A new host's directory is staged whole and moved in; nothing else is rewritten."""
+    text = edited(small_text, "hosts: gpu-[03-04]", "hosts: gpu-03")
+    text = re.sub(r"^  gpu-04: \{[^}]*\{[^}]*\}\}\n", "", text, flags=re.M | re.S)
+    smaller = inventory_file(text, name="smaller.yaml")
+    render(capsys, out, smaller)
+    age(out)
+    before = snapshot(out)
+    result = render(capsys, out)
+    assert set(result["added"]) == {p for p in read_tree(out)[0] if "gpu-04" in p}
+    assert "pxe/http/hosts/gpu-04/user-data" in result["added"]
+    after = snapshot(out)
+    for rel, (ino, mtime) in after.items():
+        if (out / rel).is_file() and rel not in result["changed"] and rel in before:
+            assert (ino, mtime) == before[rel], f"{rel} is unchanged but was rewritten"
+    assert read_tree(out) == read_tree(ROOT / "tests" / "golden" / "small")
+    assert leftovers(out) == []
+
+
+def test_a_file_where_a_directory_was(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Stray output in the way of a rendered path (a directory where a file goes, a file
+    where a directory goes) is replaced; the result is the rendered tree exactly."""
+    target = out / "pxe" / "dnsmasq" / "hosts" / "gpu-03"
+    target.unlink()
+    target.mkdir()
+    (target / "stray").write_text("x\n")
+    host = out / "pxe" / "http" / "hosts" / "gpu-01"
+    shutil.rmtree(host)
+    host.write_text("not a directory\n")
+    result = render(capsys, out)
+    assert "pxe/dnsmasq/hosts/gpu-03" in result["added"]
+    assert read_tree(out) == read_tree(ROOT / "tests" / "golden" / "small")
     assert leftovers(out) == []
 
 
