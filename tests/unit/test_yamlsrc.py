@@ -364,3 +364,59 @@ def test_unicode_line_separators_are_rejected_at_the_editor_position() -> None:
 def test_explicit_bool_tag_on_a_word_is_not_a_crash() -> None:
     with contextlib.suppress(YamlLoadError):  # a problem or a string: either is fine
         load("a: !!bool maybe\n", FILE)
+
+
+# --- the event-based fast path and the node-tree loader agree ------------------------------
+
+SAME_AS_NODES = [
+    DOC,
+    "",
+    "# only a comment\n",
+    "---\n",
+    "a:\n",
+    "a: ~\nb: null\nc: Null\nd: ''\n",
+    "a: yes\nb: No\nc: on\nd: OFF\ne: true\nf: !!bool maybe\n",
+    "a: 0x1F\nb: -0o17\nc: 0644\nd: 1_000\ne: 10:25:30\nf: +12\ng: 0\n",
+    "a: 1.5\nb: .inf\nc: -.Inf\nd: .nan\ne: 1e3\nf: 1:30.5\ng: 6.02E+23\n",
+    "a: 2024-01-02\nb: 2001-12-14t21:59:43.10-05:00\n",
+    "a: !!str 12\nb: !!int '7'\nc: ! 12\nd: !custom x\ne: !!float 1\n",
+    "'quoted key': 1\n\"dq\": 2\n? explicit\n: 3\n",
+    "2: int key\ntrue: bool key\n~: null key\n1.5: float key\n",
+    "a: |\n  block\n  text\nb: >\n  folded\n  text\nc: 'multi\n  line'\n",
+    "- 1\n- [a, {b: c}]\n- {}\n- []\n-\n  - nested\n",
+    "top:\r\n  k: v\r\n  l: [1, 2]\r\n",
+    "\ufeffa: 1\n",
+    "a: {b: {c: {d: [1, {e: f}]}}}\n",
+    "plain scalar document\n",
+    "--- \nk: v\n...\n",
+]
+
+
+@pytest.mark.parametrize("text", SAME_AS_NODES)
+def test_event_loader_matches_the_node_loader(text: str) -> None:
+    from fleet import yamlsrc
+
+    fast, slow = yamlsrc._load_events(text, FILE), yamlsrc._load_nodes(text, FILE)
+    assert (fast.data, fast.values, fast.keys, fast.texts) == (
+        slow.data, slow.values, slow.keys, slow.texts)
+
+
+def test_event_loader_matches_the_node_loader_on_the_inventories(small_text: str) -> None:
+    from conftest import ROOT
+    from fleet import yamlsrc
+
+    for text in (small_text, (ROOT / "inventory.yaml").read_text("utf-8")):
+        fast, slow = yamlsrc._load_events(text, FILE), yamlsrc._load_nodes(text, FILE)
+        assert (fast.data, fast.values, fast.keys, fast.texts) == (
+            slow.data, slow.values, slow.keys, slow.texts)
+
+
+@pytest.mark.parametrize("text", [
+    "a: &x 1\n", "a: &x 1\nb: *x\n", "<<: {a: 1}\n", "a: 1\na: 2\n", "? [a]\n: 1\n",
+    "a: 1\n---\nb: 2\n", "a: [1\n", "!!merge <<: 1\n",
+])
+def test_event_loader_defers_anything_unusual_to_the_node_loader(text: str) -> None:
+    from fleet import yamlsrc
+
+    with pytest.raises((yamlsrc._NotPlainError, yamlsrc.yaml.YAMLError)):
+        yamlsrc._load_events(text, FILE)
