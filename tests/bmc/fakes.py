@@ -113,12 +113,13 @@ def self_signed(dirpath: Path) -> tuple[Path, Path]:
 
 
 def start_fake_redfish(tmp: Path, *, power: str = "Off", tls: bool = False,
-                       system: str = "tbox-001") -> FakeBmcProcess:
+                       system: str = "tbox-001", user: str = USER,
+                       password: str = PASSWORD) -> FakeBmcProcess:
     pytest.importorskip("sushy_tools", reason="sushy-tools (the fake Redfish BMC) is not "
                         "installed; run `make deps`")
     port = free_port()
     auth = tmp / "htpasswd"
-    _htpasswd(auth, USER, PASSWORD)
+    _htpasswd(auth, user, password)
     argv = [sys.executable, str(HERE / "fake_redfish_bmc.py"), "--port", str(port),
             "--state-dir", str(tmp / "sushy-state"), "--system", system, "--power", power,
             "--auth-file", str(auth)]

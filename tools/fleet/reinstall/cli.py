@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.reinstall.bootmode import BootModeSetter, Unavailable
+from fleet.inventory.model import Inventory
+from fleet.reinstall.bootmode import BootModeSetter, PxeBootMode
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
@@ -51,6 +52,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--callback", default="0.0.0.0:8470", metavar="HOST:PORT",
                    help="where the installer's key/callback endpoint listens "
                         "(default 0.0.0.0:8470; 'none' when one runs separately)")
+    p.add_argument("--pxe-state", type=Path, metavar="DIR",
+                   help="the boot-mode links (default: the inventory's site.pxe_state)")
+    p.add_argument("--pxe-root", type=Path, metavar="DIR",
+                   help="the deployed pxe/ tree (default: site.pxe_root)")
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
@@ -64,9 +69,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_reinstall)
 
 
-def boot_mode_store(args: argparse.Namespace) -> BootModeSetter:
-    return Unavailable("the PXE boot-mode store (fleet.pxe.state) is not in this checkout "
-                       "yet")
+def boot_mode_store(args: argparse.Namespace, inv: Inventory) -> BootModeSetter:
+    return PxeBootMode(inv, args.pxe_state, args.pxe_root)
 
 
 def _tool(name: str) -> str:
@@ -108,7 +112,7 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
         (lambda msg: print(msg, file=sys.stderr, flush=True))
     ctx = Context(
         inventory=inv, node=node, state_root=args.state_dir, runner=runner,
-        boot=boot_mode_store(args), bmc=lambda: client_for(node, bmc_opts),
+        boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
         keys=MinionKeys(runner, _pki_dir(args.salt_config)),
         options=Options(force=args.force, install_timeout=args.timeout,
                         drain_timeout=args.drain_timeout,
@@ -139,4 +143,5 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
             print(report.message)
         for k, v in report.left.items():
             print(f"  {k}: {v}")
-    return EXIT_FAILED if report.outcome == "failed" else EXIT_OK
+    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
+    return EXIT_FAILED if report.outcome == "failed" or unsafe else EXIT_OK

@@ -14,6 +14,7 @@ from typing import Any
 
 from fleet.bmc.base import BmcError
 from fleet.reinstall import slurm
+from fleet.reinstall.bootmode import BootModeUnavailableError
 from fleet.reinstall.commands import CommandError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 from fleet.reinstall.journal import RunState, latest_run
@@ -116,7 +117,8 @@ class Flow:
                 detail, outcome = func(ctx), "ok"
             except SkipStepError as exc:
                 detail, outcome = str(exc), "skipped"
-            except (StepFailedError, BmcError, CommandError, OSError, LookupError) as exc:
+            except (StepFailedError, BmcError, CommandError, BootModeUnavailableError,
+                    OSError, LookupError) as exc:
                 detail, outcome = str(exc), "failed"
             except KeyboardInterrupt:
                 detail, outcome = "interrupted by the operator", "failed"
@@ -161,8 +163,8 @@ class Flow:
                 if "arm_install" not in state.completed else "local"
         if ctx.is_slurm_node():
             left["slurm"] = "drained (stays drained until the reinstall completes)" \
-                if "drain" in state.completed else "drain requested" \
-                if failed == "drain" else "not drained"
+                if "drain" in state.completed else "drain not confirmed (see the drain " \
+                "step)" if failed == "drain" else "not drained"
         if "rotate_key" in state.completed:
             left["key"] = "old key deleted; new key accepted, not yet used by the node"
         return left

@@ -140,17 +140,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(200, b"ok: boot mode is local\n")
 
 
-def main() -> None:  # pragma: no cover - thin wrapper for a standalone endpoint
-    from fleet.reinstall.bootmode import Unavailable
+def main() -> None:
+    """A standalone endpoint serving every node's reinstall from one state dir."""
+    from fleet.inventory.load import load_inventory
+    from fleet.reinstall.bootmode import PxeBootMode
 
     ap = argparse.ArgumentParser(prog="python -m fleet.reinstall.server")
+    ap.add_argument("-i", "--inventory", type=Path, default=Path("inventory.yaml"))
     ap.add_argument("--state-dir", type=Path, default=Path("/var/lib/fleet/reinstall"))
+    ap.add_argument("--pxe-state", type=Path, help="default: the inventory's site.pxe_state")
+    ap.add_argument("--pxe-root", type=Path, help="default: the inventory's site.pxe_root")
     ap.add_argument("--bind", default="0.0.0.0:8470")
     args = ap.parse_args()
     host, _, port = args.bind.rpartition(":")
-    server = CallbackServer((host, int(port)), args.state_dir,
-                            Unavailable("no boot-mode store is wired into this server yet"))
-    server.serve_forever()
+    boot = PxeBootMode(load_inventory(args.inventory), args.pxe_state, args.pxe_root)
+    CallbackServer((host, int(port)), args.state_dir, boot).serve_forever()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+"""Helpers for the reinstall tests: a throw-away Salt master config for the real salt-key,
+and a recording boot-mode store standing in for fleet.pxe.state (not in this tree yet)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from fleet.reinstall.bootmode import BootMode
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+def salt_key_bin() -> str:
+    found = shutil.which("salt-key") or (VENV_BIN / "salt-key")
+    if not Path(found).exists():
+        pytest.skip("salt-key is not installed (it comes with salt from requirements.txt; "
+                    "run `make deps`)")
+    return str(found)
+
+
+def salt_master_config(tmp: Path) -> tuple[Path, Path]:
+    """A master config dir whose pki_dir is under ``tmp``; returns (config dir, pki dir)."""
+    root = tmp / "salt"
+    conf, pki = root / "etc", root / "pki"
+    for d in (conf, pki / "minions", pki / "minions_pre", pki / "minions_rejected",
+              pki / "minions_denied", root / "cache", root / "sock"):
+        d.mkdir(parents=True, exist_ok=True)
+    (conf / "master").write_text(
+        f"root_dir: {root}\npki_dir: {pki}\ncachedir: {root / 'cache'}\n"
+        f"sock_dir: {root / 'sock'}\nlog_file: {root / 'master.log'}\n"
+        "user: root\n", encoding="utf-8")
+    return conf, pki
+
+
+@dataclass
+class RecordingBootMode:
+    """Keeps each node's boot mode and every change (the flow's BootModeSetter)."""
+
+    modes: dict[str, str] = field(default_factory=dict)
+    history: list[tuple[str, str]] = field(default_factory=list)
+
+    def set_mode(self, node: str, mode: BootMode) -> None:
+        self.modes[node] = mode
+        self.history.append((node, mode))
+
+
+def http(method: str, url: str, token: str | None) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+    if token is not None:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def journal(node_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(ln) for ln in (node_dir / "journal.jsonl").read_text().splitlines()]

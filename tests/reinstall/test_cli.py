@@ -1,0 +1,109 @@
+"""`fleet reinstall` as an operator runs it (a separate process), on the real inventory,
+with the rendered pxe/ tree of this repository as the deployed one and the real
+fleet.pxe.state links in a temporary state dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bmc.fakes import PASSWORD, free_port, start_fake_redfish
+from conftest import ROOT, run_fleet
+from reinstall.helpers import http, salt_key_bin, salt_master_config
+
+
+def test_unknown_node_is_a_usage_error(tmp_path: Path) -> None:
+    r = run_fleet("reinstall", "tbox-999", "--state-dir", str(tmp_path))
+    assert r.returncode == 2
+    assert "no node 'tbox-999'" in r.stderr
+
+
+def _base(tmp: Path, node: str) -> list[str]:
+    salt_key_bin()
+    conf, _pki = salt_master_config(tmp)
+    return ["reinstall", node, "--state-dir", str(tmp / "state"), "--salt-config", str(conf),
+            "--pxe-root", str(ROOT / "pxe"), "--pxe-state", str(tmp / "pxe-state")]
+
+
+def test_refused_run_then_unfinished_then_abort(tmp_path: Path) -> None:
+    base = [*_base(tmp_path, "head-01"), "--callback", "none"]
+    r = run_fleet(*base, "--json")
+    assert r.returncode == 5, r.stderr
+    report = json.loads(r.stdout)
+    assert report["outcome"] == "failed" and report["node"] == "head-01"
+    assert [s["step"] for s in report["steps"]] == ["preflight"]
+    assert "cannot reinstall itself" in report["message"]
+    assert "[1/9] preflight: failed in " in r.stderr  # progress with timings
+
+    r = run_fleet(*base)
+    assert r.returncode == 6
+    assert "is unfinished (at preflight); use --resume or --abort" in r.stderr
+
+    r = run_fleet(*base, "--abort")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "boot_mode: local" in r.stdout
+    journal = (tmp_path / "state" / "head-01" / "journal.jsonl").read_text().splitlines()
+    events = [json.loads(ln)["event"] for ln in journal]
+    assert events == ["run", "step", "step", "finish", "run", "finish"]
+    assert (tmp_path / "state" / "head-01").stat().st_mode & 0o077 == 0
+
+
+def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
+    """Up to converge: the Salt master is not running here, so converge fails fast and
+    clearly, leaving the node in local boot with its new key (the lab runs the rest)."""
+    node = "stor-001"
+    from fleet.inventory.load import load_inventory
+
+    n = load_inventory(ROOT / "inventory.yaml").nodes[node]
+    (tmp_path / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
+    pw = tmp_path / "secrets" / "bmc" / n.profile.bmc.password_secret
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    (tmp_path / "bmc").mkdir()
+    fake = start_fake_redfish(tmp_path / "bmc", user=n.profile.bmc.user)
+    port = free_port()
+    argv = [sys.executable, "-m", "fleet", *_base(tmp_path, node), "--json", "--timeout", "60",
+            "--converge-timeout", "5", "--secrets", str(tmp_path / "secrets"),
+            "--callback", f"127.0.0.1:{port}", "--bmc-address", f"127.0.0.1:{fake.port}",
+            "--bmc-scheme", "http"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    link = tmp_path / "pxe-state" / (n.mac.replace(":", "-") + ".ipxe")
+    token_file = tmp_path / "state" / node / "install-token"
+    try:
+        deadline = time.monotonic() + 90
+        while not (token_file.exists() and link.is_symlink() and any(
+                r["method"] == "POST" for r in fake.control("GET", "/_fake/requests"))):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the install was never armed and powered"
+            time.sleep(0.2)
+        assert link.readlink() == ROOT / "pxe" / "http" / "hosts" / node / "install.ipxe"
+        token = token_file.read_text().strip()
+        url = f"http://127.0.0.1:{port}"
+        assert http("GET", f"{url}/v1/key/{node}", "forged")[0] == 403
+        status, pem = http("GET", f"{url}/v1/key/{node}", token)
+        assert status == 200 and b"PRIVATE KEY" in pem
+        assert http("POST", f"{url}/v1/done/{node}", token)[0] == 200
+        # local at once, before the flow even notices
+        assert link.readlink() == ROOT / "pxe" / "http" / "hosts" / node / "local.ipxe"
+        assert http("POST", f"{url}/v1/done/{node}", token)[0] == 403  # reused
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        fake.stop()
+    assert proc.returncode == 5, err
+    report = json.loads(out)
+    assert [(s["step"], s["outcome"]) for s in report["steps"]] == [
+        ("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"), ("arm_install", "ok"),
+        ("power", "ok"), ("wait_install", "ok"), ("converge", "failed")]
+    assert "master could not be contacted" in report["message"]
+    assert report["left"]["boot_mode"] == "local"
+    assert any("'training'" in w for w in report["warnings"])
+    for step in ("preflight", "rotate_key", "power", "wait_install"):
+        assert f"{step}: ok in " in err

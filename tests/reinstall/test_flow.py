@@ -1,0 +1,270 @@
+"""The reinstall flow on the real inventory, in-process: a fake BMC (sushy-tools' Redfish
+emulator), the real salt-key on a throw-away master pki dir, the real callback endpoint
+over HTTP, and this test acting as the installer. Converge, health and Slurm drain/resume
+need a master with minions and a Slurm controller: they are covered by the lab (tests/lab),
+not here; these runs stop after wait_install or use a node outside Slurm."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bmc.fakes import PASSWORD, FakeBmcProcess, start_fake_redfish
+from fleet.bmc.connect import BmcOptions, client_for
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.reinstall.commands import SubprocessRunner
+from fleet.reinstall.context import Context, Options
+from fleet.reinstall.flow import Flow, FlowError, Report, resume_point
+from fleet.reinstall.journal import latest_run
+from fleet.reinstall.lock import BusyError
+from fleet.reinstall.saltkeys import MinionKeys
+from fleet.reinstall.steps import STEP_NAMES
+from reinstall.helpers import (
+    ROOT,
+    RecordingBootMode,
+    http,
+    journal,
+    salt_key_bin,
+    salt_master_config,
+)
+
+NODE = "stor-001"  # mkv.volume in array "training" (replicas 1); not a Slurm node
+
+
+@pytest.fixture(scope="module")
+def inventory() -> Inventory:
+    return load_inventory(ROOT / "inventory.yaml")
+
+
+@dataclass
+class Rig:
+    tmp: Path
+    inv: Inventory
+    fake: FakeBmcProcess
+    pki: Path
+    boot: RecordingBootMode = field(default_factory=RecordingBootMode)
+    bmc_opts: dict[str, BmcOptions] = field(default_factory=dict)
+    said: list[str] = field(default_factory=list)
+    on_say: Callable[[str], None] | None = None
+
+    def ctx(self, node: str = NODE, **options: float) -> Context:
+        runner = SubprocessRunner({"salt-key": [salt_key_bin(), "-c",
+                                                str(self.pki.parent / "etc")]})
+        n = self.inv.nodes[node]
+
+        def say(msg: str) -> None:
+            self.said.append(msg)
+            if self.on_say:
+                self.on_say(msg)
+
+        return Context(
+            inventory=self.inv, node=n, state_root=self.tmp / "state", runner=runner,
+            boot=self.boot, bmc=lambda: client_for(n, self.bmc_opts["opts"]),
+            keys=MinionKeys(runner, self.pki),
+            options=Options(poll=0.2, **options), say=say)
+
+    def point_at(self, fake: FakeBmcProcess) -> None:
+        self.fake = fake
+        self.bmc_opts["opts"] = BmcOptions(secrets_dir=self.tmp / "secrets", scheme="http",
+                                           address=f"127.0.0.1:{fake.port}", timeout=3)
+
+    @property
+    def node_dir(self) -> Path:
+        return self.tmp / "state" / NODE
+
+
+@pytest.fixture
+def rig(tmp_path: Path, inventory: Inventory) -> Iterator[Rig]:
+    user = inventory.nodes[NODE].profile.bmc.user
+    secret = inventory.nodes[NODE].profile.bmc.password_secret
+    (tmp_path / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
+    pw = tmp_path / "secrets" / "bmc" / secret
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    (tmp_path / "bmc1").mkdir()
+    fake = start_fake_redfish(tmp_path / "bmc1", user=user)
+    _conf, pki = salt_master_config(tmp_path)
+    r = Rig(tmp_path, inventory, fake, pki)
+    r.point_at(fake)
+    yield r
+    r.fake.stop()
+
+
+def run_in_thread(flow: Flow, **kw: object) -> tuple[threading.Thread, list[Report]]:
+    out: list[Report] = []
+    t = threading.Thread(target=lambda: out.append(flow.run(**kw)))  # type: ignore[arg-type]
+    t.start()
+    return t, out
+
+
+def wait_for(pred: Callable[[], object], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def act_as_installer(rig: Rig, flow: Flow) -> bytes:
+    """What the installer's late-commands do: fetch the key with the token, call back."""
+    token_file = rig.node_dir / "install-token"
+    wait_for(lambda: flow.callback_url and rig.boot.modes.get(NODE) == "install"
+             and any(r["method"] == "POST" for r in rig.fake.control("GET", "/_fake/requests")),
+             "the flow to arm the install and power the node")
+    token = token_file.read_text().strip()
+    status, pem = http("GET", f"{flow.callback_url}/v1/key/{NODE}", token)
+    assert status == 200, pem
+    status, body = http("POST", f"{flow.callback_url}/v1/done/{NODE}", token)
+    assert status == 200, body
+    return pem
+
+
+def steps(report: Report) -> list[tuple[str, str]]:
+    return [(s.step, s.outcome) for s in report.steps]
+
+
+def test_reinstall_through_the_install_callback_then_abort(rig: Rig) -> None:
+    flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0))
+    thread, out = run_in_thread(flow, stop_after="wait_install")
+    pem = act_as_installer(rig, flow)
+    thread.join(timeout=60)
+    [report] = out
+    assert steps(report) == [("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
+                             ("arm_install", "ok"), ("power", "ok"), ("wait_install", "ok")]
+    assert report.outcome == "stopped"
+    assert any("only replica" in w and "'training'" in w for w in report.warnings)
+    # boot mode: install before power, local again from the callback
+    assert rig.boot.history == [(NODE, "install"), (NODE, "local")]
+    # the BMC got PXE-once-UEFI, then "On" (it was off)
+    sent = [r for r in rig.fake.control("GET", "/_fake/requests")
+            if r["method"] in ("PATCH", "POST")]
+    assert [r["body"] for r in sent] == [
+        {"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once",
+                  "BootSourceOverrideMode": "UEFI"}},
+        {"ResetType": "On"}]
+    # the key the installer got is the private half of the key accepted in advance
+    from cryptography.hazmat.primitives import serialization
+
+    accepted = serialization.load_pem_public_key((rig.pki / "minions" / NODE).read_bytes())
+    private = serialization.load_pem_private_key(pem, password=None)
+    assert private.public_key().public_numbers() == accepted.public_numbers()  # type: ignore[union-attr]
+    assert not (rig.node_dir / "keys" / "minion.pem").exists()
+    assert not (rig.node_dir / "install-token").exists()
+    # the journal has every step with its timing
+    ends = [e for e in journal(rig.node_dir) if e["event"] == "step" and e["phase"] == "end"]
+    assert [e["step"] for e in ends] == STEP_NAMES[:6]
+    assert all(isinstance(e["seconds"], float) for e in ends)
+    assert any(m.startswith("[5/9] power: ok in ") for m in rig.said)
+
+    aborted = Flow(rig.ctx()).abort()
+    assert aborted.outcome == "aborted"
+    assert aborted.left["boot_mode"] == "local"
+    assert aborted.left["key"] == "accepted"
+    assert aborted.left["token"] == "none outstanding"
+    assert not latest_run([*map(dict, journal(rig.node_dir))]).unfinished
+
+
+def test_bmc_down_at_power_disarms_then_resume_continues(rig: Rig) -> None:
+    def bmc_dies(msg: str) -> None:
+        if msg == "[5/9] power ...":
+            rig.fake.stop()
+
+    rig.on_say = bmc_dies
+    report = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0)).run()
+    assert report.outcome == "failed"
+    assert steps(report)[-1] == ("power", "failed")
+    assert "Connection refused" in report.message
+    assert rig.boot.history == [(NODE, "install"), (NODE, "local")]
+    assert report.left["boot_mode"] == "local (set back after the failure)"
+    assert "new key accepted" in report.left["key"]
+    assert any(e.get("what") == "disarmed" for e in journal(rig.node_dir))
+
+    with pytest.raises(FlowError, match=r"unfinished.*--resume or --abort"):
+        Flow(rig.ctx()).run()
+
+    rig.on_say = None
+    (rig.tmp / "bmc2").mkdir()
+    rig.point_at(start_fake_redfish(rig.tmp / "bmc2", user="root"))
+    resumed = Flow(rig.ctx()).run(resume=True, stop_after="power")
+    assert steps(resumed) == [("arm_install", "ok"), ("power", "ok")]  # re-armed first
+    assert rig.boot.history[-1] == (NODE, "install")
+
+    aborted = Flow(rig.ctx()).abort()
+    assert rig.boot.history[-1] == (NODE, "local")
+    assert aborted.left["token"] == "revoked"
+    assert not (rig.node_dir / "keys" / "minion.pem").exists()
+    assert not (rig.node_dir / "install-token").exists()
+
+
+def test_install_timeout_revokes_the_token_and_resume_rotates_again(rig: Rig) -> None:
+    report = Flow(rig.ctx(install_timeout=1), callback_bind=("127.0.0.1", 0)).run()
+    assert steps(report)[-1] == ("wait_install", "failed")
+    assert "no install callback within 1s (the key was never fetched); token revoked" \
+        in report.message
+    assert rig.boot.history == [(NODE, "install"), (NODE, "local")]
+    state = latest_run(journal(rig.node_dir))  # type: ignore[arg-type]
+    assert state.unfinished and state.failed_step == "wait_install"
+    assert STEP_NAMES[resume_point(state, rig.ctx().tokens.usable())] == "rotate_key"
+
+
+def test_wrong_bmc_password_fails_preflight_before_anything_changes(rig: Rig) -> None:
+    secret = rig.inv.nodes[NODE].profile.bmc.password_secret
+    (rig.tmp / "secrets" / "bmc" / secret).write_text("wrong\n")
+    (rig.pki / "minions" / NODE).write_bytes(b"old key")
+    report = Flow(rig.ctx()).run()
+    assert steps(report) == [("preflight", "failed")]
+    assert "HTTP 401: credentials rejected" in report.message
+    assert rig.boot.history == []
+    assert report.left["boot_mode"] == "local (never armed in this run)"
+    assert (rig.pki / "minions" / NODE).read_bytes() == b"old key"
+
+
+def test_refuses_the_provisioning_host(rig: Rig) -> None:
+    report = Flow(rig.ctx("head-01")).run()
+    assert steps(report) == [("preflight", "failed")]
+    assert "cannot reinstall itself" in report.message
+
+
+def test_second_run_on_the_same_node_is_refused(rig: Rig) -> None:
+    rig.node_dir.mkdir(parents=True, mode=0o700)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from fleet.reinstall.lock import NodeLock\n"
+         "with NodeLock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(30)",
+         str(rig.node_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(BusyError, match=rf"pid {holder.pid}\b.*{NODE}"):
+            Flow(rig.ctx()).run()
+    finally:
+        holder.kill()
+        holder.wait()
+    with pytest.raises(FlowError, match="no unfinished reinstall"):
+        Flow(rig.ctx()).run(resume=True)  # the lock is free again once the holder died
+
+
+def test_slurm_node_without_slurm_tools_fails_at_drain_clearly(rig: Rig) -> None:
+    """tbox-001 is a Slurm compute node; this machine has no Slurm (the lab has)."""
+    import shutil
+
+    if shutil.which("scontrol"):
+        pytest.skip("a real scontrol is installed here: drain is tested in the lab only")
+    rig.fake.stop()
+    pw = rig.tmp / "secrets" / "bmc" / rig.inv.nodes["tbox-001"].profile.bmc.password_secret
+    pw.write_text(PASSWORD)
+    pw.chmod(0o600)
+    (rig.tmp / "bmc-tbox").mkdir()
+    rig.point_at(start_fake_redfish(rig.tmp / "bmc-tbox", user="admin"))
+    report = Flow(rig.ctx("tbox-001")).run()
+    assert steps(report) == [("preflight", "ok"), ("drain", "failed")]
+    assert "scontrol: command not found" in report.message
+    assert report.left["slurm"] == "drain not confirmed (see the drain step)"
+    assert rig.boot.history == []
