@@ -9,7 +9,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from fleet.lab import highstate, image, master, net, nodes, plan
+from fleet.lab import headtools, highstate, image, master, net, nodes, plan
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.plan import Plan
@@ -63,11 +63,17 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
     master.write_lab_pillar(paths, mkv_artifact(paths))
     master.write_config(paths, p)
     t0 = t.mark("render", t0)
+    fleet_wheels = headtools.build_wheels(paths)
+    t0 = t.mark("fleet wheels", t0)
     net.ensure(paths, p)
     # the bridge (and the gateway address the master binds) exists once a container
     # is attached; the minions retry until the master answers
     nodes.ensure(paths, p, img.tag)
     t0 = t.mark("containers", t0)
+    for head in p.nodes:
+        if "provisioning" in head.roles:
+            headtools.install(paths, head, fleet_wheels)
+    t0 = t.mark("fleet on the head node", t0)
     master.start(paths, p)
     t0 = t.mark("master", t0)
     highstate.ping(paths, [n.hostname for n in p.nodes])

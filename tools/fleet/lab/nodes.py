@@ -8,7 +8,7 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from fleet.lab import keys
+from fleet.lab import headtools, keys
 from fleet.lab import podman as pm
 from fleet.lab.paths import NETWORK, Paths
 from fleet.lab.plan import LabNode, Plan
@@ -43,6 +43,8 @@ def _create(paths: Paths, plan: Plan, node: LabNode, image: str) -> None:
         # dnsmasq's DHCP needs NET_ADMIN (ARP entries) and NET_RAW (ping before offer);
         # both act on this container's own network namespace only
         args += ["--cap-add", "NET_ADMIN,NET_RAW"]
+        # the inventory and fleet's wheelhouse: `fleet pxe` runs on the head node
+        args += headtools.mounts(paths)
     if "mkv.master" in node.roles:
         args += ["-v", f"{paths.lab / 'artifacts'}:/srv/fleet/artifacts:ro"]
     pm.podman(paths, *args, image, "/sbin/init")
