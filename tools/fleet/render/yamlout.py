@@ -27,7 +27,6 @@ _RESERVED = frozenset({
 
 
 _quote = json.JSONEncoder(ensure_ascii=False).encode
-_memo_key = json.JSONEncoder(separators=(",", ":"), default=repr).encode
 
 
 @lru_cache(maxsize=65536)
@@ -66,14 +65,14 @@ def dump(data: Any, *, sort_keys: bool = True, indent: str = "") -> str:
 class Memo:
     """Reuses the text of sub-trees that repeat across nodes (hardware, site sections...).
 
-    The key is the sub-tree's compact JSON, which keeps insertion order and tells
-    1, 1.0 and true apart; building it in C is far cheaper than emitting YAML again."""
+    The key is the sub-tree's ``repr``, which keeps insertion order and tells 1, 1.0,
+    True and "1" apart; building it in C is far cheaper than emitting YAML again."""
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, bool, str], str] = {}
 
     def dump(self, data: Any, *, sort_keys: bool = True, indent: str = "") -> str:
-        key = (indent, sort_keys, _memo_key(data))
+        key = (indent, sort_keys, repr(data))
         text = self._texts.get(key)
         if text is None:
             text = self._texts[key] = dump(data, sort_keys=sort_keys, indent=indent)
@@ -83,14 +82,22 @@ class Memo:
                      sort_keys: bool = True) -> str:
         """``name:`` then each entry of ``data``; entries named in ``repeated`` (the same on
         many nodes) go through the memo, the others are emitted directly."""
-        items = sorted(data.items()) if sort_keys else data.items()
-        return f"{_str(name)}:\n" + "".join(
-            (self.dump if k in repeated else _dump_kw)({k: v}, sort_keys=sort_keys, indent="  ")
-            for k, v in items)
+        out = [f"{_str(name)}:\n"]
+        texts = self._texts
+        for k, v in (sorted(data.items()) if sort_keys else data.items()):
+            if k in repeated:
+                key = ("  ", sort_keys, repr(k) + repr(v))
+                text = texts.get(key)
+                if text is None:
+                    text = texts[key] = dump({k: v}, sort_keys=sort_keys, indent="  ")
+                out.append(text)
+            else:
+                _emit({k: v}, "  ", out, sort_keys)
+        return "".join(out)
 
 
-def _dump_kw(data: Any, *, sort_keys: bool, indent: str) -> str:
-    return dump(data, sort_keys=sort_keys, indent=indent)
+# The emitter below is the hot path of a render: the common cases (str, int, bool, None,
+# dict, list values) are handled inline; anything else goes through scalar().
 
 
 def _emit(data: Any, pad: str, out: list[str], sort_keys: bool) -> None:
@@ -100,26 +107,54 @@ def _emit(data: Any, pad: str, out: list[str], sort_keys: bool) -> None:
         if not data:
             append(pad + "{}\n")
             return
-        for key, value in (sorted(data.items()) if sort_keys else data.items()):
-            _value(pad + (_str(key) if type(key) is str else scalar(key)) + ":",
-                   value, pad, out, sort_keys, False)
+        _mapping(data.items(), pad, pad, pad + "  ", out, sort_keys)
     elif isinstance(data, list | tuple):
         if not data:
             append(pad + "[]\n")
             return
         inner = pad + "  "
+        first_pad = pad + "- "
         for value in data:
             if isinstance(value, dict) and value:
                 # "- " then the first key on the same line, the rest aligned under it.
-                first = True
-                for key, item in (sorted(value.items()) if sort_keys else value.items()):
-                    lead = (pad + "- " if first else inner) + scalar(key) + ":"
-                    _value(lead, item, inner, out, sort_keys, False)
-                    first = False
+                _mapping(value.items(), first_pad, inner, inner + "  ", out, sort_keys)
             else:
                 _value(pad + "-", value, pad, out, sort_keys, True)
     else:
         append(pad + scalar(data) + "\n")
+
+
+def _mapping(items: Any, first: str, pad: str, inner: str, out: list[str],
+             sort_keys: bool) -> None:
+    """The entries of a non-empty mapping: the first line starts with ``first``, the others
+    with ``pad``; nested collections go at ``inner`` (mappings) or ``pad`` (lists)."""
+    append = out.append
+    lead_pad = first
+    for key, value in (sorted(items) if sort_keys else items):
+        lead = lead_pad + (_str(key) if type(key) is str else scalar(key)) + ":"
+        lead_pad = pad
+        kind = type(value)
+        if kind is str:
+            append(f"{lead} {_str(value)}\n")
+        elif kind is int:
+            append(f"{lead} {value}\n")
+        elif value is None:
+            append(lead + " null\n")
+        elif kind is dict:
+            if value:
+                append(lead + "\n")
+                _mapping(value.items(), inner, inner, inner + "  ", out, sort_keys)
+            else:
+                append(lead + " {}\n")
+        elif kind is list:
+            if value:
+                append(lead + "\n")
+                # Lists under a mapping key stay at the key's indent (PyYAML's style).
+                _emit(value, pad, out, sort_keys)
+            else:
+                append(lead + " []\n")
+        else:
+            _value(lead, value, pad, out, sort_keys, False)
 
 
 def _value(lead: str, value: Any, pad: str, out: list[str], sort_keys: bool,
