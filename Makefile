@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab
+	lab lab-down lab-clean lab-deps test-lab test-pxe
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
@@ -21,6 +21,7 @@ help:
 	@echo "make lab-down      remove the lab (containers, network, master, .lab state); keep the image"
 	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
 	@echo "make test-lab      the lab integration tests (bring the lab up themselves)"
+	@echo "make test-pxe      PXE end to end: BIOS/UEFI QEMU guests boot from pxe/ (docs/pxe.md)"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
@@ -84,3 +85,8 @@ test-lab: lab-deps
 bench-lab: lab-deps
 	$(BIN)/python benchmarks/bench_lab.py --runs 3 --cold --write docs/benchmarks.md
 
+
+# --- PXE end to end (docs/pxe.md) ------------------------------------------------------
+test-pxe: $(STAMP)
+	bash tools/install-pxe-deps.sh
+	FLEET_PXE=1 $(BIN)/pytest tests/pxe -v --durations=5
