@@ -34,7 +34,10 @@ def ping(paths: Paths, minions: list[str], timeout: float = 300) -> float:
     target = ",".join(minions)
 
     def answered() -> bool:
-        got = salt(paths, "-L", target, "test.ping", "-t", "10", timeout=60)
+        try:
+            got = salt(paths, "-L", target, "test.ping", "-t", "10", timeout=90)
+        except LabError:  # the CLI itself stalled (a loaded 2-core host): ask again
+            return False
         return all(got.get(m) is True for m in minions)
 
     return wait_for(f"test.ping from {target}", answered, timeout=timeout, interval=2)
