@@ -1,6 +1,7 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
 {%- set pxe_root = salt['pillar.get']('provisioning:pxe_root') %}
+{%- set pxe_state = salt['pillar.get']('provisioning:pxe_state', '/var/lib/fleet/pxe-state') %}
 {%- set http_port = salt['pillar.get']('provisioning:http_port', 80) %}
 {%- set src = mapdata.checkout ~ '/pxe' %}
 {%- if not pxe_root %}
@@ -9,7 +10,7 @@
 
 provisioning-pxe-pkg-installed:
   pkg.installed:
-    - pkgs: {{ mapdata.packages | json }}
+    - pkgs: {{ (mapdata.packages + mapdata.image_packages) | json }}
 
 provisioning-pxe-file-directory-root:
   file.directory:
@@ -19,15 +20,77 @@ provisioning-pxe-file-directory-root:
     - mode: '0755'
     - makedirs: true
 
+# Run-time boot modes (`fleet pxe set`): per-MAC links, never touched by a render or sync.
+provisioning-pxe-file-directory-state:
+  file.directory:
+    - name: {{ pxe_state }}
+    - user: root
+    - group: root
+    - mode: '0755'
+    - makedirs: true
+
+provisioning-pxe-file-directory-images:
+  file.directory:
+    - name: {{ mapdata.images_dir }}
+    - user: root
+    - group: root
+    - mode: '0755'
+    - makedirs: true
+
+{%- for name, path in mapdata.images | dictsort %}
+
+provisioning-pxe-file-symlink-image-{{ name }}:
+  file.symlink:
+    - name: {{ mapdata.images_dir }}/{{ name }}
+    - target: {{ path }}
+    - require:
+      - pkg: provisioning-pxe-pkg-installed
+      - file: provisioning-pxe-file-directory-images
+{%- endfor %}
+
 # The rendered pxe/ tree (make render) is copied as a whole, so a removed host's files
-# go too. Not served from the Salt fileserver: only this host needs it.
+# go too; the boot loaders and the TFTP links below are protected from --delete.
+# Not served from the Salt fileserver: only this host needs it.
+{%- set keep = (mapdata.bootloaders | list) + ['tftp/state', 'tftp/images'] %}
 provisioning-pxe-cmd-run-sync:
   cmd.run:
-    - name: rsync -a --delete --chmod=D755,F644 {{ src }}/ {{ pxe_root }}/
-    - unless: diff -rq {{ src }} {{ pxe_root }}
+    - name: rsync -a --delete --chmod=D755,F644 {% for k in keep %}--filter='P /{{ k }}' {% endfor %}{{ src }}/ {{ pxe_root }}/
+    - unless: diff -rq {% for k in keep %}-x {{ k.split('/')[-1] }} {% endfor %}{{ src }} {{ pxe_root }}
     - require:
       - pkg: provisioning-pxe-pkg-installed
       - file: provisioning-pxe-file-directory-root
+
+# Boot loaders from the distribution's packages: iPXE for BIOS and UEFI HTTP boot,
+# shim + signed network GRUB for UEFI (Secure Boot).
+{%- for dest, source in mapdata.bootloaders | dictsort %}
+
+provisioning-pxe-file-copy-{{ dest | replace('/', '-') }}:
+  file.copy:
+    - name: {{ pxe_root }}/{{ dest }}
+    - source: {{ source }}
+    - force: true
+    - mode: '0644'
+    - require:
+      - pkg: provisioning-pxe-pkg-installed
+      - cmd: provisioning-pxe-cmd-run-sync
+{%- endfor %}
+
+# GRUB builds without HTTP (Debian 12's signed one) read /state/ and /images/ over TFTP.
+provisioning-pxe-file-symlink-tftp-state:
+  file.symlink:
+    - name: {{ pxe_root }}/tftp/state
+    - target: {{ pxe_state }}
+    - require:
+      - cmd: provisioning-pxe-cmd-run-sync
+      - file: provisioning-pxe-file-directory-state
+
+provisioning-pxe-file-symlink-tftp-images:
+  file.symlink:
+    - name: {{ pxe_root }}/tftp/images
+    - target: {{ mapdata.images_dir }}
+    - require:
+      - cmd: provisioning-pxe-cmd-run-sync
+      - file: provisioning-pxe-file-directory-images
 
 provisioning-pxe-file-managed-dnsmasq:
   file.managed:
@@ -58,6 +121,8 @@ provisioning-pxe-file-managed-nginx-site:
     - mode: '0644'
     - context:
         root: {{ (pxe_root ~ '/http') | json }}
+        state: {{ pxe_state | json }}
+        images: {{ mapdata.images_dir | json }}
         port: {{ http_port }}
     - require:
       - pkg: provisioning-pxe-pkg-installed

@@ -247,3 +247,24 @@ def test_every_file_carries_the_header(rendered: tuple[Inventory, dict[str, str]
     for path, text in files.items():
         head = "\n".join(text.splitlines()[:2])  # after #!ipxe / #cloud-config at most
         assert HEADER_LINE.search(head), f"{path}: no generated-file header in its first lines"
+
+
+def test_ubuntu_cmdline_documented_format(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    """The Ubuntu live-server line (docs: netboot the server installer; subiquity's
+    zero-touch autoinstall; cloud-init NoCloud): GRUB's word splitting of the quoted
+    line gives exactly iPXE's arguments."""
+    inv, files = rendered
+    iso = inv.raw.site.install.iso_url
+    for node in inv.nodes.values():
+        base = f"pxe/http/hosts/{node.hostname}/"
+        ipxe = next(ln for ln in files[base + "install.ipxe"].splitlines()
+                    if ln.startswith("kernel "))
+        args = ipxe.split()[2:]  # after `kernel URL`
+        assert args.count("autoinstall") == 1  # bare: no "Continue with autoinstall?"
+        # casper downloads the ISO named by url=; cloud-init must not take it as config
+        assert f"url={iso}" in args and args.count("cloud-config-url=/dev/null") == 1
+        seed = next(a for a in args if a.startswith("ds="))
+        assert seed.endswith(f"/hosts/{node.hostname}/")  # NoCloud needs the trailing /
+        grub = next(ln.strip() for ln in files[base + "grub-install.cfg"].splitlines()
+                    if ln.strip().startswith("linux "))
+        assert shlex.split(grub)[2:] == [a for a in args if a != "initrd=initrd"]

@@ -91,6 +91,9 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
             ctx.err((*gpath, "profile"), f"unknown profile {group.profile!r}",
                     code="unknown_ref", hint=f"known profiles: {', '.join(inv.profiles) or 'none'}")
             continue
+        if group.image is not None and group.image not in inv.site.images:
+            ctx.err((*gpath, "image"), f"unknown image {group.image!r}", code="unknown_ref",
+                    hint=f"known images (site.images): {', '.join(inv.site.images) or 'none'}")
         if not _group_nics_ok(ctx, inv, gpath, group, profile):
             continue
         for position, hostname, index in members:
@@ -223,6 +226,7 @@ def _node(ctx: _Ctx, inv: schema.Inventory, gname: str, group: schema.NodeGroup,
         ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
         partition=group.slurm_partition, mkv_array=group.mkv_array,
         boot_disk=facts.boot_disk or _profile_boot_match(profile), facts=facts, origin=origin,
+        image=group.image,
     )
 
 

@@ -50,6 +50,7 @@ class Node:
     boot_disk: schema.DiskMatch | None
     facts: schema.NodeFacts
     origin: dict[str, YamlPath] = field(default_factory=dict)
+    image: str | None = None  # a site.images entry; None: the site's install (Ubuntu)
 
     @property
     def prov(self) -> Interface:

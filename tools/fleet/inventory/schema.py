@@ -74,6 +74,19 @@ class InstallMedia(Model):
     iso_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
+class DebianImage(Model):
+    """A Debian netboot installer (``debian-installer-<n>-netboot-<arch>``) driven by a
+    preseed rendered from the node's data; node groups name it with ``image:``."""
+
+    type: Literal["debian-preseed"]
+    kernel: str = Field(description="path under the boot HTTP root")
+    initrd: str
+    mirror: str = Field(pattern=r"^https?://[^/]+(/.*)?$",
+                        description="Debian archive the installer installs from")
+    suite: Name = "bookworm"
+    args: list[str] = Field(default_factory=list, description="extra kernel arguments")
+
+
 class AptSpec(Model):
     mirror: str
     security_mirror: str | None = None
@@ -102,6 +115,8 @@ class Site(Model):
     salt: SaltSpec
     apt: AptSpec
     install: InstallMedia
+    images: dict[Name, DebianImage] = Field(
+        default_factory=dict, description="further installers, chosen by node_groups.*.image")
     provisioning_host: Name
     http_port: StrictInt = Field(default=80, ge=1, le=65535)
     pxe_root: str = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
@@ -228,6 +243,8 @@ class NodeGroup(Model):
     roles: list[Role] = Field(default_factory=list)
     slurm_partition: Name | None = None
     mkv_array: Name | None = None
+    image: Name | None = Field(default=None,
+                               description="a site.images entry (default: site.install)")
     nics: dict[Name, NicRule] = Field(min_length=1)
 
 

@@ -9,6 +9,7 @@
     pxe/http/hosts/<host>/local.ipxe      boot from the local disk
     pxe/http/hosts/<host>/grub-install.cfg, grub-local.cfg   the same for UEFI GRUB
     pxe/http/hosts/<host>/user-data       autoinstall (NoCloud seed) + meta-data
+    pxe/http/hosts/<host>/preseed.cfg     instead, for a node whose group names a Debian image
 
 ``/state/`` is not rendered and lives outside ``pxe/`` (``site.pxe_state``): it holds the
 per-MAC links that select install or local for each host, switched at run time, so a
@@ -23,7 +24,7 @@ from importlib import resources
 import jinja2
 
 from fleet.inventory.model import Inventory, Node
-from fleet.render import yamlout
+from fleet.render import preseed, yamlout
 from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
@@ -78,7 +79,7 @@ def render(inv: Inventory) -> dict[str, str]:
             "pool": (net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
             "relayed": name != prov_node.prov.network,
         })
-    common = {"header": TEXT, "http": http}
+    common = {"header": TEXT, "http": http, "tftp_server": str(prov_node.address)}
     http_host = http.removeprefix("http://")
     out["pxe/dnsmasq/dnsmasq.conf"] = _t("dnsmasq.conf.j2").render(
         **common, prov_host=prov_node.hostname, interface=prov_node.boot_nic,
@@ -95,16 +96,26 @@ def render(inv: Inventory) -> dict[str, str]:
     for node in inv.nodes.values():
         h = node.hostname
         out[f"pxe/dnsmasq/hosts/{h}"] = _dhcp_hosts(node)
-        ctx = {**common, "hostname": h, "mac": node.mac, "os_name": os_name,
-               "kernel": site.install.kernel, "initrd": site.install.initrd}
-        out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(
-            **ctx, cmdline=cmdline(inv, node, grub=False))
+        image = preseed.image_of(inv, node)
+        if image is None:
+            ctx = {**common, "hostname": h, "mac": node.mac, "os_name": os_name,
+                   "kernel": site.install.kernel, "initrd": site.install.initrd}
+            ipxe_line, grub_line = cmdline(inv, node, grub=False), cmdline(inv, node, grub=True)
+            efi_dir: str = site.os.distro
+            out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node, memo)
+            out[f"pxe/http/hosts/{h}/meta-data"] = render_meta_data(inv, node)
+        else:
+            ctx = {**common, "hostname": h, "mac": node.mac,
+                   "os_name": f"Debian ({node.image})",
+                   "kernel": image.kernel, "initrd": image.initrd}
+            ipxe_line = grub_line = preseed.cmdline(inv, node, image)  # no ';' to quote
+            efi_dir = "debian"
+            out[f"pxe/http/hosts/{h}/preseed.cfg"] = preseed.render_preseed(inv, node, image)
+        out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(**ctx, cmdline=ipxe_line)
         out[f"pxe/http/hosts/{h}/local.ipxe"] = local_ipxe.render(**ctx)
         out[f"pxe/http/hosts/{h}/grub-install.cfg"] = install_grub.render(
-            **ctx, http_host=http_host, grub_cmdline=cmdline(inv, node, grub=True))
-        out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=site.os.distro)
-        out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node, memo)
-        out[f"pxe/http/hosts/{h}/meta-data"] = render_meta_data(inv, node)
+            **ctx, http_host=http_host, grub_cmdline=grub_line)
+        out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=efi_dir)
     return out
 
 

@@ -1,0 +1,220 @@
+"""The PXE end-to-end test bed (`make test-pxe`, docs/pxe.md).
+
+One session fixture renders tests/fixtures/small.yaml (with an overlay that puts two node
+groups on the Debian netboot image and the paths into a temp dir), serves the rendered
+tree with dnsmasq and nginx in a network namespace, arms boot modes with `fleet pxe set`,
+and boots QEMU guests with the nodes' MACs in parallel; each test then asserts one
+property from dnsmasq's and nginx's logs (and a guest's serial console for the disk boot).
+
+Runs only with FLEET_PXE=1 (root, and the packages of tools/install-pxe-deps.sh): under
+plain `pytest` or `make test` every test here is reported as skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pxelab
+from pxelab import Guest, Netns
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.render import render_all
+
+ENABLED = os.environ.get("FLEET_PXE") == "1"
+SKIP_REASON = ("PXE end-to-end test NOT RUN: set FLEET_PXE=1 (as root, with the packages of "
+               "tools/install-pxe-deps.sh) or run `make test-pxe`; it boots QEMU guests "
+               "under TCG for several minutes")
+SMALL = pxelab.ROOT / "tests" / "fixtures" / "small.yaml"
+DEBIAN_IMAGE = "debian-12"
+UNKNOWN_MAC = "52:54:00:ff:ff:01"
+# the install guest must reach the installer's preseed fetch within this (TCG, 2 cores)
+INSTALL_TIMEOUT = float(os.environ.get("FLEET_PXE_TIMEOUT", "480"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ENABLED:
+        return
+    here = Path(__file__).resolve().parent
+    skip = pytest.mark.skip(reason=SKIP_REASON)
+    for item in items:
+        if here in Path(str(item.path)).resolve().parents:
+            item.add_marker(skip)
+
+
+def overlay_text(work: Path) -> str:
+    return json.dumps({
+        "site": {
+            "pxe_root": str(work / "pxe"),
+            "pxe_state": str(work / "state"),
+            "images": {DEBIAN_IMAGE: {
+                "type": "debian-preseed",
+                "kernel": f"images/{DEBIAN_IMAGE}/linux",
+                "initrd": f"images/{DEBIAN_IMAGE}/initrd.gz",
+                "mirror": "http://10.1.0.10/debian",
+            }},
+        },
+        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE}},
+    })
+
+
+@dataclass
+class Bed:
+    work: Path
+    inv: Inventory
+    accel: str
+    dnsmasq_log: Path
+    http_log: Path
+    guests: dict[str, Guest] = field(default_factory=dict)
+    started: dict[str, float] = field(default_factory=dict)
+    done: dict[str, float] = field(default_factory=dict)  # seconds after its start
+    fleet_pxe: list[str] = field(default_factory=list)
+
+    def ip(self, node: str) -> str:
+        return str(self.inv.nodes[node].address)
+
+    def dhcp(self) -> str:
+        return self.dnsmasq_log.read_text(errors="replace")
+
+    def http(self) -> list[pxelab.HttpReq]:
+        return pxelab.http_log(self.http_log)
+
+    def fetched(self, node: str | None = None) -> list[tuple[str, str, str]]:
+        """(transport, client, path) of every file served, in order per transport:
+        nginx's 200s, then dnsmasq's TFTP transfers (paths relative to the TFTP root)."""
+        ip = self.ip(node) if node else None
+        tftp_root = str(self.work / "pxe" / "tftp")
+        out = [("http", r.client, r.path) for r in self.http() if r.status == 200]
+        out += [("tftp", c, p.removeprefix(tftp_root)) for p, c in
+                re.findall(r"dnsmasq-tftp\[\d+\]: sent (\S+) to (\S+)", self.dhcp())]
+        return [f for f in out if ip is None or f[1] == ip]
+
+    def paths(self, node: str) -> list[str]:
+        return [p for _t, _c, p in self.fetched(node)]
+
+
+def fleet(work: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(pxelab.ROOT / "tools")}
+    proc = subprocess.run([sys.executable, "-m", "fleet", *args, "-i", str(SMALL),
+                           "--overlay", str(work / "overlay.yaml")], env=env, text=True,
+                          capture_output=True, check=True)
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def bed(tmp_path_factory: pytest.TempPathFactory,
+        pytestconfig: pytest.Config) -> Iterator[Bed]:
+    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+
+    def say(text: str) -> None:
+        if tr is not None:
+            tr.write_line(f"[pxe {time.monotonic() - t0:6.1f}s] {text}")
+
+    t0 = time.monotonic()
+    work = tmp_path_factory.mktemp("pxe")
+    (work / "overlay.yaml").write_text(overlay_text(work))
+    inv = load_inventory(SMALL, work / "overlay.yaml")
+    for rel, text in render_all(inv).items():
+        if rel.startswith("pxe/"):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+    (work / "images").mkdir()
+    pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
+    disk = work / "disk.img"
+    disk.write_bytes(pxelab.boot_sector(pxelab.LOCAL_DISK_MARK) + b"\0" * (1024 * 1024 - 512))
+
+    kernel = work / "images" / DEBIAN_IMAGE / "linux"
+    accel = "kvm" if pxelab.kvm_works(work, kernel) else "tcg"
+    say(f"accelerator: {accel} (KVM probed with a real kernel boot)")
+
+    prov = inv.nodes[inv.raw.site.provisioning_host]
+    ns_name = f"fleet-pxe-{os.getpid()}"
+    with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns:
+        dns, dns_log = pxelab.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
+        web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
+                                          state=work / "state", images=work / "images",
+                                          listen=str(prov.address))
+        b = Bed(work, inv, accel, dns_log, web_log)
+        try:
+            # every node armed for install, then one switched back: only it may change
+            for node in ("gpu-01", "gpu-02", "gpu-03"):
+                b.fleet_pxe.append(fleet(work, "pxe", "set", node, "install"))
+            b.fleet_pxe.append(fleet(work, "pxe", "set", "gpu-03", "local"))
+            b.fleet_pxe.append(fleet(work, "pxe", "set", "gpu-04", "local"))
+            b.fleet_pxe.append(fleet(work, "pxe", "status", "--json"))
+            _boot_all(b, ns, disk, say)
+        finally:
+            for g in b.guests.values():
+                g.proc.stop()
+            web.stop()
+            dns.stop()
+        say("timings (s after power-on): " + json.dumps({k: round(v, 1)
+                                                          for k, v in b.done.items()}))
+        (work / "timings.json").write_text(json.dumps(b.done, indent=2))
+        keep = os.environ.get("FLEET_PXE_KEEP")
+        if keep:
+            shutil.copytree(work, keep, dirs_exist_ok=True, symlinks=True)
+        yield b
+
+
+def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None:
+    def got(node: str, path: str) -> bool:
+        return path in b.paths(node)
+
+    def unknown_ignored() -> bool:
+        return b.dhcp().count(f"{UNKNOWN_MAC} ignored") >= 2
+
+    def start(key: str, node: str | None, firmware: str, with_disk: bool = False) -> None:
+        mac = b.inv.nodes[node].mac if node else UNKNOWN_MAC
+        b.guests[key] = pxelab.start_guest(ns, b.work, key, mac, firmware, b.accel,
+                                           disk=disk if with_disk else None)
+        b.started[key] = time.monotonic()
+        log(f"{key}: powered on ({firmware}, {mac})")
+
+    checks = {
+        "bios-install": lambda: got("gpu-01", "/hosts/gpu-01/preseed.cfg"),
+        "uefi-install": lambda: got("gpu-02", "/hosts/gpu-02/preseed.cfg"),
+        "bios-local": lambda: pxelab.LOCAL_DISK_MARK in b.guests["bios-local"].console(),
+        "unknown": unknown_ignored,
+        "uefi-local": lambda: got("gpu-04", "/state/grub.cfg-52:54:00:00:00:68"),
+    }
+    start("bios-install", "gpu-01", "bios")
+    start("uefi-install", "gpu-02", "uefi")
+    start("bios-local", "gpu-03", "bios", with_disk=True)
+    start("unknown", None, "bios")
+    deadline = time.monotonic() + INSTALL_TIMEOUT
+    grace: dict[str, float] = {}
+    while time.monotonic() < deadline:
+        for key, g in list(b.guests.items()):
+            if key in b.done or not g.proc.alive():
+                continue
+            if key in grace:
+                if time.monotonic() >= grace[key]:
+                    b.done[key] = grace[key] - b.started[key]
+                    g.proc.stop()
+                    log(f"{key}: done, stopped")
+            elif checks[key]():
+                # a short grace period: whatever else it would fetch shows in the logs
+                grace[key] = time.monotonic() + (0 if key.endswith("install") else 10)
+        if "uefi-local" not in b.guests and {"bios-local", "unknown"} <= b.done.keys():
+            start("uefi-local", "gpu-04", "uefi")
+        if len(b.done) == len(checks):
+            break
+        time.sleep(2)
+    for key, g in b.guests.items():
+        if key not in b.done:
+            log(f"{key}: NOT done after {time.monotonic() - b.started[key]:.0f}s")
+        g.proc.stop()

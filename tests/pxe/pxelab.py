@@ -1,0 +1,238 @@
+"""The PXE test bed: a network namespace with a bridge, dnsmasq and nginx configured from
+a rendered ``pxe/`` tree, and QEMU guests on tap devices (docs/pxe.md).
+
+Only real parts: the rendered dnsmasq.conf is used as is (the command line adds only the
+log file, pid file and user); nginx serves the Salt role's own site template. Everything
+runs inside the namespace, so no host address or route is touched; every process started
+here is ended by its pid.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLE = ROOT / "salt" / "provisioning"
+OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
+OVMF_VARS = Path("/usr/share/OVMF/OVMF_VARS_4M.fd")
+LOCAL_DISK_MARK = "FLEET-LOCAL-DISK-BOOTED"
+
+
+def sh(*cmd: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(c) for c in cmd], check=check, text=True, capture_output=True)
+
+
+def role_values(osfinger: str = "Debian-12") -> dict[str, Any]:
+    """The provisioning role's defaults.yaml for one OS (values, then its osfinger entry)."""
+    doc = yaml.safe_load((ROLE / "defaults.yaml").read_text())
+    values: dict[str, Any] = doc["values"]
+    for key, val in (doc["osfinger"].get(osfinger) or {}).items():
+        values[key] = {**values[key], **val} if isinstance(val, dict) else val
+    return values
+
+
+def deploy_boot_files(pxe_root: Path, images_dir: Path, state: Path) -> None:
+    """What the role's pxe.sls does with the packages' files: boot loaders and images,
+    and the links that give TFTP-only GRUBs the state and images directories."""
+    values = role_values()
+    (pxe_root / "tftp" / "state").symlink_to(state)
+    (pxe_root / "tftp" / "images").symlink_to(images_dir)
+    for rel, src in values["bootloaders"].items():
+        shutil.copyfile(src, pxe_root / rel)
+    for name, src in values["images"].items():
+        (images_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (images_dir / name).symlink_to(src)
+
+
+def boot_sector(message: str) -> bytes:
+    """A 512-byte MBR that writes ``message`` to COM1 and halts: proof of a disk boot."""
+    msg = message.encode() + b"\r\n\0"
+    code = bytes([0xFC, 0x31, 0xC0, 0x8E, 0xD8,  # cld; xor ax,ax; mov ds,ax
+                  0xBA, 0xF8, 0x03,  # mov dx,0x3f8
+                  0xBE, 0x16, 0x7C,  # mov si,0x7c16 (msg)
+                  0xAC, 0x84, 0xC0, 0x74, 0x03, 0xEE, 0xEB, 0xF8,  # lodsb; test; jz; out; jmp
+                  0xF4, 0xEB, 0xFD])  # hlt; jmp hlt
+    assert len(code) == 0x16
+    body = code + msg
+    return body + b"\0" * (510 - len(body)) + b"\x55\xaa"
+
+
+@dataclass
+class Netns:
+    name: str
+    bridge: str
+    address: str  # with prefix length
+    taps: list[str] = field(default_factory=list)
+
+    def __enter__(self) -> Netns:
+        sh("ip", "netns", "add", self.name)
+        self.run("ip", "link", "set", "lo", "up")
+        self.run("ip", "link", "add", self.bridge, "type", "bridge")
+        self.run("ip", "addr", "add", self.address, "dev", self.bridge)
+        self.run("ip", "link", "set", self.bridge, "up")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sh("ip", "netns", "del", self.name, check=False)
+
+    def cmd(self, *cmd: str | Path) -> list[str]:
+        return ["ip", "netns", "exec", self.name, *(str(c) for c in cmd)]
+
+    def run(self, *cmd: str | Path) -> subprocess.CompletedProcess[str]:
+        return sh(*self.cmd(*cmd))
+
+    def tap(self) -> str:
+        name = f"ftap{len(self.taps)}"
+        self.run("ip", "tuntap", "add", name, "mode", "tap")
+        self.run("ip", "link", "set", name, "master", self.bridge)
+        self.run("ip", "link", "set", name, "up")
+        self.taps.append(name)
+        return name
+
+
+class Proc:
+    """A process started here, ended by its own pid (and its process group)."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.argv, self.log = argv, log
+        with log.open("ab") as out:
+            self.p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.p.poll() is None
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGTERM)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait(10)
+
+
+def start_dnsmasq(ns: Netns, conf: Path, work: Path) -> tuple[Proc, Path]:
+    log = work / "dnsmasq.log"
+    log.touch()
+    sh("dnsmasq", "--test", f"--conf-file={conf}")
+    proc = Proc(ns.cmd("dnsmasq", f"--conf-file={conf}", "--keep-in-foreground",
+                       f"--log-facility={log}", f"--pid-file={work / 'dnsmasq.pid'}",
+                       "--user=root", "--group=root"), work / "dnsmasq.out")
+    return proc, log
+
+
+def start_nginx(ns: Netns, work: Path, *, root: Path, state: Path, images: Path,
+                listen: str) -> tuple[Proc, Path]:
+    """nginx with the role's own site (files/pxe-nginx.conf.jinja) in a minimal main config."""
+    site = jinja2.Template((ROLE / "files" / "pxe-nginx.conf.jinja").read_text()).render(
+        root=root, state=state, images=images, port=f"{listen}:80")
+    ndir = work / "nginx"
+    ndir.mkdir()
+    (ndir / "site.conf").write_text(site)
+    log = ndir / "access.log"
+    (ndir / "nginx.conf").write_text(
+        "user root;\nworker_processes 1;\npid " + str(ndir / "nginx.pid") + ";\n"
+        "error_log " + str(ndir / "error.log") + " info;\n"
+        "events { worker_connections 64; }\n"
+        "http {\n  access_log " + str(log) + " combined;\n"
+        "  client_body_temp_path " + str(ndir) + "/body;\n"
+        "  proxy_temp_path " + str(ndir) + "/proxy;\n"
+        "  fastcgi_temp_path " + str(ndir) + "/fcgi;\n"
+        "  uwsgi_temp_path " + str(ndir) + "/uwsgi;\n"
+        "  scgi_temp_path " + str(ndir) + "/scgi;\n"
+        "  include " + str(ndir / "site.conf") + ";\n}\n")
+    log.touch()
+    args = ["nginx", "-p", str(ndir), "-e", str(ndir / "error.log"), "-c",
+            str(ndir / "nginx.conf")]
+    sh(*ns.cmd(*args, "-t", "-q"))
+    return Proc(ns.cmd(*args, "-g", "daemon off;"), ndir / "nginx.out"), log
+
+
+def kvm_works(work: Path, kernel: Path, seconds: float = 10.0) -> bool:
+    """A short real probe (not the presence of /dev/kvm): a KVM guest must boot the
+    installer kernel as far as mounting root within ``seconds``."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    log = work / "kvm-probe.log"
+    proc = Proc(["qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-nodefaults",
+                 "-display", "none", "-no-reboot", "-serial", f"file:{log}", "-kernel",
+                 str(kernel), "-append", "console=ttyS0 panic=-1"], work / "kvm-probe.out")
+    try:
+        return wait_for(lambda: bool(re.search(r"VFS: |Kernel panic|Run /init",
+                                               log.read_text(errors="replace")))
+                        if log.exists() else False, seconds, step=0.5)
+    finally:
+        proc.stop()
+
+
+def wait_for(pred: Callable[[], bool], timeout: float, step: float = 1.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+@dataclass
+class Guest:
+    name: str
+    mac: str
+    firmware: str  # "bios" | "uefi"
+    proc: Proc
+    serial: Path
+
+    def console(self) -> str:
+        return self.serial.read_text(errors="replace") if self.serial.exists() else ""
+
+
+def start_guest(ns: Netns, work: Path, name: str, mac: str, firmware: str, accel: str,
+                disk: Path | None = None, memory_mb: int = 1024) -> Guest:
+    tap = ns.tap()
+    serial = work / f"{name}.serial"
+    argv = ["qemu-system-x86_64", "-accel", accel, "-smp", "1", "-m", str(memory_mb),
+            "-display", "none", "-nodefaults", "-no-reboot", "-serial", f"file:{serial}",
+            "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
+            "-device", f"virtio-net-pci,netdev=n0,mac={mac},bootindex=1"
+            # UEFI: the firmware's own PXE (shim, GRUB), not the iPXE EFI ROM of the NIC
+            + (",romfile=" if firmware == "uefi" else "")]
+    if firmware == "uefi":
+        vars_copy = work / f"{name}.vars.fd"
+        shutil.copyfile(OVMF_VARS, vars_copy)
+        argv += ["-machine", "q35",
+                 "-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}",
+                 "-drive", f"if=pflash,format=raw,unit=1,file={vars_copy}"]
+    else:
+        argv += ["-machine", "pc", "-boot", "order=nc"]
+    if disk is not None:
+        argv += ["-drive", f"file={disk},format=raw,if=ide,index=0"]
+    return Guest(name, mac, firmware, Proc(ns.cmd(*argv), work / f"{name}.qemu.out"), serial)
+
+
+@dataclass(frozen=True)
+class HttpReq:
+    client: str
+    path: str
+    status: int
+
+
+def http_log(path: Path) -> list[HttpReq]:
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r'(\S+) \S+ \S+ \[[^]]*\] "(?:GET|HEAD) (\S+) [^"]*" (\d+)', line)
+        if m:
+            out.append(HttpReq(m.group(1), m.group(2), int(m.group(3))))
+    return out

@@ -1,0 +1,146 @@
+"""Render Debian installer preseeds (``preseed.cfg``) and kernel lines for nodes whose
+group names a ``site.images`` entry of type ``debian-preseed``.
+
+The same node data as the Ubuntu autoinstall: hostname and domain, the boot disk only
+(``partman/early_command`` picks it by the inventory's disk match), the admins' ssh keys,
+and late commands that install salt-minion with the node's id and master.
+"""
+
+from __future__ import annotations
+
+import shlex
+from urllib.parse import urlsplit
+
+from fleet.inventory.model import Inventory, Node
+from fleet.inventory.schema import DebianImage
+from fleet.render.autoinstall import http_base
+from fleet.render.header import header
+
+
+def image_of(inv: Inventory, node: Node) -> DebianImage | None:
+    return inv.raw.site.images[node.image] if node.image is not None else None
+
+
+def cmdline(inv: Inventory, node: Node, image: DebianImage) -> str:
+    """Kernel command line of the Debian installer: fully automatic from the preseed."""
+    return " ".join([
+        "auto=true",
+        "priority=critical",
+        f"url={http_base(inv)}/hosts/{node.hostname}/preseed.cfg",  # = preseed/url
+        f"BOOTIF=01-{node.mac.replace(':', '-')}",  # netcfg brings up the boot NIC
+        f"hostname={node.hostname}",
+        f"domain={inv.raw.site.domain}",
+        "locale=en_US.UTF-8",
+        "keymap=us",
+        *image.args,
+        "console=tty0",
+        "console=ttyS0,115200n8",
+    ])
+
+
+def _disk_script(node: Node) -> str:
+    """Shell (d-i busybox) that prints the boot disk's /dev path."""
+    m = node.boot_disk
+    if m is not None and (m.serial or m.model):
+        key = m.serial or m.model or ""
+        return ("for l in /dev/disk/by-id/*; do case $l in *-part*) ;; "
+                f"*{shlex.quote(key)}*) readlink -f $l; break;; esac; done")
+    pick = "tail -n1" if m is None or m.size != "smallest" else "head -n1"
+    return ("for d in $(list-devices disk); do echo $(cat /sys/block/${d#/dev/}/size) $d; "
+            f"done | sort -n | {pick} | cut -d' ' -f2")
+
+
+def _late_commands(inv: Inventory, node: Node) -> list[str]:
+    site = inv.raw.site
+    http = http_base(inv)
+    master = inv.nodes[site.salt.master]
+
+    def write(lines: list[str], path: str) -> str:
+        return f"printf '%s\\n' {' '.join(shlex.quote(x) for x in lines)} > /target{path}"
+
+    minion_conf = [f"id: {node.hostname}", f"master: {master.address}"]
+    if site.salt.master_finger:
+        minion_conf.append(f"master_finger: '{site.salt.master_finger}'")
+    cmds = [
+        "in-target install -d -m 0755 /etc/apt/keyrings /etc/salt/minion.d",
+        "in-target curl -fsSL -o /etc/apt/keyrings/salt-archive-keyring.pgp "
+        + shlex.quote(f"{http}/{site.salt.keyring}"),
+        write(["Types: deb", f"URIs: {site.salt.repo}", "Suites: stable",
+               "Components: main", "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp"],
+              "/etc/apt/sources.list.d/salt.sources"),
+        write(["Package: salt-*", f"Pin: version {site.salt.version}*", "Pin-Priority: 1001"],
+              "/etc/apt/preferences.d/salt.pref"),
+        write(minion_conf, "/etc/salt/minion.d/fleet.conf"),
+        write([node.hostname], "/etc/salt/minion_id"),
+    ]
+    for admin in site.admins:
+        home = f"/home/{admin.name}"
+        groups = " -G sudo" if admin.sudo else ""
+        cmds += [
+            f"in-target sh -c 'id {admin.name} || useradd -m -s /bin/bash{groups} {admin.name}'",
+            f"in-target install -d -m 0700 -o {admin.name} -g {admin.name} {home}/.ssh",
+            write(list(admin.ssh_keys), f"{home}/.ssh/authorized_keys"),
+            f"in-target chown {admin.name}: {home}/.ssh/authorized_keys",
+        ]
+        if admin.sudo:
+            cmds.append(write([f"{admin.name} ALL=(ALL) NOPASSWD:ALL"],
+                              f"/etc/sudoers.d/90-fleet-{admin.name}"))
+    cmds += [
+        "in-target apt-get update",
+        "in-target env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
+        "in-target systemctl enable salt-minion",
+    ]
+    return cmds
+
+
+def render_preseed(inv: Inventory, node: Node, image: DebianImage) -> str:
+    site = inv.raw.site
+    mirror = urlsplit(image.mirror)
+    first = site.admins[0]
+    d = [
+        ("debian-installer/locale", "string", "en_US.UTF-8"),
+        ("keyboard-configuration/xkb-keymap", "select", "us"),
+        ("netcfg/choose_interface", "select", "auto"),
+        ("netcfg/get_hostname", "string", node.hostname),
+        ("netcfg/get_domain", "string", site.domain),
+        ("netcfg/hostname", "string", node.hostname),
+        ("mirror/country", "string", "manual"),
+        ("mirror/protocol", "string", mirror.scheme),
+        (f"mirror/{mirror.scheme}/hostname", "string", mirror.netloc),
+        (f"mirror/{mirror.scheme}/directory", "string", mirror.path or "/"),
+        (f"mirror/{mirror.scheme}/proxy", "string", ""),
+        ("mirror/suite", "string", image.suite),
+        ("passwd/root-login", "boolean", "false"),
+        ("passwd/user-fullname", "string", first.name),
+        ("passwd/username", "string", first.name),
+        ("passwd/user-password-crypted", "password", "!"),  # ssh keys only
+        ("clock-setup/utc", "boolean", "true"),
+        ("time/zone", "string", site.timezone),
+        ("clock-setup/ntp", "boolean", "true"),
+        ("clock-setup/ntp-server", "string", site.ntp_servers[0]),
+        # only the boot disk: data disks (mkv volumes) are never touched by an install
+        ("partman/early_command", "string",
+         f'disk="$({_disk_script(node)})"; debconf-set partman-auto/disk "$disk"; '
+         'debconf-set grub-installer/bootdev "$disk"'),
+        ("partman-auto/method", "string", "lvm"),
+        ("partman-auto-lvm/guided_size", "string", "max"),
+        ("partman-auto/choose_recipe", "select", "atomic"),
+        ("partman-lvm/device_remove_lvm", "boolean", "true"),
+        ("partman-md/device_remove_md", "boolean", "true"),
+        ("partman-lvm/confirm", "boolean", "true"),
+        ("partman-lvm/confirm_nooverwrite", "boolean", "true"),
+        ("partman-partitioning/confirm_write_new_label", "boolean", "true"),
+        ("partman/choose_partition", "select", "finish"),
+        ("partman/confirm", "boolean", "true"),
+        ("partman/confirm_nooverwrite", "boolean", "true"),
+        ("tasksel/first", "multiselect", "standard, ssh-server"),
+        ("pkgsel/include", "string", "curl ca-certificates openssh-server"),
+        ("popularity-contest/participate", "boolean", "false"),
+        ("grub-installer/only_debian", "boolean", "true"),
+        ("preseed/late_command", "string", "; ".join(_late_commands(inv, node))),
+        ("finish-install/reboot_in_progress", "note", ""),
+    ]
+    owner = {"tasksel/first": "tasksel", "popularity-contest/participate": "popularity-contest"}
+    lines = [f"{owner.get(q, 'd-i')} {q} {t} {v}".rstrip() for q, t, v in d]
+    return header("#") + f"# Debian installer preseed for {node.hostname} ({node.mac})\n" + \
+        "\n".join(lines) + "\n"
