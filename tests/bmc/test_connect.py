@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from bmc.fakes import PASSWORD, FakeBmcProcess
-from conftest import ROOT
 from fleet.bmc import BmcError
 from fleet.bmc.connect import BmcOptions, bmc_address, client_for
 from fleet.bmc.ipmi import IpmiClient
 from fleet.bmc.redfish import RedfishClient
 from fleet.inventory.load import load_inventory
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _secret(tmp: Path, name: str, mode: int = 0o600) -> Path:

@@ -4,7 +4,9 @@ and a recording boot-mode store standing in for fleet.pxe.state (not in this tre
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -51,6 +53,21 @@ class RecordingBootMode:
     def set_mode(self, node: str, mode: BootMode) -> None:
         self.modes[node] = mode
         self.history.append((node, mode))
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_fleet(*args: str) -> Run:
+    """`python -m fleet ARGS` as a separate process, as an operator runs it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    proc = subprocess.run([sys.executable, "-m", "fleet", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
 def http(method: str, url: str, token: str | None) -> tuple[int, bytes]:

@@ -12,8 +12,7 @@ import time
 from pathlib import Path
 
 from bmc.fakes import PASSWORD, free_port, start_fake_redfish
-from conftest import ROOT, run_fleet
-from reinstall.helpers import http, salt_key_bin, salt_master_config
+from reinstall.helpers import ROOT, http, run_fleet, salt_key_bin, salt_master_config
 
 
 def test_unknown_node_is_a_usage_error(tmp_path: Path) -> None:
