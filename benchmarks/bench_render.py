@@ -142,6 +142,16 @@ def busy_seconds() -> float:
 
 
 _SETTLE = [0.0]  # longest wait for idle CPUs before a timed run, seconds (--settle)
+_DELETE_BETWEEN = [False]  # --delete-between: delete each output as soon as it is done
+DELETE_NOTE = (
+    "Outputs are deleted only when all runs are done (`--delete-between` deletes each "
+    "one before the next run, as earlier versions of this script did). The reason is a "
+    "property of file systems like this one (ext4 without a journal): when allocating an "
+    "inode, the kernel skips, one by one, the inodes freed in the last 60 seconds "
+    "(`recently_deleted()` in fs/ext4/ialloc.c), so creating tens of thousands of files "
+    "right after deleting tens of thousands of others costs up to ~1 ms of system time per "
+    "file instead of a few tens of µs. With deletions between runs, the benchmark measured its own "
+    "clean-up more than the render.")
 
 
 def settle() -> None:
@@ -237,7 +247,9 @@ def bench_one(fleet: Path, label: str, inventory: Path, work: Path, runs: int) -
         sample = render(inv, out)
         if i == 0:
             files, output_bytes = tree_size(out)
-        shutil.rmtree(out)
+        if _DELETE_BETWEEN[0]:
+            shutil.rmtree(out)
+        # else kept until the end (see DELETE_NOTE)
         return sample
 
     series("cold", cold)
@@ -260,7 +272,8 @@ def bench_one(fleet: Path, label: str, inventory: Path, work: Path, runs: int) -
     # The last render must have left the output exactly as rendered.
     last = str(changed) if (runs - 1) % 2 == 0 else inv
     run_once([str(fleet), "render", "--check", "-q", "-i", last, "-o", str(warm)], log)
-    shutil.rmtree(warm)
+    if _DELETE_BETWEEN[0]:
+        shutil.rmtree(warm)
 
     series("validate", lambda _i: run_once([str(fleet), "validate", "-q", "-i", inv], log))
     return Result(label, nodes, inventory.stat().st_size, files, output_bytes, stats)
@@ -456,6 +469,9 @@ def section(results: list[Result], runs: int, mach: list[str]) -> str:
         "node changed (alternating between two inventories), so that node's files change;",
         "- *validate only*: `fleet validate -i INV -q`.",
         "",
+        DELETE_NOTE if not _DELETE_BETWEEN[0] else
+        "Each run's output was deleted before the next run (`--delete-between`).",
+        "",
         "*Other load* is the CPU time other processes used on the same CPUs during the runs "
         "(from `/proc/stat`), in CPUs (median); well above 0 means the figures are "
         "inflated by contention (on a 2-CPU machine, even the CPU times are).",
@@ -576,10 +592,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tmpdir", type=Path, default=DEFAULT_TMPDIR,
                         help="where to write inventories and output (default: benchmarks/out, "
                         "on the checkout's file system, as `make render`)")
+    parser.add_argument("--delete-between", action="store_true",
+                        help="delete each run's output before the next run (default: keep "
+                        "all until the end; see the note in the report)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     _SETTLE[0] = args.settle
+    _DELETE_BETWEEN[0] = args.delete_between
     signal.signal(signal.SIGTERM, _interrupted)
     try:
         fleet = find_fleet(args.fleet)
@@ -589,7 +609,6 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="fleet-bench-", dir=args.tmpdir) as tmp:
             work = Path(tmp)
             load_before, commit = loadavg(), git_commit()
-            create_us = create_cost(work)
             for size in args.sizes:
                 case_dir = work / size.replace("/", "_")
                 case_dir.mkdir()
@@ -602,7 +621,9 @@ def main(argv: list[str] | None = None) -> int:
                     inventory = Path(size)
                 print(f"{size}: {inventory}", file=sys.stderr, flush=True)
                 results.append(bench_one(fleet, size, inventory.resolve(), case_dir, args.runs))
-                shutil.rmtree(case_dir)
+                if _DELETE_BETWEEN[0]:
+                    shutil.rmtree(case_dir)
+            create_us = create_cost(work)
             mach = machine(work, cpus, commit, load_before, loadavg(), create_us)
     except (BenchError, ValueError, OSError) as exc:
         print(f"bench_render: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ failed; 6 a reinstall is busy or unfinished (``fleet reinstall``); 70 internal e
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -217,6 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     progress = Progress(enabled=(args.verbose or sys.stderr.isatty()) and not args.quiet)
     func: Callable[[argparse.Namespace, Progress], int] = args.func
+    # A run builds a large, acyclic heap and then exits: the cyclic garbage collector
+    # would only re-scan it again and again as it grows (a third of load time for 10,000
+    # nodes). Off for the run; back on for callers that run main() in-process (tests).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return func(args, progress)
     except InventoryError as exc:
@@ -242,6 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        if collecting:
+            gc.enable()
 
 
 if __name__ == "__main__":

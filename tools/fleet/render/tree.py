@@ -29,7 +29,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -42,7 +42,7 @@ _RENAME_EXCHANGE = 2
 # Commit file by file when at most this fraction of an output directory's files change.
 _FILEWISE_FRACTION = 0.25
 # Below this many files, compare and stage in one thread (and in order).
-_PARALLEL_MIN = 4096
+_PARALLEL_MIN = 1000
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -270,22 +270,19 @@ def _new_stage(root: Path, top: str) -> Path:
 
 def _build(base: str, entries: list[tuple[str, str, bytes]], old: dict[str, str],
            same: set[str]) -> None:
-    """Create ``entries`` (``(rel, path under base, data)``) under ``base``: directories
-    first, then files (hard links for the ``same`` ones), by several threads if many."""
-    dirs: set[str] = set()
-    for _rel, dest, _data in entries:
-        d = os.path.dirname(dest)
-        while d != base and d not in dirs:
-            dirs.add(d)
-            d = os.path.dirname(d)
-    for d in sorted(dirs):  # parents first
-        os.mkdir(d, 0o755)
+    """Create ``entries`` (``(rel, path under base, data)``) under ``base``: files (hard
+    links for the ``same`` ones) and the directories holding them, by several threads if
+    there are many (each creates the directories its own files need)."""
     write = _Writer()
 
     def make(chunk: list[tuple[str, str, bytes]], stop: threading.Event) -> None:
+        made = {base}
         for n, (rel, dest, data) in enumerate(chunk):
             if n % 256 == 0 and stop.is_set():
                 return
+            parent = os.path.dirname(dest)
+            if parent not in made:
+                _makedirs(parent, base, made)
             if rel in same:
                 _link(old[rel], dest)
             else:
@@ -293,6 +290,19 @@ def _build(base: str, entries: list[tuple[str, str, bytes]], old: dict[str, str]
 
     # Chunks are contiguous in path order, so one directory is mostly filled by one thread.
     _parallel(_deal(entries, _workers(len(entries))), make)
+
+
+def _makedirs(path: str, base: str, made: set[str]) -> None:
+    """``os.makedirs`` below ``base``, remembering what exists; another thread may have
+    created some of them already."""
+    missing = []
+    while path not in made:
+        missing.append(path)
+        path = os.path.dirname(path)
+    for d in reversed(missing):
+        with suppress(FileExistsError):
+            os.mkdir(d, 0o755)
+        made.add(d)
 
 
 @dataclass
