@@ -14,7 +14,9 @@ Two ways to commit, chosen per output directory:
 - *file by file*: when few files change (the everyday edit), only those are staged, and
   each is exchanged with (or renamed onto, or renamed away from) its live path; a
   directory that appears or disappears is moved as one. This avoids rebuilding a tree of
-  tens of thousands of links and directories for a one-node change.
+  tens of thousands of links and directories for a one-node change. While those few
+  renames run (microseconds each), a reader may see some of the files new and others
+  still old, as it always could between ``pillar/`` and ``pxe/``.
 
 Large trees are compared and staged by a few threads (the work is system calls, which
 run in parallel); small ones in order, in this thread.
