@@ -14,35 +14,40 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent))  # after tests/: `conftest` is theirs
 
 import pxelab
-from pxelab import Guest, Netns
+from pxebed import (
+    DEBIAN_IMAGE,
+    ENABLED,
+    INSTALL_TIMEOUT,
+    SKIP_REASON,
+    SMALL,
+    UNKNOWN_MAC,
+    Bed,
+    fleet,
+    overlay_text,
+)
+from pxelab import Netns
 
 from fleet.inventory.load import load_inventory
-from fleet.inventory.model import Inventory
 from fleet.render import render_all
 
-ENABLED = os.environ.get("FLEET_PXE") == "1"
-SKIP_REASON = ("PXE end-to-end test NOT RUN: set FLEET_PXE=1 (as root, with the packages of "
-               "tools/install-pxe-deps.sh) or run `make test-pxe`; it boots QEMU guests "
-               "under TCG for several minutes")
-SMALL = pxelab.ROOT / "tests" / "fixtures" / "small.yaml"
-DEBIAN_IMAGE = "debian-12"
-UNKNOWN_MAC = "52:54:00:ff:ff:01"
-# the install guest must reach the installer's preseed fetch within this (TCG, 2 cores)
-INSTALL_TIMEOUT = float(os.environ.get("FLEET_PXE_TIMEOUT", "480"))
+TIMINGS: dict[str, float] = {}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TIMINGS:
+        terminalreporter.write_line("PXE guests, seconds from power-on to done: " + ", ".join(
+            f"{k} {v:.0f}" for k, v in sorted(TIMINGS.items(), key=lambda kv: kv[1])))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -53,65 +58,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in Path(str(item.path)).resolve().parents:
             item.add_marker(skip)
-
-
-def overlay_text(work: Path) -> str:
-    return json.dumps({
-        "site": {
-            "pxe_root": str(work / "pxe"),
-            "pxe_state": str(work / "state"),
-            "images": {DEBIAN_IMAGE: {
-                "type": "debian-preseed",
-                "kernel": f"images/{DEBIAN_IMAGE}/linux",
-                "initrd": f"images/{DEBIAN_IMAGE}/initrd.gz",
-                "mirror": "http://10.1.0.10/debian",
-            }},
-        },
-        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE}},
-    })
-
-
-@dataclass
-class Bed:
-    work: Path
-    inv: Inventory
-    accel: str
-    dnsmasq_log: Path
-    http_log: Path
-    guests: dict[str, Guest] = field(default_factory=dict)
-    started: dict[str, float] = field(default_factory=dict)
-    done: dict[str, float] = field(default_factory=dict)  # seconds after its start
-    fleet_pxe: list[str] = field(default_factory=list)
-
-    def ip(self, node: str) -> str:
-        return str(self.inv.nodes[node].address)
-
-    def dhcp(self) -> str:
-        return self.dnsmasq_log.read_text(errors="replace")
-
-    def http(self) -> list[pxelab.HttpReq]:
-        return pxelab.http_log(self.http_log)
-
-    def fetched(self, node: str | None = None) -> list[tuple[str, str, str]]:
-        """(transport, client, path) of every file served, in order per transport:
-        nginx's 200s, then dnsmasq's TFTP transfers (paths relative to the TFTP root)."""
-        ip = self.ip(node) if node else None
-        tftp_root = str(self.work / "pxe" / "tftp")
-        out = [("http", r.client, r.path) for r in self.http() if r.status == 200]
-        out += [("tftp", c, p.removeprefix(tftp_root)) for p, c in
-                re.findall(r"dnsmasq-tftp\[\d+\]: sent (\S+) to (\S+)", self.dhcp())]
-        return [f for f in out if ip is None or f[1] == ip]
-
-    def paths(self, node: str) -> list[str]:
-        return [p for _t, _c, p in self.fetched(node)]
-
-
-def fleet(work: Path, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(pxelab.ROOT / "tools")}
-    proc = subprocess.run([sys.executable, "-m", "fleet", *args, "-i", str(SMALL),
-                           "--overlay", str(work / "overlay.yaml")], env=env, text=True,
-                          capture_output=True, check=True)
-    return proc.stdout
 
 
 @pytest.fixture(scope="session")
@@ -164,6 +110,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory,
         say("timings (s after power-on): " + json.dumps({k: round(v, 1)
                                                           for k, v in b.done.items()}))
         (work / "timings.json").write_text(json.dumps(b.done, indent=2))
+        TIMINGS.update(b.done)
         keep = os.environ.get("FLEET_PXE_KEEP")
         if keep:
             shutil.copytree(work, keep, dirs_exist_ok=True, symlinks=True)

@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 import re
 
+from pxebed import DEBIAN_IMAGE, UNKNOWN_MAC, Bed
 from pxelab import LOCAL_DISK_MARK
-
-from conftest import DEBIAN_IMAGE, UNKNOWN_MAC, Bed
 
 KERNEL, INITRD = f"/images/{DEBIAN_IMAGE}/linux", f"/images/{DEBIAN_IMAGE}/initrd.gz"
 

@@ -1,0 +1,88 @@
+"""The PXE test bed's data and helpers shared by conftest.py and the tests (a module of
+its own: `conftest` is a name every test directory uses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pxelab
+from pxelab import Guest
+
+from fleet.inventory.model import Inventory
+
+ENABLED = os.environ.get("FLEET_PXE") == "1"
+SKIP_REASON = ("PXE end-to-end test NOT RUN: set FLEET_PXE=1 (as root, with the packages of "
+               "tools/install-pxe-deps.sh) or run `make test-pxe`; it boots QEMU guests "
+               "under TCG for several minutes")
+SMALL = pxelab.ROOT / "tests" / "fixtures" / "small.yaml"
+DEBIAN_IMAGE = "debian-12"
+UNKNOWN_MAC = "52:54:00:ff:ff:01"
+# the install guest must reach the installer's preseed fetch within this (TCG, 2 cores)
+INSTALL_TIMEOUT = float(os.environ.get("FLEET_PXE_TIMEOUT", "480"))
+
+
+def overlay_text(work: Path) -> str:
+    return json.dumps({
+        "site": {
+            "pxe_root": str(work / "pxe"),
+            "pxe_state": str(work / "state"),
+            "images": {DEBIAN_IMAGE: {
+                "type": "debian-preseed",
+                "kernel": f"images/{DEBIAN_IMAGE}/linux",
+                "initrd": f"images/{DEBIAN_IMAGE}/initrd.gz",
+                "mirror": "http://10.1.0.10/debian",
+            }},
+        },
+        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE}},
+    })
+
+
+@dataclass
+class Bed:
+    work: Path
+    inv: Inventory
+    accel: str
+    dnsmasq_log: Path
+    http_log: Path
+    guests: dict[str, Guest] = field(default_factory=dict)
+    started: dict[str, float] = field(default_factory=dict)
+    done: dict[str, float] = field(default_factory=dict)  # seconds after its start
+    fleet_pxe: list[str] = field(default_factory=list)
+
+    def ip(self, node: str) -> str:
+        return str(self.inv.nodes[node].address)
+
+    def dhcp(self) -> str:
+        return self.dnsmasq_log.read_text(errors="replace")
+
+    def http(self) -> list[pxelab.HttpReq]:
+        return pxelab.http_log(self.http_log)
+
+    def fetched(self, node: str | None = None) -> list[tuple[str, str, str]]:
+        """(transport, client, path) of every file served, in order per transport:
+        nginx's 200s, then dnsmasq's TFTP transfers (paths relative to the TFTP root)."""
+        ip = self.ip(node) if node else None
+        tftp_root = str(self.work / "pxe" / "tftp")
+        out = [("http", r.client, r.path) for r in self.http() if r.status == 200]
+        out += [("tftp", c, p.removeprefix(tftp_root)) for p, c in
+                re.findall(r"dnsmasq-tftp\[\d+\]: sent (\S+) to (\S+)", self.dhcp())]
+        return [f for f in out if ip is None or f[1] == ip]
+
+    def paths(self, node: str) -> list[str]:
+        return [p for _t, _c, p in self.fetched(node)]
+
+
+def fleet(work: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(pxelab.ROOT / "tools")}
+    proc = subprocess.run([sys.executable, "-m", "fleet", *args, "-i", str(SMALL),
+                           "--overlay", str(work / "overlay.yaml")], env=env, text=True,
+                          capture_output=True, check=True)
+    return proc.stdout
+
+
