@@ -5,6 +5,7 @@ network, its minion key and minimal minion config in place before salt-minion st
 from __future__ import annotations
 
 import tempfile
+import time
 from functools import partial
 from pathlib import Path
 
@@ -91,8 +92,16 @@ def _booted(paths: Paths, node: LabNode) -> bool:
 def remove(paths: Paths, names: list[str]) -> None:
     """Stop and remove them all at once (podman stops them in parallel)."""
     present = [n for n in names if pm.exists(paths, "container", n)]
-    if present:
-        pm.podman(paths, "rm", "-f", "-t", "10", *present)
+    for attempt in range(3):
+        if not present:
+            return
+        # podman can lose a race with a container that stops by itself under load
+        # ("container state improper: stopped"): a second rm removes it
+        done = pm.podman(paths, "rm", "-f", "-t", "10", *present, check=attempt == 2)
+        if done.returncode == 0:
+            return
+        time.sleep(2)
+        present = [n for n in present if pm.exists(paths, "container", n)]
 
 
 def all_lab_containers(paths: Paths) -> list[str]:
