@@ -75,6 +75,15 @@ def test_switch_affects_only_that_node(tmp_path: Path, inv: Inventory, pxe_root:
                      "stor-2": "local"}
 
 
+def test_strays_are_links_of_macs_no_node_has(tmp_path: Path, inv: Inventory,
+                                              pxe_root: Path) -> None:
+    sd = tmp_path / "state"
+    assert state.strays(sd, state.targets(inv, pxe_root)) == []
+    state.set_mode(sd, state.target(inv, "gpu-01", pxe_root), "install")
+    (sd / "52-54-00-aa-bb-cc.ipxe").symlink_to(pxe_root / "http/hosts/gpu-01/install.ipxe")
+    assert state.strays(sd, state.targets(inv, pxe_root)) == ["52-54-00-aa-bb-cc.ipxe"]
+
+
 def test_target_by_mac_any_spelling(inv: Inventory, pxe_root: Path) -> None:
     assert state.target(inv, "52-54-00-00-00-66", pxe_root).hostname == "gpu-02"
     assert state.target(inv, "52:54:00:00:00:66".upper(), pxe_root).hostname == "gpu-02"

@@ -75,17 +75,21 @@ def cmd_status(args: argparse.Namespace, inv: Inventory) -> int:
     sd = _state_dir(args, inv)
     try:
         entries = state.status(sd, ts)
+        stray = [] if args.nodes else state.strays(sd, ts)
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return EXIT_IO
     if args.json:
         print(json.dumps({"ok": True, "state_dir": str(sd), "nodes": [
             {"node": e.hostname, "mac": e.mac, "mode": e.mode, "ipxe": e.ipxe,
-             "grub": e.grub, "consistent": e.consistent} for e in entries]}, indent=2))
+             "grub": e.grub, "consistent": e.consistent} for e in entries],
+            "stray": stray}, indent=2))
         return EXIT_OK
     if not args.quiet:
         width = max((len(e.hostname) for e in entries), default=4)
         for e in entries:
             note = "" if e.consistent else "  (iPXE and GRUB links disagree: set it again)"
             print(f"{e.hostname:<{width}}  {e.mac}  {e.mode}{note}")
+        for name in stray:
+            print(f"stray: {sd / name} (no node has this MAC any more; remove it)")
     return EXIT_OK

@@ -20,6 +20,7 @@ API (used by ``fleet pxe`` and by ``fleet reinstall``)::
     set_mode(state_dir(inv), t, "local")     # e.g. from the install-finished callback
     get_mode(state_dir(inv), t)        # -> "install" | "local"
     status(state_dir(inv), targets(inv))     # -> [Entry], one per node, inventory order
+    strays(state_dir(inv), targets(inv))     # links of MACs no node has (a MAC changed)
 
 ``set_mode`` raises :class:`StateError` when the rendered script it would point at is
 missing (the tree was not deployed): a link is never left dangling.
@@ -148,3 +149,14 @@ def get_mode(state: Path, t: Target) -> Mode:
 
 def status(state: Path, ts: Iterable[Target]) -> list[Entry]:
     return [entry(state, t) for t in ts]
+
+
+def strays(state: Path, ts: Iterable[Target]) -> list[str]:
+    """Names in the state directory that belong to no target: left by a MAC that changed
+    in the inventory (harmless, as no client has that MAC any more, but worth removing)."""
+    ours = {name for t in ts for name in (t.ipxe_link, t.grub_link)}
+    try:
+        names = sorted(p.name for p in state.iterdir())
+    except FileNotFoundError:
+        return []
+    return [n for n in names if n not in ours and not n.startswith(".")]
