@@ -137,6 +137,9 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
         "bios-local": lambda: pxelab.LOCAL_DISK_MARK in b.guests["bios-local"].console(),
         "unknown": unknown_ignored,
         "uefi-local": lambda: got("gpu-04", "/state/grub.cfg-52:54:00:00:00:68"),
+        # never armed: no link, so boot.ipxe's fallback (nginx logs the 404)
+        "uefi-ipxe-unarmed": lambda: any(r.path == "/state/52-54-00-00-00-97.ipxe"
+                                         for r in b.http()),
     }
     start("bios-install", "gpu-01", "bios")
     start("uefi-install", "gpu-02", "uefi")
@@ -158,6 +161,7 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
                 grace[key] = time.monotonic() + (0 if key.endswith("install") else 10)
         if "uefi-local" not in b.guests and {"bios-local", "unknown"} <= b.done.keys():
             start("uefi-local", "gpu-04", "uefi")
+            start("uefi-ipxe-unarmed", "stor-1", "uefi-ipxe")
         if len(b.done) == len(checks):
             break
         time.sleep(2)

@@ -191,7 +191,7 @@ def wait_for(pred: Callable[[], bool], timeout: float, step: float = 1.0) -> boo
 class Guest:
     name: str
     mac: str
-    firmware: str  # "bios" | "uefi"
+    firmware: str  # "bios" | "uefi" (firmware PXE) | "uefi-ipxe" (the NIC's iPXE EFI ROM)
     proc: Proc
     serial: Path
 
@@ -209,7 +209,7 @@ def start_guest(ns: Netns, work: Path, name: str, mac: str, firmware: str, accel
             "-device", f"virtio-net-pci,netdev=n0,mac={mac},bootindex=1"
             # UEFI: the firmware's own PXE (shim, GRUB), not the iPXE EFI ROM of the NIC
             + (",romfile=" if firmware == "uefi" else "")]
-    if firmware == "uefi":
+    if firmware.startswith("uefi"):
         vars_copy = work / f"{name}.vars.fd"
         shutil.copyfile(OVMF_VARS, vars_copy)
         argv += ["-machine", "q35",

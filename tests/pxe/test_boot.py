@@ -104,3 +104,15 @@ def test_unknown_mac_gets_no_lease_and_no_boot_file(bed: Bed) -> None:
     assert not [ln for ln in lines if re.search(r"DHCP(OFFER|ACK)|bootfile|sent ", ln)]
     known = {str(n.address) for n in bed.inv.nodes.values()}
     assert {c for _t, c, _p in bed.fetched()} <= known
+
+
+def test_uefi_ipxe_node_never_armed_boots_locally(bed: Bed) -> None:
+    # OVMF with the NIC's iPXE EFI ROM: straight to boot.ipxe; no link for this node
+    tags, boot = _first_stage(bed, "stor-1") or (set(), "")
+    assert {"known", "efi64", "ipxe"} <= tags and boot == "http://10.1.0.10/boot.ipxe"
+    ip = bed.ip("stor-1")
+    assert [(r.path, r.status) for r in bed.http() if r.client == ip] == [
+        ("/boot.ipxe", 200), ("/state/52-54-00-00-00-97.ipxe", 404)]
+    # exit 1 hands back to the firmware, which may go on to its own PXE entry (shim,
+    # GRUB: no link there either); nothing of an installer in any case
+    assert not [p for p in bed.paths("stor-1") if p.startswith(("/images/", "/hosts/"))]
