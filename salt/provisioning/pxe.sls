@@ -64,12 +64,16 @@ provisioning-pxe-cmd-run-sync:
 # shim + signed network GRUB for UEFI (Secure Boot).
 {%- for dest, source in mapdata.bootloaders | dictsort %}
 
-provisioning-pxe-file-copy-{{ dest | replace('/', '-') }}:
-  file.copy:
+# file.managed, not file.copy: Salt's copy with force reports a change even when the
+# files are identical, which would break the zero-change re-apply
+provisioning-pxe-file-managed-{{ dest | replace('/', '-') }}:
+  file.managed:
     - name: {{ pxe_root }}/{{ dest }}
-    - source: {{ source }}
-    - force: true
+    - source: file://{{ source }}
+    - user: root
+    - group: root
     - mode: '0644'
+    - show_changes: false
     - require:
       - pkg: provisioning-pxe-pkg-installed
       - cmd: provisioning-pxe-cmd-run-sync
