@@ -150,6 +150,7 @@ provisioning-pxe-service-running-nginx:
     - enable: true
     - onlyif: nginx -t -q
     - watch:
+      - cmd: provisioning-pxe-cmd-run-sync  # pxe/nginx/tokens.conf, included by the site
       - file: provisioning-pxe-file-managed-nginx-site
       - file: provisioning-pxe-file-symlink-nginx-site
       - file: provisioning-pxe-file-absent-nginx-default

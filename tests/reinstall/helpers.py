@@ -49,10 +49,15 @@ class RecordingBootMode:
 
     modes: dict[str, str] = field(default_factory=dict)
     history: list[tuple[str, str]] = field(default_factory=list)
+    tokens: dict[str, str] = field(default_factory=dict)  # published for the installer
 
-    def set_mode(self, node: str, mode: BootMode) -> None:
+    def set_mode(self, node: str, mode: BootMode, token: str | None = None) -> None:
         self.modes[node] = mode
         self.history.append((node, mode))
+        if token is not None:
+            self.tokens[node] = token
+        if mode == "local":
+            self.tokens.pop(node, None)
 
 
 @dataclass

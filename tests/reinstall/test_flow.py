@@ -119,7 +119,8 @@ def act_as_installer(rig: Rig, flow: Flow) -> bytes:
     wait_for(lambda: flow.callback_url and rig.boot.modes.get(NODE) == "install"
              and any(r["method"] == "POST" for r in rig.fake.control("GET", "/_fake/requests")),
              "the flow to arm the install and power the node")
-    token = token_file.read_text().strip()
+    token = rig.boot.tokens[NODE]  # published with the install mode, for the installer
+    assert token == token_file.read_text().strip()
     status, pem = http("GET", f"{flow.callback_url}/v1/key/{NODE}", token)
     assert status == 200, pem
     status, body = http("POST", f"{flow.callback_url}/v1/done/{NODE}", token)
@@ -143,6 +144,7 @@ def test_reinstall_through_the_install_callback_then_abort(rig: Rig) -> None:
     assert any("only replica" in w and "'training'" in w for w in report.warnings)
     # boot mode: install before power, local again from the callback
     assert rig.boot.history == [(NODE, "install"), (NODE, "local")]
+    assert NODE not in rig.boot.tokens  # withdrawn by the callback's switch to local
     # the BMC got PXE-once-UEFI, then "On" (it was off)
     sent = [r for r in rig.fake.control("GET", "/_fake/requests")
             if r["method"] in ("PATCH", "POST")]

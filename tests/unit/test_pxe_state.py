@@ -40,6 +40,24 @@ def pxe_root(tmp_path: Path, inv: Inventory) -> Path:
     return tmp_path / "pxe"
 
 
+def test_token_is_published_with_install_and_withdrawn_by_local(
+        tmp_path: Path, inv: Inventory, pxe_root: Path) -> None:
+    sd = tmp_path / "state"
+    t = state.target(inv, "gpu-01", pxe_root)
+    token = sd / "52-54-00-00-00-65.token"
+    state.set_mode(sd, t, "install", token="tok-1")
+    assert token.read_text() == "tok-1" and state.has_token(sd, t)
+    assert token.stat().st_mode & 0o777 == 0o644  # nginx reads it; its rules restrict it
+    state.set_mode(sd, t, "install")  # a plain `fleet pxe set install` keeps it
+    assert token.read_text() == "tok-1"
+    assert state.strays(sd, state.targets(inv, pxe_root)) == []
+    with pytest.raises(state.StateError, match="only with the install mode"):
+        state.set_mode(sd, t, "local", token="tok-2")
+    state.set_mode(sd, t, "local")
+    assert not token.exists() and not state.has_token(sd, t)
+    assert state.get_mode(sd, t) == "local"
+
+
 def test_default_is_local(tmp_path: Path, inv: Inventory, pxe_root: Path) -> None:
     entries = state.status(tmp_path / "state", state.targets(inv, pxe_root))
     assert [e.mode for e in entries] == ["local"] * len(inv.nodes)

@@ -102,6 +102,10 @@ class SaltSpec(Model):
                       description="apt repository of salt-minion for installed nodes")
     keyring: str = Field(default="keys/salt-archive-keyring.pgp",
                          description="the repository's signing key, under the boot HTTP root")
+    reinstall_port: StrictInt = Field(
+        default=8470, ge=1, le=65535,
+        description="port of `fleet reinstall`'s key/callback endpoint on the master: "
+                    "installers fetch the new minion key and call back there")
 
 
 class Site(Model):

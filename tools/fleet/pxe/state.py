@@ -62,6 +62,13 @@ class Target:
     def grub_link(self) -> str:
         return "grub.cfg-" + self.mac
 
+    @property
+    def token_file(self) -> str:
+        """The one-time install token of ``fleet reinstall``, while an install is armed
+        (fetched by the installer's late-command; nginx serves it to the node's address
+        only, see ``fleet.render.pxe``)."""
+        return self.mac.replace(":", "-") + ".token"
+
     def script(self, mode: Mode, loader: Literal["ipxe", "grub"]) -> Path:
         name = f"{mode}.ipxe" if loader == "ipxe" else f"grub-{mode}.cfg"
         return self.hosts_dir / self.hostname / name
@@ -108,8 +115,23 @@ def _replace_link(directory: Path, name: str, dest: Path) -> None:
     tmp.replace(directory / name)
 
 
-def set_mode(state: Path, t: Target, mode: str) -> None:
-    """Point both of ``t``'s links at its ``mode`` scripts, each by one atomic rename."""
+def _write_token(state: Path, t: Target, token: str) -> None:
+    tmp = state / f".{t.token_file}.{os.getpid()}.tmp"
+    # world-readable for nginx's workers; nginx serves it to the node's own address only
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token)
+    tmp.chmod(0o644)  # whatever the umask
+    tmp.replace(state / t.token_file)
+
+
+def set_mode(state: Path, t: Target, mode: str, token: str | None = None) -> None:
+    """Point both of ``t``'s links at its ``mode`` scripts, each by one atomic rename.
+
+    ``install`` with a ``token`` (``fleet reinstall``) first publishes it as
+    ``<state>/<mac>.token`` for the installer; ``local`` removes any token after the
+    switch (the callback, an abort, a failure or an expiry all end in ``local``). A plain
+    ``install`` leaves an existing token alone."""
     if mode not in MODES:
         raise StateError(f"{mode!r}: not a boot mode (choose {' or '.join(MODES)})")
     m: Mode = "install" if mode == "install" else "local"
@@ -117,9 +139,19 @@ def set_mode(state: Path, t: Target, mode: str) -> None:
     for path in (ipxe, grub):
         if not path.is_file():
             raise StateError(f"{path}: missing; deploy the rendered pxe/ tree first")
+    if token is not None and m != "install":
+        raise StateError("a token is published only with the install mode")
     state.mkdir(parents=True, exist_ok=True)
+    if token is not None:
+        _write_token(state, t, token)
     _replace_link(state, t.grub_link, grub)
     _replace_link(state, t.ipxe_link, ipxe)
+    if m == "local":
+        (state / t.token_file).unlink(missing_ok=True)
+
+
+def has_token(state: Path, t: Target) -> bool:
+    return (state / t.token_file).is_file()
 
 
 def _mode_of(link: Path) -> tuple[Mode | None, str | None]:
@@ -154,7 +186,7 @@ def status(state: Path, ts: Iterable[Target]) -> list[Entry]:
 def strays(state: Path, ts: Iterable[Target]) -> list[str]:
     """Names in the state directory that belong to no target: left by a MAC that changed
     in the inventory (harmless, as no client has that MAC any more, but worth removing)."""
-    ours = {name for t in ts for name in (t.ipxe_link, t.grub_link)}
+    ours = {name for t in ts for name in (t.ipxe_link, t.grub_link, t.token_file)}
     try:
         names = sorted(p.name for p in state.iterdir())
     except FileNotFoundError:

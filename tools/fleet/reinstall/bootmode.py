@@ -15,7 +15,9 @@ BootMode = Literal["install", "local"]
 
 
 class BootModeSetter(Protocol):
-    def set_mode(self, node: str, mode: BootMode) -> None: ...
+    def set_mode(self, node: str, mode: BootMode, token: str | None = None) -> None:
+        """``install`` with ``token`` also publishes the one-time token for the node's
+        installer; ``local`` withdraws any token."""
 
 
 class BootModeUnavailableError(Exception):
@@ -30,12 +32,12 @@ class PxeBootMode:
                  pxe_root: Path | None = None) -> None:
         self.inv, self.state_dir, self.pxe_root = inv, state_dir, pxe_root
 
-    def set_mode(self, node: str, mode: BootMode) -> None:
+    def set_mode(self, node: str, mode: BootMode, token: str | None = None) -> None:
         from fleet.pxe import state
 
         sd = self.state_dir if self.state_dir is not None else state.state_dir(self.inv)
         try:
-            state.set_mode(sd, state.target(self.inv, node, self.pxe_root), mode)
+            state.set_mode(sd, state.target(self.inv, node, self.pxe_root), mode, token)
         except state.StateError as exc:
             raise BootModeUnavailableError(f"cannot set {node}'s boot mode to {mode}: "
                                            f"{exc}") from exc

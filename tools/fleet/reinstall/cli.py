@@ -49,9 +49,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the secrets store with bmc/<password_secret> (default ./secrets)")
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
                    help="the Salt master's config dir (-c of salt and salt-key)")
-    p.add_argument("--callback", default="0.0.0.0:8470", metavar="HOST:PORT",
-                   help="where the installer's key/callback endpoint listens "
-                        "(default 0.0.0.0:8470; 'none' when one runs separately)")
+    p.add_argument("--callback", metavar="HOST:PORT",
+                   help="where the installer's key/callback endpoint listens (default "
+                        "0.0.0.0:<site.salt.reinstall_port>, 8470 unless set: the rendered "
+                        "late-commands call that port on the master; 'none' when one runs "
+                        "separately)")
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help="the boot-mode links (default: the inventory's site.pxe_state)")
     p.add_argument("--pxe-root", type=Path, metavar="DIR",
@@ -119,8 +121,9 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
                         converge_timeout=args.converge_timeout, reason=args.reason),
         say=say)
     bind = None
-    if args.callback != "none":
-        host, _, port = args.callback.rpartition(":")
+    callback = args.callback or f"0.0.0.0:{inv.raw.site.salt.reinstall_port}"
+    if callback != "none":
+        host, _, port = callback.rpartition(":")
         bind = (host, int(port))
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     flow = Flow(ctx, callback_bind=bind)

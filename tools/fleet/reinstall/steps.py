@@ -79,8 +79,13 @@ def rotate_key(ctx: Context) -> str:
 
 
 def arm_install(ctx: Context) -> str:
-    ctx.boot.set_mode(ctx.name, "install")
-    return "boot mode install"
+    try:
+        token = ctx.token_file.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise StepFailedError("no install token to publish (rotate_key did not run or "
+                              "its token is spent): use --abort, then start again") from None
+    ctx.boot.set_mode(ctx.name, "install", token=token)
+    return "boot mode install; token published for the installer"
 
 
 def power(ctx: Context) -> str:

@@ -12,8 +12,11 @@ from typing import Any
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import Admin
-from fleet.render import yamlout
+from fleet.render import installkey, yamlout
 from fleet.render.header import header
+
+# the live installer's curl (the late-commands run there, the target under /target)
+CURL = "curl"
 
 REQUIRED_KEYS = ("version", "storage", "network", "ssh", "late-commands", "user-data")
 
@@ -69,9 +72,11 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
         write(salt_pin, "/etc/apt/preferences.d/salt.pref"),
         write(minion_conf, "/etc/salt/minion.d/fleet.conf"),
         write([node.hostname], "/etc/salt/minion_id"),
+        installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",
         "curtin in-target -- env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
         "curtin in-target -- systemctl enable salt-minion",
+        installkey.callback(inv, node, CURL),  # last: the install is done
     ]
     match = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else {"size": "largest"}
     ai: dict[str, Any] = {

@@ -13,8 +13,12 @@ from urllib.parse import urlsplit
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import DebianImage
+from fleet.render import installkey
 from fleet.render.autoinstall import http_base
 from fleet.render.header import header
+
+# d-i has no curl: the target's (pkgsel/include installs it before the late_command)
+CURL = "chroot /target curl"
 
 
 def image_of(inv: Inventory, node: Node) -> DebianImage | None:
@@ -72,6 +76,7 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
               "/etc/apt/preferences.d/salt.pref"),
         write(minion_conf, "/etc/salt/minion.d/fleet.conf"),
         write([node.hostname], "/etc/salt/minion_id"),
+        installkey.fetch_key(inv, node, CURL),
     ]
     for admin in site.admins:
         home = f"/home/{admin.name}"
@@ -89,6 +94,7 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
         "in-target apt-get update",
         "in-target env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
         "in-target systemctl enable salt-minion",
+        installkey.callback(inv, node, CURL),  # last: the install is done
     ]
     return cmds
 

@@ -10,6 +10,7 @@
     pxe/http/hosts/<host>/grub-install.cfg, grub-local.cfg   the same for UEFI GRUB
     pxe/http/hosts/<host>/user-data       autoinstall (NoCloud seed) + meta-data
     pxe/http/hosts/<host>/preseed.cfg     instead, for a node whose group names a Debian image
+    pxe/nginx/tokens.conf                 nginx: /state/<mac>.token only to that node's address
 
 ``/state/`` is not rendered and lives outside ``pxe/`` (``site.pxe_state``): it holds the
 per-MAC links that select install or local for each host, switched at run time, so a
@@ -24,7 +25,7 @@ from importlib import resources
 import jinja2
 
 from fleet.inventory.model import Inventory, Node
-from fleet.render import preseed, yamlout
+from fleet.render import installkey, preseed, yamlout
 from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
@@ -116,7 +117,21 @@ def render(inv: Inventory) -> dict[str, str]:
         out[f"pxe/http/hosts/{h}/grub-install.cfg"] = install_grub.render(
             **ctx, http_host=http_host, grub_cmdline=grub_line)
         out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=efi_dir)
+    out["pxe/nginx/tokens.conf"] = _token_rules(inv)
     return out
+
+
+def _token_rules(inv: Inventory) -> str:
+    """nginx locations (included by the provisioning role's site) that serve each node's
+    one-time install token (``fleet reinstall``) to that node's own DHCP address only;
+    the site denies every other ``*.token``."""
+    state = inv.raw.site.pxe_state.rstrip("/")
+    lines = [f"# {TEXT}", "# fleet reinstall's install tokens: each to its node's address"]
+    for node in inv.nodes.values():
+        name = installkey.token_name(node)
+        lines.append(f"location = /state/{name} {{ alias {state}/{name}; "
+                     f"allow {node.address}; deny all; expires epoch; }}")
+    return "\n".join(lines) + "\n"
 
 
 def _dns_hosts(inv: Inventory) -> str:

@@ -1,0 +1,224 @@
+"""The reinstall key fetch and callback in the rendered install data (both images): the
+late-commands are taken from the rendered user-data and preseed and run by a real ``sh``
+against the real installer endpoint (fleet.reinstall.server) and a token file served over
+HTTP, with only the addresses and the ``/target`` root moved into a temp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory, Node
+from fleet.reinstall.journal import Journal
+from fleet.reinstall.server import CallbackServer
+from fleet.reinstall.tokens import TokenStore
+from fleet.render import installkey, render_all
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
+IMAGE = {"type": "debian-preseed", "kernel": "images/debian-12/linux",
+         "initrd": "images/debian-12/initrd.gz", "mirror": "http://deb.example/debian"}
+UBUNTU, DEBIAN = "gpu-03", "gpu-01"  # part-b stays Ubuntu; part-a gets the Debian image
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Inventory, dict[str, str]]:
+    overlay = tmp_path_factory.mktemp("ov") / "overlay.yaml"
+    overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE}},
+                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
+    inv = load_inventory(SMALL, overlay)
+    return inv, render_all(inv)
+
+
+def _sh_scripts(words: list[str]) -> list[str]:
+    """The ``sh -c`` scripts that are whole late-commands (not ``in-target sh -c``)."""
+    return [words[i + 2] for i in range(len(words) - 2) if words[i:i + 2] == ["sh", "-c"]
+            and (i == 0 or words[i - 1] == ";")]
+
+
+def late_scripts(inv: Inventory, files: dict[str, str], node: Node) -> list[str]:
+    """The ``sh -c`` scripts of the node's late-commands, in order, as rendered."""
+    base = f"pxe/http/hosts/{node.hostname}/"
+    if base + "user-data" in files:
+        cmds = yaml.safe_load(files[base + "user-data"])["autoinstall"]["late-commands"]
+        return [s for c in cmds for s in _sh_scripts(shlex.split(c))]
+    line = next(ln for ln in files[base + "preseed.cfg"].splitlines()
+                if ln.startswith("d-i preseed/late_command string "))
+    lex = shlex.shlex(line.split(" string ", 1)[1], posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    return _sh_scripts(list(lex))
+
+
+@dataclass
+class Boot:
+    modes: dict[str, str] = field(default_factory=dict)
+
+    def set_mode(self, node: str, mode: str, token: str | None = None) -> None:
+        self.modes[node] = mode
+
+
+@dataclass
+class Rig:
+    inv: Inventory
+    files: dict[str, str]
+    tmp: Path
+    state_root: Path  # the reinstall's
+    pxe_state: Path  # served as /state/
+    target: Path
+    endpoint: str
+    web: str
+    boot: Boot
+
+    def run(self, node: Node, script: str) -> subprocess.CompletedProcess[str]:
+        s = script.replace(installkey.endpoint(self.inv), self.endpoint)
+        s = s.replace(installkey.token_url(self.inv, node),
+                      f"{self.web}/{installkey.token_name(node)}")
+        s = s.replace(installkey.TOKEN_COPY, str(self.tmp / "token-copy"))
+        s = s.replace("/target", str(self.target))
+        assert "10.1.0." not in s, s  # nothing left pointing at the site
+        env = {**os.environ, "PATH": f"{self.tmp / 'bin'}:{os.environ['PATH']}"}
+        return subprocess.run(["sh", "-c", s], env=env, text=True, capture_output=True,
+                              timeout=60)
+
+    def arm(self, node: Node) -> str:
+        """What `fleet reinstall` leaves for the installer: a key, a token, its copy."""
+        d = self.state_root / node.hostname
+        (d / "keys").mkdir(parents=True)
+        subprocess.run(["openssl", "genrsa", "-out", str(d / "keys" / "minion.pem"), "2048"],
+                       check=True, capture_output=True)
+        self.original_pem = (d / "keys" / "minion.pem").read_bytes()
+        token = TokenStore(d).issue(600)
+        (self.pxe_state / installkey.token_name(node)).write_text(token)
+        return token
+
+
+@pytest.fixture
+def rig(rendered: tuple[Inventory, dict[str, str]], tmp_path: Path) -> Iterator[Rig]:
+    inv, files = rendered
+    (tmp_path / "bin").mkdir()
+    # stands in for chroot(8), which needs a real root file system: runs the command with
+    # its absolute /etc paths moved under the given root
+    fake_chroot = tmp_path / "bin" / "chroot"
+    fake_chroot.write_text('#!/bin/sh\nr=$1; shift\nfor a; do case $a in /etc/*) '
+                           'set -- "$@" "$r$a";; *) set -- "$@" "$a";; esac; shift; done\n'
+                           'exec "$@"\n')
+    fake_chroot.chmod(0o755)
+    pxe_state = tmp_path / "pxe-state"
+    pxe_state.mkdir()
+    boot = Boot()
+    api = CallbackServer(("127.0.0.1", 0), tmp_path / "reinstall", boot)
+    web = ThreadingHTTPServer(("127.0.0.1", 0),
+                              partial(_Quiet, directory=str(pxe_state)))
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    api.start()
+    target = tmp_path / "target"
+    (target / "etc").mkdir(parents=True)
+    try:
+        yield Rig(inv, files, tmp_path, tmp_path / "reinstall", pxe_state, target, api.url,
+                  f"http://127.0.0.1:{web.server_address[1]}", boot)
+    finally:
+        api.stop()
+        web.shutdown()
+        web.server_close()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("host", [UBUNTU, DEBIAN])
+def test_both_images_fetch_the_key_first_and_call_back_last(
+        rendered: tuple[Inventory, dict[str, str]], host: str) -> None:
+    inv, files = rendered
+    node = inv.nodes[host]
+    scripts = late_scripts(inv, files, node)
+    assert len(scripts) == 2, scripts
+    fetch, done = scripts
+    curl = "curl" if host == UBUNTU else "chroot /target curl"
+    assert f"t=$({curl} -fsS --max-time 30 http://10.1.0.10/state/" \
+           f"{node.mac.replace(':', '-')}.token)" in fetch
+    assert f"http://10.1.0.10:8470/v1/key/{host} " in fetch
+    assert f"-X POST -H \"Authorization: Bearer $(cat $f)\" http://10.1.0.10:8470/v1/done/{host}" \
+        in done
+    key = files[f"pxe/http/hosts/{host}/" + ("user-data" if host == UBUNTU else "preseed.cfg")]
+    # the key is in place before salt-minion is installed; the callback is the very end
+    assert key.index("/v1/key/") < key.index("apt-get install -y salt-minion") \
+        < key.index("systemctl enable salt-minion") < key.index("/v1/done/")
+
+
+@pytest.mark.parametrize("host", [UBUNTU, DEBIAN])
+def test_armed_install_gets_the_rotated_key_and_calls_back(rig: Rig, host: str) -> None:
+    node = rig.inv.nodes[host]
+    rig.arm(node)
+    fetch, done = late_scripts(rig.inv, rig.files, node)
+    r = rig.run(node, fetch)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "minion key installed" in r.stdout
+    pki = rig.target / "etc/salt/pki/minion"
+    assert (pki / "minion.pem").read_bytes() == rig.original_pem
+    assert stat.S_IMODE((pki / "minion.pem").stat().st_mode) == 0o400
+    expected_pub = subprocess.run(["openssl", "rsa", "-pubout"], input=rig.original_pem,
+                                  capture_output=True, check=True).stdout
+    assert (pki / "minion.pub").read_bytes() == expected_pub
+    assert not (rig.state_root / host / "keys" / "minion.pem").exists()  # served once
+    assert rig.boot.modes == {}
+    r = rig.run(node, done)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rig.boot.modes == {host: "local"}
+    notes = [e.get("what") for e in Journal(rig.state_root / host).entries()]
+    assert notes == ["key-fetched", "install-finished"]
+    assert not (rig.tmp / "token-copy").exists()
+
+
+@pytest.mark.parametrize("host", [UBUNTU, DEBIAN])
+def test_plain_install_without_token_keeps_its_own_key(rig: Rig, host: str) -> None:
+    node = rig.inv.nodes[host]
+    fetch, done = late_scripts(rig.inv, rig.files, node)
+    r = rig.run(node, fetch)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no install token" in r.stdout
+    assert not (rig.target / "etc/salt/pki").exists()
+    r = rig.run(node, done)
+    assert r.returncode == 0 and "no callback" in r.stdout, r.stdout + r.stderr
+    assert rig.boot.modes == {}
+
+
+def test_a_refused_key_fails_the_install(rig: Rig) -> None:
+    node = rig.inv.nodes[DEBIAN]
+    rig.arm(node)
+    (rig.pxe_state / installkey.token_name(node)).write_text("forged-token")
+    fetch, done = late_scripts(rig.inv, rig.files, node)
+    r = rig.run(node, fetch)
+    assert r.returncode == 1 and "refused the key" in r.stdout, r.stdout + r.stderr
+    assert not list((rig.target / "etc/salt/pki/minion").iterdir())
+    r = rig.run(node, done)  # the copy of the forged token is refused too: install stops
+    assert r.returncode == 1 and "still armed" in r.stdout, r.stdout + r.stderr
+    assert rig.boot.modes == {}
+
+
+def test_nginx_rules_give_each_token_to_its_node_only(
+        rendered: tuple[Inventory, dict[str, str]]) -> None:
+    inv, files = rendered
+    rules = files["pxe/nginx/tokens.conf"].splitlines()
+    state = inv.raw.site.pxe_state
+    for node in inv.nodes.values():
+        name = installkey.token_name(node)
+        assert f"location = /state/{name} {{ alias {state}/{name}; allow {node.address}; " \
+               "deny all; expires epoch; }" in rules
+    site = (ROOT / "salt/provisioning/files/pxe-nginx.conf.jinja").read_text()
+    assert "location ~ \\.token$ {\n    deny all;" in site
+    assert "include {{ root }}/../nginx/tokens.conf;" in site
