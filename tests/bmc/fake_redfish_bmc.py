@@ -8,7 +8,11 @@ real BMC) live under ``/_fake/``: ``POST /_fake/conflicts?n=N`` makes the next N
 meet a concurrent change (a 412), ``GET /_fake/requests`` lists what the client sent.
 
 Run: python fake_redfish_bmc.py --port P --state-dir D --system NAME --power On|Off
-         [--auth-file F] [--cert C --key K]
+         [--auth-file F] [--cert C --key K] [--notify URL]
+
+``--notify URL`` turns on the fake driver's external notifier: on every change of the
+system (power, pending power, boot device) sushy-tools PUTs the system's JSON to URL,
+where a test's stand-in for the hardware (tests/pxe/fake_bmc_hardware.py) acts on it.
 """
 
 from __future__ import annotations
@@ -104,15 +108,18 @@ def main() -> None:
     ap.add_argument("--auth-file")
     ap.add_argument("--cert")
     ap.add_argument("--key")
+    ap.add_argument("--notify", metavar="URL", help="the fake driver's external notifier")
     args = ap.parse_args()
     config: dict[str, Any] = {
         "SUSHY_EMULATOR_FAKE_DRIVER": True,
         "SUSHY_EMULATOR_STATE_DIR": args.state_dir,
         "SUSHY_EMULATOR_FAKE_SYSTEMS": [{
             "uuid": "27946b59-9e44-4fa7-8e91-f3527a1ef094", "name": args.system,
-            "power_state": args.power, "external_notifier": False,
+            "power_state": args.power, "external_notifier": bool(args.notify),
             "nics": [{"mac": "00:5c:52:31:3a:9c", "ip": "127.0.0.1"}]}],
     }
+    if args.notify:
+        config["EXTERNAL_NOTIFICATION_URL"] = args.notify
     if args.auth_file:
         config["SUSHY_EMULATOR_AUTH_FILE"] = args.auth_file
     emulator.app.configure(extra_config=config)

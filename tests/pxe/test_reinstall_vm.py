@@ -1,0 +1,273 @@
+"""`fleet reinstall` against a QEMU guest (issue 6, the part that fits in CI; docs/pxe.md).
+
+The real CLI runs in the test's network namespace with the rendered pxe/ tree served by
+dnsmasq and nginx (as tests/pxe/conftest.py), a real salt-key on a temp master config,
+and a FAKE BMC: sushy-tools' Redfish emulator (tests/bmc/fake_redfish_bmc.py) whose fake
+driver notifies tests/pxe/fake_bmc_hardware.py, the fake BMC's "hardware", which powers
+a QEMU guest with the node's MAC on and off. The node is stor-1, a storage node: not in
+Slurm, so the drain step is skipped (and says so).
+
+What runs: preflight -> rotate key -> arm install (token published) -> power (Redfish:
+PXE once, UEFI, On) -> the guest PXE-boots the Debian installer, which fetches stor-1's
+preseed from nginx. Then the test interrupts the run (SIGINT, as an operator's Ctrl-C)
+and ends it with `--abort`: the node must be back in local boot, the token withdrawn.
+What does NOT run here: the install itself (no Debian mirror in the namespace; hours
+under TCG), so neither the key fetch nor the callback from the guest (tests/render/
+test_installkey.py runs those late-commands against the real endpoint instead).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parent))
+
+import contextlib
+
+import pxelab
+from pxebed import DEBIAN_IMAGE, INSTALL_TIMEOUT, SMALL, overlay_text
+from pxelab import Netns
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.render import installkey, render_all
+
+NODE = "stor-1"
+ROOT = pxelab.ROOT
+BMC_PORT, HW_PORT = 8400, 8401  # on the namespace's loopback
+
+
+@dataclass
+class Run:
+    work: Path
+    inv: Inventory
+    accel: str
+    http_log: Path
+    rc: int = -1
+    stderr: str = ""
+    report: dict[str, Any] = field(default_factory=dict)
+    abort_out: str = ""
+    abort_rc: int = -1
+    token_while_armed: str | None = None
+    other_address_status: str = ""
+    times: dict[str, float] = field(default_factory=dict)
+
+    def journal(self) -> list[dict[str, Any]]:
+        path = self.work / "reinstall" / NODE / "journal.jsonl"
+        return [json.loads(ln) for ln in path.read_text().splitlines()]
+
+    def hardware(self) -> list[dict[str, Any]]:
+        path = self.work / "hardware.jsonl"
+        return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() \
+            else []
+
+    def node_paths(self) -> list[tuple[str, int]]:
+        ip = str(self.inv.nodes[NODE].address)
+        return [(r.path, r.status) for r in pxelab.http_log(self.http_log) if r.client == ip]
+
+
+def _fleet_argv(work: Path, conf: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "fleet", "reinstall", NODE, "-i", str(SMALL),
+            "--overlay", str(work / "overlay.yaml"), "--state-dir", str(work / "reinstall"),
+            "--salt-config", str(conf), "--pxe-root", str(work / "pxe"),
+            "--pxe-state", str(work / "state"), "--secrets", str(work / "secrets"), *extra]
+
+
+def _ready(proc: subprocess.Popen[str], what: str) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"{what} did not start: {line}{proc.stdout.read()}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Run]:
+    from reinstall.helpers import salt_key_bin, salt_master_config
+
+    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    t0 = time.monotonic()
+
+    def say(text: str) -> None:
+        if tr is not None:
+            tr.write_line(f"[reinstall-vm {time.monotonic() - t0:6.1f}s] {text}")
+
+    salt_key_bin()
+    work = tmp_path_factory.mktemp("reinstall-vm")
+    overlay = json.loads(overlay_text(work))
+    overlay["node_groups"]["storage"] = {"image": DEBIAN_IMAGE}
+    (work / "overlay.yaml").write_text(json.dumps(overlay))
+    inv = load_inventory(SMALL, work / "overlay.yaml")
+    node = inv.nodes[NODE]
+    for rel, text in render_all(inv).items():
+        if rel.startswith("pxe/"):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+    (work / "images").mkdir()
+    pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
+    accel = "kvm" if pxelab.kvm_works(work, work / "images" / DEBIAN_IMAGE / "linux") else "tcg"
+    conf, _pki = salt_master_config(work)
+    (work / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
+    pw = work / "secrets" / "bmc" / node.profile.bmc.password_secret
+    pw.write_text("password\n")
+    pw.chmod(0o600)
+    from bmc.fakes import _htpasswd
+
+    _htpasswd(work / "htpasswd", node.profile.bmc.user, "password")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tools'}:{ROOT / 'tests'}"}
+
+    prov = inv.nodes[inv.raw.site.provisioning_host]
+    ns_name = f"fleet-rvm-{os.getpid()}"
+    with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns:
+        dns, _dns_log = pxelab.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
+        web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
+                                          state=work / "state", images=work / "images",
+                                          listen=str(prov.address))
+        r = Run(work, inv, accel, web_log)
+        hw = subprocess.Popen(ns.cmd(
+            sys.executable, ROOT / "tests/pxe/fake_bmc_hardware.py", "--port", str(HW_PORT),
+            "--netns", ns_name, "--bridge", prov.boot_nic, "--work", work, "--mac", node.mac,
+            "--accel", accel), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=env)
+        bmc = subprocess.Popen(ns.cmd(
+            sys.executable, ROOT / "tests/bmc/fake_redfish_bmc.py", "--port", str(BMC_PORT),
+            "--state-dir", work / "sushy", "--system", NODE, "--power", "Off",
+            "--auth-file", work / "htpasswd", "--notify", f"http://127.0.0.1:{HW_PORT}/"),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        cli: subprocess.Popen[str] | None = None
+        try:
+            _ready(hw, "the fake BMC's hardware agent")
+            _ready(bmc, "the fake Redfish BMC")
+            say(f"accelerator {accel}; fake BMC and its hardware agent up")
+            argv = _fleet_argv(work, conf, "--json", "--timeout", str(INSTALL_TIMEOUT + 60),
+                               "--bmc-address", f"127.0.0.1:{BMC_PORT}", "--bmc-scheme",
+                               "http")
+            t_cli = time.monotonic()
+            with (work / "cli.err").open("w") as err:
+                cli = subprocess.Popen(ns.cmd(*argv), stdout=subprocess.PIPE, stderr=err,
+                                       text=True, env=env, cwd=ROOT,
+                                       start_new_session=True)
+            token = work / "state" / installkey.token_name(node)
+            preseed = f"/hosts/{NODE}/preseed.cfg"
+
+            def fetched() -> bool:
+                assert cli is not None and cli.poll() is None, (work / "cli.err").read_text()
+                return (preseed, 200) in r.node_paths()
+
+            armed = pxelab.wait_for(token.exists, 120, step=0.5)
+            if armed:
+                r.times["armed"] = time.monotonic() - t_cli
+                r.token_while_armed = token.read_text()
+                # from an address that is not stor-1's: nginx must refuse it
+                other = str(inv.nodes["stor-2"].address)
+                ns.run("ip", "addr", "add", f"{other}/32", "dev", prov.boot_nic)
+                r.other_address_status = ns.run(
+                    "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface",
+                    other, f"http://{prov.address}/state/{token.name}").stdout
+                ns.run("ip", "addr", "del", f"{other}/32", "dev", prov.boot_nic)
+                say(f"armed after {r.times['armed']:.1f}s; token from another address: "
+                    f"HTTP {r.other_address_status}")
+            ok = armed and pxelab.wait_for(fetched, INSTALL_TIMEOUT, step=2)
+            on = [e for e in r.hardware() if e["event"] == "power-on"]
+            if on:
+                r.times["power_on_to_preseed"] = time.monotonic() - on[0]["t"] if ok else -1
+            r.times["cli_to_preseed"] = time.monotonic() - t_cli if ok else -1
+            say(f"installer fetched its preseed: {ok} ({r.times})")
+            cli.send_signal(signal.SIGINT)  # the operator's Ctrl-C during wait_install
+            out, _ = cli.communicate(timeout=60)
+            r.rc, r.stderr = cli.returncode, (work / "cli.err").read_text()
+            r.report = json.loads(out) if out.strip() else {}
+            ab = subprocess.run(ns.cmd(*_fleet_argv(work, conf, "--abort", "--callback",
+                                                     "none")),
+                                text=True, capture_output=True, env=env, cwd=ROOT, timeout=120)
+            r.abort_rc, r.abort_out = ab.returncode, ab.stdout + ab.stderr
+        finally:
+            if cli is not None and cli.poll() is None:
+                cli.kill()
+                cli.wait(10)
+            _stop(bmc)
+            _stop(hw)  # ends the guest
+            for e in r.hardware():
+                if e["event"] == "power-on":
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(e["pid"], signal.SIGKILL)
+            web.stop()
+            dns.stop()
+            (work / "times.json").write_text(json.dumps(r.times, indent=2))
+            say(f"times: {r.times}")
+        if os.environ.get("FLEET_PXE_KEEP"):
+            import shutil
+            shutil.copytree(work, os.environ["FLEET_PXE_KEEP"] + "-reinstall", symlinks=True,
+                            dirs_exist_ok=True)
+        yield r
+
+
+def _ends(r: Run) -> list[tuple[str, str]]:
+    return [(e["step"], e["outcome"]) for e in r.journal()
+            if e["event"] == "step" and e.get("phase") == "end"]
+
+
+def test_steps_up_to_power_ran_and_the_wait_was_interrupted(run: Run) -> None:
+    assert _ends(run) == [("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
+                          ("arm_install", "ok"), ("power", "ok"),
+                          ("wait_install", "failed")], run.stderr
+    wait = next(e for e in run.journal() if e.get("step") == "wait_install"
+            and e.get("phase") == "end")
+    assert wait["detail"] == "interrupted by the operator"
+    assert run.rc == 5 and run.report["outcome"] == "failed", run.stderr
+
+
+def test_the_fake_bmc_powered_the_guest_on_for_a_pxe_boot(run: Run) -> None:
+    on = [e for e in run.hardware() if e["event"] == "power-on"]
+    assert len(on) == 1, run.hardware()
+    assert on[0]["boot_device"] == "Pxe" and on[0]["firmware"] == "uefi"
+
+
+def test_the_installer_fetched_its_own_preseed(run: Run) -> None:
+    assert run.times.get("cli_to_preseed", -1) > 0, \
+        f"stor-1's installer never fetched its preseed: {run.node_paths()}"
+    paths = [p for p, s in run.node_paths() if s == 200]
+    assert f"/hosts/{NODE}/preseed.cfg" in paths
+    others = [p for p in paths if p.startswith("/hosts/") and not p.startswith(f"/hosts/{NODE}/")]
+    assert others == []
+
+
+def test_token_was_published_while_armed_and_only_to_the_node(run: Run) -> None:
+    assert run.token_while_armed, "no token next to the boot-mode links while armed"
+    assert run.other_address_status == "403"
+
+
+def test_after_the_interrupt_and_abort_the_node_boots_locally(run: Run) -> None:
+    notes = [e for e in run.journal() if e["event"] == "note"]
+    assert [n["what"] for n in notes] == ["disarmed"]  # the guest never called back
+    assert notes[0]["boot_mode"] == "local"
+    assert run.report["left"]["boot_mode"] == "local (set back after the failure)"
+    node = run.inv.nodes[NODE]
+    link = run.work / "state" / (node.mac.replace(":", "-") + ".ipxe")
+    assert link.readlink().name == "local.ipxe"
+    assert not (run.work / "state" / installkey.token_name(node)).exists()
+    assert run.abort_rc == 0, run.abort_out
+    assert "boot_mode: local" in run.abort_out and "token: revoked" in run.abort_out
+    finish = [e for e in run.journal() if e["event"] == "finish"]
+    assert [f["outcome"] for f in finish] == ["failed", "aborted"]
