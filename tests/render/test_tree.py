@@ -119,6 +119,7 @@ def test_changing_one_node_touches_only_its_files(
         "pxe/http/hosts/gpu-02/install.ipxe",
         "pxe/http/hosts/gpu-02/user-data",
         "pxe/http/hosts/gpu-02/grub-install.cfg",
+        "pxe/nginx/tokens.conf",  # fleet reinstall's install tokens, one per boot MAC
     }
     after = snapshot(out)
     new_bytes, _ = read_tree(out)
@@ -146,7 +147,7 @@ def test_deleting_a_node_removes_its_files(
     assert set(result["removed"]) == {p for p in old_files if "gpu-04" in p}
     assert len(result["removed"]) == 8
     assert set(result["changed"]) == {"pillar/hosts.sls", "pillar/slurm.sls", "pillar/top.sls",
-                                       "pxe/dnsmasq/dns-hosts"}
+                                       "pxe/dnsmasq/dns-hosts", "pxe/nginx/tokens.conf"}
     assert result["added"] == []
     files, dirs = read_tree(out)
     assert not [p for p in [*files, *dirs] if "gpu-04" in p]
