@@ -36,10 +36,12 @@ def _lookup(lab: Lab, role: str) -> dict:
 
 
 def _installed(host, package: str) -> str | None:
+    # "install ok installed", or "hold ok installed" for a held package
     out = host.run("dpkg-query -W -f '${Status} ${Version}' %s", package)
-    if out.rc != 0 or not out.stdout.startswith("install ok installed"):
+    words = out.stdout.split()
+    if out.rc != 0 or len(words) != 4 or words[1:3] != ["ok", "installed"]:
         return None
-    return out.stdout.split()[-1]
+    return words[3]
 
 
 def test_lab_has_gpu_and_ib_nodes() -> None:
