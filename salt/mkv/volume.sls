@@ -113,12 +113,21 @@ mkv-volume-file-managed-unit:
         root: {{ node.root | json }}
         volume: {{ node.volume | json }}
 
+# nginx -t before any restart: a bad configuration fails the highstate, loudly, and
+# the running volume server keeps its old one
+mkv-volume-cmd-run-nginx-test:
+  cmd.run:
+    - name: {{ v.nginx }} -t -q -c {{ v.conf }}
+    - onchanges:
+      - file: mkv-volume-file-managed-conf
+      - file: mkv-volume-file-managed-unit
+
 mkv-volume-service-running:
   service.running:
     - name: {{ v.unit }}
     - enable: true
-    - onlyif: {{ v.nginx }} -t -q -c {{ v.conf }}
     - require:
+      - cmd: mkv-volume-cmd-run-nginx-test
       - file: mkv-volume-file-directory-root-body-temp
 {%- for disk in disks %}
       - file: mkv-volume-file-directory-{{ disk.name }}-body-temp

@@ -107,12 +107,21 @@ provisioning-pxe-file-managed-dnsmasq:
       - pkg: provisioning-pxe-pkg-installed
 
 # dnsmasq re-reads dhcp-hostsdir by itself; a restart picks up dnsmasq.conf changes
-# and removed MACs. --test parses the whole configuration first.
+# and removed MACs. --test parses the whole configuration first: a bad one fails this
+# state (and so the highstate) and the running dnsmasq keeps its old configuration.
+provisioning-pxe-cmd-run-dnsmasq-test:
+  cmd.run:
+    - name: dnsmasq --test --conf-file={{ pxe_root }}/dnsmasq/dnsmasq.conf
+    - onchanges:
+      - file: provisioning-pxe-file-managed-dnsmasq
+      - cmd: provisioning-pxe-cmd-run-sync
+
 provisioning-pxe-service-running-dnsmasq:
   service.running:
     - name: {{ mapdata.dnsmasq.service }}
     - enable: true
-    - onlyif: dnsmasq --test --conf-file={{ pxe_root }}/dnsmasq/dnsmasq.conf
+    - require:
+      - cmd: provisioning-pxe-cmd-run-dnsmasq-test
     - watch:
       - file: provisioning-pxe-file-managed-dnsmasq
       - cmd: provisioning-pxe-cmd-run-sync
@@ -144,11 +153,23 @@ provisioning-pxe-file-absent-nginx-default:
     - require:
       - pkg: provisioning-pxe-pkg-installed
 
+# nginx -t before any restart: a bad site (or tokens.conf) fails the highstate and the
+# running nginx keeps serving its old configuration
+provisioning-pxe-cmd-run-nginx-test:
+  cmd.run:
+    - name: nginx -t -q
+    - onchanges:
+      - cmd: provisioning-pxe-cmd-run-sync
+      - file: provisioning-pxe-file-managed-nginx-site
+      - file: provisioning-pxe-file-symlink-nginx-site
+      - file: provisioning-pxe-file-absent-nginx-default
+
 provisioning-pxe-service-running-nginx:
   service.running:
     - name: {{ mapdata.nginx.service }}
     - enable: true
-    - onlyif: nginx -t -q
+    - require:
+      - cmd: provisioning-pxe-cmd-run-nginx-test
     - watch:
       - cmd: provisioning-pxe-cmd-run-sync  # pxe/nginx/tokens.conf, included by the site
       - file: provisioning-pxe-file-managed-nginx-site

@@ -42,13 +42,25 @@ slurm-controller-file-managed-{{ name.split('.')[0] }}:
       - file: slurm-init-file-managed-check-script
 {%- endfor %}
 
+# the whole set is checked together before any restart: a bad set fails the highstate,
+# loudly, and the running slurmctld keeps the old one
+slurm-controller-cmd-run-check:
+  cmd.run:
+    - name: {{ mapdata.check_script }} --dir {{ conf }}
+    - require:
+      - file: slurm-init-file-managed-check-script
+    - onchanges:
+      - file: slurm-controller-file-managed-slurm
+      - file: slurm-controller-file-managed-gres
+      - file: slurm-controller-file-managed-cgroup
+      - file: slurm-controller-file-managed-topology
+
 slurm-controller-service-running:
   service.running:
     - name: {{ mapdata.controller_service }}
     - enable: true
-    # the whole set is checked together before any restart
-    - onlyif: {{ mapdata.check_script }} --dir {{ conf }}
     - require:
+      - cmd: slurm-controller-cmd-run-check
       - file: slurm-controller-file-directory-state
       - file: slurm-init-file-directory-log
     - watch:
