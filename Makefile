@@ -14,7 +14,7 @@ help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
 	@echo "make validate      only validate the inventory"
 	@echo "make diff          show what a render would change"
-	@echo "make test          lint + render check + all tests (what CI runs)"
+	@echo "make test          lint, render check, unit, lab and PXE tests (what CI runs)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md)"
@@ -51,9 +51,10 @@ check: $(STAMP)
 	$(BIN)/fleet render --check -i $(INVENTORY)
 
 unit: $(STAMP)
-	$(BIN)/pytest --ignore=tests/lab
+	$(BIN)/pytest --ignore=tests/lab --ignore=tests/pxe
 
-test: lint check unit
+# the lab tests reuse a lab that is up, or bring one up (cached image) and take it down
+test: lint check unit test-lab test-pxe
 
 bench-render: $(STAMP)
 	$(BIN)/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md
