@@ -128,7 +128,7 @@ PLANTS = {
     "requisite-to-missing-id": (
         "mkv/volume.sls", "      - file: mkv-volume-file-managed-unit\n",
         "      - file: mkv-volume-file-managed-unit\n      - file: mkv-volume-no-such-state\n",
-        "stor-001", ["stor-001", "mkv-volume-service-running", "mkv-volume-no-such-state"]),
+        "stor-001", ["stor-001", "mkv-volume-cmd-run-nginx-test", "mkv-volume-no-such-state"]),
     "misspelt-requisite": (
         "base/time.sls", "    - watch:\n      - file: base-time-file-managed-chrony",
         "    - wacth:\n      - file: base-time-file-managed-chrony",
