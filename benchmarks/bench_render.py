@@ -40,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_inventory import write_inventory
+from report import read_quiet, cpu_model, mem_total, os_name, replace_section
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INVENTORY = ROOT / "inventory.yaml"
@@ -133,7 +134,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 def busy_seconds() -> float:
     """CPU time spent so far on the pinned CPUs, by everything (from /proc/stat)."""
     total = 0
-    for line in _read("/proc/stat").splitlines():
+    for line in read_quiet("/proc/stat").splitlines():
         name, *fields = line.split()
         if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in _CPUS:
             ticks = [int(f) for f in fields]
@@ -304,38 +305,10 @@ def progress(label: str, case: str, i: int, s: Sample) -> None:
 # --- machine description --------------------------------------------------------------
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def cpu_model() -> str:
-    for line in _read("/proc/cpuinfo").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def mem_total() -> str:
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemTotal:"):
-            return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
-    return "unknown"
-
-
-def os_name() -> str:
-    for line in _read("/etc/os-release").splitlines():
-        if line.startswith("PRETTY_NAME="):
-            return f"{line.split('=', 1)[1].strip(chr(34))}, Linux {platform.release()}"
-    return platform.platform()
-
-
 def fs_type(path: Path) -> str:
     best, kind = "", "unknown"
     target = os.path.realpath(path)
-    for line in _read("/proc/mounts").splitlines():
+    for line in read_quiet("/proc/mounts").splitlines():
         parts = line.split()
         if len(parts) >= 3:
             mnt = parts[1]
@@ -521,28 +494,6 @@ def section(results: list[Result], runs: int, mach: list[str]) -> str:
     return "\n".join(lines)
 
 
-def update_doc(path: Path, text: str) -> None:
-    """Replace the ``## Render`` section of ``path`` (up to the next ``## ``), or add it."""
-    if path.exists():
-        old = path.read_text(encoding="utf-8").splitlines()
-    else:
-        old = ["# Benchmarks", "",
-               "Measured performance of fleet. Each `## ` section is written by its own "
-               "benchmark and replaced only by it.", ""]
-    start = next((i for i, line in enumerate(old) if line.strip() == SECTION), None)
-    if start is None:
-        while old and not old[-1].strip():
-            old.pop()
-        new = [*old, "", *text.splitlines()]
-    else:
-        end = next((i for i in range(start + 1, len(old))
-                    if old[i].startswith("## ")), len(old))
-        tail = old[end:]
-        new = [*old[:start], *text.splitlines(), *([""] if tail else []), *tail]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(new).rstrip("\n") + "\n", encoding="utf-8")
-
-
 # --- main ------------------------------------------------------------------------------
 
 
@@ -631,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     text = section(results, args.runs, mach)
     print(text)
     if args.write is not None:
-        update_doc(args.write, text)
+        replace_section(args.write, SECTION, text)
         print(f"wrote the render section of {args.write}", file=sys.stderr)
     return 0
 

@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _read(path: str) -> str:
+def read_quiet(path: str) -> str:
     try:
         return Path(path).read_text()
     except OSError:
@@ -18,21 +18,21 @@ def _read(path: str) -> str:
 
 
 def cpu_model() -> str:
-    for line in _read("/proc/cpuinfo").splitlines():
+    for line in read_quiet("/proc/cpuinfo").splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
 def mem_total() -> str:
-    for line in _read("/proc/meminfo").splitlines():
+    for line in read_quiet("/proc/meminfo").splitlines():
         if line.startswith("MemTotal:"):
             return f"{int(line.split()[1]) / 1024**2:.1f} GiB"
     return "unknown"
 
 
 def os_name() -> str:
-    for line in _read("/etc/os-release").splitlines():
+    for line in read_quiet("/etc/os-release").splitlines():
         if line.startswith("PRETTY_NAME="):
             return f"{line.split('=', 1)[1].strip(chr(34))}, Linux {platform.release()}"
     return platform.platform()
