@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_inventory import write_inventory
-from report import read_quiet, cpu_model, mem_total, os_name, replace_section
+from report import cpu_model, mem_total, os_name, read_quiet, replace_section
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_INVENTORY = ROOT / "inventory.yaml"
