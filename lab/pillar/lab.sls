@@ -1,8 +1,4 @@
 # Role parameters that differ in a container (docs/lab.md). Every key says why.
-site:
-  salt:
-    # the lab master runs on the host, which is the lab network's gateway
-    master_address: 10.1.0.1
 fleet:
   # no GPUs, no HCA, no data disks: steps that need hardware are not rendered
   hardware: false

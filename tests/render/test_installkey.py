@@ -222,3 +222,25 @@ def test_nginx_rules_give_each_token_to_its_node_only(
     site = (ROOT / "salt/provisioning/files/pxe-nginx.conf.jinja").read_text()
     assert "location ~ \\.token$ {\n    deny all;" in site
     assert "include {{ root }}/../nginx/tokens.conf;" in site
+
+
+def test_master_address_override_reaches_every_output(tmp_path: Path) -> None:
+    """``site.salt.master_address`` (a VIP, or the lab's host) replaces the master node's
+    own address in the minion config of both installers, the key/callback endpoint and
+    the pillar's ``site:salt:master_address``."""
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE},
+                                            "salt": {"master_address": "10.1.0.250"}},
+                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
+    inv = load_inventory(SMALL, overlay)
+    files = render_all(inv)
+    master_node = str(inv.nodes[inv.raw.site.salt.master].address)
+    assert installkey.endpoint(inv).startswith("http://10.1.0.250:")
+    site = yaml.safe_load(files["pillar/site.sls"])
+    assert site["site"]["salt"]["master_address"] == "10.1.0.250"
+    for node in (UBUNTU, DEBIAN):
+        text = "\n".join(v for k, v in files.items()
+                         if k.startswith("pxe/") and node in k and k.endswith(
+                             ("user-data", ".cfg", "preseed")))
+        assert "master: 10.1.0.250" in text, node
+        assert f"master: {master_node}" not in text, node

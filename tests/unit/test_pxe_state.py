@@ -146,3 +146,30 @@ def test_cli_set_and_status(tmp_path: Path, pxe_root: Path) -> None:
     r = run_fleet("pxe", "set", "gpu-03", "local", "-i", str(SMALL), "--state-dir",
                   str(tmp_path / "st"), "--pxe-root", str(tmp_path / "none"))
     assert r.returncode == 4 and "deploy the rendered pxe/ tree" in r.stderr
+
+
+def test_reinstall_sets_modes_through_a_command(tmp_path: Path, inv: Inventory,
+                                               pxe_root: Path) -> None:
+    """`fleet reinstall --pxe-command CMD` (provisioning host != master; the lab): the boot
+    mode and the token go through `CMD pxe set ... --token-stdin`, token never in argv."""
+    from fleet.reinstall.bootmode import BootModeUnavailableError, CommandBootMode
+
+    sd = tmp_path / "state"
+    wrapper = tmp_path / "fleet-remote"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "argv.log"}\n'
+                       f'PYTHONPATH={ROOT / "tools"} exec {sys.executable} -m fleet "$@" '
+                       f'-i {SMALL} --state-dir {sd} --pxe-root {pxe_root}\n')
+    wrapper.chmod(0o755)
+    boot = CommandBootMode([str(wrapper)])
+    t = state.target(inv, "gpu-01", pxe_root)
+    boot.set_mode("gpu-01", "install", token="tok-secret")
+    assert state.get_mode(sd, t) == "install"
+    assert (sd / t.token_file).read_text() == "tok-secret"
+    boot.set_mode("gpu-01", "local")
+    assert state.get_mode(sd, t) == "local" and not (sd / t.token_file).exists()
+    assert "tok-secret" not in (tmp_path / "argv.log").read_text()
+    with pytest.raises(BootModeUnavailableError, match="no-such-node"):
+        boot.set_mode("no-such-node", "install", token="x")
+    res = run_fleet("pxe", "set", "gpu-01", "local", "--token-stdin", "-i", str(SMALL),
+                    "--state-dir", str(sd), "--pxe-root", str(pxe_root))
+    assert res.returncode == 2 and "needs mode install" in res.stderr

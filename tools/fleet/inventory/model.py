@@ -79,6 +79,12 @@ class Inventory:
     def with_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes.values() if role in n.roles]
 
+    @property
+    def master_address(self) -> IPv4Address:
+        """Where minions and installers reach the Salt master."""
+        salt = self.raw.site.salt
+        return salt.master_address or self.nodes[salt.master].address
+
     def in_partition(self, partition: str) -> list[Node]:
         return self._members("partition").get(partition, [])
 

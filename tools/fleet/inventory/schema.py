@@ -94,6 +94,10 @@ class AptSpec(Model):
 
 class SaltSpec(Model):
     master: Name
+    master_address: IPv4Address | None = Field(
+        default=None,
+        description="the address minions and installers use to reach the master (a VIP, "
+                    "or the lab's host); default: the master node's provisioning address")
     version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = "3008.5"
     master_finger: str | None = Field(
         default=None, description="the master's public key fingerprint (salt-key -F master)"

@@ -33,6 +33,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                                      "install or local script.")
     sp.add_argument("node", metavar="NODE", help="hostname or provisioning MAC")
     sp.add_argument("mode", choices=state.MODES)
+    sp.add_argument("--token-stdin", action="store_true",
+                    help="with install: read the node's one-time install token from stdin "
+                         "and publish it for the installer (what `fleet reinstall` does "
+                         "when the provisioning host is not the master)")
     sp.set_defaults(func=lambda a, pr: cmd_set(a, load(a, pr)))
     sp = psub.add_parser("status", parents=[common, where], help="list every node's mode",
                          description="List each node's boot mode and where its links point.")
@@ -50,10 +54,17 @@ def cmd_set(args: argparse.Namespace, inv: Inventory) -> int:
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    token = None
+    if args.token_stdin:
+        token = sys.stdin.readline().strip()
+        if args.mode != "install" or not token:
+            print("fleet: --token-stdin needs mode install and a token on stdin",
+                  file=sys.stderr)
+            return EXIT_USAGE
     sd = _state_dir(args, inv)
     try:
         before = state.get_mode(sd, t)
-        state.set_mode(sd, t, args.mode)
+        state.set_mode(sd, t, args.mode, token)
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return EXIT_IO

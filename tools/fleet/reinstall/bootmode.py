@@ -41,3 +41,31 @@ class PxeBootMode:
         except state.StateError as exc:
             raise BootModeUnavailableError(f"cannot set {node}'s boot mode to {mode}: "
                                            f"{exc}") from exc
+
+
+class CommandBootMode:
+    """The boot mode set through ``fleet pxe set`` run by a command, for when the PXE state
+    lives on another host than the master: ``ssh head-01 fleet`` in a site where the
+    provisioning host is not the master, ``podman exec -i fleet-lab-head-01 fleet-lab`` in
+    the lab. The token goes over stdin, never on a command line."""
+
+    def __init__(self, command: list[str], timeout: float = 60.0) -> None:
+        self.command, self.timeout = command, timeout
+
+    def set_mode(self, node: str, mode: BootMode, token: str | None = None) -> None:
+        import subprocess
+
+        argv = [*self.command, "pxe", "set", node, mode, "--quiet"]
+        if token is not None:
+            argv.append("--token-stdin")
+        try:
+            proc = subprocess.run(argv, input=(token or "") + "\n", capture_output=True,
+                                  text=True, timeout=self.timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BootModeUnavailableError(f"cannot set {node}'s boot mode to {mode}: "
+                                           f"`{' '.join(argv)}`: {exc}") from exc
+        if proc.returncode != 0:
+            last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            raise BootModeUnavailableError(
+                f"cannot set {node}'s boot mode to {mode}: `{' '.join(argv)}` exited "
+                f"{proc.returncode}" + (f": {last[-1]}" if last else ""))

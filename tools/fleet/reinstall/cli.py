@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from fleet.inventory.model import Inventory
-from fleet.reinstall.bootmode import BootModeSetter, PxeBootMode
+from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
@@ -58,6 +59,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the boot-mode links (default: the inventory's site.pxe_state)")
     p.add_argument("--pxe-root", type=Path, metavar="DIR",
                    help="the deployed pxe/ tree (default: site.pxe_root)")
+    p.add_argument("--pxe-command", metavar="CMD",
+                   help="set boot modes by running `CMD pxe set ...` instead of writing "
+                        "the links here, e.g. 'ssh head-01 fleet' when the provisioning "
+                        "host is not the master (the token goes over stdin)")
+    p.add_argument("--slurm-command", metavar="CMD",
+                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
+                        "slurmctld's host has no Slurm client here")
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
@@ -72,6 +80,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def boot_mode_store(args: argparse.Namespace, inv: Inventory) -> BootModeSetter:
+    if args.pxe_command:
+        return CommandBootMode(shlex.split(args.pxe_command))
     return PxeBootMode(inv, args.pxe_state, args.pxe_root)
 
 
@@ -105,8 +115,11 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
         print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
         return EXIT_USAGE
     conf = os.fspath(args.salt_config)
-    runner = SubprocessRunner({"salt": [_tool("salt"), "-c", conf],
-                               "salt-key": [_tool("salt-key"), "-c", conf]})
+    prefix = {"salt": [_tool("salt"), "-c", conf], "salt-key": [_tool("salt-key"), "-c", conf]}
+    if args.slurm_command:
+        for tool in ("scontrol", "sinfo"):
+            prefix[tool] = [*shlex.split(args.slurm_command), tool]
+    runner = SubprocessRunner(prefix)
     bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
                           insecure=args.bmc_insecure, protocol=args.bmc_protocol,
                           address=args.bmc_address, scheme=args.bmc_scheme)

@@ -35,7 +35,6 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
     site = inv.raw.site
     http = http_base(inv)
     prov = node.prov
-    master = inv.nodes[site.salt.master]
     fqdn = f"{node.hostname}.{site.domain}"
     keys = sorted({k for a in site.admins for k in a.ssh_keys})
     eth: dict[str, Any] = {
@@ -49,7 +48,7 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
     if site.dns_servers:
         eth["nameservers"] = {"addresses": [str(a) for a in site.dns_servers],
                               "search": [site.domain]}
-    minion_conf = [f"id: {node.hostname}", f"master: {master.address}"]
+    minion_conf = [f"id: {node.hostname}", f"master: {inv.master_address}"]
     if site.salt.master_finger:
         minion_conf.append(f"master_finger: '{site.salt.master_finger}'")
     salt_sources = [

@@ -42,7 +42,7 @@ def token_url(inv: Inventory, node: Node) -> str:
 def endpoint(inv: Inventory) -> str:
     """The master's key/callback endpoint (``fleet reinstall``, ``site.salt.reinstall_port``)."""
     site = inv.raw.site
-    return f"http://{inv.nodes[site.salt.master].address}:{site.salt.reinstall_port}"
+    return f"http://{inv.master_address}:{site.salt.reinstall_port}"
 
 
 def fetch_key(inv: Inventory, node: Node, curl: str) -> str:

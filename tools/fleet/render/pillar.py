@@ -163,7 +163,6 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
 
 def _site(inv: Inventory) -> dict[str, Any]:
     site = inv.raw.site
-    master = inv.nodes[site.salt.master]
     prov = inv.nodes[site.provisioning_host]
     return {
         "name": site.name,
@@ -175,7 +174,7 @@ def _site(inv: Inventory) -> dict[str, Any]:
         "admins": [a.model_dump() for a in site.admins],
         "salt": {
             "master": site.salt.master,
-            "master_address": str(master.address),
+            "master_address": str(inv.master_address),
             "version": site.salt.version,
             "master_finger": site.salt.master_finger,
         },

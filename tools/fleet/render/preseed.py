@@ -57,12 +57,11 @@ def _disk_script(node: Node) -> str:
 def _late_commands(inv: Inventory, node: Node) -> list[str]:
     site = inv.raw.site
     http = http_base(inv)
-    master = inv.nodes[site.salt.master]
 
     def write(lines: list[str], path: str) -> str:
         return f"printf '%s\\n' {' '.join(shlex.quote(x) for x in lines)} > /target{path}"
 
-    minion_conf = [f"id: {node.hostname}", f"master: {master.address}"]
+    minion_conf = [f"id: {node.hostname}", f"master: {inv.master_address}"]
     if site.salt.master_finger:
         minion_conf.append(f"master_finger: '{site.salt.master_finger}'")
     cmds = [
