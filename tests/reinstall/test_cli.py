@@ -6,13 +6,23 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bmc.fakes import PASSWORD, free_port, start_fake_redfish
-from reinstall.helpers import ROOT, http, run_fleet, salt_key_bin, salt_master_config
+from reinstall.helpers import (
+    ROOT,
+    http,
+    journal,
+    run_fleet,
+    salt_key_bin,
+    salt_master_config,
+)
 
 
 def test_unknown_node_is_a_usage_error(tmp_path: Path) -> None:
@@ -106,3 +116,87 @@ def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
     assert any("'training'" in w for w in report["warnings"])
     for step in ("preflight", "rotate_key", "power", "wait_install"):
         assert f"{step}: ok in " in err
+
+
+# A job that a non-interactive shell starts in the background (`cmd &`, as some CI runners
+# and scripts do) inherits SIGINT *ignored*, and Python then installs no KeyboardInterrupt
+# handler: before the fix, the operator's SIGINT did nothing at all and the run went on
+# waiting for the callback (the reinstall VM test's 60 s timeout in CI). SIGTERM killed
+# the process outright, leaving the node armed for a PXE install.
+_IGNORE_SIGINT_THEN_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'fleet', *sys.argv[1:]])")
+
+
+@pytest.mark.parametrize(("sig", "inherited", "twice"), [
+    (signal.SIGINT, "ignored", True),  # the CI case, and a second Ctrl-C during cleanup
+    (signal.SIGINT, "default", False),
+    (signal.SIGTERM, "default", False),
+], ids=["sigint-inherited-ignored-twice", "sigint", "sigterm"])
+def test_a_signal_while_waiting_for_the_callback_ends_the_run_safely(
+        tmp_path: Path, sig: signal.Signals, inherited: str, twice: bool) -> None:
+    node = "stor-001"
+    from fleet.inventory.load import load_inventory
+
+    n = load_inventory(ROOT / "inventory.yaml").nodes[node]
+    (tmp_path / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
+    pw = tmp_path / "secrets" / "bmc" / n.profile.bmc.password_secret
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    (tmp_path / "bmc").mkdir()
+    fake = start_fake_redfish(tmp_path / "bmc", user=n.profile.bmc.user)
+    args = [*_base(tmp_path, node), "--json", "--timeout", "600",
+            "--secrets", str(tmp_path / "secrets"), "--callback", f"127.0.0.1:{free_port()}",
+            "--bmc-address", f"127.0.0.1:{fake.port}", "--bmc-scheme", "http"]
+    head = [sys.executable, "-c", _IGNORE_SIGINT_THEN_EXEC] if inherited == "ignored" \
+        else [sys.executable, "-m", "fleet"]
+    proc = subprocess.Popen([*head, *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    node_dir = tmp_path / "state" / node
+    link = tmp_path / "pxe-state" / (n.mac.replace(":", "-") + ".ipxe")
+
+    def waiting() -> bool:
+        return any(e.get("step") == "wait_install" and e.get("phase") == "start"
+                   for e in journal(node_dir)) if (node_dir / "journal.jsonl").exists() \
+            else False
+
+    try:
+        deadline = time.monotonic() + 120
+        while not waiting():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run never reached wait_install"
+            time.sleep(0.2)
+        assert link.readlink().name == "install.ipxe"
+        time.sleep(0.5)  # well inside wait_install's poll loop
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        if twice:
+            time.sleep(0.01)
+            proc.send_signal(sig)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{sig.name} did not end the run within 30 s")
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        fake.stop()
+    assert proc.returncode == 128 + sig, err
+    assert took < 10, f"{took:.1f}s from {sig.name} to exit"
+    report = json.loads(out)
+    assert report["outcome"] == "failed" and report["signal"] == sig.name
+    assert report["steps"][-1] == {**report["steps"][-1], "step": "wait_install",
+                                   "outcome": "failed", "detail": "interrupted by the operator"}
+    assert report["left"]["boot_mode"] == "local (set back after the failure)"
+    assert link.readlink().name == "local.ipxe"
+    entries = journal(node_dir)
+    end = [e for e in entries if e.get("step") == "wait_install" and e.get("phase") == "end"]
+    assert len(end) == 1 and end[0]["outcome"] == "failed" and end[0]["signal"] == sig.name
+    assert [e["what"] for e in entries if e["event"] == "note"] == ["disarmed"]
+    assert [e["outcome"] for e in entries if e["event"] == "finish"] == ["failed"]
+    assert "Traceback" not in err
+    if twice:
+        assert "already stopping" in err

@@ -6,6 +6,8 @@ not here; these runs stop after wait_install or use a node outside Slurm."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -22,7 +24,14 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.reinstall.commands import SubprocessRunner
 from fleet.reinstall.context import Context, Options
-from fleet.reinstall.flow import Flow, FlowError, Report, resume_point
+from fleet.reinstall.flow import (
+    Flow,
+    FlowError,
+    Interrupted,
+    Interrupts,
+    Report,
+    resume_point,
+)
 from fleet.reinstall.journal import latest_run
 from fleet.reinstall.lock import BusyError
 from fleet.reinstall.saltkeys import MinionKeys
@@ -270,3 +279,34 @@ def test_slurm_node_without_slurm_tools_fails_at_drain_clearly(rig: Rig) -> None
     assert "scontrol: command not found" in report.message
     assert report.left["slurm"] == "drain not confirmed (see the drain step)"
     assert rig.boot.history == []
+
+
+def test_a_signal_is_held_outside_a_step_and_a_second_one_only_reported() -> None:
+    """Interrupts as the CLI installs them: while the flow writes the journal or leaves the
+    node safe (held), a signal waits for the next step to begin; a second one is reported,
+    never raised; restore() puts the previous handlers back."""
+    said: list[str] = []
+
+    def deliver(sig: int) -> None:
+        n = len(said)
+        os.kill(os.getpid(), sig)
+        wait_for(lambda: len(said) > n, f"the handler of {sig}", timeout=5)
+
+    before = signal.getsignal(signal.SIGTERM)
+    intr = Interrupts(said.append).install()
+    try:
+        with intr.held():
+            deliver(signal.SIGTERM)
+            assert intr.received == signal.SIGTERM and not intr.raised
+            deliver(signal.SIGINT)
+            with pytest.raises(Interrupted) as exc, intr.live():
+                pytest.fail("a held signal is raised as the step begins")
+            with intr.live():  # raised once only
+                deliver(signal.SIGINT)
+        assert exc.value.signum == signal.SIGTERM and isinstance(exc.value, KeyboardInterrupt)
+        assert said == ["SIGTERM: stopping",
+                        "SIGINT again: already stopping; the node is being left safe first",
+                        "SIGINT again: already stopping; the node is being left safe first"]
+    finally:
+        intr.restore()
+    assert signal.getsignal(signal.SIGTERM) == before

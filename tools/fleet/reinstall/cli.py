@@ -7,12 +7,16 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
+
+if TYPE_CHECKING:
+    from fleet.reinstall.flow import Interrupts
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
@@ -28,7 +32,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
                "5 a step failed (node left drained, boot mode local; see the journal), "
                "6 busy (another run holds the node, or an unfinished run needs --resume or "
-               "--abort)")
+               "--abort), 130 / 143 SIGINT / SIGTERM ended the run (128 + the signal: the "
+               "step that ran is journaled failed 'interrupted by the operator', the node is "
+               "left as after a failure; a second signal does not cut that short)")
     p.add_argument("node", help="the node's hostname in the inventory")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true",
@@ -101,6 +107,24 @@ def _pki_dir(config_dir: Path) -> Path:
 
 
 def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
+    """SIGINT and SIGTERM are handled here, whatever the process inherited (fleet.reinstall.
+    flow.Interrupts): the flow journals the step they end and leaves the node safe."""
+    from fleet.reinstall.flow import Interrupted, Interrupts
+
+    say = (lambda msg: None) if args.quiet else \
+        (lambda msg: print(f"fleet reinstall: {msg}", file=sys.stderr, flush=True))
+    interrupts = Interrupts(say).install()
+    try:
+        return _cmd_reinstall(args, interrupts)
+    except Interrupted as exc:  # before the flow began (or after it ended): nothing to undo
+        print(f"fleet reinstall: interrupted ({signal.Signals(exc.signum).name}) outside "
+              "the run's steps; the journal says where the node is", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        interrupts.restore()
+
+
+def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     from fleet.bmc.connect import BmcOptions, client_for
     from fleet.inventory.load import load_inventory
     from fleet.reinstall.commands import SubprocessRunner
@@ -139,7 +163,7 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
         host, _, port = callback.rpartition(":")
         bind = (host, int(port))
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    flow = Flow(ctx, callback_bind=bind)
+    flow = Flow(ctx, callback_bind=bind, interrupts=interrupts)
     try:
         report = flow.abort() if args.abort else flow.run(resume=args.resume)
     except BusyError as exc:
@@ -159,5 +183,10 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
             print(report.message)
         for k, v in report.left.items():
             print(f"  {k}: {v}")
+    if report.signal:
+        return 128 + signal.Signals[report.signal]
+    if interrupts.received is not None:
+        print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
+              "interrupted", file=sys.stderr)
     unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
     return EXIT_FAILED if report.outcome == "failed" or unsafe else EXIT_OK

@@ -1,15 +1,24 @@
 """Runs the steps for one node under its lock, journals each, and leaves a known state:
 after a failure the node stays drained and its boot mode goes back to ``local``;
-``--resume`` continues the latest run; ``--abort`` ends it."""
+``--resume`` continues the latest run; ``--abort`` ends it.
+
+SIGINT and SIGTERM (``Interrupts``, installed by the CLI): the step that runs ends as failed
+"interrupted by the operator", the node is left safe as after any failure, and the process
+exits 128 + the signal's number. A signal that comes while the flow writes the journal or
+leaves the node safe is held until that is done; a second one only says so.
+"""
 
 from __future__ import annotations
 
 import errno
 import secrets
+import signal
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from fleet.bmc.base import BmcError
@@ -30,6 +39,97 @@ class FlowError(Exception):
     """The run cannot start (unfinished run, nothing to resume...)."""
 
 
+INTERRUPTED = "interrupted by the operator"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM: the run ends. A KeyboardInterrupt, so that code that handles
+    Ctrl-C handles it too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class Interrupts:
+    """SIGINT and SIGTERM for the length of a reinstall, whatever the process inherited.
+
+    A job that a non-interactive shell starts in the background inherits SIGINT ignored,
+    and Python then installs no KeyboardInterrupt handler: an operator's (or a test's)
+    SIGINT did nothing, and the run went on waiting for the install callback. SIGTERM's
+    default ends the process at once, with the node still armed for a PXE install.
+
+    ``install()`` (main thread only) sets handlers for both. The first signal raises
+    ``Interrupted`` at once while ``live()`` (a step runs: a sleep, an HTTP call or a
+    subprocess wait ends early); while ``held()`` (the flow writes the journal, sets the
+    boot mode back, stops its endpoint) it is kept and raised when the next ``live()``
+    begins. Any further signal is only reported: the cleanup must not be cut short.
+    Without ``install()`` nothing changes (Python's own SIGINT handling applies).
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, say: Callable[[str], None] = lambda msg: None) -> None:
+        self.say = say
+        self.received: int | None = None  # the first signal's number
+        self.raised = False
+        self._live = True  # before the flow starts nothing needs protecting
+        self._old: dict[int, Any] = {}
+
+    @property
+    def name(self) -> str | None:
+        return signal.Signals(self.received).name if self.received is not None else None
+
+    def install(self) -> Interrupts:
+        for sig in self.SIGNALS:
+            self._old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:
+            self.say(f"{signal.Signals(signum).name} again: already stopping; the node is "
+                     "being left safe first")
+            return
+        self.received = signum
+        self.say(f"{signal.Signals(signum).name}: stopping")
+        if self._live:
+            self.raised = True
+            raise Interrupted(signum)
+
+    def check(self) -> None:
+        """Raise a signal that was held."""
+        if self.received is not None and not self.raised:
+            self.raised = True
+            raise Interrupted(self.received)
+
+    def live(self) -> AbstractContextManager[object]:
+        return _Mode(self, True)
+
+    def held(self) -> AbstractContextManager[object]:
+        return _Mode(self, False)
+
+
+class _Mode(AbstractContextManager[object]):
+    def __init__(self, interrupts: Interrupts, live: bool) -> None:
+        self.interrupts, self.live = interrupts, live
+        self.before = True
+
+    def __enter__(self) -> object:
+        self.before = self.interrupts._live
+        if self.live:
+            self.interrupts.check()
+        self.interrupts._live = self.live
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.interrupts._live = self.before
+
+
 @dataclass
 class StepRecord:
     step: str
@@ -48,12 +148,13 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     left: dict[str, str] = field(default_factory=dict)
     message: str = ""
+    signal: str | None = None  # SIGINT | SIGTERM when one ended the run
 
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.outcome in ("done", "aborted", "stopped"), "node": self.node,
                 "run": self.run_id, "mode": self.mode, "outcome": self.outcome,
                 "message": self.message, "warnings": self.warnings, "left": self.left,
-                "steps": [vars(s) for s in self.steps]}
+                "signal": self.signal, "steps": [vars(s) for s in self.steps]}
 
 
 def resume_point(state: RunState, token_usable: bool) -> int:
@@ -69,14 +170,20 @@ def resume_point(state: RunState, token_usable: bool) -> int:
 
 
 class Flow:
-    def __init__(self, ctx: Context, callback_bind: tuple[str, int] | None = None) -> None:
+    def __init__(self, ctx: Context, callback_bind: tuple[str, int] | None = None,
+                 interrupts: Interrupts | None = None) -> None:
         self.ctx = ctx
         self.callback_bind = callback_bind
         self.callback_url: str | None = None
+        self.interrupts = interrupts or Interrupts()
 
     # --- run / resume -------------------------------------------------------------
 
     def run(self, *, resume: bool = False, stop_after: str | None = None) -> Report:
+        with self.interrupts.held():  # signals reach a step only (_steps: live)
+            return self._run(resume, stop_after)
+
+    def _run(self, resume: bool, stop_after: str | None) -> Report:
         ctx = self.ctx
         with NodeLock(ctx.node_dir):
             state = latest_run(ctx.journal.entries())
@@ -113,27 +220,34 @@ class Flow:
             ctx.say(f"[{i + 1}/{total}] {name} ...")
             ctx.journal.append("step", run=ctx.run_id, step=name, phase="start")
             t0 = time.monotonic()
+            interrupted: str | None = None
             try:
-                detail, outcome = func(ctx), "ok"
+                with self.interrupts.live():
+                    detail, outcome = func(ctx), "ok"
             except SkipStepError as exc:
                 detail, outcome = str(exc), "skipped"
             except (StepFailedError, BmcError, CommandError, BootModeUnavailableError,
                     OSError, LookupError) as exc:
                 detail, outcome = str(exc), "failed"
-            except KeyboardInterrupt:
-                detail, outcome = "interrupted by the operator", "failed"
+            except KeyboardInterrupt as exc:
+                detail, outcome = INTERRUPTED, "failed"
+                interrupted = signal.Signals(exc.signum).name \
+                    if isinstance(exc, Interrupted) else "SIGINT"
             except Exception as exc:
                 detail, outcome = f"internal error: {type(exc).__name__}: {exc}", "failed"
             secs = time.monotonic() - t0
+            extra = {"signal": interrupted} if interrupted else {}
             ctx.journal.append("step", run=ctx.run_id, step=name, phase="end",
-                               outcome=outcome, detail=detail, seconds=round(secs, 3))
+                               outcome=outcome, detail=detail, seconds=round(secs, 3),
+                               **extra)
             report.steps.append(StepRecord(name, outcome, round(secs, 3), detail))
             ctx.say(f"[{i + 1}/{total}] {name}: {outcome} in {secs:.1f}s: {detail}")
             if outcome == "failed":
                 report.outcome, report.message = "failed", f"{name} failed: {detail}"
+                report.signal = interrupted
                 report.left = self._leave_safe(name)
                 ctx.journal.append("finish", run=ctx.run_id, outcome="failed", step=name,
-                                   left=report.left)
+                                   left=report.left, **extra)
                 report.warnings = ctx.warnings
                 return report
             if name == stop_after:
@@ -151,7 +265,9 @@ class Flow:
         ctx = self.ctx
         left: dict[str, str] = {}
         state = latest_run(ctx.journal.entries())
-        if "arm_install" in state.completed and "wait_install" not in state.completed:
+        # arm_install itself: a signal can end it after the links were switched
+        armed = "arm_install" in state.completed or failed == "arm_install"
+        if armed and "wait_install" not in state.completed:
             try:
                 ctx.boot.set_mode(ctx.name, "local")
                 ctx.journal.append("note", run=ctx.run_id, what="disarmed", boot_mode="local")
@@ -172,6 +288,10 @@ class Flow:
     # --- abort --------------------------------------------------------------------
 
     def abort(self) -> Report:
+        with self.interrupts.held():  # an abort is short: it always ends
+            return self._abort()
+
+    def _abort(self) -> Report:
         ctx = self.ctx
         with NodeLock(ctx.node_dir):
             state = latest_run(ctx.journal.entries())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,16 +41,25 @@ class CallbackServer(ThreadingHTTPServer):
         return f"http://{host!s}:{port}"
 
     def start(self) -> CallbackServer:
-        self._thread = threading.Thread(target=self.serve_forever, name="fleet-callback",
+        self._thread = threading.Thread(target=self._serve, name="fleet-callback",
                                         daemon=True)
         self._thread.start()
         return self
 
+    def _serve(self) -> None:
+        # SIGINT and SIGTERM go to the main thread only (this thread's request threads
+        # inherit the mask): a signal the kernel delivered here would reach the flow only
+        # when its main thread next woke up by itself
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        self.serve_forever(poll_interval=0.2)
+
     def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
-        if self._thread is not None:
+        """Stops serving (within serve_forever's poll interval) and closes the socket;
+        never waits on a thread that does not serve, nor for requests in flight."""
+        if self._thread is not None and self._thread.is_alive():
+            self.shutdown()
             self._thread.join(timeout=5)
+        self.server_close()
 
 
 class _Handler(BaseHTTPRequestHandler):
