@@ -152,34 +152,11 @@ def converge(ctx: Context) -> str:
 
 
 def health(ctx: Context) -> str:
-    problems: list[str] = []
-    done: list[str] = []
-    gpu = ctx.node.profile.gpu
-    if ctx.node.has("nvidia") and gpu is not None:
-        hw = _salt_json(ctx, "pillar.get", "fleet:hardware", "True", timeout=60).get(ctx.name)
-        if hw in (False, "False"):
-            done.append("GPU count not checked (fleet:hardware false)")
-        else:
-            out = _salt_json(ctx, "cmd.run", "nvidia-smi -L", timeout=120).get(ctx.name)
-            count = sum(1 for ln in str(out).splitlines() if ln.startswith("GPU "))
-            (done if count == gpu.count else problems).append(
-                f"{count} of {gpu.count} GPUs seen by nvidia-smi")
-    if ctx.is_slurm_node():
-        res = ctx.runner.run(["scontrol", "show", "node", ctx.name]).check()
-        if "NOT_RESPONDING" in res.stdout:
-            problems.append("slurmd has not registered (NOT_RESPONDING)")
-        elif gpu is not None and f"gpu:{gpu.count}" not in res.stdout.replace(
-                f"gpu:{gpu.model.lower()}:", "gpu:"):
-            problems.append(f"slurmd does not report Gres gpu:{gpu.count}")
-        else:
-            done.append("slurmd registered")
-    done.append("not checked yet: IB ports active, mkv volume answering")
-    if problems:
-        if ctx.is_slurm_node():
-            slurm.drain(ctx.runner, ctx.name,
-                        f"{ctx.options.reason}: health check failed: {'; '.join(problems)}")
-        raise StepFailedError("health check failed: " + "; ".join(problems))
-    return "; ".join(done)
+    """GPUs, IB ports, slurmd and the mkv volume (fleet.reinstall.health); on a problem
+    the node is drained with the reason and the step fails."""
+    from fleet.reinstall import health as checks
+
+    return checks.check(ctx)
 
 
 def resume(ctx: Context) -> str:
