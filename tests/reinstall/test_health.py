@@ -21,7 +21,7 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.reinstall import health
 from fleet.reinstall.commands import Result
-from fleet.reinstall.context import Context, StepFailedError
+from fleet.reinstall.context import Context, Options, StepFailedError
 from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.steps import health as health_step
 from reinstall.helpers import ROOT, RecordingBootMode
@@ -109,7 +109,8 @@ def make_ctx(inv: Inventory, node: str, site: FakeSite) -> tuple[Context, list[s
 
     ctx = Context(inventory=inv, node=inv.nodes[node], state_root=site.tmp / "state",
                   runner=site, boot=RecordingBootMode(), bmc=no_bmc,  # type: ignore[arg-type]
-                  keys=MinionKeys(site, site.tmp / "pki"), say=said.append)
+                  keys=MinionKeys(site, site.tmp / "pki"), say=said.append,
+                  options=Options(health_timeout=0))
     return ctx, said
 
 
@@ -325,3 +326,24 @@ def test_non_mkv_node_is_not_checked_for_mkv(inventory: Inventory,
     detail = health_step(make_ctx(inventory, GPU, gpu_site)[0])
     assert "mkv" not in detail
     assert all("curl" not in cmd and target == GPU for target, cmd in gpu_site.salt_cmds())
+
+
+def test_checks_are_retried_until_they_pass(inventory: Inventory, gpu_site: FakeSite) -> None:
+    """A node that has just converged may still be registering slurmd: the gate asks
+    again (within --health-timeout) before it fails and drains."""
+    answers = [Result(("scontrol",), 0, "NodeName=gpu-01 State=DOWN+NOT_RESPONDING\n", ""),
+               Result(("scontrol",), 0, SCONTROL_OK, "")]
+    real_run = gpu_site.run
+
+    def run(argv: Sequence[str], *, timeout: float = 120) -> Result:
+        if tuple(argv[:3]) == ("scontrol", "show", "node") and answers:
+            gpu_site.calls.append(tuple(argv))
+            return answers.pop(0)
+        return real_run(argv, timeout=timeout)
+
+    gpu_site.run = run  # type: ignore[method-assign]
+    ctx, said = make_ctx(inventory, GPU, gpu_site)
+    ctx.options = Options(health_timeout=30, poll=0.01)
+    assert health_step(ctx).endswith("slurmd registered")
+    assert gpu_site.drains() == []
+    assert any("NOT_RESPONDING" in line and "checking again" in line for line in said)

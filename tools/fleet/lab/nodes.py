@@ -26,7 +26,11 @@ master: {master}
 """
 
 
-def _create(paths: Paths, plan: Plan, node: LabNode, image: str) -> None:
+def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
+           identity: bool = True) -> None:
+    """Create (not start) the node's container. ``identity``: put its minion key and
+    config in place, as an install leaves them; without, the container is a blank disk
+    for the lab's fake installer (tests/lab/fake_lab_hardware.py)."""
     # the NIC carries its inventory name, as netplan's set-name gives it on a real node
     # (dnsmasq's interface=, slurm's and mkv's addresses all refer to it)
     net = f"{NETWORK}:interface_name={node.nic},ip={node.address},mac={node.mac}"
@@ -49,6 +53,8 @@ def _create(paths: Paths, plan: Plan, node: LabNode, image: str) -> None:
     if "mkv.master" in node.roles:
         args += ["-v", f"{paths.lab / 'artifacts'}:/srv/fleet/artifacts:ro"]
     pm.podman(paths, *args, image, "/sbin/init")
+    if not identity:
+        return
     pem, pub = keys.ensure(paths, node.hostname)
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "fleet.conf"
@@ -73,7 +79,7 @@ def ensure(paths: Paths, plan: Plan, image: str) -> list[str]:
             if info.get("ImageName") != image and info.get("Image", "") not in image:
                 pass  # an older image keeps running: `make lab-down` to rebuild nodes
         else:
-            _create(paths, plan, node, image)
+            create(paths, plan, node, image)
             created.append(node.container)
         state = pm.inspect(paths, node.container)["State"]
         if not state.get("Running"):

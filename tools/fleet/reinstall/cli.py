@@ -48,6 +48,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="seconds from power-on to the installer's callback (default 3600)")
     p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
     p.add_argument("--converge-timeout", type=float, default=1800.0, metavar="S")
+    p.add_argument("--health-timeout", type=float, default=300.0, metavar="S",
+                   help="retry the health checks this long before failing (default 300)")
     p.add_argument("--state-dir", type=Path,
                    default=Path(os.environ.get("FLEET_REINSTALL_STATE", DEFAULT_STATE)),
                    help=f"journals, locks, tokens, keys (default $FLEET_REINSTALL_STATE or "
@@ -139,7 +141,7 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
         print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
         return EXIT_USAGE
     conf = os.fspath(args.salt_config)
-    prefix = {"salt": [_tool("salt"), "-c", conf], "salt-key": [_tool("salt-key"), "-c", conf]}
+    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
     if args.slurm_command:
         for tool in ("scontrol", "sinfo"):
             prefix[tool] = [*shlex.split(args.slurm_command), tool]
@@ -155,7 +157,8 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
         keys=MinionKeys(runner, _pki_dir(args.salt_config)),
         options=Options(force=args.force, install_timeout=args.timeout,
                         drain_timeout=args.drain_timeout,
-                        converge_timeout=args.converge_timeout, reason=args.reason),
+                        converge_timeout=args.converge_timeout,
+                        health_timeout=args.health_timeout, reason=args.reason),
         say=say)
     bind = None
     callback = args.callback or f"0.0.0.0:{inv.raw.site.salt.reinstall_port}"

@@ -21,6 +21,7 @@ class Options:
     install_timeout: float = 3600.0  # power-on to the installer's callback
     drain_timeout: float = 3600.0
     converge_timeout: float = 1800.0
+    health_timeout: float = 300.0  # checks are retried until they pass or this is spent
     poll: float = 5.0
     reason: str = "fleet reinstall"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -76,7 +77,20 @@ class _Hardware:
 
 
 def check(ctx: Context) -> str:
-    """Run every check; on a problem drain the node (Slurm nodes) and fail once."""
+    """Run every check until all pass or ``health_timeout`` is spent (a node that has
+    just converged may still be registering slurmd or restarting its minion); then, on
+    a problem, drain the node (Slurm nodes) and fail once."""
+    deadline = time.monotonic() + ctx.options.health_timeout
+    while True:
+        found = _check_once(ctx)
+        if not found.problems or time.monotonic() >= deadline:
+            break
+        ctx.say(f"  health: {'; '.join(found.problems)}; checking again")
+        time.sleep(ctx.options.poll)
+    return _conclude(ctx, found)
+
+
+def _check_once(ctx: Context) -> Findings:
     found = Findings()
     hardware = _Hardware(ctx)
     checks: list[tuple[str, Callable[[], None]]] = [
@@ -90,6 +104,10 @@ def check(ctx: Context) -> str:
             run()
         except CommandError as exc:  # one check's command failing leaves the others
             found.problems.append(f"{what} not checked: {exc}")
+    return found
+
+
+def _conclude(ctx: Context, found: Findings) -> str:
     for warning in found.warnings:
         ctx.warnings.append(warning)
         ctx.say(f"WARNING: {warning}")

@@ -8,9 +8,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 
+from fleet.reinstall import health as health_checks
 from fleet.reinstall import slurm
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
@@ -119,17 +121,7 @@ def wait_install(ctx: Context) -> str:
 
 
 def _salt_json(ctx: Context, *args: str, timeout: float) -> dict[str, object]:
-    res = ctx.runner.run(["salt", ctx.name, *args, "--out=json", "--static"],
-                         timeout=timeout)
-    try:
-        data = json.loads(res.stdout) if res.stdout.strip() else {}
-    except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    if not data and res.returncode != 0:
-        res.check()  # no answer at all: the master is down, or salt is missing
-    return data
+    return health_checks.salt_json(ctx, ctx.name, *args, timeout=timeout)
 
 
 def converge(ctx: Context) -> str:
@@ -140,23 +132,53 @@ def converge(ctx: Context) -> str:
                                   f"{ctx.options.converge_timeout:g}s (key accepted in "
                                   "advance; is salt-minion running with the new key?)")
         time.sleep(ctx.options.poll)
-    ret = _salt_json(ctx, "state.apply", timeout=ctx.options.converge_timeout).get(ctx.name)
+    ret = _highstate(ctx, deadline)
     if not isinstance(ret, dict):
-        raise StepFailedError(f"highstate returned no state results: {ret!r}")
+        raise StepFailedError(f"highstate returned no state results: {str(ret)[:300]}")
     failed = [k for k, v in ret.items() if isinstance(v, dict) and v.get("result") is False]
     changed = sum(1 for v in ret.values() if isinstance(v, dict) and v.get("changes"))
     if failed:
-        raise StepFailedError(f"highstate failed in {len(failed)} state(s): "
+        raise StepFailedError(f"highstate failed in {len(failed)} of {len(ret)} state(s): "
                               + ", ".join(failed[:5]))
     return f"highstate ok: {len(ret)} states, {changed} changed"
+
+
+def _highstate(ctx: Context, deadline: float) -> object:
+    """``state.apply`` published asynchronously and collected from the master's job cache.
+    The salt CLI's own wait gives up on a minion that does not answer ``find_job`` within
+    gather_job_timeout, which a minion busy installing packages often does not; here the
+    minion is given up on only when it twice says the job no longer runs, or at the
+    deadline."""
+    res = ctx.runner.run(["salt", "--async", ctx.name, "state.apply"], timeout=120).check()
+    m = re.search(r"\b(\d{20})\b", res.stdout)
+    if m is None:
+        raise StepFailedError(f"salt --async state.apply gave no job id: {res.stdout!r}")
+    jid, gone, last_check = m.group(1), 0, time.monotonic()
+    while time.monotonic() < deadline:
+        look = ctx.runner.run(["salt-run", "jobs.lookup_jid", jid, "--out=json"],
+                              timeout=120)
+        try:
+            data = json.loads(look.stdout) if look.stdout.strip() else {}
+        except ValueError:
+            data = {}
+        if isinstance(data, dict) and ctx.name in data:
+            return data[ctx.name]
+        if time.monotonic() - last_check > 30:
+            last_check = time.monotonic()
+            running = _salt_json(ctx, "saltutil.find_job", jid, timeout=60)
+            # {} = answered, not running it; no answer = busy or restarting: wait
+            gone = gone + 1 if running.get(ctx.name) == {} else 0
+            if gone >= 2:
+                return f"job {jid} ended on {ctx.name} without a return"
+        time.sleep(min(ctx.options.poll, 3.0))
+    raise StepFailedError(f"highstate (job {jid}) did not return within "
+                          f"{ctx.options.converge_timeout:g}s")
 
 
 def health(ctx: Context) -> str:
     """GPUs, IB ports, slurmd and the mkv volume (fleet.reinstall.health); on a problem
     the node is drained with the reason and the step fails."""
-    from fleet.reinstall import health as checks
-
-    return checks.check(ctx)
+    return health_checks.check(ctx)
 
 
 def resume(ctx: Context) -> str:
