@@ -1,0 +1,445 @@
+"""`fleet reinstall stor-1` installs Debian on a QEMU guest, end to end (issue 6, `make
+test-vm`, docs/pxe.md; times in docs/benchmarks.md).
+
+The bed of tests/pxe/test_reinstall_vm.py (the rendered pxe/ tree served by dnsmasq and
+nginx in a network namespace; sushy-tools' Redfish emulator as the FAKE BMC, whose fake
+driver notifies the fake hardware agent; the real `fleet reinstall` CLI, salt-key and
+here also a real salt-master), plus what a whole install needs (tests/vm/vmbed.py): a
+Debian mirror (a caching proxy of deb.debian.org through a veth pair), a qcow2 disk on
+the guest, which reboots in place (tests/vm/fake_bmc_disk_hardware.py), and Salt
+installed with pip in the target because Salt's apt repository is unreachable here.
+
+What runs, nothing interrupted: preflight -> rotate key -> arm install -> power (Redfish:
+PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config,
+which installs Debian from the mirror onto /dev/vda, fetches its key with the token and
+calls back (boot mode back to local) -> it reboots, PXE first again: GRUB's local script
+chainloads the disk's shim -> the installed system boots, its first-boot unit prints the
+key fingerprint, its minion connects with the rotated key -> converge (highstate of the
+test's one-state tree) -> health (nothing to check: see OVERLAY) -> done.
+
+Test-only changes, each said here: the overlay points the image at the mirror and
+site.salt.repo at a path that 404s; stor-1 is not an mkv volume in the overlay (the bed
+has no mkv master for the health gate to ask; tests/lab covers that check); the preseed's
+late-commands get Salt from pip and the first-boot unit inserted before the callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.append(str(HERE))
+sys.path.append(str(HERE.parent / "pxe"))
+
+import pxelab  # noqa: E402
+import vmbed  # noqa: E402
+from pxebed import DEBIAN_IMAGE, SMALL, overlay_text  # noqa: E402
+from pxelab import Netns  # noqa: E402
+
+from fleet.inventory.load import load_inventory  # noqa: E402
+from fleet.inventory.model import Inventory  # noqa: E402
+from fleet.render import installkey, render_all  # noqa: E402
+from fleet.render.preseed import CURL  # noqa: E402
+
+NODE = "stor-1"
+ROOT = pxelab.ROOT
+BMC_PORT, HW_PORT = 8410, 8411  # on the namespace's loopback
+INSTALL_TIMEOUT = float(os.environ.get("FLEET_VM_TIMEOUT", "7200"))
+CONVERGE_TIMEOUT = float(os.environ.get("FLEET_VM_CONVERGE_TIMEOUT", "2400"))
+
+
+@dataclass
+class Run:
+    work: Path
+    inv: Inventory
+    accel: str
+    http_log: Path
+    dhcp_log: Path
+    rc: int = -1
+    stderr: str = ""
+    report: dict[str, Any] = field(default_factory=dict)
+    t: dict[str, float] = field(default_factory=dict)  # wall-clock time of each event
+    modes_at_callback: dict[str, str] = field(default_factory=dict)
+    local_grub_after_callback: bool = False
+    fingerprint: str = ""
+    converged_file: str = ""
+    pending_keys: list[str] = field(default_factory=list)
+    mirror_files: int = 0
+
+    @property
+    def node_dir(self) -> Path:
+        return self.work / "reinstall" / NODE
+
+    def journal(self) -> list[dict[str, Any]]:
+        path = self.node_dir / "journal.jsonl"
+        return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() \
+            else []
+
+    def hardware(self) -> list[dict[str, Any]]:
+        path = self.work / "hardware.jsonl"
+        return [json.loads(ln) for ln in path.read_text().splitlines()] if path.exists() \
+            else []
+
+    def console(self) -> str:
+        on = [e for e in self.hardware() if e["event"] == "power-on"]
+        if not on:
+            return ""
+        path = Path(on[-1]["serial"])
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def token(self) -> dict[str, Any]:
+        path = self.node_dir / "token.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def ip(self) -> str:
+        return str(self.inv.nodes[NODE].address)
+
+    def preseed_time(self) -> float | None:
+        for line in self.http_log.read_text(errors="replace").splitlines():
+            m = re.match(r'(\S+) \S+ \S+ \[([^]]*)\] "GET /hosts/' + NODE +
+                         r'/preseed.cfg \S+" 200', line)
+            if m and m.group(1) == self.ip():
+                return datetime.datetime.strptime(m.group(2),
+                                                  "%d/%b/%Y:%H:%M:%S %z").timestamp()
+        return None
+
+    def local_grub_fetches(self) -> int:
+        mac = self.inv.nodes[NODE].mac
+        return len(re.findall(r"dnsmasq-tftp\[\d+\]: sent \S+/state/grub\.cfg-" +
+                              re.escape(mac) + r" to " + re.escape(self.ip()),
+                              self.dhcp_log.read_text(errors="replace")))
+
+    def step_ends(self) -> dict[str, dict[str, Any]]:
+        return {e["step"]: e for e in self.journal()
+                if e["event"] == "step" and e.get("phase") == "end"}
+
+    def seconds(self) -> dict[str, float]:
+        """Each event's seconds after power-on, and the steps' own durations."""
+        t0 = self.t.get("power_on")
+        out = {f"{k}_after_power_on": v - t0 for k, v in self.t.items()
+               if t0 is not None and k != "power_on"}
+        out.update({f"step_{k}": e["seconds"] for k, e in self.step_ends().items()
+                    if "seconds" in e})
+        return out
+
+
+def _overlay(work: Path, mirror: str) -> dict[str, Any]:
+    o: dict[str, Any] = json.loads(overlay_text(work))
+    o["site"]["images"][DEBIAN_IMAGE]["mirror"] = f"{mirror}/debian"
+    o["site"]["salt"] = {"repo": f"{mirror}/no-salt-repo-here"}  # unreachable: see vmbed
+    o["node_groups"]["storage"] = {"image": DEBIAN_IMAGE, "roles": [], "mkv_array": None}
+    o["node_groups"]["head"] = {"roles": ["provisioning", "slurm.controller"]}
+    o["mkv"] = None
+    return o
+
+
+def _fleet_argv(work: Path, conf: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "fleet", "reinstall", NODE, "-i", str(SMALL),
+            "--overlay", str(work / "overlay.yaml"), "--state-dir", str(work / "reinstall"),
+            "--salt-config", str(conf), "--pxe-root", str(work / "pxe"),
+            "--pxe-state", str(work / "state"), "--secrets", str(work / "secrets"), *extra]
+
+
+def _ready(proc: subprocess.Popen[str], what: str) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise RuntimeError(f"{what} did not start: {line}{proc.stdout.read()}")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def _der_sha256(pem: bytes) -> str:
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_public_key(pem)
+    der = key.public_bytes(serialization.Encoding.DER,
+                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Run]:
+    from bmc.fakes import _htpasswd
+    from fleet.lab.image import salt_pin, wheelhouse
+    from fleet.lab.paths import Paths
+    from reinstall.helpers import salt_key_bin, salt_master_config
+
+    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    t0 = time.monotonic()
+
+    def say(text: str) -> None:
+        if tr is not None:
+            tr.write_line(f"[install-vm {time.monotonic() - t0:7.1f}s] {text}")
+
+    salt_key_bin()
+    work = tmp_path_factory.mktemp("install-vm")
+    paths = Paths(ROOT)
+    salt_version = salt_pin(paths)
+    wheels = wheelhouse(paths, salt_version)
+    say(f"Salt {salt_version} wheelhouse: {wheels}")
+    (work / "overlay.yaml").write_text(json.dumps(_overlay(work, f"http://{vmbed.MIRROR_IP}")))
+    inv = load_inventory(SMALL, work / "overlay.yaml")
+    node = inv.nodes[NODE]
+    for rel, text in render_all(inv).items():
+        if rel.startswith("pxe/"):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+    preseed = work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg"
+    preseed.write_text(vmbed.insert_before_callback(
+        preseed.read_text(), installkey.callback(inv, node, CURL),
+        vmbed.salt_late_commands(f"http://{vmbed.MIRROR_IP}/wheels/", salt_version)))
+    (work / "images").mkdir()
+    pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
+    accel = "kvm" if pxelab.kvm_works(work, work / "images" / DEBIAN_IMAGE / "linux") else "tcg"
+    conf, pki = salt_master_config(work)
+    (work / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
+    pw = work / "secrets" / "bmc" / node.profile.bmc.password_secret
+    pw.write_text("password\n")
+    pw.chmod(0o600)
+    _htpasswd(work / "htpasswd", node.profile.bmc.user, "password")
+    disk = work / "disk.qcow2"
+    pxelab.sh("qemu-img", "create", "-q", "-f", "qcow2", disk, "8G")
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tools'}:{ROOT / 'tests'}"}
+
+    prov = inv.nodes[inv.raw.site.provisioning_host]
+    ns_name = f"fleet-vm-{os.getpid()}"
+    with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns, \
+            vmbed.Mirror(ns, work, wheels) as mirror:
+        release = pxelab.sh(*ns.cmd("curl", "-sS", "-m", "60", "-o", "/dev/null", "-w",
+                                    "%{http_code}",
+                                    f"{mirror.url}/debian/dists/bookworm/InRelease"),
+                            check=False).stdout
+        if release != "200":
+            pytest.fail(f"the mirror proxy does not reach {vmbed.UPSTREAM} (HTTP {release}): "
+                        "the full install needs it; nothing else was run")
+        dns, dns_log = vmbed.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
+        web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
+                                          state=work / "state", images=work / "images",
+                                          listen=str(prov.address))
+        master = vmbed.salt_master(ns, conf, work / "states")
+        r = Run(work, inv, accel, web_log, dns_log)
+        hw = subprocess.Popen(ns.cmd(
+            sys.executable, HERE / "fake_bmc_disk_hardware.py", "--port", str(HW_PORT),
+            "--netns", ns_name, "--bridge", prov.boot_nic, "--work", work, "--mac", node.mac,
+            "--disk", disk, "--accel", accel), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, env=env)
+        bmc = subprocess.Popen(ns.cmd(
+            sys.executable, ROOT / "tests/bmc/fake_redfish_bmc.py", "--port", str(BMC_PORT),
+            "--state-dir", work / "sushy", "--system", NODE, "--power", "Off",
+            "--auth-file", work / "htpasswd", "--notify", f"http://127.0.0.1:{HW_PORT}/"),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        cli: subprocess.Popen[str] | None = None
+        try:
+            _ready(hw, "the fake BMC's hardware agent")
+            _ready(bmc, "the fake Redfish BMC")
+            say(f"accelerator {accel}; mirror, salt-master, fake BMC and hardware agent up; "
+                f"load average {os.getloadavg()}")
+            argv = _fleet_argv(work, conf, "--json", "--timeout", str(INSTALL_TIMEOUT),
+                               "--converge-timeout", str(CONVERGE_TIMEOUT),
+                               "--health-timeout", "120",
+                               "--bmc-address", f"127.0.0.1:{BMC_PORT}", "--bmc-scheme",
+                               "http")
+            r.t["cli_start"] = time.time()
+            with (work / "cli.err").open("w") as err:
+                cli = subprocess.Popen(ns.cmd(*argv), stdout=subprocess.PIPE, stderr=err,
+                                       text=True, env=env, cwd=ROOT, start_new_session=True)
+            _watch(r, cli, mirror, say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900)
+            out = cli.stdout.read() if cli.stdout is not None else ""
+            r.rc, r.stderr = cli.returncode, (work / "cli.err").read_text()
+            r.report = json.loads(out) if out.strip() else {}
+            salt = [str(Path(sys.executable).parent / "salt"), "-c", str(conf)]
+            if r.step_ends().get("converge", {}).get("outcome") == "ok":
+                got = subprocess.run(ns.cmd(*salt, NODE, "file.read", vmbed.CONVERGED_FILE,
+                                            "--out=json", "--static", "-t", "120"),
+                                     capture_output=True, text=True, timeout=300)
+                with contextlib.suppress(ValueError):
+                    r.converged_file = str(json.loads(got.stdout or "{}").get(NODE, ""))
+            r.pending_keys = sorted(p.name for p in (pki / "minions_pre").iterdir())
+        finally:
+            if cli is not None and cli.poll() is None:
+                cli.send_signal(signal.SIGINT)
+                try:
+                    cli.wait(60)
+                except subprocess.TimeoutExpired:
+                    cli.kill()
+                    cli.wait(10)
+            _stop(bmc)
+            _stop(hw)  # ends the guest
+            for e in r.hardware():
+                if e["event"] == "power-on":
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(e["pid"], signal.SIGKILL)
+            master.stop()
+            web.stop()
+            dns.stop()
+            r.mirror_files = sum(1 for x in pxelab.http_log(mirror.access_log())
+                                 if x.client == r.ip() and x.status == 200)
+            secs = r.seconds()
+            (work / "times.json").write_text(json.dumps(
+                {"wall_clock": r.t, "seconds": secs, "accel": accel,
+                 "load_average_end": os.getloadavg(), "mirror_files": r.mirror_files},
+                indent=2))
+            say("seconds: " + json.dumps({k: round(v, 1) for k, v in secs.items()}))
+            say(f"load average at the end: {os.getloadavg()}; files from the mirror: "
+                f"{r.mirror_files}")
+        keep = os.environ.get("FLEET_VM_KEEP")
+        if keep:
+            import shutil
+            shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("disk.qcow2"))
+        yield r
+
+
+def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
+           limit: float) -> None:
+    """Follow the run until the CLI exits, recording when each event is first seen."""
+    node = r.inv.nodes[NODE]
+    links = {"ipxe": r.work / "state" / (node.mac.replace(":", "-") + ".ipxe"),
+             "grub": r.work / "state" / f"grub.cfg-{node.mac}"}
+    grub_before_callback = 0
+    last_progress = time.monotonic()
+    end = time.monotonic() + limit
+    while cli.poll() is None and time.monotonic() < end:
+        now = time.time()
+        if "power_on" not in r.t:
+            on = [e for e in r.hardware() if e["event"] == "power-on"]
+            if on:
+                r.t["power_on"] = on[0]["t"]
+                say("fake BMC powered the guest on (PXE, UEFI)")
+        if "preseed" not in r.t:
+            at = r.preseed_time()
+            if at is not None:
+                r.t["preseed"] = at
+                say("the installer fetched stor-1's preseed")
+        if "mirror_first" not in r.t and "preseed" in r.t and any(
+                x.client == r.ip() for x in pxelab.http_log(mirror.access_log())):
+            r.t["mirror_first"] = now
+        tok = r.token()
+        if "key_fetched" not in r.t and tok.get("key_fetched"):
+            r.t["key_fetched"] = tok["key_fetched"]
+            say("the installer fetched its key with the token")
+        if "callback" not in r.t and tok.get("done"):
+            r.t["callback"] = tok["done"]
+            r.modes_at_callback = {k: (p.readlink().name if p.is_symlink() else "")
+                                   for k, p in links.items()}
+            grub_before_callback = r.local_grub_fetches()
+            say(f"the installer called back; boot-mode links: {r.modes_at_callback}")
+        if "callback" in r.t and "local_grub" not in r.t and \
+                r.local_grub_fetches() > grub_before_callback:
+            r.t["local_grub"] = now
+            r.local_grub_after_callback = True
+            say("the guest rebooted: GRUB fetched its /state/ config (local)")
+        if "firstboot" not in r.t:
+            m = re.search(vmbed.FIRSTBOOT_MARK + r" host=(\S+) minion-key-sha256=([0-9a-f]+)",
+                          r.console())
+            if m:
+                r.t["firstboot"] = now
+                r.fingerprint = m.group(2)
+                say(f"the installed system booted from its disk: {m.group(0)}")
+        ends = r.step_ends()
+        for step in ("wait_install", "converge", "health"):
+            if step in ends and f"{step}_end" not in r.t:
+                r.t[f"{step}_end"] = ends[step]["ts"]
+                say(f"step {step}: {ends[step]['outcome']} ({ends[step].get('detail', '')})")
+        if time.monotonic() - last_progress > 300:
+            last_progress = time.monotonic()
+            n = sum(1 for x in pxelab.http_log(mirror.access_log()) if x.client == r.ip())
+            say(f"still running: {n} requests to the mirror so far; load average "
+                f"{os.getloadavg()}")
+        time.sleep(5)
+    if cli.poll() is None:
+        say(f"the run did not end within {limit:.0f}s: interrupting it")
+    else:
+        r.t["cli_exit"] = time.time()
+        with contextlib.suppress(FileNotFoundError):
+            ends = r.step_ends()
+            for step in ("wait_install", "converge", "health"):
+                if step in ends and f"{step}_end" not in r.t:
+                    r.t[f"{step}_end"] = ends[step]["ts"]
+        if "firstboot" not in r.t:
+            m = re.search(vmbed.FIRSTBOOT_MARK + r" host=(\S+) minion-key-sha256=([0-9a-f]+)",
+                          r.console())
+            if m:
+                r.t["firstboot"] = time.time()
+                r.fingerprint = m.group(2)
+
+
+def _outcomes(r: Run) -> list[tuple[str, str]]:
+    return [(e["step"], e["outcome"]) for e in r.journal()
+            if e["event"] == "step" and e.get("phase") == "end"]
+
+
+def test_every_step_ran_and_the_reinstall_succeeded(run: Run) -> None:
+    assert _outcomes(run) == [
+        ("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
+        ("arm_install", "ok"), ("power", "ok"), ("wait_install", "ok"), ("converge", "ok"),
+        ("health", "ok"), ("resume", "skipped")], run.stderr[-3000:]
+    assert run.rc == 0 and run.report.get("outcome") == "done", run.stderr[-3000:]
+
+
+def test_the_fake_bmc_powered_the_guest_once_for_a_pxe_boot(run: Run) -> None:
+    on = [e for e in run.hardware() if e["event"] == "power-on"]
+    assert len(on) == 1, run.hardware()  # the reboot after the install is the guest's own
+    assert on[0]["boot_device"] == "Pxe" and on[0]["firmware"] == "uefi"
+
+
+def test_the_installer_fetched_its_key_with_the_token_and_called_back(run: Run) -> None:
+    wait = run.step_ends()["wait_install"]
+    assert "installer called back" in wait["detail"], wait
+    assert "never fetched its key" not in wait["detail"], wait
+    assert run.t["power_on"] < run.t["preseed"] < run.t["key_fetched"] <= run.t["callback"]
+
+
+def test_the_boot_mode_was_local_at_the_callback(run: Run) -> None:
+    assert run.modes_at_callback == {"ipxe": "local.ipxe", "grub": "grub-local.cfg"}, \
+        run.modes_at_callback
+    assert not (run.work / "state" / installkey.token_name(run.inv.nodes[NODE])).exists()
+
+
+def test_the_guest_rebooted_through_pxe_local_into_its_disk(run: Run) -> None:
+    assert run.local_grub_after_callback, "no PXE boot in local mode after the callback"
+    assert "firstboot" in run.t, "the installed system never printed its first-boot line: " \
+        + run.console()[-2000:]
+    assert run.t["callback"] < run.t["local_grub"] <= run.t["firstboot"]
+    # the installer ran once: its kernel was fetched before the callback only
+    preseeds = [p for p, s in ((x.path, x.status) for x in pxelab.http_log(run.http_log))
+                if p == f"/hosts/{NODE}/preseed.cfg" and s == 200]
+    assert len(preseeds) == 1
+
+
+def test_the_key_on_the_disk_is_the_one_the_master_accepted(run: Run) -> None:
+    accepted = run.work / "salt" / "pki" / "minions" / NODE
+    assert run.fingerprint == _der_sha256(accepted.read_bytes())
+    assert run.pending_keys == []  # the minion never offered another key
+
+
+def test_the_minion_converged_with_the_rotated_key(run: Run) -> None:
+    converge = run.step_ends()["converge"]
+    assert converge["outcome"] == "ok" and "highstate ok" in converge["detail"], converge
+    assert run.converged_file.strip() == "converged by fleet test-vm"
