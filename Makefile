@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm
+	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
@@ -23,7 +23,6 @@ help:
 	@echo "make test-lab      the lab integration tests (bring the lab up themselves)"
 	@echo "make test-pxe      PXE end to end: BIOS/UEFI QEMU guests boot from pxe/ (docs/pxe.md)"
 	@echo "make test-reinstall-vm  only the reinstall VM test of test-pxe: fleet reinstall drives a QEMU guest behind a fake BMC"
-	@echo "make test-vm         fleet reinstall installs Debian on a QEMU guest, end to end (about an hour; not in make test)"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
@@ -100,11 +99,3 @@ test-pxe: $(STAMP)
 test-reinstall-vm: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	FLEET_PXE=1 $(BIN)/pytest tests/pxe/test_reinstall_vm.py -v --durations=5
-
-# the whole reinstall of a QEMU guest: PXE, Debian install from a caching proxy of
-# deb.debian.org, key, callback, disk boot, minion, converge (issue 6; docs/pxe.md; about an
-# hour under TCG, so not in `make test`; times in docs/benchmarks.md)
-test-vm: $(STAMP)
-	bash tools/install-pxe-deps.sh
-	bash tools/install-vm-deps.sh
-	FLEET_VM=1 $(BIN)/pytest tests/vm -v -s --durations=5
