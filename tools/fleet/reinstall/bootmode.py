@@ -60,7 +60,8 @@ class CommandBootMode:
             argv.append("--token-stdin")
         try:
             proc = subprocess.run(argv, input=(token or "") + "\n", capture_output=True,
-                                  text=True, timeout=self.timeout, check=False)
+                                  text=True, timeout=self.timeout, check=False,
+                                  start_new_session=True)  # as commands.SubprocessRunner
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BootModeUnavailableError(f"cannot set {node}'s boot mode to {mode}: "
                                            f"`{' '.join(argv)}`: {exc}") from exc

@@ -49,8 +49,10 @@ class SubprocessRunner:
         if shutil.which(full[0]) is None:
             return Result(tuple(full), 127, "", f"{full[0]}: command not found")
         try:
+            # its own session: an operator's second Ctrl-C goes to fleet (which finishes
+            # leaving the node safe), not to the scontrol or ssh it is running
             proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
-                                  check=False)
+                                  check=False, start_new_session=True)
         except subprocess.TimeoutExpired:
             return Result(tuple(full), 124, "", f"timed out after {timeout:g}s")
         return Result(tuple(full), proc.returncode, proc.stdout, proc.stderr)

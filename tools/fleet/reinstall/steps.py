@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from fleet.reinstall import health as health_checks
 from fleet.reinstall import slurm
+from fleet.reinstall.commands import CommandError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
 # Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
@@ -126,7 +127,7 @@ def _salt_json(ctx: Context, *args: str, timeout: float) -> dict[str, object]:
 
 def converge(ctx: Context) -> str:
     deadline = time.monotonic() + ctx.options.converge_timeout
-    while _salt_json(ctx, "test.ping", timeout=60).get(ctx.name) is not True:
+    while not _answers(ctx):
         if time.monotonic() >= deadline:
             raise StepFailedError(f"the minion did not answer within "
                                   f"{ctx.options.converge_timeout:g}s (key accepted in "
@@ -141,6 +142,17 @@ def converge(ctx: Context) -> str:
         raise StepFailedError(f"highstate failed in {len(failed)} of {len(ret)} state(s): "
                               + ", ".join(failed[:5]))
     return f"highstate ok: {len(ret)} states, {changed} changed"
+
+
+def _answers(ctx: Context) -> bool:
+    """One ``test.ping``; a minion still starting (or authenticating) is just not there
+    yet. A missing salt CLI is not worth waiting for."""
+    try:
+        return _salt_json(ctx, "test.ping", "-t", "15", timeout=120).get(ctx.name) is True
+    except CommandError as exc:
+        if exc.result.returncode == 127:
+            raise
+        return False
 
 
 def _highstate(ctx: Context, deadline: float) -> object:
@@ -165,7 +177,10 @@ def _highstate(ctx: Context, deadline: float) -> object:
             return data[ctx.name]
         if time.monotonic() - last_check > 30:
             last_check = time.monotonic()
-            running = _salt_json(ctx, "saltutil.find_job", jid, timeout=60)
+            try:
+                running = _salt_json(ctx, "saltutil.find_job", jid, "-t", "15", timeout=120)
+            except CommandError:
+                running = {}  # no answer: busy or restarting
             # {} = answered, not running it; no answer = busy or restarting: wait
             gone = gone + 1 if running.get(ctx.name) == {} else 0
             if gone >= 2:
