@@ -6,7 +6,8 @@
 # reach it over HTTP (checked here, so a run that cannot install says so at once).
 # Idempotent: installs only what is missing; no service is started.
 set -euo pipefail
-pkgs=(qemu-utils curl nginx-light iproute2 debian-archive-keyring)
+pkgs=(qemu-utils curl nginx-light iproute2 debian-archive-keyring debootstrap e2fsprogs
+      dosfstools mtools fdisk shim-signed grub-efi-amd64-signed)
 need=()
 for pkg in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")

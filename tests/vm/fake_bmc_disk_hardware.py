@@ -10,7 +10,11 @@ acts them out on one QEMU guest), but the guest has a DISK and reboots like a ma
   NVRAM is kept for the agent's lifetime, like a machine's), and the serial console
   (``guest-N.serial``) goes on across the reboot.
 
-Power On starts the guest, a Restart restarts it, Off stops it.
+Power On starts the guest, a Restart restarts it, Off stops it. Two test controls (never
+a BMC's): ``POST /_installer/halt`` stops the guest and ``POST /_installer/reboot`` starts
+it again, for the installer stand-in (tests/vm/standin.py), which replaces the installer
+in the guest and then reboots it; they are logged as ``installer-halt`` and
+``installer-reboot``, not as power events. Each start writes its own serial file.
 
 Run (inside the namespace, where the fake BMC can reach it):
     python fake_bmc_disk_hardware.py --port P --netns NS --bridge BR --work DIR --mac MAC
@@ -86,7 +90,7 @@ class Hardware:
                 "-drive", f"file={self.args.disk},format=qcow2,if=none,id=d0,cache=unsafe",
                 "-device", "virtio-blk-pci,drive=d0,bootindex=2"]
 
-    def start(self, system: dict[str, Any]) -> None:
+    def start(self, system: dict[str, Any], event: str = "power-on") -> None:
         if system.get("boot_mode", "UEFI") != "UEFI":
             self.log(event="refused", why="only UEFI is modelled with a disk")
             return
@@ -94,9 +98,23 @@ class Hardware:
         self.guest_name = f"guest-{self.boots}"
         argv = self.ns.cmd(*self.argv())
         self.guest = pxelab.Proc(argv, self.work / f"{self.guest_name}.qemu.out")
-        self.log(event="power-on", guest=self.guest_name, firmware="uefi",
+        self.log(event=event, guest=self.guest_name, firmware="uefi",
                  pid=self.guest.p.pid, boot_device=system.get("boot_device"),
                  serial=str(self.work / f"{self.guest_name}.serial"))
+
+    def installer(self, action: str) -> bool:
+        with self.lock:
+            if action == "halt":
+                if self.guest is not None:
+                    self.guest.stop()
+                    self.log(event="installer-halt", guest=self.guest_name)
+                    self.guest = None
+                return True
+            if action == "reboot":
+                self.stop("installer reboot")
+                self.start({"boot_mode": "UEFI"}, event="installer-reboot")
+                return True
+            return False
 
     def stop(self, why: str) -> None:
         if self.guest is not None:
@@ -119,6 +137,12 @@ def main() -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             hw.notify(json.loads(body))
             self.send_response(204)
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            ok = self.path.startswith("/_installer/") and \
+                hw.installer(self.path.removeprefix("/_installer/"))
+            self.send_response(204 if ok else 404)
             self.end_headers()
 
         def log_message(self, format: str, *a: object) -> None:
