@@ -105,11 +105,13 @@ def run_late_command(late: str, target: Path, netns: str, log: Path) -> int:
     script = "; ".join([
         f"mount -t proc proc {target}/proc", f"mount -t sysfs sys {target}/sys",
         f"mount --rbind /dev {target}/dev",
-        f"export PATH={helper}:$PATH DEBIAN_FRONTEND=noninteractive",
+        f"export PATH={helper}:/usr/sbin:/usr/bin:/sbin:/bin",
         f"sh -c {_quote(late.replace('/target', str(target)))}",
         "rc=$?", f"umount -R {target}/dev {target}/sys {target}/proc", "exit $rc"])
     with log.open("a") as out:
-        proc = subprocess.run(["ip", "netns", "exec", netns, "unshare", "-m",
+        # a clean environment, as the installer's (none of this host's PIP_*, proxies...)
+        proc = subprocess.run(["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                               "ip", "netns", "exec", netns, "unshare", "-m",
                                "--propagation", "private", "sh", "-c", script],
                               stdout=out, stderr=subprocess.STDOUT, timeout=1800)
     return proc.returncode

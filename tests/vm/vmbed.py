@@ -30,6 +30,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pxelab
 from pxelab import Netns, Proc
@@ -188,7 +189,8 @@ def salt_late_commands(wheels_url: str, salt_version: str) -> list[str]:
         "in-target env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv",
         "in-target python3 -m venv /opt/salt",
         "in-target /opt/salt/bin/pip install --disable-pip-version-check --no-index "
-        f"--find-links {wheels_url} salt=={salt_version}",
+        f"--trusted-host {urlsplit(wheels_url).hostname} --find-links {wheels_url} "
+        f"salt=={salt_version}",
         _write(unit, "/etc/systemd/system/salt-minion.service"),
         "in-target systemctl enable salt-minion",
         _write(script, "/usr/local/sbin/fleet-vm-firstboot"),
