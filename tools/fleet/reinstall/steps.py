@@ -200,7 +200,16 @@ def resume(ctx: Context) -> str:
     if not ctx.is_slurm_node():
         raise SkipStepError("not a Slurm compute node")
     slurm.resume(ctx.runner, ctx.name)
-    return f"resumed; state {_sinfo(ctx)}"
+    # slurmctld may flag the node not responding ("idle*") until its next ping of slurmd
+    deadline = time.monotonic() + ctx.options.health_timeout
+    while True:
+        state = _sinfo(ctx)
+        if not state.endswith("*") or time.monotonic() >= deadline:
+            break
+        time.sleep(ctx.options.poll)
+    if state.endswith("*"):
+        raise StepFailedError(f"resumed, but slurmctld reports it not responding: {state}")
+    return f"resumed; state {state}"
 
 
 STEPS: list[tuple[str, Step]] = [
