@@ -134,6 +134,14 @@ def converge(ctx: Context) -> str:
                                   "advance; is salt-minion running with the new key?)")
         time.sleep(ctx.options.poll)
     ret = _highstate(ctx, deadline)
+    if isinstance(ret, _Lost):
+        # a minion restarting (base.minion restarts it after a config change, in the
+        # background after a run) drops a job published meanwhile: a highstate is safe
+        # to apply again
+        ctx.say(f"  {ret}; publishing the highstate again")
+        while not _answers(ctx) and time.monotonic() < deadline:
+            time.sleep(ctx.options.poll)
+        ret = _highstate(ctx, deadline)
     if not isinstance(ret, dict):
         raise StepFailedError(f"highstate returned no state results: {str(ret)[:300]}")
     failed = [k for k, v in ret.items() if isinstance(v, dict) and v.get("result") is False]
@@ -153,6 +161,10 @@ def _answers(ctx: Context) -> bool:
         if exc.result.returncode == 127:
             raise
         return False
+
+
+class _Lost(str):
+    """The minion answered, twice, that it is not running the job, and it never returned."""
 
 
 def _highstate(ctx: Context, deadline: float) -> object:
@@ -184,7 +196,7 @@ def _highstate(ctx: Context, deadline: float) -> object:
             # {} = answered, not running it; no answer = busy or restarting: wait
             gone = gone + 1 if running.get(ctx.name) == {} else 0
             if gone >= 2:
-                return f"job {jid} ended on {ctx.name} without a return"
+                return _Lost(f"job {jid} ended on {ctx.name} without a return")
         time.sleep(min(ctx.options.poll, 3.0))
     raise StepFailedError(f"highstate (job {jid}) did not return within "
                           f"{ctx.options.converge_timeout:g}s")
