@@ -1,0 +1,362 @@
+"""`fleet reinstall` in the lab (issue 6): the real CLI against the lab's Salt master,
+Slurm controller and PXE state on head-01, with one FAKE BMC per lab node (sushy-tools'
+Redfish emulator, fake driver: tests/bmc/fake_redfish_bmc.py) whose power actions are
+acted out on the node's container by FAKE hardware (tests/lab/fake_lab_hardware.py): a
+PXE boot that gets the install script recreates the container from the bare image and
+runs the node's rendered late-commands, as the installer would.
+
+The BMCs listen on 127.0.0.1 (the inventory's BMC network does not exist here):
+`--bmc-address` points the CLI at each node's emulator. These tests run last in the lab
+session (conftest.py orders them) and in this order: each leaves the node healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labtools import ROOT, Lab, podman_exec, poll
+
+from fleet.lab import highstate
+from fleet.reinstall.journal import Journal
+from fleet.render import installkey
+
+GPU_NODE, BYSTANDER, OTHER_GPU = "tbox-002", "tbox-001", "tbox-039"
+CONTROLLER = "head-01"
+PXE_STATE = "/var/lib/fleet/pxe-state"
+PASSWORD = "lab-bmc-password"
+PODMAN = "podman --runtime runc exec"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _ready(proc: subprocess.Popen[str], what: str) -> None:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        pytest.fail(f"{what} did not start: {line}{proc.stdout.read()}")
+
+
+@dataclass
+class Rig:
+    lab: Lab
+    work: Path
+    bmc_ports: dict[str, int]
+    procs: list[subprocess.Popen[str]] = field(default_factory=list)
+
+    @property
+    def state(self) -> Path:
+        return self.work / "state"
+
+    def journal(self, node: str) -> list[dict[str, Any]]:
+        return Journal(self.state / node).entries()
+
+    def hardware(self, node: str) -> list[dict[str, Any]]:
+        f = self.work / "hardware.jsonl"
+        lines = f.read_text().splitlines() if f.exists() else []
+        return [e for e in map(json.loads, lines) if e["node"] == node]
+
+    def argv(self, node: str, *extra: str, bmc_port: int | None = None) -> list[str]:
+        head = self.lab.plan.node(CONTROLLER).container
+        port = bmc_port if bmc_port is not None else self.bmc_ports[node]
+        return [sys.executable, "-m", "fleet", "reinstall", node, "--json",
+                "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab/overlay.yaml"),
+                "--state-dir", str(self.state), "--secrets", str(self.work / "secrets"),
+                "--salt-config", str(self.lab.paths.salt_etc),
+                "--callback", f"{self.lab.plan.gateway}:8470",
+                "--pxe-command", f"{PODMAN} -i {head} fleet-lab",
+                "--slurm-command", f"{PODMAN} {head}",
+                "--bmc-address", f"127.0.0.1:{port}", "--bmc-scheme", "http",
+                "--drain-timeout", "300", "--converge-timeout", "2400", *extra]
+
+    def start(self, node: str, *extra: str, bmc_port: int | None = None
+              ) -> subprocess.Popen[str]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+        err = (self.work / f"{node}.stderr").open("a")
+        return subprocess.Popen(self.argv(node, *extra, bmc_port=bmc_port), cwd=ROOT,
+                                env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+
+    def run(self, node: str, *extra: str, timeout: float = 3000,
+            bmc_port: int | None = None) -> tuple[int, dict[str, Any]]:
+        proc = self.start(node, *extra, bmc_port=bmc_port)
+        return finish(proc, timeout)
+
+    def mode(self, node: str, behaviour: str) -> None:
+        (self.work / f"{node}.mode").write_text(behaviour + "\n")
+
+    def stderr(self, node: str) -> str:
+        f = self.work / f"{node}.stderr"
+        return f.read_text()[-4000:] if f.exists() else ""
+
+    def head(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return podman_exec(self.lab, CONTROLLER, *argv, timeout=timeout)
+
+    def boot_mode(self, node: str) -> str:
+        res = self.head("fleet-lab", "pxe", "status", node, "--json")
+        assert res.returncode == 0, res.stderr
+        return str(json.loads(res.stdout)["nodes"][0]["mode"])
+
+    def slurm_state(self, node: str) -> str:
+        return self.head("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+
+    def curl_from(self, node: str, *args: str) -> str:
+        """HTTP status of a request made from ``node``'s own address."""
+        res = podman_exec(self.lab, node, "curl", "-s", "-o", "/dev/null", "-w",
+                          "%{http_code}", "--max-time", "20", *args)
+        return res.stdout.strip()
+
+
+def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, dict[str, Any]]:
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"fleet reinstall still running after {timeout:.0f}s")
+    return proc.returncode, json.loads(out) if out.strip() else {}
+
+
+@pytest.fixture(scope="module")
+def rig(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    if shutil.which("curl") is None:
+        pytest.fail("curl is needed on the lab host (tools/install-lab-deps.sh installs it)")
+    work = tmp_path_factory.mktemp("reinstall")
+    from bmc.fakes import _htpasswd
+
+    inv = lab.plan.inventory
+    secrets = work / "secrets" / "bmc"
+    secrets.mkdir(parents=True, mode=0o700)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tools'}:{ROOT / 'tests'}"}
+    hw_port = free_port()
+    rig = Rig(lab, work, {})
+    hw = subprocess.Popen([sys.executable, str(ROOT / "tests/lab/fake_lab_hardware.py"),
+                           "--port", str(hw_port), "--work", str(work)], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rig.procs.append(hw)
+    _ready(hw, "the fake hardware agent")
+    for node in lab.nodes:
+        if "provisioning" in node.roles:
+            continue
+        spec = inv.nodes[node.hostname].profile.bmc
+        secret = secrets / spec.password_secret
+        secret.write_text(PASSWORD + "\n")
+        secret.chmod(0o600)
+        htpasswd = work / f"{node.hostname}.htpasswd"
+        _htpasswd(htpasswd, spec.user, PASSWORD)
+        port = free_port()
+        bmc = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests/bmc/fake_redfish_bmc.py"), "--port", str(port),
+             "--state-dir", str(work / f"sushy-{node.hostname}"), "--system", node.hostname,
+             "--power", "On", "--auth-file", str(htpasswd),
+             "--notify", f"http://127.0.0.1:{hw_port}/{node.hostname}"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        rig.procs.append(bmc)
+        _ready(bmc, f"the fake BMC of {node.hostname}")
+        rig.bmc_ports[node.hostname] = port
+    yield rig
+    for proc in rig.procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["step"]: s for s in report.get("steps", [])}
+
+
+def test_bmc_down_fails_preflight_and_leaves_the_node_alone(rig: Rig) -> None:
+    """No BMC at the address: refused before anything changes (not drained, key kept)."""
+    pki = rig.lab.paths.master_root / "pki" / "minions" / OTHER_GPU
+    key_before = pki.read_text()
+    rc, report = rig.run(OTHER_GPU, "--timeout", "60", bmc_port=free_port(), timeout=300)
+    assert rc == 5, rig.stderr(OTHER_GPU)
+    assert report["outcome"] == "failed" and report["message"].startswith("preflight failed")
+    assert steps(report)["preflight"]["outcome"] == "failed"
+    assert "drain" not in steps(report)
+    assert rig.slurm_state(OTHER_GPU) == "idle"
+    assert rig.boot_mode(OTHER_GPU) == "local"
+    assert pki.read_text() == key_before
+    finish_entry = rig.journal(OTHER_GPU)[-1]
+    assert finish_entry["event"] == "finish" and finish_entry["outcome"] == "failed"
+    assert finish_entry["step"] == "preflight"
+    # a failed preflight is a finished run: --abort closes it for the next tests
+    rc, report = rig.run(OTHER_GPU, "--abort", timeout=120)
+    assert rc == 0, rig.stderr(OTHER_GPU)
+
+
+def test_reinstall_gpu_node_while_a_job_runs_on_another(rig: Rig, lab: Lab) -> None:
+    node = lab.plan.inventory.nodes[GPU_NODE]
+    container = lab.plan.node(GPU_NODE).container
+    accepted = lab.paths.master_root / "pki" / "minions" / GPU_NODE
+    old_pub = accepted.read_text()
+    old_keys = rig.work / "old-keys"
+    old_keys.mkdir()
+    for f in ("minion.pem", "minion.pub"):
+        subprocess.run(["podman", "--runtime", "runc", "cp",
+                        f"{container}:/etc/salt/pki/minion/{f}", str(old_keys / f)], check=True)
+
+    # a job on another node of the same partition keeps running through the reinstall
+    rig.head("scancel", "-n", "bystander")
+    try:
+        _reinstall_with_a_bystander(rig, lab, node, container, accepted, old_pub, old_keys)
+    finally:
+        rig.head("scancel", "-n", "bystander")
+
+
+def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
+                                accepted: Path, old_pub: str, old_keys: Path) -> None:
+    job = rig.head("sbatch", "--parsable", "-p", "tbox1", "-w", BYSTANDER, "-J",
+                   "bystander", "--wrap", "sleep 3000")
+    assert job.returncode == 0, job.stderr
+    job_id = job.stdout.strip().split(";")[0]
+
+    def job_state() -> str:
+        return rig.head("squeue", "-h", "-j", job_id, "-o", "%T").stdout.strip()
+
+    poll("the bystander job to run", lambda: job_state() == "RUNNING", 120)
+
+    proc = rig.start(GPU_NODE, "--timeout", "900")
+    token_path = f"{PXE_STATE}/{installkey.token_name(node)}"
+
+    def armed_token() -> str:
+        assert proc.poll() is None, rig.stderr(GPU_NODE)
+        return rig.head("cat", token_path).stdout.strip()
+
+    token = poll("the install token to be published on head-01", armed_token, 300)
+    endpoint = installkey.endpoint(lab.plan.inventory)
+    # the token file is served to the node's own address only
+    head_addr = lab.plan.inventory.nodes[CONTROLLER].address
+    assert rig.curl_from(BYSTANDER, f"http://{head_addr}/state/{installkey.token_name(node)}") \
+        == "403"
+    # a forged token is refused by the master's endpoint
+    assert rig.curl_from(BYSTANDER, "-H", "Authorization: Bearer forged-token",
+                         f"{endpoint}/v1/key/{GPU_NODE}") == "403"
+
+    def installed() -> bool:
+        assert proc.poll() is None, rig.stderr(GPU_NODE)
+        return any(e["event"] == "step" and e["step"] == "wait_install" and
+                   e["phase"] == "end" for e in rig.journal(GPU_NODE))
+
+    poll("the installer's callback", installed, 900, interval=2)
+    # the spent token is refused: no second key, no second callback
+    assert rig.curl_from(BYSTANDER, "-H", f"Authorization: Bearer {token}",
+                         f"{endpoint}/v1/key/{GPU_NODE}") == "403"
+    assert rig.curl_from(BYSTANDER, "-X", "POST", "-H", f"Authorization: Bearer {token}",
+                         f"{endpoint}/v1/done/{GPU_NODE}") == "403"
+    rc, report = finish(proc, 2700)
+    assert rc == 0, f"{report.get('message')}\n{rig.stderr(GPU_NODE)}"
+    assert report["outcome"] == "done"
+    done = steps(report)
+    # per-step timings of the last lab reinstall (docs/benchmarks.md quotes them)
+    (lab.paths.lab / "reinstall-timings.json").write_text(json.dumps(
+        {"node": GPU_NODE, "steps": {k: v["seconds"] for k, v in done.items()},
+         "install": [e for e in rig.hardware(GPU_NODE) if e["event"] == "install-done"]},
+        indent=2))
+    assert [s for s in done if done[s]["outcome"] == "failed"] == []
+    assert done["drain"]["outcome"] == "ok" and done["resume"]["outcome"] == "ok"
+
+    # drained before the power action: the fake hardware read Slurm when the BMC acted
+    hw = rig.hardware(GPU_NODE)
+    power = [e for e in hw if e["event"] == "power-boot"]
+    assert power and power[0]["slurm_state"].rstrip("*~#!%$@^-+") == "drained", power
+    journal = rig.journal(GPU_NODE)
+    order = [(e["step"], e["phase"]) for e in journal if e["event"] == "step"]
+    assert order.index(("drain", "end")) < order.index(("power", "start"))
+    # one install, then PXE gave the local script and the node booted its disk
+    events = [e["event"] for e in hw]
+    assert events.count("install-start") == 1 and "install-loop" not in events, hw
+    after = events[events.index("install-done"):]
+    pxe_after = [e for e in hw[events.index("install-done"):] if e["event"] == "pxe"]
+    assert pxe_after and pxe_after[0]["mode"] == "local" and "booted-disk" in after, hw
+    assert rig.boot_mode(GPU_NODE) == "local"
+    assert rig.head("test", "-e", token_path).returncode != 0  # token withdrawn
+
+    # the new key: accepted on the master, used by the node; the old one is refused
+    new_pub = accepted.read_text()
+    assert new_pub != old_pub
+    node_pub = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/pki/minion/minion.pub").stdout
+    assert node_pub.strip() == new_pub.strip()
+    assert _old_key_rejected(rig, old_keys), "the master accepted the old key"
+
+    # converged: a second highstate changes nothing
+    results, _ = highstate.apply(lab.paths, [GPU_NODE], target=GPU_NODE)
+    assert results[0].failed == 0 and results[0].changed == 0, \
+        (results[0].failures, results[0].changes)
+    # resumed and taking jobs, while the bystander kept running
+    assert rig.slurm_state(GPU_NODE) == "idle"
+    assert job_state() == "RUNNING"
+    ran = rig.head("srun", "--immediate=60", "-p", "tbox1", "-w", GPU_NODE, "hostname",
+                   timeout=180)
+    assert ran.returncode == 0 and ran.stdout.strip() == GPU_NODE, ran.stderr
+
+
+def _old_key_rejected(rig: Rig, old_keys: Path) -> bool:
+    """Authenticate to the lab master with the node's old key pair (salt-call)."""
+    conf = rig.work / "old-minion"
+    (conf / "pki").mkdir(parents=True)
+    for f in ("minion.pem", "minion.pub"):
+        shutil.copy(old_keys / f, conf / "pki" / f)
+    (conf / "minion").write_text(
+        f"id: {GPU_NODE}\nmaster: {rig.lab.plan.gateway}\npki_dir: {conf / 'pki'}\n"
+        f"cachedir: {conf / 'cache'}\nsock_dir: {conf / 'sock'}\n"
+        f"log_file: {conf / 'log'}\nuser: root\nauth_tries: 1\nauth_timeout: 20\n")
+    res = subprocess.run([str(rig.lab.paths.venv_bin / "salt-call"), "-c", str(conf),
+                          "test.ping"], capture_output=True, text=True, timeout=180,
+                         check=False)
+    out = res.stdout + res.stderr
+    return res.returncode != 0 and "rejected" in out.lower()
+
+
+def test_install_that_never_calls_back_times_out(rig: Rig) -> None:
+    rig.mode(OTHER_GPU, "hang")
+    rc, report = rig.run(OTHER_GPU, "--timeout", "60", timeout=600)
+    assert rc == 5, rig.stderr(OTHER_GPU)
+    failed = steps(report)["wait_install"]
+    assert failed["outcome"] == "failed" and "no install callback within 60s" in \
+        failed["detail"] and "token revoked" in failed["detail"], failed
+    assert report["left"]["boot_mode"].startswith("local")
+    assert report["left"]["slurm"].startswith("drained")
+    assert rig.boot_mode(OTHER_GPU) == "local"
+    assert rig.slurm_state(OTHER_GPU).startswith("drain")
+    last = rig.journal(OTHER_GPU)[-1]
+    assert last["event"] == "finish" and last["step"] == "wait_install"
+    # the timeout revoked the token already; --abort closes the run
+    rc, report = rig.run(OTHER_GPU, "--abort", timeout=120)
+    assert rc == 0 and report["left"]["token"] == "none outstanding", report
+
+
+def test_failed_highstate_stays_drained_then_resume_finishes(rig: Rig, lab: Lab) -> None:
+    rig.mode(OTHER_GPU, "break-apt")
+    rc, report = rig.run(OTHER_GPU, "--timeout", "900", timeout=3000)
+    assert rc == 5, rig.stderr(OTHER_GPU)
+    assert steps(report)["converge"]["outcome"] == "failed", report
+    assert "highstate failed" in steps(report)["converge"]["detail"]
+    assert rig.slurm_state(OTHER_GPU).startswith("drain")
+    assert rig.boot_mode(OTHER_GPU) == "local"
+    last = rig.journal(OTHER_GPU)[-1]
+    assert last["event"] == "finish" and last["step"] == "converge"
+    # the operator fixes the cause, then resumes: converge, health, resume
+    podman_exec(lab, OTHER_GPU, "rm", "-f", "/etc/apt/apt.conf.d/00fleet-lab-broken")
+    rig.mode(OTHER_GPU, "normal")
+    rc, report = rig.run(OTHER_GPU, "--resume", timeout=3000)
+    assert rc == 0, f"{report.get('message')}\n{rig.stderr(OTHER_GPU)}"
+    assert report["mode"] == "resume" and report["outcome"] == "done"
+    assert list(steps(report)) == ["converge", "health", "resume"]
+    assert rig.slurm_state(OTHER_GPU) == "idle"
