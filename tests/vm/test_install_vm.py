@@ -323,7 +323,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         keep = os.environ.get("FLEET_VM_KEEP")
         if keep:
             shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("disk.qcow2", "target"))
+                            ignore=shutil.ignore_patterns("disk.qcow2", "target", "*.ipc"))
     for signum, handler in old.items():
         signal.signal(signum, handler)
     yield r
