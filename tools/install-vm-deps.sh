@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Host packages of the full-install VM test (make test-vm, tests/vm, docs/pxe.md), as root,
 # on top of tools/install-pxe-deps.sh (QEMU, OVMF, shim, GRUB, nginx, the netboot
-# installer): qemu-img (qemu-utils) for the guest's disk, curl, and the Debian archive
-# keyring. The test's mirror is a caching nginx proxy of deb.debian.org: this host must
+# installer): qemu-img (qemu-utils) for the guest's disk, curl, and what the installer
+# stand-in uses (tests/vm/standin.py: debootstrap and the archive keyring, mkfs.ext4,
+# mkfs.vfat and mtools, sfdisk, Debian's signed shim and GRUB). The test's mirror is a caching nginx proxy of deb.debian.org: this host must
 # reach it over HTTP (checked here, so a run that cannot install says so at once).
 # Idempotent: installs only what is missing; no service is started.
 set -euo pipefail

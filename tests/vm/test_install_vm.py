@@ -1,26 +1,34 @@
-"""`fleet reinstall stor-1` installs Debian on a QEMU guest, end to end (issue 6, `make
-test-vm`, docs/pxe.md; times in docs/benchmarks.md).
+"""`fleet reinstall stor-1` reinstalls a QEMU guest, end to end (issue 6, `make test-vm`,
+docs/pxe.md; times in docs/benchmarks.md).
 
 The bed of tests/pxe/test_reinstall_vm.py (the rendered pxe/ tree served by dnsmasq and
 nginx in a network namespace; sushy-tools' Redfish emulator as the FAKE BMC, whose fake
-driver notifies the fake hardware agent; the real `fleet reinstall` CLI, salt-key and
-here also a real salt-master), plus what a whole install needs (tests/vm/vmbed.py): a
-Debian mirror (a caching proxy of deb.debian.org through a veth pair), a qcow2 disk on
-the guest, which reboots in place (tests/vm/fake_bmc_disk_hardware.py), and Salt
-installed with pip in the target because Salt's apt repository is unreachable here.
+driver notifies the fake hardware agent; the real `fleet reinstall` CLI and salt-key),
+plus what a whole reinstall needs (tests/vm/vmbed.py): a real salt-master, a Debian
+mirror (a caching proxy of deb.debian.org through a veth pair), and a guest with a qcow2
+disk that reboots in place (tests/vm/fake_bmc_disk_hardware.py).
 
 What runs, nothing interrupted: preflight -> rotate key -> arm install -> power (Redfish:
-PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config,
-which installs Debian from the mirror onto /dev/vda, fetches its key with the token and
-calls back (boot mode back to local) -> it reboots, PXE first again: GRUB's local script
-chainloads the disk's shim -> the installed system boots, its first-boot unit prints the
-key fingerprint, its minion connects with the rotated key -> converge (highstate of the
-test's one-state tree) -> health (nothing to check: see OVERLAY) -> done.
+PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config;
+it fetches its preseed and reads the mirror's indexes. Where the mirror has the
+installer's components (.udeb), the installer goes on and installs (not seen here). Here
+it has none (the deb.debian.org this host reaches serves no .udeb): the installer stops,
+`test_the_debian_installer_installed_the_system` is SKIPPED with that reason, and the
+INSTALLER STAND-IN (tests/vm/standin.py) does the installer's part on the host: base
+system (debootstrap), the rendered late_command from stor-1's address (token, rotated
+key, callback), the disk (GPT, Debian's shim and GRUB), then the guest's reboot. From
+there for real again: boot mode local at the callback; the guest PXE-boots, GRUB's local
+script chainloads the disk's shim, the installed system boots and its first-boot unit
+prints the key's fingerprint (compared with the key the master accepted); its minion
+connects with the rotated key -> converge (highstate of the test's one-state tree) ->
+health (nothing to check: see below) -> done.
 
 Test-only changes, each said here: the overlay points the image at the mirror and
-site.salt.repo at a path that 404s; stor-1 is not an mkv volume in the overlay (the bed
-has no mkv master for the health gate to ask; tests/lab covers that check); the preseed's
-late-commands get Salt from pip and the first-boot unit inserted before the callback.
+site.salt.repo at a path that 404s (Salt's apt repository is unreachable here, Debian 12
+has no salt-minion); the preseed's late_command gets Salt from pip (the lab's wheelhouse),
+a salt-minion unit and the first-boot unit, inserted before the callback; stor-1 is not
+an mkv volume in the overlay (the bed has no mkv master for the health gate to ask;
+tests/lab covers that check).
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ ROOT = pxelab.ROOT
 ENABLED = os.environ.get("FLEET_VM") == "1"
 SKIP_REASON = ("FULL VM INSTALL TEST NOT RUN: set FLEET_VM=1 (as root, with the packages "
                "of tools/install-pxe-deps.sh and tools/install-vm-deps.sh, and a host that "
-               "reaches deb.debian.org) or run `make test-vm`; it installs Debian in a "
-               "QEMU guest under TCG, which takes about an hour")
+               "reaches deb.debian.org) or run `make test-vm`; it reinstalls a QEMU "
+               "guest under TCG, about 13 minutes")
 UPSTREAM = os.environ.get("FLEET_VM_UPSTREAM", "http://deb.debian.org")
 CACHE = Path(os.environ.get("FLEET_VM_CACHE", Path.home() / ".cache" / "fleet-vm-mirror"))
 VETH_NET = ("10.250.77.1", "10.250.77.2", 30)  # host side, namespace side
