@@ -127,11 +127,12 @@ def _salt_json(ctx: Context, *args: str, timeout: float) -> dict[str, object]:
 
 def converge(ctx: Context) -> str:
     deadline = time.monotonic() + ctx.options.converge_timeout
-    while not _answers(ctx):
+    while (why := _answers(ctx)) is not None:
         if time.monotonic() >= deadline:
             raise StepFailedError(f"the minion did not answer within "
                                   f"{ctx.options.converge_timeout:g}s (key accepted in "
-                                  "advance; is salt-minion running with the new key?)")
+                                  f"advance; is salt-minion running with the new key?); "
+                                  f"last: {why}")
         time.sleep(ctx.options.poll)
     ret = _highstate(ctx, deadline)
     if isinstance(ret, _Lost):
@@ -139,7 +140,7 @@ def converge(ctx: Context) -> str:
         # background after a run) drops a job published meanwhile: a highstate is safe
         # to apply again
         ctx.say(f"  {ret}; publishing the highstate again")
-        while not _answers(ctx) and time.monotonic() < deadline:
+        while _answers(ctx) is not None and time.monotonic() < deadline:
             time.sleep(ctx.options.poll)
         ret = _highstate(ctx, deadline)
     if not isinstance(ret, dict):
@@ -152,15 +153,17 @@ def converge(ctx: Context) -> str:
     return f"highstate ok: {len(ret)} states, {changed} changed"
 
 
-def _answers(ctx: Context) -> bool:
-    """One ``test.ping``; a minion still starting (or authenticating) is just not there
-    yet. A missing salt CLI is not worth waiting for."""
+def _answers(ctx: Context) -> str | None:
+    """One ``test.ping``: None when the minion answers, else why not. A minion still
+    starting (or authenticating) is just not there yet; a missing salt CLI is not worth
+    waiting for."""
     try:
-        return _salt_json(ctx, "test.ping", "-t", "15", timeout=120).get(ctx.name) is True
+        got = _salt_json(ctx, "test.ping", "-t", "15", timeout=120).get(ctx.name)
     except CommandError as exc:
         if exc.result.returncode == 127:
             raise
-        return False
+        return str(exc)
+    return None if got is True else f"test.ping returned {got!r}"
 
 
 class _Lost(str):
