@@ -64,7 +64,10 @@ def test_minion_config(lab: Lab, node: str) -> None:
     host = lab.host(node)
     conf = yaml.safe_load(host.file("/etc/salt/minion.d/fleet.conf").content_string)
     assert conf["id"] == node
-    assert conf["master"] == lab.lab_pillar["site"]["salt"]["master_address"]
+    # the overlay's site.salt.master_address (the host, the lab network's gateway), as
+    # the rendered pillar carries it
+    assert conf["master"] == lab.pillar("site")["site"]["salt"]["master_address"] == \
+        str(lab.plan.gateway)
     assert conf.get("master_finger") == lab.pillar("site")["site"]["salt"]["master_finger"]
     assert "auto_accept" not in conf and "open_mode" not in conf
     assert host.file("/etc/salt/minion_id").content_string.strip() == node
