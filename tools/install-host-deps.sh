@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the host packages fleet needs on Debian 12 / Ubuntu 24.04, plus any package named
-# as an argument (tools/install-lab-deps.sh passes the lab's). Idempotent: installs only
-# what is missing; runs apt-get update at most once.
+# as an argument (tools/install-lab-deps.sh, install-pxe-deps.sh, install-vm-deps.sh pass
+# theirs). Idempotent: installs only what is missing; runs apt-get update at most once.
+# FLEET_APT_NO_START=1: packages' services are kept from starting during this install
+# (policy-rc.d), for nginx and dnsmasq that the tests run only inside a network namespace.
 set -euo pipefail
 
 need=()
@@ -19,6 +21,10 @@ fi
 if [[ $(id -u) -ne 0 ]]; then
   echo "install-host-deps: missing packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}" >&2
   exit 1
+fi
+if [[ ${FLEET_APT_NO_START:-0} == 1 && ! -e /usr/sbin/policy-rc.d ]]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 echo "install-host-deps: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive

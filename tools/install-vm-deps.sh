@@ -9,26 +9,7 @@
 set -euo pipefail
 pkgs=(qemu-utils curl nginx-light iproute2 debian-archive-keyring debootstrap e2fsprogs
       dosfstools mtools fdisk shim-signed grub-efi-amd64-signed)
-need=()
-for pkg in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
-done
-if ((${#need[@]} > 0)); then
-  if [[ $(id -u) -ne 0 ]]; then
-    echo "install-vm-deps: missing packages: ${need[*]}; run as root or: sudo apt-get install ${need[*]}" >&2
-    exit 1
-  fi
-  policy=/usr/sbin/policy-rc.d
-  own_policy=0
-  if [[ ! -e $policy ]]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 0755 "$policy" && own_policy=1
-    trap '[[ $own_policy == 1 ]] && rm -f "$policy"' EXIT
-  fi
-  echo "install-vm-deps: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+FLEET_APT_NO_START=1 bash "$(dirname "$0")/install-host-deps.sh" "${pkgs[@]}"
 upstream=${FLEET_VM_UPSTREAM:-http://deb.debian.org}
 if ! curl -fsS -m 30 -o /dev/null "$upstream/debian/dists/bookworm/InRelease"; then
   echo "install-vm-deps: $upstream is not reachable from this host: the VM test's mirror" \

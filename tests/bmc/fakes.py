@@ -42,13 +42,7 @@ class FakeBmcProcess:
     ca_file: str | None = None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
 
     def output(self) -> str:
         self.stop()
@@ -67,14 +61,29 @@ class FakeBmcProcess:
         return json.loads(raw) if raw else None
 
 
-def _start(argv: list[str]) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def wait_ready(proc: subprocess.Popen[str], what: str) -> None:
+    """The fakes and hardware agents print ``ready`` once their port is bound."""
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # "ready" once the port is bound
+    line = proc.stdout.readline()
     if line.strip() != "ready":
         proc.kill()
-        rest = proc.stdout.read()
-        raise RuntimeError(f"fake BMC did not start: {line}{rest}")
+        raise RuntimeError(f"{what} did not start: {line}{proc.stdout.read()}")
+
+
+def stop_process(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _start(argv: list[str]) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_ready(proc, "fake BMC")
     return proc
 
 

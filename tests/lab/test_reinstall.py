@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import Any
 import pytest
 from labtools import ROOT, Lab, podman_exec, poll
 
+from bmc.fakes import _htpasswd, free_port, stop_process, wait_ready
 from fleet.lab import highstate
 from fleet.reinstall.journal import Journal
 from fleet.render import installkey
@@ -35,21 +35,6 @@ CONTROLLER = "head-01"
 PXE_STATE = "/var/lib/fleet/pxe-state"
 PASSWORD = "lab-bmc-password"
 PODMAN = "podman --runtime runc exec"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _ready(proc: subprocess.Popen[str], what: str) -> None:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        pytest.fail(f"{what} did not start: {line}{proc.stdout.read()}")
 
 
 @dataclass
@@ -133,11 +118,7 @@ def finish(proc: subprocess.Popen[str], timeout: float) -> tuple[int, dict[str, 
 
 @pytest.fixture(scope="module")
 def rig(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    if shutil.which("curl") is None:
-        pytest.fail("curl is needed on the lab host (tools/install-lab-deps.sh installs it)")
     work = tmp_path_factory.mktemp("reinstall")
-    from bmc.fakes import _htpasswd
-
     inv = lab.plan.inventory
     secrets = work / "secrets" / "bmc"
     secrets.mkdir(parents=True, mode=0o700)
@@ -148,7 +129,7 @@ def rig(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
                            "--port", str(hw_port), "--work", str(work)], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     rig.procs.append(hw)
-    _ready(hw, "the fake hardware agent")
+    wait_ready(hw, "the fake hardware agent")
     for node in lab.nodes:
         if "provisioning" in node.roles:
             continue
@@ -166,15 +147,11 @@ def rig(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
              "--notify", f"http://127.0.0.1:{hw_port}/{node.hostname}"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         rig.procs.append(bmc)
-        _ready(bmc, f"the fake BMC of {node.hostname}")
+        wait_ready(bmc, f"the fake BMC of {node.hostname}")
         rig.bmc_ports[node.hostname] = port
     yield rig
     for proc in rig.procs:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
 
 
 def steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -78,32 +76,7 @@ def main() -> None:
     for opt in ("--port", "--netns", "--bridge", "--work", "--mac", "--accel"):
         ap.add_argument(opt, required=True)
     args = ap.parse_args()
-    hw = Hardware(args)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            hw.notify(json.loads(body))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, format: str, *a: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", int(args.port)), Handler)
-
-    def end(*_: object) -> None:
-        with hw.lock:
-            hw.stop("hardware agent ended")
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, end)
-    print("ready", flush=True)
-    try:
-        server.serve_forever()
-    finally:
-        with hw.lock:
-            hw.stop("hardware agent ended")
+    pxelab.serve_hardware(int(args.port), Hardware(args))
 
 
 if __name__ == "__main__":

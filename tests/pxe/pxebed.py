@@ -87,3 +87,9 @@ def fleet(work: Path, *args: str) -> str:
     return proc.stdout
 
 
+def reinstall_argv(node: str, work: Path, conf: Path, *extra: str) -> list[str]:
+    """`fleet reinstall NODE` on the small inventory and the bed's rendered tree in WORK."""
+    return [sys.executable, "-m", "fleet", "reinstall", node, "-i", str(SMALL),
+            "--overlay", str(work / "overlay.yaml"), "--state-dir", str(work / "reinstall"),
+            "--salt-config", str(conf), "--pxe-root", str(work / "pxe"),
+            "--pxe-state", str(work / "state"), "--secrets", str(work / "secrets"), *extra]

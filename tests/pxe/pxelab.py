@@ -14,11 +14,12 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 import yaml
@@ -236,3 +237,52 @@ def http_log(path: Path) -> list[HttpReq]:
         if m:
             out.append(HttpReq(m.group(1), m.group(2), int(m.group(3))))
     return out
+
+
+class Machine(Protocol):
+    """What a fake BMC's hardware agent acts on (fake_bmc_hardware.py, tests/vm)."""
+
+    lock: threading.Lock
+
+    def notify(self, system: dict[str, Any]) -> None: ...
+
+    def stop(self, why: str) -> None: ...
+
+
+def serve_hardware(port: int, hw: Machine,
+                   on_post: Callable[[str], bool] | None = None) -> None:
+    """Serve sushy-tools' external notifications (PUT, the system's JSON) to ``hw`` on
+    127.0.0.1:PORT; ``on_post(path)`` answers POSTs (204 if it returns True, else 404).
+    Prints ``ready`` once listening; SIGTERM or the end stops the machine."""
+    import json
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            hw.notify(json.loads(body))
+            self.send_response(204)
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            ok = on_post is not None and on_post(self.path)
+            self.send_response(204 if ok else 404)
+            self.end_headers()
+
+        def log_message(self, format: str, *a: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+
+    def end(*_: object) -> None:
+        with hw.lock:
+            hw.stop("hardware agent ended")
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, end)
+    print("ready", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        with hw.lock:
+            hw.stop("hardware agent ended")

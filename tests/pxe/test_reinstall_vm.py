@@ -42,9 +42,10 @@ sys.path.append(str(Path(__file__).resolve().parent))
 import contextlib
 
 import pxelab
-from pxebed import DEBIAN_IMAGE, INSTALL_TIMEOUT, SMALL, overlay_text
+from pxebed import DEBIAN_IMAGE, INSTALL_TIMEOUT, SMALL, overlay_text, reinstall_argv
 from pxelab import Netns
 
+from bmc.fakes import stop_process, wait_ready
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.render import installkey, render_all
@@ -99,28 +100,7 @@ class Run:
 
 
 def _fleet_argv(work: Path, conf: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "fleet", "reinstall", NODE, "-i", str(SMALL),
-            "--overlay", str(work / "overlay.yaml"), "--state-dir", str(work / "reinstall"),
-            "--salt-config", str(conf), "--pxe-root", str(work / "pxe"),
-            "--pxe-state", str(work / "state"), "--secrets", str(work / "secrets"), *extra]
-
-
-def _ready(proc: subprocess.Popen[str], what: str) -> None:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise RuntimeError(f"{what} did not start: {line}{proc.stdout.read()}")
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    return reinstall_argv(NODE, work, conf, *extra)
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +158,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         cli: subprocess.Popen[str] | None = None
         try:
-            _ready(hw, "the fake BMC's hardware agent")
-            _ready(bmc, "the fake Redfish BMC")
+            wait_ready(hw, "the fake BMC's hardware agent")
+            wait_ready(bmc, "the fake Redfish BMC")
             say(f"accelerator {accel}; fake BMC and its hardware agent up")
             argv = _fleet_argv(work, conf, "--json", "--timeout", str(INSTALL_TIMEOUT + 60),
                                "--bmc-address", f"127.0.0.1:{BMC_PORT}", "--bmc-scheme",
@@ -234,8 +214,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             if cli is not None and cli.poll() is None:
                 cli.kill()
                 cli.wait(10)
-            _stop(bmc)
-            _stop(hw)  # ends the guest
+            stop_process(bmc)
+            stop_process(hw)  # ends the guest
             for e in r.hardware():
                 if e["event"] == "power-on":
                     with contextlib.suppress(ProcessLookupError):

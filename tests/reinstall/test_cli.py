@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import PASSWORD, free_port, start_fake_redfish
+from bmc.fakes import PASSWORD, FakeBmcProcess, free_port, start_fake_redfish
+from fleet.inventory.model import Node
 from reinstall.helpers import (
     ROOT,
     http,
@@ -61,10 +62,9 @@ def test_refused_run_then_unfinished_then_abort(tmp_path: Path) -> None:
     assert (tmp_path / "state" / "head-01").stat().st_mode & 0o077 == 0
 
 
-def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
-    """Up to converge: the Salt master is not running here, so converge fails fast and
-    clearly, leaving the node in local boot with its new key (the lab runs the rest)."""
-    node = "stor-001"
+def _node_behind_fake_bmc(tmp_path: Path, node: str) -> tuple[Node, FakeBmcProcess]:
+    """The node of the real inventory, its BMC password in tmp_path/secrets and a fake
+    Redfish BMC (sushy-tools) with its user and that password."""
     from fleet.inventory.load import load_inventory
 
     n = load_inventory(ROOT / "inventory.yaml").nodes[node]
@@ -73,7 +73,14 @@ def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
     pw.write_text(PASSWORD + "\n")
     pw.chmod(0o600)
     (tmp_path / "bmc").mkdir()
-    fake = start_fake_redfish(tmp_path / "bmc", user=n.profile.bmc.user)
+    return n, start_fake_redfish(tmp_path / "bmc", user=n.profile.bmc.user)
+
+
+def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
+    """Up to converge: the Salt master is not running here, so converge fails fast and
+    clearly, leaving the node in local boot with its new key (the lab runs the rest)."""
+    node = "stor-001"
+    n, fake = _node_behind_fake_bmc(tmp_path, node)
     port = free_port()
     argv = [sys.executable, "-m", "fleet", *_base(tmp_path, node), "--json", "--timeout", "60",
             "--converge-timeout", "5", "--secrets", str(tmp_path / "secrets"),
@@ -137,15 +144,7 @@ _IGNORE_SIGINT_THEN_EXEC = (
 def test_a_signal_while_waiting_for_the_callback_ends_the_run_safely(
         tmp_path: Path, sig: signal.Signals, inherited: str, twice: bool) -> None:
     node = "stor-001"
-    from fleet.inventory.load import load_inventory
-
-    n = load_inventory(ROOT / "inventory.yaml").nodes[node]
-    (tmp_path / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
-    pw = tmp_path / "secrets" / "bmc" / n.profile.bmc.password_secret
-    pw.write_text(PASSWORD + "\n")
-    pw.chmod(0o600)
-    (tmp_path / "bmc").mkdir()
-    fake = start_fake_redfish(tmp_path / "bmc", user=n.profile.bmc.user)
+    n, fake = _node_behind_fake_bmc(tmp_path, node)
     args = [*_base(tmp_path, node), "--json", "--timeout", "600",
             "--secrets", str(tmp_path / "secrets"), "--callback", f"127.0.0.1:{free_port()}",
             "--bmc-address", f"127.0.0.1:{fake.port}", "--bmc-scheme", "http"]

@@ -28,11 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -131,37 +129,10 @@ def main() -> None:
     ap.add_argument("--memory", default="1536")
     args = ap.parse_args()
     hw = Hardware(args)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_PUT(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            hw.notify(json.loads(body))
-            self.send_response(204)
-            self.end_headers()
-
-        def do_POST(self) -> None:
-            ok = self.path.startswith("/_installer/") and \
-                hw.installer(self.path.removeprefix("/_installer/"))
-            self.send_response(204 if ok else 404)
-            self.end_headers()
-
-        def log_message(self, format: str, *a: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", int(args.port)), Handler)
-
-    def end(*_: object) -> None:
-        with hw.lock:
-            hw.stop("hardware agent ended")
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, end)
-    print("ready", flush=True)
-    try:
-        server.serve_forever()
-    finally:
-        with hw.lock:
-            hw.stop("hardware agent ended")
+    pxelab.serve_hardware(
+        int(args.port), hw,
+        on_post=lambda path: path.startswith("/_installer/") and
+        hw.installer(path.removeprefix("/_installer/")))
 
 
 if __name__ == "__main__":

@@ -57,9 +57,10 @@ sys.path.append(str(HERE.parent / "pxe"))
 import pxelab  # noqa: E402
 import standin  # noqa: E402
 import vmbed  # noqa: E402
-from pxebed import DEBIAN_IMAGE, SMALL, overlay_text  # noqa: E402
+from pxebed import DEBIAN_IMAGE, SMALL, overlay_text, reinstall_argv  # noqa: E402
 from pxelab import Netns  # noqa: E402
 
+from bmc.fakes import stop_process, wait_ready  # noqa: E402
 from fleet.inventory.load import load_inventory  # noqa: E402
 from fleet.inventory.model import Inventory  # noqa: E402
 from fleet.render import installkey, render_all  # noqa: E402
@@ -163,28 +164,7 @@ def _overlay(work: Path, mirror: str) -> dict[str, Any]:
 
 
 def _fleet_argv(work: Path, conf: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "fleet", "reinstall", NODE, "-i", str(SMALL),
-            "--overlay", str(work / "overlay.yaml"), "--state-dir", str(work / "reinstall"),
-            "--salt-config", str(conf), "--pxe-root", str(work / "pxe"),
-            "--pxe-state", str(work / "state"), "--secrets", str(work / "secrets"), *extra]
-
-
-def _ready(proc: subprocess.Popen[str], what: str) -> None:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise RuntimeError(f"{what} did not start: {line}{proc.stdout.read()}")
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    return reinstall_argv(NODE, work, conf, *extra)
 
 
 def _der_sha256(pem: bytes) -> str:
@@ -277,8 +257,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         cli: subprocess.Popen[str] | None = None
         try:
-            _ready(hw, "the fake BMC's hardware agent")
-            _ready(bmc, "the fake Redfish BMC")
+            wait_ready(hw, "the fake BMC's hardware agent")
+            wait_ready(bmc, "the fake Redfish BMC")
             say(f"accelerator {accel}; mirror, salt-master, fake BMC and hardware agent up; "
                 f"load average {os.getloadavg()}")
             argv = _fleet_argv(work, conf, "--json", "--timeout", str(INSTALL_TIMEOUT),
@@ -310,8 +290,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
                 except subprocess.TimeoutExpired:
                     cli.kill()
                     cli.wait(10)
-            _stop(bmc)
-            _stop(hw)  # ends the guest
+            stop_process(bmc)
+            stop_process(hw)  # ends the guest
             for e in r.hardware():
                 if e["event"] in ("power-on", "installer-reboot"):
                     with contextlib.suppress(ProcessLookupError):
