@@ -249,11 +249,9 @@ class Machine(Protocol):
     def stop(self, why: str) -> None: ...
 
 
-def serve_hardware(port: int, hw: Machine,
-                   on_post: Callable[[str], bool] | None = None) -> None:
+def serve_hardware(port: int, hw: Machine) -> None:
     """Serve sushy-tools' external notifications (PUT, the system's JSON) to ``hw`` on
-    127.0.0.1:PORT; ``on_post(path)`` answers POSTs (204 if it returns True, else 404).
-    Prints ``ready`` once listening; SIGTERM or the end stops the machine."""
+    127.0.0.1:PORT. Prints ``ready`` once listening; SIGTERM or the end stops the machine."""
     import json
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -262,11 +260,6 @@ def serve_hardware(port: int, hw: Machine,
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             hw.notify(json.loads(body))
             self.send_response(204)
-            self.end_headers()
-
-        def do_POST(self) -> None:
-            ok = on_post is not None and on_post(self.path)
-            self.send_response(204 if ok else 404)
             self.end_headers()
 
         def log_message(self, format: str, *a: object) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,3 +36,10 @@ def read_tree(root: Path) -> tuple[dict[str, bytes], set[str]]:
         else:
             files[rel] = p.read_bytes()
     return files, dirs
+
+
+def preseed_writes(text: str) -> dict[str, str]:
+    """The files a preseed's late_command writes (``echo B64 | base64 -d > /target/P``)."""
+    return {m.group(2): base64.b64decode(m.group(1)).decode()
+            for m in re.finditer(r"echo ([A-Za-z0-9+/=]+) \| base64 -d > /target([^\s;]+)",
+                                 text)}

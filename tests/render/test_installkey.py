@@ -26,6 +26,7 @@ from fleet.reinstall.journal import Journal
 from fleet.reinstall.server import CallbackServer
 from fleet.reinstall.tokens import TokenStore
 from fleet.render import installkey, render_all
+from render.helpers import preseed_writes
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -242,5 +243,6 @@ def test_master_address_override_reaches_every_output(tmp_path: Path) -> None:
         text = "\n".join(v for k, v in files.items()
                          if k.startswith("pxe/") and node in k and k.endswith(
                              ("user-data", ".cfg", "preseed")))
+        text += "\n".join(preseed_writes(text).values())
         assert "master: 10.1.0.250" in text, node
         assert f"master: {master_node}" not in text, node

@@ -14,6 +14,7 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.problems import InventoryError
 from fleet.render import render_all
+from render.helpers import preseed_writes
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -72,15 +73,26 @@ def test_preseed_from_node_data(debian: tuple[Inventory, dict[str, str]]) -> Non
     assert q["mirror/http/hostname"] == "deb.example"
     assert q["mirror/http/directory"] == "/debian"
     assert q["passwd/root-login"] == "false" and q["passwd/username"] == "ops"
-    late = q["preseed/late_command"]
-    assert "printf '%s\\n' gpu-01 > /target/etc/salt/minion_id" in late
-    assert "master: 10.1.0.10" in late
-    assert inv.raw.site.admins[0].ssh_keys[0] in late
+    written = preseed_writes(q["preseed/late_command"])
+    assert written["/etc/salt/minion_id"] == "gpu-01\n"
+    assert "master: 10.1.0.10\n" in written["/etc/salt/minion.d/fleet.conf"]
+    admin = inv.raw.site.admins[0]
+    assert admin.ssh_keys[0] in written[f"/home/{admin.name}/.ssh/authorized_keys"]
     # the boot disk (largest, from the gpu profile) chosen before partitioning
     assert "tail -n1" in q["partman/early_command"]
     assert "partman-auto/disk" in q["partman/early_command"]
     stor = files["pxe/http/hosts/stor-2/user-data"]  # not Debian: untouched
     assert stor.startswith("#cloud-config")
+
+
+def test_no_preseeded_value_holds_a_backslash(debian: tuple[Inventory, dict[str, str]]) -> None:
+    """The installer's debconf stores a backslash-n as a newline, and preseed_command's
+    db_get returns only the first line of a value: a late_command with one runs cut short
+    (seen in the Debian installer by make test-vm)."""
+    _inv, files = debian
+    text = files["pxe/http/hosts/gpu-01/preseed.cfg"]
+    values = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    assert values and not [ln for ln in values if "\\" in ln]
 
 
 def test_unknown_image_is_reported_with_position(tmp_path: Path) -> None:

@@ -10,11 +10,8 @@ acts them out on one QEMU guest), but the guest has a DISK and reboots like a ma
   NVRAM is kept for the agent's lifetime, like a machine's), and the serial console
   (``guest-N.serial``) goes on across the reboot.
 
-Power On starts the guest, a Restart restarts it, Off stops it. Two test controls (never
-a BMC's): ``POST /_installer/halt`` stops the guest and ``POST /_installer/reboot`` starts
-it again, for the installer stand-in (tests/vm/standin.py), which replaces the installer
-in the guest and then reboots it; they are logged as ``installer-halt`` and
-``installer-reboot``, not as power events. Each start writes its own serial file.
+Power On starts the guest, a Restart restarts it, Off stops it; its own reboots (the
+installer's, at the end of the install) happen in QEMU, unseen here.
 
 Run (inside the namespace, where the fake BMC can reach it):
     python fake_bmc_disk_hardware.py --port P --netns NS --bridge BR --work DIR --mac MAC
@@ -88,7 +85,7 @@ class Hardware:
                 "-drive", f"file={self.args.disk},format=qcow2,if=none,id=d0,cache=unsafe",
                 "-device", "virtio-blk-pci,drive=d0,bootindex=2"]
 
-    def start(self, system: dict[str, Any], event: str = "power-on") -> None:
+    def start(self, system: dict[str, Any]) -> None:
         if system.get("boot_mode", "UEFI") != "UEFI":
             self.log(event="refused", why="only UEFI is modelled with a disk")
             return
@@ -96,23 +93,9 @@ class Hardware:
         self.guest_name = f"guest-{self.boots}"
         argv = self.ns.cmd(*self.argv())
         self.guest = pxelab.Proc(argv, self.work / f"{self.guest_name}.qemu.out")
-        self.log(event=event, guest=self.guest_name, firmware="uefi",
+        self.log(event="power-on", guest=self.guest_name, firmware="uefi",
                  pid=self.guest.p.pid, boot_device=system.get("boot_device"),
                  serial=str(self.work / f"{self.guest_name}.serial"))
-
-    def installer(self, action: str) -> bool:
-        with self.lock:
-            if action == "halt":
-                if self.guest is not None:
-                    self.guest.stop()
-                    self.log(event="installer-halt", guest=self.guest_name)
-                    self.guest = None
-                return True
-            if action == "reboot":
-                self.stop("installer reboot")
-                self.start({"boot_mode": "UEFI"}, event="installer-reboot")
-                return True
-            return False
 
     def stop(self, why: str) -> None:
         if self.guest is not None:
@@ -129,10 +112,7 @@ def main() -> None:
     ap.add_argument("--memory", default="1536")
     args = ap.parse_args()
     hw = Hardware(args)
-    pxelab.serve_hardware(
-        int(args.port), hw,
-        on_post=lambda path: path.startswith("/_installer/") and
-        hw.installer(path.removeprefix("/_installer/")))
+    pxelab.serve_hardware(int(args.port), hw)
 
 
 if __name__ == "__main__":

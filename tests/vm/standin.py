@@ -9,19 +9,23 @@ mirror or image is reachable. Everything before that point runs for real (PXE, t
 installer, its preseed, the mirror's indexes); the test checks that the installer was
 stopped by exactly this, and reports the install itself as not run.
 
-What the stand-in does instead, on the host, in the installer's place and order:
-1. the base system: debootstrap of bookworm from the test's mirror proxy (cached as a
-   tarball under the mirror's cache dir), with the packages the preseed asks for
-   (pkgsel/include: curl, ca-certificates, openssh-server) and a kernel;
-2. the rendered preseed's late_command, exactly as rendered (with the test-only Salt
-   lines, vmbed.salt_late_commands), by `sh -c`, from the node's own address (a network
-   namespace on the provisioning bridge with stor-1's address, as the installer has), with
-   ``/target`` moved to the new root and ``in-target`` a chroot into it (as d-i's is):
-   it fetches the token and the rotated key and calls back;
-3. the disk: GPT with an EFI system partition (Debian's signed shim and GRUB, as
-   grub-installer puts them at /EFI/debian) and an ext4 root made from the tree
-   (mkfs.ext4 -d: no loop device or mount), as a qcow2 that replaces the guest's disk;
-then the guest is restarted (the installer's reboot) and boots through PXE in local mode.
+What stands in, and where:
+- on the host, before the run: the Debian image the installer would have made. The base
+  system by debootstrap of bookworm from the test's mirror proxy (cached as a tarball
+  under the mirror's cache dir), with the packages the preseed asks for (pkgsel/include:
+  curl, ca-certificates, openssh-server) and a kernel; what d-i's own steps write before
+  the late_command (hostname, apt sources, network, fstab); a GPT disk with an EFI system
+  partition (Debian's signed shim and GRUB at /EFI/debian, as grub-installer puts them)
+  and an ext4 root made from the tree (mkfs.ext4 -d), gzipped (``make_image``). Also the
+  virtio-blk and ext4 drivers from the installer kernel's own .deb (their udebs are
+  missing too: ``kernel_modules``).
+- in the guest, in the installer (tests/vm/standin_guest.sh, started by the test's
+  preseed/early_command): once the host has seen the installer stop on a missing .udeb,
+  it loads those drivers, writes the image to the boot disk, mounts its root on /target,
+  runs the preseed's late_command as the installer's finish-install does (read from the
+  installer's debconf database; d-i's busybox, in-target and chroot set-up; from the
+  node itself: the token, the rotated key, the callback) and reboots.
+The files are served to the guest by the test's mirror nginx under /standin/.
 
 Run standalone (as root) to build or refresh the cached base system:
     python tests/vm/standin.py --mirror http://deb.debian.org/debian
@@ -30,6 +34,7 @@ Run standalone (as root) to build or refresh the cached base system:
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import shutil
 import subprocess
@@ -39,7 +44,7 @@ from pathlib import Path
 
 PACKAGES = ["systemd-sysv", "udev", "kmod", "dbus", "linux-image-amd64", "curl",
             "ca-certificates", "openssl", "openssh-server", "iproute2", "passwd"]
-ESP_MB, DISK_GB = 128, 8
+ESP_MB, DISK_GB = 128, 3
 ESP_TYPE = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 LINUX_TYPE = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
 SHIM = Path("/usr/lib/shim/shimx64.efi.signed")
@@ -95,37 +100,9 @@ def prepare_target(tar: Path, target: Path, *, hostname: str, domain: str, mirro
     getty.symlink_to("/lib/systemd/system/serial-getty@.service")
 
 
-def run_late_command(late: str, target: Path, netns: str, log: Path) -> int:
-    """The rendered late_command by ``sh -c`` in the node's namespace, ``/target`` moved
-    to ``target``, ``in-target`` a chroot with /proc, /sys and /dev as d-i mounts them."""
-    helper = target.parent / "bin"
-    helper.mkdir(exist_ok=True)
-    (helper / "in-target").write_text(f"#!/bin/sh\nexec chroot {target} \"$@\"\n")
-    (helper / "in-target").chmod(0o755)
-    script = "; ".join([
-        f"mount -t proc proc {target}/proc", f"mount -t sysfs sys {target}/sys",
-        f"mount --rbind /dev {target}/dev",
-        f"export PATH={helper}:/usr/sbin:/usr/bin:/sbin:/bin",
-        f"sh -c {_quote(late.replace('/target', str(target)))}",
-        "rc=$?", f"umount -R {target}/dev {target}/sys {target}/proc", "exit $rc"])
-    with log.open("a") as out:
-        # a clean environment, as the installer's (none of this host's PIP_*, proxies...)
-        proc = subprocess.run(["env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                               "ip", "netns", "exec", netns, "unshare", "-m",
-                               "--propagation", "private", "sh", "-c", script],
-                              stdout=out, stderr=subprocess.STDOUT, timeout=1800)
-    return proc.returncode
-
-
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def make_disk(target: Path, work: Path, disk: Path, root_uuid: str) -> None:
-    """GPT: ESP (shim + GRUB at /EFI/debian, a grub.cfg that boots the root's kernel) and
-    the ext4 root from ``target``; written as qcow2 to ``disk``."""
+def make_image(target: Path, work: Path, image: Path, root_uuid: str) -> None:
+    """A DISK_GB disk, gzipped to ``image``: GPT, an ESP (shim + GRUB at /EFI/debian, a
+    grub.cfg that boots the root's kernel) and the ext4 root made from ``target``."""
     kernels = sorted((target / "boot").glob("vmlinuz-*"))
     assert kernels, "no kernel in the base system"
     version = kernels[-1].name.removeprefix("vmlinuz-")
@@ -143,58 +120,92 @@ def make_disk(target: Path, work: Path, disk: Path, root_uuid: str) -> None:
     sh("mcopy", "-i", esp, SHIM, "::/EFI/debian/shimx64.efi")
     sh("mcopy", "-i", esp, GRUB, "::/EFI/debian/grubx64.efi")
     sh("mcopy", "-i", esp, work / "grub.cfg", "::/EFI/debian/grub.cfg")
+    first = 2048  # sectors
+    root_start = first + ESP_MB * 2048
+    root_sectors = DISK_GB * 2**21 - root_start - 2048  # room for the backup GPT
     root_img = work / "root.img"
     root_img.unlink(missing_ok=True)
-    root_mb = DISK_GB * 1024 - ESP_MB - 2
     sh("mkfs.ext4", "-q", "-F", "-U", root_uuid, "-L", "root", "-d", target, root_img,
-       f"{root_mb}M")
+       f"{root_sectors // 2}k")
     raw = work / "disk.raw"
     raw.unlink(missing_ok=True)
     sh("truncate", "-s", f"{DISK_GB}G", raw)
-    first = 2048
-    root_start = first + ESP_MB * 2048
     layout = (f"label: gpt\nstart={first}, size={ESP_MB * 2048}, type={ESP_TYPE}\n"
-              f"start={root_start}, size={root_mb * 2048}, type={LINUX_TYPE}\n")
+              f"start={root_start}, size={root_sectors}, type={LINUX_TYPE}\n")
     subprocess.run(["sfdisk", "-q", str(raw)], input=layout, text=True, check=True,
                    capture_output=True)
     sh("dd", f"if={esp}", f"of={raw}", "bs=1M", "seek=1", "conv=notrunc", "status=none")
     sh("dd", f"if={root_img}", f"of={raw}", "bs=1M", f"seek={root_start // 2048}",
        "conv=notrunc,sparse", "status=none")
-    sh("qemu-img", "convert", "-O", "qcow2", raw, disk)
+    with image.open("wb") as out:
+        subprocess.run(["gzip", "-1", "-c", str(raw)], stdout=out, check=True)
     for f in (raw, root_img, esp):
         f.unlink()
 
 
-class NodeNs:
-    """A network namespace on the test's provisioning bridge with the node's address: where
-    the stand-in runs the late_command, as the installer does from the node."""
+def initrd_kernel_version(initrd: Path) -> str:
+    """The kernel release whose modules a (gzipped, newc) installer initrd carries."""
+    data = gzip.decompress(initrd.read_bytes())
+    i = 0
+    while data[i:i + 6] == b"070701":
+        fields = [int(data[i + 6 + 8 * k:i + 14 + 8 * k], 16) for k in range(13)]
+        size, namesize = fields[6], fields[11]
+        name = data[i + 110:i + 110 + namesize - 1].decode()
+        parts = name.split("/")
+        if len(parts) > 2 and parts[:2] == ["lib", "modules"]:
+            return parts[2]
+        i = (i + 110 + namesize + 3) & ~3
+        i = (i + size + 3) & ~3
+    raise ValueError(f"{initrd}: no lib/modules/<release> in the initrd")
 
-    def __init__(self, test_ns: str, bridge: str, address: str, tag: str) -> None:
-        self.test_ns, self.bridge, self.address = test_ns, bridge, address
-        self.name = f"fleet-vm-node-{tag}"
-        self.outer, self.inner = f"fvmi{tag}", f"fvmj{tag}"
 
-    def __enter__(self) -> NodeNs:
-        sh("ip", "netns", "add", self.name)
-        try:
-            sh("ip", "-n", self.name, "link", "set", "lo", "up")
-            sh("ip", "link", "add", self.outer, "type", "veth", "peer", "name", self.inner)
-            sh("ip", "link", "set", self.outer, "netns", self.test_ns)
-            sh("ip", "link", "set", self.inner, "netns", self.name)
-            sh("ip", "-n", self.test_ns, "link", "set", self.outer, "master", self.bridge)
-            sh("ip", "-n", self.test_ns, "link", "set", self.outer, "up")
-            sh("ip", "-n", self.name, "addr", "add", self.address, "dev", self.inner)
-            sh("ip", "-n", self.name, "link", "set", self.inner, "up")
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
+def kernel_modules(initrd: Path, cache: Path, out: Path,
+                   wanted: tuple[str, ...] = ("virtio_blk", "ext4", "crc32c_generic")) -> str:
+    """``out``: a tar of the ``wanted`` modules and their dependencies, from the .deb of the
+    installer's kernel (cached), with ``order`` (load order, dependencies first). Returns
+    the kernel release."""
+    release = initrd_kernel_version(initrd)
+    debs = cache / "kernel-debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    package = f"linux-image-{release}"
+    if not list(debs.glob(f"{package}_*.deb")):
+        subprocess.run(["apt-get", "download", package], cwd=debs, check=True,
+                       capture_output=True, text=True)
+    deb = sorted(debs.glob(f"{package}_*.deb"))[-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        sh("dpkg-deb", "-x", deb, tmp)
+        tree = Path(tmp) / "lib" / "modules" / release
+        by_name = {p.name.removesuffix(".ko").replace("-", "_"): p
+                   for p in tree.rglob("*.ko")}
+        order: list[str] = []
 
-    def __exit__(self, *exc: object) -> None:
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
-        subprocess.run(["ip", "link", "del", self.outer], capture_output=True)
-        subprocess.run(["ip", "-n", self.test_ns, "link", "del", self.outer],
-                       capture_output=True)
+        def add(name: str) -> None:
+            if name in order or name not in by_name:  # not a module: built in
+                return
+            # the .modinfo section's "depends=a,b" (what modinfo -F depends prints)
+            info = by_name[name].read_bytes().split(b"\0depends=", 1)[1]
+            for dep in filter(None, info.split(b"\0", 1)[0].decode().split(",")):
+                add(dep.replace("-", "_"))
+            order.append(name)
+
+        for name in wanted:
+            if name not in by_name:
+                raise ValueError(f"{deb.name}: no module {name}")
+            add(name)
+        stage = Path(tmp) / "stage"
+        stage.mkdir()
+        for name in order:
+            shutil.copyfile(by_name[name], stage / by_name[name].name)
+        (stage / "order").write_text("".join(by_name[n].name + "\n" for n in order))
+        sh("tar", "-C", stage, "-cf", out, ".")
+    return release
+
+
+def early_command(base_url: str) -> str:
+    """The test's preseed/early_command: fetch the guest half and start it in the
+    background (its output goes nowhere, so the installer does not wait for it)."""
+    return (f"wget -q -O /tmp/fleet-standin.sh {base_url}/standin_guest.sh; "
+            f"sh /tmp/fleet-standin.sh {base_url} </dev/null >/dev/null 2>&1 &")
 
 
 def new_uuid() -> str:

@@ -14,19 +14,23 @@ it fetches its preseed and reads the mirror's indexes. Where the mirror has the
 installer's components (.udeb), the installer goes on and installs (not seen here). Here
 it has none (the deb.debian.org this host reaches serves no .udeb): the installer stops,
 `test_the_debian_installer_installed_the_system` is SKIPPED with that reason, and the
-INSTALLER STAND-IN (tests/vm/standin.py) does the installer's part on the host: base
-system (debootstrap), the rendered late_command from stor-1's address (token, rotated
-key, callback), the disk (GPT, Debian's shim and GRUB), then the guest's reboot. From
-there for real again: boot mode local at the callback; the guest PXE-boots, GRUB's local
-script chainloads the disk's shim, the installed system boots and its first-boot unit
-prints the key's fingerprint (compared with the key the master accepted); its minion
-connects with the rotated key -> converge (highstate of the test's one-state tree) ->
-health (nothing to check: see below) -> done.
+INSTALLER STAND-IN (tests/vm/standin.py) does the part of the installer that cannot run,
+inside the installer in the guest: it writes the test's Debian image (built on the host
+by debootstrap: GPT, Debian's shim and GRUB) to the disk, mounts it on /target and runs
+the preseed's late_command from the installer's debconf database, as finish-install does
+(the guest fetches the token and its rotated key and calls back), then reboots the
+guest. From there for real again: boot mode local at the callback; the guest PXE-boots,
+GRUB's local script chainloads the disk's shim, the installed system boots and its
+first-boot unit prints the key's fingerprint (compared with the key the master
+accepted); its minion connects with the rotated key -> converge (highstate of the test's
+one-state tree) -> health (nothing to check: see below) -> done.
 
 Test-only changes, each said here: the overlay points the image at the mirror and
 site.salt.repo at a path that 404s (Salt's apt repository is unreachable here, Debian 12
 has no salt-minion); the preseed's late_command gets Salt from pip (the lab's wheelhouse),
-a salt-minion unit and the first-boot unit, inserted before the callback; stor-1 is not
+a salt-minion unit and the first-boot unit, inserted before the callback; the preseed gets
+an early_command that starts the stand-in's guest half (it waits, doing nothing, unless
+the installer stops on a missing .udeb); stor-1 is not
 an mkv volume in the overlay (the bed has no mkv master for the health gate to ask;
 tests/lab covers that check).
 """
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -109,10 +114,20 @@ class Run:
             else []
 
     def console(self) -> str:
-        """Every boot's serial console, in order (the stand-in's reboot starts a new file)."""
-        paths = [Path(e["serial"]) for e in self.hardware()
-                 if e["event"] in ("power-on", "installer-reboot")]
+        """The guest's serial console, every boot (it reboots in place), in order."""
+        paths = [Path(e["serial"]) for e in self.hardware() if e["event"] == "power-on"]
         return "".join(p.read_text(errors="replace") for p in paths if p.exists())
+
+    def standin_events(self) -> list[str]:
+        """The guest half's progress lines (tests/vm/standin_guest.sh), in order."""
+        return re.findall(r"FLEET-VM-STANDIN ([^\r\n]*)", self.console())
+
+    def late_command_output(self) -> str:
+        """What the late_command printed in the guest, then the installer's syslog lines
+        of that time (in-target logs there)."""
+        m = re.search(r"FLEET-VM-STANDIN late-command-begin[^\n]*\n(.*)"
+                      r"FLEET-VM-STANDIN late-command-exit", self.console(), re.S)
+        return m.group(1) if m else ""
 
     def mirror_requests(self, mirror: vmbed.Mirror) -> list[pxelab.HttpReq]:
         return [x for x in pxelab.http_log(mirror.access_log()) if x.client == self.ip()]
@@ -168,8 +183,6 @@ def _fleet_argv(work: Path, conf: Path, *extra: str) -> list[str]:
 
 
 def _der_sha256(pem: bytes) -> str:
-    import hashlib
-
     from cryptography.hazmat.primitives import serialization
 
     key = serialization.load_pem_public_key(pem)
@@ -214,7 +227,9 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     preseed = work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg"
     preseed.write_text(vmbed.insert_before_callback(
         preseed.read_text(), installkey.callback(inv, node, CURL),
-        vmbed.salt_late_commands(f"http://{vmbed.MIRROR_IP}/wheels/", salt_version)))
+        vmbed.salt_late_commands(f"http://{vmbed.MIRROR_IP}/wheels/", salt_version))
+        + "d-i preseed/early_command string "
+        + standin.early_command(f"http://{vmbed.MIRROR_IP}/standin") + "\n")
     (work / "images").mkdir()
     pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
     accel = "kvm" if pxelab.kvm_works(work, work / "images" / DEBIAN_IMAGE / "linux") else "tcg"
@@ -225,13 +240,15 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     pw.chmod(0o600)
     _htpasswd(work / "htpasswd", node.profile.bmc.user, "password")
     disk = work / "disk.qcow2"
-    pxelab.sh("qemu-img", "create", "-q", "-f", "qcow2", disk, "8G")
+    pxelab.sh("qemu-img", "create", "-q", "-f", "qcow2", disk, f"{standin.DISK_GB}G")
+    standin_dir = work / "standin"
+    standin_dir.mkdir()
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tools'}:{ROOT / 'tests'}"}
 
     prov = inv.nodes[inv.raw.site.provisioning_host]
     ns_name = f"fleet-vm-{os.getpid()}"
     with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns, \
-            vmbed.Mirror(ns, work, wheels) as mirror:
+            vmbed.Mirror(ns, work, wheels, standin_dir) as mirror:
         release = pxelab.sh(*ns.cmd("curl", "-sS", "-m", "60", "-o", "/dev/null", "-w",
                                     "%{http_code}",
                                     f"{mirror.url}/debian/dists/bookworm/InRelease"),
@@ -239,6 +256,10 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         if release != "200":
             pytest.fail(f"the mirror proxy does not reach {vmbed.UPSTREAM} (HTTP {release}): "
                         "the full install needs it; nothing else was run")
+        say("installer stand-in: the Debian image (cached debootstrap base system) and the "
+            "installer kernel's disk drivers")
+        _prepare_stand_in(work, inv, standin_dir)
+        say(f"installer stand-in ready: {sorted(p.name for p in standin_dir.iterdir())}")
         dns, dns_log = vmbed.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
         web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
                                           state=work / "state", images=work / "images",
@@ -248,7 +269,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         hw = subprocess.Popen(ns.cmd(
             sys.executable, HERE / "fake_bmc_disk_hardware.py", "--port", str(HW_PORT),
             "--netns", ns_name, "--bridge", prov.boot_nic, "--work", work, "--mac", node.mac,
-            "--disk", disk, "--accel", accel), stdout=subprocess.PIPE,
+            "--disk", disk, "--accel", accel, "--memory", "2048"), stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, env=env)
         bmc = subprocess.Popen(ns.cmd(
             sys.executable, ROOT / "tests/bmc/fake_redfish_bmc.py", "--port", str(BMC_PORT),
@@ -270,7 +291,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             with (work / "cli.err").open("w") as err:
                 cli = subprocess.Popen(ns.cmd(*argv), stdout=subprocess.PIPE, stderr=err,
                                        text=True, env=env, cwd=ROOT, start_new_session=True)
-            _watch(r, cli, mirror, say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900, ns, disk)
+            _watch(r, cli, mirror, say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900)
             out = cli.stdout.read() if cli.stdout is not None else ""
             r.rc, r.stderr = cli.returncode, (work / "cli.err").read_text()
             r.report = json.loads(out) if out.strip() else {}
@@ -293,7 +314,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             stop_process(bmc)
             stop_process(hw)  # ends the guest
             for e in r.hardware():
-                if e["event"] in ("power-on", "installer-reboot"):
+                if e["event"] == "power-on":
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(e["pid"], signal.SIGKILL)
             master.stop()
@@ -311,7 +332,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         keep = os.environ.get("FLEET_VM_KEEP")
         if keep:
             shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("disk.qcow2", "target", "*.ipc"))
+                            ignore=shutil.ignore_patterns("disk.qcow2", "disk.img.gz", "target",
+                                                          "*.ipc"))
     for signum, handler in old.items():
         signal.signal(signum, handler)
     yield r
@@ -323,40 +345,27 @@ def _late_command(preseed: Path) -> str:
                 if ln.startswith(prefix))
 
 
-def _stand_in(r: Run, ns: Netns, mirror: vmbed.Mirror, disk: Path, say: Any) -> None:
-    """The installer stand-in (tests/vm/standin.py) from where the installer stopped."""
-    hw = f"http://127.0.0.1:{HW_PORT}/_installer/"
-    pxelab.sh(*ns.cmd("curl", "-fsS", "-X", "POST", hw + "halt"))
-    say("installer stand-in: guest halted; base system (debootstrap, cached)")
+def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
+    """The files the installer stand-in's guest half fetches (tests/vm/standin.py)."""
     host_mirror = f"http://{vmbed.VETH_NET[0]}:3142/debian"
-    tar = standin.base_tarball(vmbed.CACHE, host_mirror, r.work / "debootstrap.log")
-    r.t["standin_base"] = time.time()
+    tar = standin.base_tarball(vmbed.CACHE, host_mirror, work / "debootstrap.log")
     root_uuid = standin.new_uuid()
-    target = r.work / "target"
-    standin.prepare_target(tar, target, hostname=NODE, domain=r.inv.raw.site.domain,
-                           mirror=f"{mirror.url}/debian", root_uuid=root_uuid,
-                           nameserver=str(r.inv.raw.site.dns_servers[0]))
-    late = _late_command(r.work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg")
-    prefix = r.inv.nodes[NODE].prov.cidr.prefixlen
-    with standin.NodeNs(ns.name, ns.bridge, f"{r.ip()}/{prefix}",
-                        str(os.getpid() % 100000)) as node_ns:
-        say("installer stand-in: the rendered late_command, from stor-1's address")
-        r.standin_rc = standin.run_late_command(late, target, node_ns.name,
-                                                r.work / "late_command.log")
-    r.t["standin_late_command"] = time.time()
-    say(f"installer stand-in: late_command exit {r.standin_rc}; writing the disk")
-    standin.make_disk(target, r.work, disk, root_uuid)
+    target = work / "target"
+    standin.prepare_target(tar, target, hostname=NODE, domain=inv.raw.site.domain,
+                           mirror=f"http://{vmbed.MIRROR_IP}/debian", root_uuid=root_uuid,
+                           nameserver=str(inv.raw.site.dns_servers[0]))
+    standin.make_image(target, work, out / "disk.img.gz", root_uuid)
     shutil.rmtree(target)
-    r.t["standin_disk"] = time.time()
-    pxelab.sh(*ns.cmd("curl", "-fsS", "-X", "POST", hw + "reboot"))
-    r.t["installer_reboot"] = time.time()
-    say("installer stand-in: disk written; guest rebooted")
+    standin.kernel_modules(work / "images" / DEBIAN_IMAGE / "initrd.gz", vmbed.CACHE,
+                           out / "modules.tar")
+    shutil.copyfile(HERE / "standin_guest.sh", out / "standin_guest.sh")
 
 
 def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
-           limit: float, ns: Netns, disk: Path) -> None:
-    """Follow the run until the CLI exits, recording when each event is first seen; start
-    the installer stand-in when the mirror has no installer components (see standin.py)."""
+           limit: float) -> None:
+    """Follow the run until the CLI exits, recording when each event is first seen; let
+    the installer stand-in go on when the mirror has no installer components (see
+    standin.py), and stop the run if it fails."""
     node = r.inv.nodes[NODE]
     links = {"ipxe": r.work / "state" / (node.mac.replace(":", "-") + ".ipxe"),
              "grub": r.work / "state" / f"grub.cfg-{node.mac}"}
@@ -386,13 +395,12 @@ def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
                 r.t["installer_stopped"] = now
                 say(f"THE INSTALLER CANNOT INSTALL HERE: the mirror has no {missing[0]} "
                     "(HTTP 404: the reachable deb.debian.org serves no .udeb); the installer "
-                    "stand-in takes over (tests/vm/standin.py)")
-                try:
-                    _stand_in(r, ns, mirror, disk, say)
-                except Exception as exc:  # the run's own timeout then ends it
-                    r.standin_error = f"{type(exc).__name__}: {exc}"
-                    say(f"installer stand-in FAILED: {r.standin_error}")
-                    cli.send_signal(signal.SIGINT)
+                    "stand-in in the guest takes over (tests/vm/standin.py)")
+                go = r.work / "standin" / "go"
+                go.with_suffix(".new").write_text(missing[0] + "\n")
+                go.with_suffix(".new").rename(go)
+        if r.udeb_404 and r.standin_rc is None and not r.standin_error:
+            _follow_stand_in(r, cli, now, say)
         tok = r.token()
         if "key_fetched" not in r.t and tok.get("key_fetched"):
             r.t["key_fetched"] = tok["key_fetched"]
@@ -443,6 +451,25 @@ def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
                 r.fingerprint = m.group(2)
 
 
+def _follow_stand_in(r: Run, cli: subprocess.Popen[str], now: float, say: Any) -> None:
+    events = r.standin_events()
+    for event, key in (("taking-over", "standin_start"), ("disk-written", "standin_disk")):
+        if event in events and key not in r.t:
+            r.t[key] = now
+            say(f"installer stand-in in the guest: {event}")
+    for event in events:
+        if event.startswith("late-command-exit "):
+            r.standin_rc = int(event.split()[1])
+            r.t["standin_late_command"] = now
+            say(f"installer stand-in in the guest: late_command exit {r.standin_rc}")
+        elif event.startswith("failed: "):
+            r.standin_error = event
+    if r.standin_error or r.standin_rc not in (None, 0):
+        r.standin_error = r.standin_error or f"late_command exit {r.standin_rc}"
+        say(f"installer stand-in FAILED: {r.standin_error}; stopping the run")
+        cli.send_signal(signal.SIGINT)
+
+
 def _outcomes(r: Run) -> list[tuple[str, str]]:
     return [(e["step"], e["outcome"]) for e in r.journal()
             if e["event"] == "step" and e.get("phase") == "end"]
@@ -458,8 +485,9 @@ def test_every_step_ran_and_the_reinstall_succeeded(run: Run) -> None:
 
 def test_the_fake_bmc_powered_the_guest_once_for_a_pxe_boot(run: Run) -> None:
     on = [e for e in run.hardware() if e["event"] == "power-on"]
-    assert len(on) == 1, run.hardware()  # the reboot after the install is the installer's
+    assert len(on) == 1, run.hardware()  # the reboot after the install is the guest's own
     assert on[0]["boot_device"] == "Pxe" and on[0]["firmware"] == "uefi"
+    assert not [e for e in run.hardware() if e["event"] == "power-off"], run.hardware()
 
 
 def test_the_installer_read_the_mirror(run: Run) -> None:
@@ -485,10 +513,15 @@ def test_the_debian_installer_installed_the_system(run: Run) -> None:
 def test_the_stand_in_ran_the_rendered_late_command(run: Run) -> None:
     if not run.udeb_404:
         pytest.skip("the installer itself ran the late_command: no stand-in needed")
-    assert not run.standin_error, run.standin_error
-    assert run.standin_rc == 0, (run.work / "late_command.log").read_text()[-3000:]
-    log = (run.work / "late_command.log").read_text()
+    assert not run.standin_error, run.standin_error + run.console()[-3000:]
+    log = run.late_command_output()
+    # what the installer's debconf gave is the whole late_command, as served
+    rendered = _late_command(run.work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg")
+    begin = [e for e in run.standin_events() if e.startswith("late-command-begin ")]
+    assert begin == [f"late-command-begin sha256={hashlib.sha256(rendered.encode()).hexdigest()}"]
+    assert run.standin_rc == 0, log[-3000:]
     assert "fleet: minion key installed" in log, log[-3000:]
+    assert run.standin_events()[-2:] == ["late-command-exit 0", "rebooting"]
 
 
 def test_the_installer_fetched_its_key_with_the_token_and_called_back(run: Run) -> None:

@@ -6,9 +6,11 @@ whole Debian install.
   caching reverse proxy of deb.debian.org (packages cached under
   ~/.cache/fleet-vm-mirror, so a rerun downloads only the indexes); in the namespace a
   second nginx listens on MIRROR_IP:80 (an extra address on the provisioning bridge) and
-  forwards there. dnsmasq answers deb.debian.org and security.debian.org with MIRROR_IP
-  (an extra hosts file on its command line; the rendered dnsmasq.conf is used as is), so
-  the installer's security and updates sources work as on a connected network.
+  forwards there; it also serves the lab's wheelhouse (/wheels/) and the installer
+  stand-in's files (/standin/). dnsmasq answers deb.debian.org and security.debian.org
+  with MIRROR_IP (an extra hosts file on its command line; the rendered dnsmasq.conf is
+  used as is), so the installer's security and updates sources work as on a connected
+  network.
 - Salt for the installed guest: Salt's apt repository (site.salt.repo) is not reachable
   from this host and Debian 12 has no salt-minion package, so the test inserts, before
   the rendered late-commands' last one (the callback), commands that install Salt with
@@ -25,7 +27,6 @@ whole Debian install.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from urllib.parse import urlsplit
 
 import pxelab
 from pxelab import Netns, Proc
+
+from fleet.render.preseed import write_file
 
 ROOT = pxelab.ROOT
 ENABLED = os.environ.get("FLEET_VM") == "1"
@@ -81,6 +84,7 @@ class Mirror:
     ns: Netns
     work: Path
     wheels: Path
+    standin: Path  # the installer stand-in's files for the guest (tests/vm/standin.py)
     host_if: str = ""
     host_proc: Proc | None = None
     ns_proc: Proc | None = None
@@ -116,6 +120,7 @@ class Mirror:
             ndir = self.work / "mirror-ns"
             body = (f"  server {{\n    listen {MIRROR_IP}:80;\n"
                     f"    location /wheels/ {{ alias {self.wheels}/; autoindex on; }}\n"
+                    f"    location /standin/ {{ alias {self.standin}/; }}\n"
                     f"    location / {{ proxy_pass http://{host}:3142;\n"
                     "      proxy_http_version 1.1; proxy_buffering off; }\n"
                     "  }\n")
@@ -164,11 +169,6 @@ def start_dnsmasq(ns: Netns, conf: Path, work: Path) -> tuple[Proc, Path]:
     return proc, log
 
 
-def _write(lines: list[str], path: str) -> str:
-    """As the renderer's late-command helper: printf the lines into /target<path>."""
-    return f"printf '%s\\n' {' '.join(shlex.quote(x) for x in lines)} > /target{path}"
-
-
 def salt_late_commands(wheels_url: str, salt_version: str) -> list[str]:
     """Test-only stand-ins for the rendered `apt-get install salt-minion` (Salt's apt
     repository is unreachable here): Salt from pip in /opt/salt, a salt-minion unit, and
@@ -191,11 +191,11 @@ def salt_late_commands(wheels_url: str, salt_version: str) -> list[str]:
         "in-target /opt/salt/bin/pip install --disable-pip-version-check --no-index "
         f"--trusted-host {urlsplit(wheels_url).hostname} --find-links {wheels_url} "
         f"salt=={salt_version}",
-        _write(unit, "/etc/systemd/system/salt-minion.service"),
+        write_file(unit, "/etc/systemd/system/salt-minion.service"),
         "in-target systemctl enable salt-minion",
-        _write(script, "/usr/local/sbin/fleet-vm-firstboot"),
+        write_file(script, "/usr/local/sbin/fleet-vm-firstboot"),
         "chmod 0755 /target/usr/local/sbin/fleet-vm-firstboot",
-        _write(first, "/etc/systemd/system/fleet-vm-firstboot.service"),
+        write_file(first, "/etc/systemd/system/fleet-vm-firstboot.service"),
         "in-target systemctl enable fleet-vm-firstboot",
     ]
 

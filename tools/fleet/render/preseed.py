@@ -8,6 +8,7 @@ and late commands that install salt-minion with the node's id and master.
 
 from __future__ import annotations
 
+import base64
 import shlex
 from urllib.parse import urlsplit
 
@@ -54,12 +55,18 @@ def _disk_script(node: Node) -> str:
             f"done | sort -n | {pick} | cut -d' ' -f2")
 
 
+def write_file(lines: list[str], path: str) -> str:
+    """A late-command that writes ``lines`` to /target<path>. In base64, because no
+    preseeded value may hold a backslash: the installer's debconf stores a backslash-n as
+    a newline, and preseed_command's db_get then returns only the first line (a
+    ``printf '%s\\n'`` here cut the whole late_command short: found by make test-vm)."""
+    data = base64.b64encode("".join(f"{x}\n" for x in lines).encode()).decode()
+    return f"echo {data} | base64 -d > /target{path}"
+
+
 def _late_commands(inv: Inventory, node: Node) -> list[str]:
     site = inv.raw.site
     http = http_base(inv)
-
-    def write(lines: list[str], path: str) -> str:
-        return f"printf '%s\\n' {' '.join(shlex.quote(x) for x in lines)} > /target{path}"
 
     minion_conf = [f"id: {node.hostname}", f"master: {inv.master_address}"]
     if site.salt.master_finger:
@@ -68,13 +75,13 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
         "in-target install -d -m 0755 /etc/apt/keyrings /etc/salt/minion.d",
         "in-target curl -fsSL -o /etc/apt/keyrings/salt-archive-keyring.pgp "
         + shlex.quote(f"{http}/{site.salt.keyring}"),
-        write(["Types: deb", f"URIs: {site.salt.repo}", "Suites: stable",
+        write_file(["Types: deb", f"URIs: {site.salt.repo}", "Suites: stable",
                "Components: main", "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp"],
               "/etc/apt/sources.list.d/salt.sources"),
-        write(["Package: salt-*", f"Pin: version {site.salt.version}*", "Pin-Priority: 1001"],
+        write_file(["Package: salt-*", f"Pin: version {site.salt.version}*", "Pin-Priority: 1001"],
               "/etc/apt/preferences.d/salt.pref"),
-        write(minion_conf, "/etc/salt/minion.d/fleet.conf"),
-        write([node.hostname], "/etc/salt/minion_id"),
+        write_file(minion_conf, "/etc/salt/minion.d/fleet.conf"),
+        write_file([node.hostname], "/etc/salt/minion_id"),
         installkey.fetch_key(inv, node, CURL),
     ]
     for admin in site.admins:
@@ -83,11 +90,11 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
         cmds += [
             f"in-target sh -c 'id {admin.name} || useradd -m -s /bin/bash{groups} {admin.name}'",
             f"in-target install -d -m 0700 -o {admin.name} -g {admin.name} {home}/.ssh",
-            write(list(admin.ssh_keys), f"{home}/.ssh/authorized_keys"),
+            write_file(list(admin.ssh_keys), f"{home}/.ssh/authorized_keys"),
             f"in-target chown {admin.name}: {home}/.ssh/authorized_keys",
         ]
         if admin.sudo:
-            cmds.append(write([f"{admin.name} ALL=(ALL) NOPASSWD:ALL"],
+            cmds.append(write_file([f"{admin.name} ALL=(ALL) NOPASSWD:ALL"],
                               f"/etc/sudoers.d/90-fleet-{admin.name}"))
     cmds += [
         "in-target apt-get update",
