@@ -102,9 +102,10 @@ test-reinstall-vm: $(STAMP)
 	FLEET_PXE=1 $(BIN)/pytest tests/pxe/test_reinstall_vm.py -v --durations=5
 
 # the whole reinstall of a QEMU guest (issue 6, docs/pxe.md): PXE, the Debian installer
-# with a caching proxy of deb.debian.org as its mirror (an installer stand-in does the part
-# that needs .udeb files, which that proxy cannot serve), key, callback, reboot from disk,
-# minion with the rotated key, converge. About 13 min under TCG, so not in `make test`.
+# with a caching proxy of deb.debian.org as its mirror (an installer stand-in in the guest
+# does the part that needs .udeb files, which that proxy cannot serve), key, callback,
+# reboot from disk, minion with the rotated key, converge. About 15 min under TCG, so not
+# in `make test`.
 test-vm: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	bash tools/install-vm-deps.sh

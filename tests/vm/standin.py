@@ -64,16 +64,25 @@ def base_tarball(cache: Path, mirror: str, log: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         root = Path(tmp) / "root"
-        with log.open("a") as out:
-            subprocess.run(["debootstrap", "--variant=minbase",
-                            "--include=" + ",".join(PACKAGES), "bookworm", str(root), mirror],
-                           check=True, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            with log.open("a") as out:
+                subprocess.run(["debootstrap", "--variant=minbase",
+                                "--include=" + ",".join(PACKAGES), "bookworm", str(root),
+                                mirror], check=True, stdout=out, stderr=subprocess.STDOUT)
+        finally:  # a failed debootstrap leaves /proc and /sys mounted in the tree
+            _unmount_under(root)
         sh("rm", "-rf", root / "var/cache/apt/archives", root / "var/lib/apt/lists")
         (root / "var/cache/apt/archives/partial").mkdir(parents=True)
         (root / "var/lib/apt/lists/partial").mkdir(parents=True)
         sh("tar", "-C", root, "-cf", f"{tar}.new", ".")
         Path(f"{tar}.new").rename(tar)
     return tar
+
+
+def _unmount_under(root: Path) -> None:
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+    for m in sorted((m for m in mounts if m.startswith(f"{root}/")), reverse=True):
+        subprocess.run(["umount", "-l", m], capture_output=True)
 
 
 def prepare_target(tar: Path, target: Path, *, hostname: str, domain: str, mirror: str,
@@ -216,7 +225,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mirror", default="http://deb.debian.org/debian")
     ap.add_argument("--cache", type=Path,
-                    default=Path.home() / ".cache" / "fleet-vm-mirror")
+                    default=Path.home() / ".cache" / "fleet-vm-mirror" / "standin")
     args = ap.parse_args()
     tar = base_tarball(args.cache, args.mirror, args.cache / "debootstrap.log")
     print(tar, shutil.disk_usage(tar.parent).free // 2**30, "GiB free")

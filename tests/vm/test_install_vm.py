@@ -348,7 +348,7 @@ def _late_command(preseed: Path) -> str:
 def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
     """The files the installer stand-in's guest half fetches (tests/vm/standin.py)."""
     host_mirror = f"http://{vmbed.VETH_NET[0]}:3142/debian"
-    tar = standin.base_tarball(vmbed.CACHE, host_mirror, work / "debootstrap.log")
+    tar = standin.base_tarball(vmbed.STANDIN_CACHE, host_mirror, work / "debootstrap.log")
     root_uuid = standin.new_uuid()
     target = work / "target"
     standin.prepare_target(tar, target, hostname=NODE, domain=inv.raw.site.domain,
@@ -356,7 +356,7 @@ def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
                            nameserver=str(inv.raw.site.dns_servers[0]))
     standin.make_image(target, work, out / "disk.img.gz", root_uuid)
     shutil.rmtree(target)
-    standin.kernel_modules(work / "images" / DEBIAN_IMAGE / "initrd.gz", vmbed.CACHE,
+    standin.kernel_modules(work / "images" / DEBIAN_IMAGE / "initrd.gz", vmbed.STANDIN_CACHE,
                            out / "modules.tar")
     shutil.copyfile(HERE / "standin_guest.sh", out / "standin_guest.sh")
 

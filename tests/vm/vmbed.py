@@ -4,7 +4,7 @@ whole Debian install.
 - A Debian mirror in the namespace: a veth pair links the test's namespace to this host
   (a /30 of its own, VETH_NET, that no host route uses); on the host side nginx is a
   caching reverse proxy of deb.debian.org (packages cached under
-  ~/.cache/fleet-vm-mirror, so a rerun downloads only the indexes); in the namespace a
+  ~/.cache/fleet-vm-mirror/proxy, so a rerun downloads only the indexes); in the namespace a
   second nginx listens on MIRROR_IP:80 (an extra address on the provisioning bridge) and
   forwards there; it also serves the lab's wheelhouse (/wheels/) and the installer
   stand-in's files (/standin/). dnsmasq answers deb.debian.org and security.debian.org
@@ -46,6 +46,9 @@ SKIP_REASON = ("FULL VM INSTALL TEST NOT RUN: set FLEET_VM=1 (as root, with the 
                "guest under TCG, about 13 minutes")
 UPSTREAM = os.environ.get("FLEET_VM_UPSTREAM", "http://deb.debian.org")
 CACHE = Path(os.environ.get("FLEET_VM_CACHE", Path.home() / ".cache" / "fleet-vm-mirror"))
+# nginx's own: its cache loader deletes any file there that it did not write
+PROXY_CACHE = CACHE / "proxy"
+STANDIN_CACHE = CACHE / "standin"  # the base-system tarball, the installer kernel's .deb
 VETH_NET = ("10.250.77.1", "10.250.77.2", 30)  # host side, namespace side
 MIRROR_IP = "10.1.0.11"  # on the namespace's provisioning bridge (no node has it)
 MIRROR_NAMES = ("deb.debian.org", "security.debian.org")
@@ -101,12 +104,12 @@ class Mirror:
             self.ns.run("ip", "addr", "add", f"{peer}/{plen}", "dev", ns_if)
             self.ns.run("ip", "link", "set", ns_if, "up")
             self.ns.run("ip", "addr", "add", f"{MIRROR_IP}/32", "dev", self.ns.bridge)
-            CACHE.mkdir(parents=True, exist_ok=True)
+            PROXY_CACHE.mkdir(parents=True, exist_ok=True)
             hdir = self.work / "mirror-host"
             # packages (pool/) are immutable: cached a month; indexes (dists/) never
             # cached, so the installer sees the mirror's current, consistent state
             body = ("  proxy_http_version 1.1;\n"  # the upstream answers 1.0 with a 426
-                    f"  proxy_cache_path {CACHE} levels=1:2 keys_zone=fleetvm:16m "
+                    f"  proxy_cache_path {PROXY_CACHE} levels=1:2 keys_zone=fleetvm:16m "
                     "max_size=8g inactive=60d use_temp_path=off;\n"
                     f"  server {{\n    listen {host}:3142;\n"
                     f"    location / {{ proxy_pass {UPSTREAM};\n"
