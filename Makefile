@@ -104,7 +104,7 @@ test-reinstall-vm: $(STAMP)
 # the whole reinstall of a QEMU guest (issue 6, docs/pxe.md): PXE, the Debian installer
 # with a caching proxy of deb.debian.org as its mirror (an installer stand-in in the guest
 # does the part that needs .udeb files, which that proxy cannot serve), key, callback,
-# reboot from disk, minion with the rotated key, converge. About 15 min under TCG, so not
+# reboot from disk, minion with the rotated key, converge. About 25 min under TCG, so not
 # in `make test`.
 test-vm: $(STAMP)
 	bash tools/install-pxe-deps.sh
