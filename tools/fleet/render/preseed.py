@@ -76,10 +76,11 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
         "in-target curl -fsSL -o /etc/apt/keyrings/salt-archive-keyring.pgp "
         + shlex.quote(f"{http}/{site.salt.keyring}"),
         write_file(["Types: deb", f"URIs: {site.salt.repo}", "Suites: stable",
-               "Components: main", "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp"],
-              "/etc/apt/sources.list.d/salt.sources"),
-        write_file(["Package: salt-*", f"Pin: version {site.salt.version}*", "Pin-Priority: 1001"],
-              "/etc/apt/preferences.d/salt.pref"),
+                    "Components: main",
+                    "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp"],
+                   "/etc/apt/sources.list.d/salt.sources"),
+        write_file(["Package: salt-*", f"Pin: version {site.salt.version}*",
+                    "Pin-Priority: 1001"], "/etc/apt/preferences.d/salt.pref"),
         write_file(minion_conf, "/etc/salt/minion.d/fleet.conf"),
         write_file([node.hostname], "/etc/salt/minion_id"),
         installkey.fetch_key(inv, node, CURL),
@@ -95,7 +96,7 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
         ]
         if admin.sudo:
             cmds.append(write_file([f"{admin.name} ALL=(ALL) NOPASSWD:ALL"],
-                              f"/etc/sudoers.d/90-fleet-{admin.name}"))
+                                   f"/etc/sudoers.d/90-fleet-{admin.name}"))
     cmds += [
         "in-target apt-get update",
         "in-target env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
