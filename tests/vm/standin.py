@@ -36,9 +36,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import lzma
 import shutil
 import subprocess
 import tempfile
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -168,19 +170,44 @@ def initrd_kernel_version(initrd: Path) -> str:
     raise ValueError(f"{initrd}: no lib/modules/<release> in the initrd")
 
 
-def kernel_modules(initrd: Path, cache: Path, out: Path,
+def _fetch_deb(mirror: str, package: str, debs: Path) -> Path:
+    """``package``'s .deb from the mirror (its bookworm or bookworm-security index), not
+    through this host's apt, whose lists may be empty or elsewhere."""
+    for index in ("debian/dists/bookworm/main/binary-amd64/Packages.xz",
+                  "debian-security/dists/bookworm-security/main/binary-amd64/Packages.xz"):
+        with urllib.request.urlopen(f"{mirror}/{index}", timeout=120) as resp:
+            text = lzma.decompress(resp.read()).decode()
+        for stanza in text.split("\n\n"):
+            fields = dict(ln.split(": ", 1) for ln in stanza.splitlines() if ": " in ln)
+            if fields.get("Package") == package:
+                deb = debs / Path(fields["Filename"]).name
+                base = mirror + ("/debian-security/" if "security" in index else "/debian/")
+                urllib.request.urlretrieve(base + fields["Filename"], f"{deb}.part")
+                Path(f"{deb}.part").rename(deb)
+                return deb
+    raise LookupError(f"{package} is in neither of {mirror}'s bookworm indexes")
+
+
+def kernel_modules(initrd: Path, cache: Path, mirror: str, out: Path,
                    wanted: tuple[str, ...] = ("virtio_blk", "ext4", "crc32c_generic")) -> str:
     """``out``: a tar of the ``wanted`` modules and their dependencies, from the .deb of the
-    installer's kernel (cached), with ``order`` (load order, dependencies first). Returns
-    the kernel release."""
+    installer's kernel (from ``mirror``), with ``order`` (load order, dependencies first);
+    built once per kernel release under ``cache``. Returns the kernel release."""
     release = initrd_kernel_version(initrd)
-    debs = cache / "kernel-debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    package = f"linux-image-{release}"
-    if not list(debs.glob(f"{package}_*.deb")):
-        subprocess.run(["apt-get", "download", package], cwd=debs, check=True,
-                       capture_output=True, text=True)
-    deb = sorted(debs.glob(f"{package}_*.deb"))[-1]
+    built = cache / f"modules-{release}-{'-'.join(wanted)}.tar"
+    if not built.exists():
+        debs = cache / "kernel-debs"
+        debs.mkdir(parents=True, exist_ok=True)
+        package = f"linux-image-{release}"
+        found = sorted(debs.glob(f"{package}_*.deb"))
+        deb = found[-1] if found else _fetch_deb(mirror, package, debs)
+        _modules_tar(deb, release, wanted, Path(f"{built}.new"))
+        Path(f"{built}.new").rename(built)
+    shutil.copyfile(built, out)
+    return release
+
+
+def _modules_tar(deb: Path, release: str, wanted: tuple[str, ...], out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sh("dpkg-deb", "-x", deb, tmp)
         tree = Path(tmp) / "lib" / "modules" / release
@@ -207,7 +234,6 @@ def kernel_modules(initrd: Path, cache: Path, out: Path,
             shutil.copyfile(by_name[name], stage / by_name[name].name)
         (stage / "order").write_text("".join(by_name[n].name + "\n" for n in order))
         sh("tar", "-C", stage, "-cf", out, ".")
-    return release
 
 
 def early_command(base_url: str) -> str:

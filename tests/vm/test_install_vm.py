@@ -347,8 +347,8 @@ def _late_command(preseed: Path) -> str:
 
 def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
     """The files the installer stand-in's guest half fetches (tests/vm/standin.py)."""
-    host_mirror = f"http://{vmbed.VETH_NET[0]}:3142/debian"
-    tar = standin.base_tarball(vmbed.STANDIN_CACHE, host_mirror, work / "debootstrap.log")
+    proxy = f"http://{vmbed.VETH_NET[0]}:3142"  # the host side of vmbed.Mirror
+    tar = standin.base_tarball(vmbed.STANDIN_CACHE, f"{proxy}/debian", work / "debootstrap.log")
     root_uuid = standin.new_uuid()
     target = work / "target"
     standin.prepare_target(tar, target, hostname=NODE, domain=inv.raw.site.domain,
@@ -357,7 +357,7 @@ def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
     standin.make_image(target, work, out / "disk.img.gz", root_uuid)
     shutil.rmtree(target)
     standin.kernel_modules(work / "images" / DEBIAN_IMAGE / "initrd.gz", vmbed.STANDIN_CACHE,
-                           out / "modules.tar")
+                           proxy, out / "modules.tar")
     shutil.copyfile(HERE / "standin_guest.sh", out / "standin_guest.sh")
 
 
@@ -416,13 +416,8 @@ def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
             r.t["local_grub"] = now
             r.local_grub_after_callback = True
             say("the guest rebooted: GRUB fetched its /state/ config (local)")
-        if "firstboot" not in r.t:
-            m = re.search(vmbed.FIRSTBOOT_MARK + r" host=(\S+) minion-key-sha256=([0-9a-f]+)",
-                          r.console())
-            if m:
-                r.t["firstboot"] = now
-                r.fingerprint = m.group(2)
-                say(f"the installed system booted from its disk: {m.group(0)}")
+        if "firstboot" not in r.t and _first_boot(r, now):
+            say(f"the installed system booted from its disk: key sha256 {r.fingerprint}")
         ends = r.step_ends()
         for step in ("wait_install", "converge", "health"):
             if step in ends and f"{step}_end" not in r.t:
@@ -444,11 +439,17 @@ def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
                 if step in ends and f"{step}_end" not in r.t:
                     r.t[f"{step}_end"] = ends[step]["ts"]
         if "firstboot" not in r.t:
-            m = re.search(vmbed.FIRSTBOOT_MARK + r" host=(\S+) minion-key-sha256=([0-9a-f]+)",
-                          r.console())
-            if m:
-                r.t["firstboot"] = time.time()
-                r.fingerprint = m.group(2)
+            _first_boot(r, time.time())
+
+
+def _first_boot(r: Run, now: float) -> bool:
+    """Record the installed system's first-boot line (its key's fingerprint), if printed."""
+    m = re.search(vmbed.FIRSTBOOT_MARK + r" host=\S+ minion-key-sha256=([0-9a-f]+)",
+                  r.console())
+    if m:
+        r.t["firstboot"] = now
+        r.fingerprint = m.group(1)
+    return m is not None
 
 
 def _follow_stand_in(r: Run, cli: subprocess.Popen[str], now: float, say: Any) -> None:
