@@ -44,7 +44,12 @@ rm -f /tmp/fleet-pipe-failed
     | dd of=/dev/vda bs=1M 2>/dev/null || echo dd >> /tmp/fleet-pipe-failed
 [ ! -e /tmp/fleet-pipe-failed ] || fail "disk image: $(cat /tmp/fleet-pipe-failed)"
 sync
-blockdev --rereadpt /dev/vda || fail "re-reading the partition table"
+# the re-read failed once right after the write (why is not known: its error now goes to
+# the console); wait for udev's probing of the new contents and retry
+i=0
+until udevadm settle; blockdev --rereadpt /dev/vda 2>/dev/ttyS0; do
+    i=$((i + 1)); [ $i -le 15 ] || fail "re-reading the partition table"; sleep 2
+done
 i=0
 until [ -b /dev/vda2 ]; do
     i=$((i + 1)); [ $i -le 30 ] || fail "no /dev/vda2"; sleep 1
