@@ -29,6 +29,7 @@ from pxebed import (
     DEBIAN_IMAGE,
     ENABLED,
     INSTALL_TIMEOUT,
+    LATE_IMAGE,
     SKIP_REASON,
     SMALL,
     UNKNOWN_MAC,
@@ -40,6 +41,7 @@ from pxelab import Netns
 
 from fleet.inventory.load import load_inventory
 from fleet.render import render_all
+from fleet.render.pxe import GRUB_LOAD_TRIES
 
 TIMINGS: dict[str, float] = {}
 
@@ -99,6 +101,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory,
             for node in ("gpu-01", "gpu-02", "gpu-03"):
                 b.fleet_pxe.append(fleet(work, "pxe", "set", node, "install"))
             b.fleet_pxe.append(fleet(work, "pxe", "set", "gpu-03", "local"))
+            b.fleet_pxe.append(fleet(work, "pxe", "set", "stor-2", "install"))
             b.fleet_pxe.append(fleet(work, "pxe", "set", "gpu-04", "local"))
             b.fleet_pxe.append(fleet(work, "pxe", "status", "--json"))
             _boot_all(b, ns, disk, say)
@@ -124,16 +127,19 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
     def unknown_ignored() -> bool:
         return b.dhcp().count(f"{UNKNOWN_MAC} ignored") >= 2
 
-    def start(key: str, node: str | None, firmware: str, with_disk: bool = False) -> None:
+    def start(key: str, node: str | None, firmware: str, with_disk: bool = False,
+              reboots: bool = False) -> None:
         mac = b.inv.nodes[node].mac if node else UNKNOWN_MAC
         b.guests[key] = pxelab.start_guest(ns, b.work, key, mac, firmware, b.accel,
-                                           disk=disk if with_disk else None)
+                                           disk=disk if with_disk else None, reboots=reboots)
         b.started[key] = time.monotonic()
         log(f"{key}: powered on ({firmware}, {mac})")
 
     checks = {
         "bios-install": lambda: got("gpu-01", "/hosts/gpu-01/preseed.cfg"),
         "uefi-install": lambda: got("gpu-02", "/hosts/gpu-02/preseed.cfg"),
+        # its initrd appears only after GRUB gave up on it: GRUB reboots, PXE again
+        "uefi-retry": lambda: got("stor-2", "/hosts/stor-2/preseed.cfg"),
         "bios-local": lambda: pxelab.LOCAL_DISK_MARK in b.guests["bios-local"].console(),
         "unknown": unknown_ignored,
         "uefi-local": lambda: got("gpu-04", "/state/grub.cfg-52:54:00:00:00:68"),
@@ -145,12 +151,23 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
     start("uefi-install", "gpu-02", "uefi")
     start("bios-local", "gpu-03", "bios", with_disk=True)
     start("unknown", None, "bios")
-    deadline = time.monotonic() + INSTALL_TIMEOUT
+    late = b.work / "images" / LATE_IMAGE / "initrd.gz"
     grace: dict[str, float] = {}
-    while time.monotonic() < deadline:
-        for key, g in list(b.guests.items()):
-            if key in b.done or not g.proc.alive():
+
+    def running(key: str) -> bool:
+        return (key not in b.done and b.guests[key].proc.alive()
+                and time.monotonic() - b.started[key] < INSTALL_TIMEOUT)
+
+    while any(running(key) for key in b.guests) or "uefi-local" not in b.guests:
+        missing = b.tftp_missing("stor-2", f"images/{LATE_IMAGE}/initrd.gz")
+        if not late.exists() and missing >= GRUB_LOAD_TRIES:
+            late.parent.mkdir(exist_ok=True)
+            late.symlink_to((b.work / "images" / DEBIAN_IMAGE / "initrd.gz").resolve())
+            log(f"uefi-retry: GRUB failed to load its initrd {missing} times; initrd now there")
+        for key in list(b.guests):
+            if not running(key):
                 continue
+            g = b.guests[key]
             if key in grace:
                 if time.monotonic() >= grace[key]:
                     b.done[key] = grace[key] - b.started[key]
@@ -159,11 +176,10 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
             elif checks[key]():
                 # a short grace period: whatever else it would fetch shows in the logs
                 grace[key] = time.monotonic() + (0 if key.endswith("install") else 10)
-        if "uefi-local" not in b.guests and {"bios-local", "unknown"} <= b.done.keys():
+        if "uefi-local" not in b.guests and not (running("bios-local") or running("unknown")):
             start("uefi-local", "gpu-04", "uefi")
             start("uefi-ipxe-unarmed", "stor-1", "uefi-ipxe")
-        if len(b.done) == len(checks):
-            break
+            start("uefi-retry", "stor-2", "uefi", reboots=True)
         time.sleep(2)
     for key, g in b.guests.items():
         if key not in b.done:

@@ -22,6 +22,9 @@ SKIP_REASON = ("PXE end-to-end test NOT RUN: set FLEET_PXE=1 (as root, with the 
                "under TCG for several minutes")
 SMALL = pxelab.ROOT / "tests" / "fixtures" / "small.yaml"
 DEBIAN_IMAGE = "debian-12"
+# an image whose initrd the bed withholds until GRUB has failed to load it GRUB_LOAD_TRIES
+# times: the storage group's (stor-2 is armed, stor-1 never is)
+LATE_IMAGE = "debian-12-late"
 UNKNOWN_MAC = "52:54:00:ff:ff:01"
 # the install guests must reach the installer's preseed fetch within this (TCG, 2 cores:
 # about 200 s on a quiet machine, 410 s at load average 20)
@@ -38,9 +41,15 @@ def overlay_text(work: Path) -> str:
                 "kernel": f"images/{DEBIAN_IMAGE}/linux",
                 "initrd": f"images/{DEBIAN_IMAGE}/initrd.gz",
                 "mirror": "http://10.1.0.10/debian",
+            }, LATE_IMAGE: {
+                "type": "debian-preseed",
+                "kernel": f"images/{DEBIAN_IMAGE}/linux",
+                "initrd": f"images/{LATE_IMAGE}/initrd.gz",
+                "mirror": "http://10.1.0.10/debian",
             }},
         },
-        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE}},
+        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE},
+                        "storage": {"image": LATE_IMAGE}},
     })
 
 
@@ -77,6 +86,11 @@ class Bed:
 
     def paths(self, node: str) -> list[str]:
         return [p for _t, _c, p in self.fetched(node)]
+
+    def tftp_missing(self, node: str, rel: str) -> int:
+        """How often dnsmasq answered NODE's TFTP request for REL with "not found"."""
+        return len(re.findall(rf"dnsmasq-tftp\[\d+\]: file \S+/{re.escape(rel)} not found "
+                              rf"for {re.escape(self.ip(node))}$", self.dhcp(), re.M))
 
 
 def fleet(work: Path, *args: str) -> str:

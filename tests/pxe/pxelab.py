@@ -201,11 +201,14 @@ class Guest:
 
 
 def start_guest(ns: Netns, work: Path, name: str, mac: str, firmware: str, accel: str,
-                disk: Path | None = None, memory_mb: int = 1024) -> Guest:
+                disk: Path | None = None, memory_mb: int = 1024,
+                reboots: bool = False) -> Guest:
+    """A QEMU guest on a tap of NS; it exits when it reboots unless REBOOTS."""
     tap = ns.tap()
     serial = work / f"{name}.serial"
     argv = ["qemu-system-x86_64", "-accel", accel, "-smp", "1", "-m", str(memory_mb),
-            "-display", "none", "-nodefaults", "-no-reboot", "-serial", f"file:{serial}",
+            "-display", "none", "-nodefaults", *([] if reboots else ["-no-reboot"]),
+            "-serial", f"file:{serial}",
             "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
             "-device", f"virtio-net-pci,netdev=n0,mac={mac},bootindex=1"
             # UEFI: the firmware's own PXE (shim, GRUB), not the iPXE EFI ROM of the NIC

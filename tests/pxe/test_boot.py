@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import re
 
-from pxebed import DEBIAN_IMAGE, UNKNOWN_MAC, Bed
+from pxebed import DEBIAN_IMAGE, LATE_IMAGE, UNKNOWN_MAC, Bed
 from pxelab import LOCAL_DISK_MARK
+
+from fleet.render.pxe import GRUB_LOAD_TRIES
 
 KERNEL, INITRD = f"/images/{DEBIAN_IMAGE}/linux", f"/images/{DEBIAN_IMAGE}/initrd.gz"
 
@@ -73,7 +75,8 @@ def test_uefi_guest_gets_shim_grub_own_config_then_installer(bed: Bed) -> None:
 
 def test_each_installer_fetched_only_its_own_data(bed: Bed) -> None:
     assert _installer_data(bed) == {(bed.ip("gpu-01"), "/hosts/gpu-01/preseed.cfg"),
-                                    (bed.ip("gpu-02"), "/hosts/gpu-02/preseed.cfg")}
+                                    (bed.ip("gpu-02"), "/hosts/gpu-02/preseed.cfg"),
+                                    (bed.ip("stor-2"), "/hosts/stor-2/preseed.cfg")}
 
 
 def test_switched_node_boots_its_disk_and_fetches_no_installer(bed: Bed) -> None:
@@ -116,3 +119,28 @@ def test_uefi_ipxe_node_never_armed_boots_locally(bed: Bed) -> None:
     # exit 1 hands back to the firmware, which may go on to its own PXE entry (shim,
     # GRUB: no link there either); nothing of an installer in any case
     assert not [p for p in bed.paths("stor-1") if p.startswith(("/images/", "/hosts/"))]
+
+
+def test_grub_retries_a_failed_initrd_then_reboots_into_pxe(bed: Bed) -> None:
+    """stor-2's initrd is withheld until GRUB has failed to load it GRUB_LOAD_TRIES times
+    (conftest.py): GRUB must not boot the kernel alone (it would panic) but retry, then
+    reboot; the firmware PXE-boots again and this time the installer comes up."""
+    late = f"images/{LATE_IMAGE}/initrd.gz"
+    assert bed.tftp_missing("stor-2", late) == GRUB_LOAD_TRIES
+    log = bed.dhcp()
+    ip, mac = bed.ip("stor-2"), bed.inv.nodes["stor-2"].mac
+    last_miss = max(m.end() for m in re.finditer(rf"{re.escape(late)} not found for {ip}\n",
+                                                 log))
+    after = log[last_miss:]
+    # the reboot: a new DHCP exchange and shim again, then the initrd that is now there
+    assert re.search(rf"DHCPACK\(\S+\) {re.escape(ip)} {mac}", after)
+    sent = re.findall(rf"sent \S+?(/bootx64\.efi|/{re.escape(late)}) to {re.escape(ip)}$",
+                      after, re.M)
+    assert sent[:1] == ["/bootx64.efi"] and f"/{late}" in sent
+    # every try loaded the kernel again, and the kernel never ran without its initrd
+    kernels = re.findall(rf"sent \S+/images/{DEBIAN_IMAGE}/linux to {re.escape(ip)}$", log,
+                         re.M)
+    assert len(kernels) == GRUB_LOAD_TRIES + 1
+    assert "uefi-retry" in bed.done, "the retried installer never fetched its preseed in time"
+    console = bed.guests["uefi-retry"].console()
+    assert "Kernel panic" not in console

@@ -206,7 +206,8 @@ def test_ipxe_scripts(rendered: tuple[Inventory, dict[str, str]]) -> None:
         assert text.startswith("#!ipxe\n"), path
     for node in inv.nodes.values():
         text = files[f"pxe/http/hosts/{node.hostname}/install.ipxe"]
-        kernel = [ln for ln in text.splitlines() if ln.startswith("kernel ")]
+        kernel = [ln.removesuffix(FAILED) for ln in text.splitlines()
+                  if ln.startswith("kernel ")]
         assert len(kernel) == 1
         args = kernel[0].split()
         # iPXE splits on whitespace only and passes quotes through to the kernel: no quotes
@@ -215,7 +216,31 @@ def test_ipxe_scripts(rendered: tuple[Inventory, dict[str, str]]) -> None:
         assert seed == [f"ds=nocloud-net;s=http://{_http(inv)}/hosts/{node.hostname}/"]
         assert f"BOOTIF=01-{node.mac.replace(':', '-')}" in args
         assert "autoinstall" in args and "initrd=initrd" in args
-        assert "boot" in text.splitlines()
+        assert f"boot{FAILED}" in text.splitlines()
+
+
+FAILED = " || goto failed"
+
+
+def test_installer_loads_fail_back_to_pxe(rendered: tuple[Inventory, dict[str, str]]) -> None:
+    """A failed kernel or initrd download never boots what did load, nor falls through to
+    boot.ipxe's local-disk fallback (the old system): it retries (GRUB) and reboots."""
+    inv, files = rendered
+    for node in inv.nodes.values():
+        base = f"pxe/http/hosts/{node.hostname}/"
+        ipxe = files[base + "install.ipxe"].splitlines()
+        loads = [ln for ln in ipxe if ln.startswith(("kernel ", "initrd ", "boot"))]
+        assert [ln.split()[0] for ln in loads] == ["kernel", "initrd", "boot"]
+        assert all(ln.endswith(FAILED) for ln in loads), loads
+        assert ipxe[ipxe.index(":failed"):][-1] == "reboot"
+        grub = [ln.strip() for ln in files[base + "grub-install.cfg"].splitlines()]
+        body = grub[grub.index("for try in 1 2 3; do"):]
+        i_linux = next(i for i, ln in enumerate(body) if ln.startswith("linux "))
+        assert body[i_linux + 1] == 'if [ "$?" = 0 ]; then'
+        assert body[i_linux + 2].startswith("initrd ")
+        assert body[i_linux + 3:i_linux + 5] == ['if [ "$?" = 0 ]; then', "boot"]
+        assert body.count("boot") == 1 and body.count("done") == 1
+        assert body[body.index("done"):][-2:] == ["reboot", "}"]
 
 
 def test_grub_configs(rendered: tuple[Inventory, dict[str, str]]) -> None:
@@ -260,7 +285,7 @@ def test_ubuntu_cmdline_documented_format(rendered: tuple[Inventory, dict[str, s
     for node in inv.nodes.values():
         base = f"pxe/http/hosts/{node.hostname}/"
         ipxe = next(ln for ln in files[base + "install.ipxe"].splitlines()
-                    if ln.startswith("kernel "))
+                    if ln.startswith("kernel ")).removesuffix(FAILED)
         args = ipxe.split()[2:]  # after `kernel URL`
         assert args.count("autoinstall") == 1  # bare: no "Continue with autoinstall?"
         # casper downloads the ISO named by url=; cloud-init must not take it as config

@@ -48,8 +48,9 @@ def test_kernel_lines(debian: tuple[Inventory, dict[str, str]]) -> None:
     base = "pxe/http/hosts/gpu-02/"
     ipxe = files[base + "install.ipxe"]
     assert "kernel http://10.1.0.10/images/debian-12/linux initrd=initrd " in ipxe
-    assert "initrd --name initrd http://10.1.0.10/images/debian-12/initrd.gz" in ipxe
-    args = next(ln for ln in ipxe.splitlines() if ln.startswith("kernel ")).split()[3:]
+    assert "initrd --name initrd http://10.1.0.10/images/debian-12/initrd.gz || goto failed" in ipxe
+    args = next(ln for ln in ipxe.splitlines()
+                if ln.startswith("kernel ")).removesuffix(" || goto failed").split()[3:]
     for want in ("auto=true", "priority=critical", "hostname=gpu-02", "domain=lab.test",
                  "url=http://10.1.0.10/hosts/gpu-02/preseed.cfg", "netcfg/dhcp_timeout=90",
                  f"BOOTIF=01-{node.mac.replace(':', '-')}"):
