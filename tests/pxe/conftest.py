@@ -1,7 +1,8 @@
 """The PXE end-to-end test bed (`make test-pxe`, docs/pxe.md).
 
-One session fixture renders tests/fixtures/small.yaml (with an overlay that puts two node
-groups on the Debian netboot image and the paths into a temp dir), serves the rendered
+One session fixture renders tests/fixtures/small.yaml (with an overlay that puts the node
+groups on the Debian netboot image, two of them on copies whose initrd is withheld or
+missing, adds one node, and puts the paths into a temp dir), serves the rendered
 tree with dnsmasq and nginx in a network namespace, arms boot modes with `fleet pxe set`,
 and boots QEMU guests with the nodes' MACs in parallel; each test then asserts one
 property from dnsmasq's and nginx's logs (and a guest's serial console for the disk boot).
@@ -34,8 +35,8 @@ from pxebed import (
     SMALL,
     UNKNOWN_MAC,
     Bed,
+    boot_overlay_text,
     fleet,
-    overlay_text,
 )
 from pxelab import Netns
 
@@ -73,7 +74,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory,
 
     t0 = time.monotonic()
     work = tmp_path_factory.mktemp("pxe")
-    (work / "overlay.yaml").write_text(overlay_text(work))
+    (work / "overlay.yaml").write_text(boot_overlay_text(work))
     inv = load_inventory(SMALL, work / "overlay.yaml")
     for rel, text in render_all(inv).items():
         if rel.startswith("pxe/"):
@@ -102,6 +103,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory,
                 b.fleet_pxe.append(fleet(work, "pxe", "set", node, "install"))
             b.fleet_pxe.append(fleet(work, "pxe", "set", "gpu-03", "local"))
             b.fleet_pxe.append(fleet(work, "pxe", "set", "stor-2", "install"))
+            b.fleet_pxe.append(fleet(work, "pxe", "set", "spare-01", "install"))
             b.fleet_pxe.append(fleet(work, "pxe", "set", "gpu-04", "local"))
             b.fleet_pxe.append(fleet(work, "pxe", "status", "--json"))
             _boot_all(b, ns, disk, say)
@@ -130,8 +132,11 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
     def start(key: str, node: str | None, firmware: str, with_disk: bool = False,
               reboots: bool = False) -> None:
         mac = b.inv.nodes[node].mac if node else UNKNOWN_MAC
+        own = b.work / f"{key}.disk.img"
+        if with_disk:
+            shutil.copyfile(disk, own)
         b.guests[key] = pxelab.start_guest(ns, b.work, key, mac, firmware, b.accel,
-                                           disk=disk if with_disk else None, reboots=reboots)
+                                           disk=own if with_disk else None, reboots=reboots)
         b.started[key] = time.monotonic()
         log(f"{key}: powered on ({firmware}, {mac})")
 
@@ -140,6 +145,9 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
         "uefi-install": lambda: got("gpu-02", "/hosts/gpu-02/preseed.cfg"),
         # its initrd appears only after GRUB gave up on it: GRUB reboots, PXE again
         "uefi-retry": lambda: got("stor-2", "/hosts/stor-2/preseed.cfg"),
+        # its initrd never exists: iPXE must reboot (QEMU then exits: -no-reboot), not
+        # fall back to boot.ipxe's local boot (its disk would print the marker)
+        "bios-fail": lambda: not b.guests["bios-fail"].proc.alive(),
         "bios-local": lambda: pxelab.LOCAL_DISK_MARK in b.guests["bios-local"].console(),
         "unknown": unknown_ignored,
         "uefi-local": lambda: got("gpu-04", "/state/grub.cfg-52:54:00:00:00:68"),
@@ -165,9 +173,12 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
             late.symlink_to((b.work / "images" / DEBIAN_IMAGE / "initrd.gz").resolve())
             log(f"uefi-retry: GRUB failed to load its initrd {missing} times; initrd now there")
         for key in list(b.guests):
+            g = b.guests[key]
+            if key not in b.done and not g.proc.alive() and checks[key]():
+                b.done[key] = time.monotonic() - b.started[key]
+                log(f"{key}: done, exited")
             if not running(key):
                 continue
-            g = b.guests[key]
             if key in grace:
                 if time.monotonic() >= grace[key]:
                     b.done[key] = grace[key] - b.started[key]
@@ -180,6 +191,7 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
             start("uefi-local", "gpu-04", "uefi")
             start("uefi-ipxe-unarmed", "stor-1", "uefi-ipxe")
             start("uefi-retry", "stor-2", "uefi", reboots=True)
+            start("bios-fail", "spare-01", "bios", with_disk=True)
         time.sleep(2)
     for key, g in b.guests.items():
         if key not in b.done:

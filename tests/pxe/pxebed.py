@@ -10,6 +10,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pxelab
 from pxelab import Guest
@@ -25,6 +26,8 @@ DEBIAN_IMAGE = "debian-12"
 # an image whose initrd the bed withholds until GRUB has failed to load it GRUB_LOAD_TRIES
 # times: the storage group's (stor-2 is armed, stor-1 never is)
 LATE_IMAGE = "debian-12-late"
+# an image whose initrd never exists: the group of the bed's own node spare-01 (BIOS iPXE)
+ABSENT_IMAGE = "debian-12-absent"
 UNKNOWN_MAC = "52:54:00:ff:ff:01"
 # the install guests must reach the installer's preseed fetch within this (TCG, 2 cores:
 # about 200 s on a quiet machine, 410 s at load average 20)
@@ -32,25 +35,41 @@ INSTALL_TIMEOUT = float(os.environ.get("FLEET_PXE_TIMEOUT", "540"))
 
 
 def overlay_text(work: Path) -> str:
-    return json.dumps({
+    return json.dumps(_overlay(work))
+
+
+def _image(kernel: str, initrd: str) -> dict[str, str]:
+    return {"type": "debian-preseed", "kernel": f"images/{kernel}/linux",
+            "initrd": f"images/{initrd}/initrd.gz", "mirror": "http://10.1.0.10/debian"}
+
+
+def _overlay(work: Path) -> dict[str, Any]:
+    return {
         "site": {
             "pxe_root": str(work / "pxe"),
             "pxe_state": str(work / "state"),
-            "images": {DEBIAN_IMAGE: {
-                "type": "debian-preseed",
-                "kernel": f"images/{DEBIAN_IMAGE}/linux",
-                "initrd": f"images/{DEBIAN_IMAGE}/initrd.gz",
-                "mirror": "http://10.1.0.10/debian",
-            }, LATE_IMAGE: {
-                "type": "debian-preseed",
-                "kernel": f"images/{DEBIAN_IMAGE}/linux",
-                "initrd": f"images/{LATE_IMAGE}/initrd.gz",
-                "mirror": "http://10.1.0.10/debian",
-            }},
+            "images": {DEBIAN_IMAGE: _image(DEBIAN_IMAGE, DEBIAN_IMAGE)},
         },
-        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE},
-                        "storage": {"image": LATE_IMAGE}},
-    })
+        "node_groups": {"part-a": {"image": DEBIAN_IMAGE}, "part-b": {"image": DEBIAN_IMAGE}},
+    }
+
+
+def boot_overlay_text(work: Path) -> str:
+    """The boot tests' overlay: also the storage group on LATE_IMAGE, and a node of the
+    bed's own (spare-01, no roles) on ABSENT_IMAGE."""
+    o = _overlay(work)
+    o["site"]["images"].update({name: _image(DEBIAN_IMAGE, name)
+                                for name in (LATE_IMAGE, ABSENT_IMAGE)})
+    o["node_groups"]["storage"] = {"image": LATE_IMAGE}
+    o["node_groups"]["spare"] = {
+        "hosts": "spare-01", "profile": "storage", "roles": [], "image": ABSENT_IMAGE,
+        "nics": {"prov": {"network": "prov", "ip_base": "10.1.0.200", "switch": "sw1",
+                          "first_port": 20},
+                 "bmc": {"network": "bmc", "ip_base": "10.0.0.180", "switch": "mgmt1",
+                         "first_port": 20}}}
+    o["nodes"] = {"spare-01": {"serial": "SPARE001", "mac": "52:54:00:00:00:c9",
+                               "bmc_mac": "52:54:00:01:00:c9"}}
+    return json.dumps(o)
 
 
 @dataclass

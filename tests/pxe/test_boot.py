@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from pxebed import DEBIAN_IMAGE, LATE_IMAGE, UNKNOWN_MAC, Bed
+from pxebed import ABSENT_IMAGE, DEBIAN_IMAGE, LATE_IMAGE, UNKNOWN_MAC, Bed
 from pxelab import LOCAL_DISK_MARK
 
 from fleet.render.pxe import GRUB_LOAD_TRIES
@@ -129,7 +129,8 @@ def test_grub_retries_a_failed_initrd_then_reboots_into_pxe(bed: Bed) -> None:
     assert bed.tftp_missing("stor-2", late) == GRUB_LOAD_TRIES
     log = bed.dhcp()
     ip, mac = bed.ip("stor-2"), bed.inv.nodes["stor-2"].mac
-    last_miss = max(m.end() for m in re.finditer(rf"{re.escape(late)} not found for {ip}\n",
+    last_miss = max(m.end() for m in re.finditer(rf"{re.escape(late)} not found for "
+                                                 rf"{re.escape(ip)}\n",
                                                  log))
     after = log[last_miss:]
     # the reboot: a new DHCP exchange and shim again, then the initrd that is now there
@@ -144,3 +145,15 @@ def test_grub_retries_a_failed_initrd_then_reboots_into_pxe(bed: Bed) -> None:
     assert "uefi-retry" in bed.done, "the retried installer never fetched its preseed in time"
     console = bed.guests["uefi-retry"].console()
     assert "Kernel panic" not in console
+
+
+def test_ipxe_reboots_when_the_initrd_fails_instead_of_booting_the_old_disk(bed: Bed) -> None:
+    """spare-01's image has no initrd: install.ipxe must reboot (the guest runs with
+    -no-reboot, so QEMU exits) rather than return to boot.ipxe, whose local-disk
+    fallback would boot the old system (this guest's disk prints LOCAL_DISK_MARK)."""
+    ip = bed.ip("spare-01")
+    assert [(r.path, r.status) for r in bed.http() if r.client == ip] == [
+        ("/boot.ipxe", 200), ("/state/52-54-00-00-00-c9.ipxe", 200), (KERNEL, 200),
+        (f"/images/{ABSENT_IMAGE}/initrd.gz", 404)]
+    assert "bios-fail" in bed.done, "the guest did not reset after the failed initrd"
+    assert LOCAL_DISK_MARK not in bed.guests["bios-fail"].console()
