@@ -42,7 +42,6 @@ from pxelab import Netns
 
 from fleet.inventory.load import load_inventory
 from fleet.render import render_all
-from fleet.render.pxe import GRUB_LOAD_TRIES
 
 TIMINGS: dict[str, float] = {}
 
@@ -143,7 +142,7 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
     checks = {
         "bios-install": lambda: got("gpu-01", "/hosts/gpu-01/preseed.cfg"),
         "uefi-install": lambda: got("gpu-02", "/hosts/gpu-02/preseed.cfg"),
-        # its initrd appears only after GRUB gave up on it: GRUB reboots, PXE again
+        # its initrd appears only after GRUB failed to load it: GRUB reboots, PXE again
         "uefi-retry": lambda: got("stor-2", "/hosts/stor-2/preseed.cfg"),
         # its initrd never exists: iPXE must reboot (QEMU then exits: -no-reboot), not
         # fall back to boot.ipxe's local boot (its disk would print the marker)
@@ -168,7 +167,7 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
 
     while any(running(key) for key in b.guests) or "uefi-local" not in b.guests:
         missing = b.tftp_missing("stor-2", f"images/{LATE_IMAGE}/initrd.gz")
-        if not late.exists() and missing >= GRUB_LOAD_TRIES:
+        if not late.exists() and missing >= 1:
             late.parent.mkdir(exist_ok=True)
             late.symlink_to((b.work / "images" / DEBIAN_IMAGE / "initrd.gz").resolve())
             log(f"uefi-retry: GRUB failed to load its initrd {missing} times; initrd now there")

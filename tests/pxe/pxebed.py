@@ -23,8 +23,8 @@ SKIP_REASON = ("PXE end-to-end test NOT RUN: set FLEET_PXE=1 (as root, with the 
                "under TCG for several minutes")
 SMALL = pxelab.ROOT / "tests" / "fixtures" / "small.yaml"
 DEBIAN_IMAGE = "debian-12"
-# an image whose initrd the bed withholds until GRUB has failed to load it GRUB_LOAD_TRIES
-# times: the storage group's (stor-2 is armed, stor-1 never is)
+# an image whose initrd the bed withholds until GRUB has failed to load it once: the
+# storage group's (stor-2 is armed, stor-1 never is)
 LATE_IMAGE = "debian-12-late"
 # an image whose initrd never exists: the group of the bed's own node spare-01 (BIOS iPXE)
 ABSENT_IMAGE = "debian-12-absent"

@@ -30,10 +30,6 @@ from fleet.render.autoinstall import http_base, render_meta_data, render_user_da
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
 
-# how often the network GRUB loads the installer before rebooting into PXE, and the pause
-GRUB_LOAD_TRIES = 3
-GRUB_RETRY_WAIT_S = 5
-
 
 @cache
 def _env() -> jinja2.Environment:
@@ -119,8 +115,7 @@ def render(inv: Inventory) -> dict[str, str]:
         out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(**ctx, cmdline=ipxe_line)
         out[f"pxe/http/hosts/{h}/local.ipxe"] = local_ipxe.render(**ctx)
         out[f"pxe/http/hosts/{h}/grub-install.cfg"] = install_grub.render(
-            **ctx, http_host=http_host, grub_cmdline=grub_line, tries=GRUB_LOAD_TRIES,
-            retry_wait=GRUB_RETRY_WAIT_S)
+            **ctx, http_host=http_host, grub_cmdline=grub_line)
         out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=efi_dir)
     out["pxe/nginx/tokens.conf"] = _token_rules(inv)
     return out
