@@ -154,8 +154,9 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
         "uefi-ipxe-unarmed": lambda: any(r.path == "/state/52-54-00-00-00-97.ipxe"
                                          for r in b.http()),
     }
-    start("bios-install", "gpu-01", "bios")
-    start("uefi-install", "gpu-02", "uefi")
+    # installers may reboot: a failed kernel/initrd load reboots into PXE (docs/pxe.md)
+    start("bios-install", "gpu-01", "bios", reboots=True)
+    start("uefi-install", "gpu-02", "uefi", reboots=True)
     start("bios-local", "gpu-03", "bios", with_disk=True)
     start("unknown", None, "bios")
     late = b.work / "images" / LATE_IMAGE / "initrd.gz"
