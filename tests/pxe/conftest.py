@@ -167,7 +167,7 @@ def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None
                 and time.monotonic() - b.started[key] < INSTALL_TIMEOUT)
 
     while any(running(key) for key in b.guests) or "uefi-local" not in b.guests:
-        missing = b.tftp_missing("stor-2", f"images/{LATE_IMAGE}/initrd.gz")
+        missing = len(b.tftp_misses("stor-2", f"images/{LATE_IMAGE}/initrd.gz"))
         if not late.exists() and missing >= 1:
             late.parent.mkdir(exist_ok=True)
             late.symlink_to((b.work / "images" / DEBIAN_IMAGE / "initrd.gz").resolve())

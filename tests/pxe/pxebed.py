@@ -106,10 +106,10 @@ class Bed:
     def paths(self, node: str) -> list[str]:
         return [p for _t, _c, p in self.fetched(node)]
 
-    def tftp_missing(self, node: str, rel: str) -> int:
-        """How often dnsmasq answered NODE's TFTP request for REL with "not found"."""
-        return len(re.findall(rf"dnsmasq-tftp\[\d+\]: file \S+/{re.escape(rel)} not found "
-                              rf"for {re.escape(self.ip(node))}$", self.dhcp(), re.M))
+    def tftp_misses(self, node: str, rel: str) -> list[re.Match[str]]:
+        """dnsmasq's "not found" answers to NODE's TFTP requests for REL, in its log."""
+        return list(re.finditer(rf"dnsmasq-tftp\[\d+\]: file \S+/{re.escape(rel)} not found "
+                                rf"for {re.escape(self.ip(node))}$", self.dhcp(), re.M))
 
 
 def fleet(work: Path, *args: str) -> str:

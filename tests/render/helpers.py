@@ -43,3 +43,13 @@ def preseed_writes(text: str) -> dict[str, str]:
     return {m.group(2): base64.b64decode(m.group(1)).decode()
             for m in re.finditer(r"echo ([A-Za-z0-9+/=]+) \| base64 -d > /target([^\s;]+)",
                                  text)}
+
+
+# what every load line of a rendered install.ipxe ends with (a failed load reboots)
+IPXE_ON_FAIL = " || goto failed"
+
+
+def ipxe_kernel_line(script: str) -> str:
+    """The `kernel ...` line of an install.ipxe, without its failure branch."""
+    line = next(ln for ln in script.splitlines() if ln.startswith("kernel "))
+    return line.removesuffix(IPXE_ON_FAIL)

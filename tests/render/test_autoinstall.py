@@ -16,7 +16,7 @@ from fleet.inventory.model import Inventory, Node
 from fleet.problems import InventoryError
 from fleet.render.autoinstall import REQUIRED_KEYS, render_user_data
 from fleet.render.header import TEXT
-from render.helpers import load_yaml
+from render.helpers import IPXE_ON_FAIL, ipxe_kernel_line, load_yaml
 
 # Top-level keys subiquity knows (its autoinstall schema); anything else is a typo.
 SUBIQUITY_KEYS = {
@@ -206,9 +206,8 @@ def test_ipxe_scripts(rendered: tuple[Inventory, dict[str, str]]) -> None:
         assert text.startswith("#!ipxe\n"), path
     for node in inv.nodes.values():
         text = files[f"pxe/http/hosts/{node.hostname}/install.ipxe"]
-        kernel = [ln.removesuffix(FAILED) for ln in text.splitlines()
-                  if ln.startswith("kernel ")]
-        assert len(kernel) == 1
+        assert sum(ln.startswith("kernel ") for ln in text.splitlines()) == 1
+        kernel = [ipxe_kernel_line(text)]
         args = kernel[0].split()
         # iPXE splits on whitespace only and passes quotes through to the kernel: no quotes
         assert "'" not in kernel[0] and '"' not in kernel[0], kernel[0]
@@ -216,10 +215,7 @@ def test_ipxe_scripts(rendered: tuple[Inventory, dict[str, str]]) -> None:
         assert seed == [f"ds=nocloud-net;s=http://{_http(inv)}/hosts/{node.hostname}/"]
         assert f"BOOTIF=01-{node.mac.replace(':', '-')}" in args
         assert "autoinstall" in args and "initrd=initrd" in args
-        assert f"boot{FAILED}" in text.splitlines()
-
-
-FAILED = " || goto failed"
+        assert f"boot{IPXE_ON_FAIL}" in text.splitlines()
 
 
 def test_installer_loads_fail_back_to_pxe(rendered: tuple[Inventory, dict[str, str]]) -> None:
@@ -231,7 +227,7 @@ def test_installer_loads_fail_back_to_pxe(rendered: tuple[Inventory, dict[str, s
         ipxe = files[base + "install.ipxe"].splitlines()
         loads = [ln for ln in ipxe if ln.startswith(("kernel ", "initrd ", "boot"))]
         assert [ln.split()[0] for ln in loads] == ["kernel", "initrd", "boot"]
-        assert all(ln.endswith(FAILED) for ln in loads), loads
+        assert all(ln.endswith(IPXE_ON_FAIL) for ln in loads), loads
         assert ipxe[ipxe.index(":failed"):][-1] == "reboot"
         grub = [ln.strip() for ln in files[base + "grub-install.cfg"].splitlines()]
         i_linux = next(i for i, ln in enumerate(grub) if ln.startswith("linux "))
@@ -283,8 +279,7 @@ def test_ubuntu_cmdline_documented_format(rendered: tuple[Inventory, dict[str, s
     iso = inv.raw.site.install.iso_url
     for node in inv.nodes.values():
         base = f"pxe/http/hosts/{node.hostname}/"
-        ipxe = next(ln for ln in files[base + "install.ipxe"].splitlines()
-                    if ln.startswith("kernel ")).removesuffix(FAILED)
+        ipxe = ipxe_kernel_line(files[base + "install.ipxe"])
         args = ipxe.split()[2:]  # after `kernel URL`
         assert args.count("autoinstall") == 1  # bare: no "Continue with autoinstall?"
         # casper downloads the ISO named by url=; cloud-init must not take it as config

@@ -14,7 +14,7 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.problems import InventoryError
 from fleet.render import render_all
-from render.helpers import preseed_writes
+from render.helpers import IPXE_ON_FAIL, ipxe_kernel_line, preseed_writes
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -48,9 +48,9 @@ def test_kernel_lines(debian: tuple[Inventory, dict[str, str]]) -> None:
     base = "pxe/http/hosts/gpu-02/"
     ipxe = files[base + "install.ipxe"]
     assert "kernel http://10.1.0.10/images/debian-12/linux initrd=initrd " in ipxe
-    assert "initrd --name initrd http://10.1.0.10/images/debian-12/initrd.gz || goto failed" in ipxe
-    args = next(ln for ln in ipxe.splitlines()
-                if ln.startswith("kernel ")).removesuffix(" || goto failed").split()[3:]
+    assert ("initrd --name initrd http://10.1.0.10/images/debian-12/initrd.gz"
+            + IPXE_ON_FAIL) in ipxe
+    args = ipxe_kernel_line(ipxe).split()[3:]
     for want in ("auto=true", "priority=critical", "hostname=gpu-02", "domain=lab.test",
                  "url=http://10.1.0.10/hosts/gpu-02/preseed.cfg", "netcfg/dhcp_timeout=90",
                  f"BOOTIF=01-{node.mac.replace(':', '-')}"):
