@@ -210,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "exit 3 if anything would.")
     p.set_defaults(func=cmd_diff)
     add_pxe_parser(sub, common, _load)
+
+    from fleet.lab.cli import add_parser as add_lab
+
+    add_lab(sub)
     return parser
 
 

@@ -20,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        description="Bring up the lab: the inventory through lab/overlay.yaml "
                                    "as systemd containers converged by a local Salt master.")
     _fill(p)
+    p.set_defaults(quiet=False, debug=False)  # what fleet.cli.main reads of every verb
 
 
 def _fill(p: argparse.ArgumentParser) -> None:
