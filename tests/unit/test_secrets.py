@@ -56,3 +56,56 @@ def test_cli_lists_missing_bmc_passwords(tmp_path: Path) -> None:
     (root / "bmc" / "bmc-dell").write_text("x")
     r = run_fleet("secrets", "init", "-i", str(SMALL), "--secrets", str(root))
     assert r.returncode == 0 and "bmc-gpu" in r.stdout and "bmc-dell" not in r.stdout
+
+
+def test_init_resets_the_mode_of_every_file_and_directory(tmp_path: Path) -> None:
+    """Not only the munge key: BMC passwords and anything else in the store, at any depth;
+    a symbolic link is not followed (its target keeps its mode)."""
+    root = tmp_path / "secrets"
+    secrets.init(root)
+    bmc = root / "bmc" / "bmc-dell"
+    bmc.write_text("pw\n")
+    bmc.chmod(0o644)
+    extra_dir = root / "pillar" / "secrets" / "more"
+    extra_dir.mkdir(mode=0o755)
+    extra = extra_dir / "other.sls"
+    extra.write_text("x: 1\n")
+    extra.chmod(0o640)
+    (root / "bmc").chmod(0o755)
+    outside = tmp_path / "outside"
+    outside.write_text("not the store's\n")
+    outside.chmod(0o644)
+    (root / "bmc" / "linked").symlink_to(outside)
+    assert secrets.init(root) == []
+    for d in (root / "bmc", extra_dir):
+        assert mode(d) == 0o700, d
+    for f in (bmc, extra, root / secrets.MUNGE_SLS):
+        assert mode(f) == 0o600, f
+    assert mode(outside) == 0o644
+    assert bmc.read_text() == "pw\n"
+
+
+def test_validate_reports_a_password_secret_without_a_value(tmp_path: Path) -> None:
+    """bmc-gpu is an empty file and bmc-dell is missing: each profile's password_secret is
+    reported at its own line and column; with both filled in, the inventory is valid."""
+    root = tmp_path / "s"
+    secrets.init(root)
+    (root / "bmc" / "bmc-gpu").write_text("\n")
+    r = run_fleet("validate", "-i", str(SMALL), "--secrets", str(root))
+    assert r.returncode == 1, r.stdout + r.stderr
+    text = SMALL.read_text().splitlines()
+    where = {}
+    for profile, secret in (("gpu", "bmc-gpu"), ("storage", "bmc-dell"), ("head", "bmc-dell")):
+        line = next(i for i, ln in enumerate(text, 1) if f"password_secret: {secret}" in ln
+                    and i not in {w[0] for w in where.values()})
+        where[profile] = (line, text[line - 1].index(secret) + 1)
+    for profile, (line, col) in where.items():
+        secret = "bmc-gpu" if profile == "gpu" else "bmc-dell"
+        want = f"{SMALL}:{line}:{col}: profiles.{profile}.bmc.password_secret: {secret}: "
+        assert any(ln.startswith(want) for ln in r.stderr.splitlines()), (want, r.stderr)
+    assert "bmc-gpu is empty" in r.stderr and "bmc-dell does not exist" in r.stderr
+    assert "3 errors" in r.stderr
+    (root / "bmc" / "bmc-gpu").write_text("pw\n")
+    (root / "bmc" / "bmc-dell").write_text("pw\n")
+    r = run_fleet("validate", "-q", "-i", str(SMALL), "--secrets", str(root))
+    assert (r.returncode, r.stderr) == (0, "")

@@ -42,12 +42,15 @@ class Progress:
 
 def _load(args: argparse.Namespace, progress: Progress) -> Inventory:
     progress(f"validating {args.inventory}")
-    inv = load_inventory(args.inventory, args.overlay)
+    inv = load_inventory(args.inventory, args.overlay,
+                         secrets=getattr(args, "check_secrets", None))
     progress(f"{len(inv.nodes)} nodes valid")
     return inv
 
 
 def cmd_validate(args: argparse.Namespace, progress: Progress) -> int:
+    if args.check_secrets is None and Path("secrets").is_dir():
+        args.check_secrets = Path("secrets")  # on the master, where the store is
     inv = _load(args, progress)
     summary = summarize(inv)
     if args.json:
@@ -171,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("validate", parents=[common], help="check the inventory, report all errors",
                        description="Check the inventory and report every error as "
                                    "file:line:column: path: message.")
+    p.add_argument("--secrets", dest="check_secrets", type=Path, metavar="DIR",
+                   help="also check that every password_secret has a value in DIR/bmc "
+                        "(default: ./secrets if it exists)")
     p.set_defaults(func=cmd_validate)
 
     out = argparse.ArgumentParser(add_help=False)
@@ -212,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_pxe_parser(sub, common, _load)
 
     from fleet.lab.cli import add_parser as add_lab
+    from fleet.mkv.cli import add_parser as add_mkv
+
+    add_mkv(sub, common)
 
     add_lab(sub)
     return parser

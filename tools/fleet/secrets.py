@@ -1,7 +1,9 @@
 """The git-ignored secrets store on the Salt master (see docs/secrets.md).
 
-``fleet secrets init`` creates what is missing, never overwrites a secret, and keeps every
-directory 0700 and every file 0600.
+``fleet secrets init`` creates what is missing, never overwrites a secret, and resets the
+mode of everything in the store: every directory 0700, every file 0600 (symbolic links
+are left as they are: their targets are not the store's). ``fleet validate`` reports a
+profile's ``password_secret`` that names no usable password (:func:`password_problems`).
 """
 
 from __future__ import annotations
@@ -9,21 +11,30 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fleet.problems import Problem
+
+if TYPE_CHECKING:
+    from fleet.inventory import schema
+    from fleet.yamlsrc import Source
 
 MUNGE_SLS = Path("pillar/secrets/munge.sls")
 MUNGE_KEY_BYTES = 1024  # as `dd if=/dev/random bs=1024 count=1` in Slurm's docs
+DIR_MODE, FILE_MODE = 0o700, 0o600
 
 
 def _mkdir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.chmod(0o700)
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    path.chmod(DIR_MODE)
 
 
 def _write_new(path: Path, text: str) -> bool:
     """Create ``path`` with mode 0600; False if it already exists (left untouched)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
         return False
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -31,8 +42,26 @@ def _write_new(path: Path, text: str) -> bool:
     return True
 
 
+def fix_modes(root: Path) -> list[str]:
+    """Set every directory under ``root`` (itself included) to 0700 and every regular file
+    to 0600, without following symbolic links; returns the paths whose mode changed."""
+    fixed = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        paths = [os.path.join(dirpath, n) for n in (*dirnames, *filenames)]
+        if dirpath == os.fspath(root):
+            paths.insert(0, dirpath)
+        for path in paths:
+            st = os.lstat(path)
+            want = (DIR_MODE if stat.S_ISDIR(st.st_mode)
+                    else FILE_MODE if stat.S_ISREG(st.st_mode) else None)
+            if want is not None and stat.S_IMODE(st.st_mode) != want:
+                os.chmod(path, want)
+                fixed.append(path)
+    return fixed
+
+
 def init(root: Path) -> list[str]:
-    """Create the store under ``root``; returns the paths it created."""
+    """Create the store under ``root`` and reset its modes; returns the paths it created."""
     created = []
     for d in (root, root / "pillar", root / "pillar" / "secrets", root / "bmc"):
         if not d.exists():
@@ -43,10 +72,45 @@ def init(root: Path) -> list[str]:
            f"secrets:\n  munge_key: {key}\n")
     if _write_new(root / MUNGE_SLS, sls):
         created.append(os.fspath(root / MUNGE_SLS))
-    for path in (root / MUNGE_SLS,):
-        path.chmod(0o600)
+    fix_modes(root)
     return created
 
 
 def missing_bmc_secrets(root: Path, names: set[str]) -> list[str]:
     return sorted(n for n in names if not (root / "bmc" / n).is_file())
+
+
+def bmc_secret_problem(root: Path, name: str) -> str | None:
+    """Why ``root/bmc/name`` holds no usable BMC password, or None if it does."""
+    path = root / "bmc" / name
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return f"no such secret: {path} does not exist"
+    except OSError as exc:
+        return f"secret {path} cannot be read: {exc.strerror}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"secret {path} is not a regular file"
+    try:
+        value = path.read_text(encoding="utf-8").rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"secret {path} cannot be read: {getattr(exc, 'strerror', None) or exc}"
+    if not value.strip():
+        return f"secret {path} is empty"
+    return None
+
+
+def password_problems(raw: schema.Inventory, src: Source, root: Path) -> list[Problem]:
+    """A problem at each profile's ``bmc.password_secret`` that names a secret with no
+    value in the store ``root`` (missing, not a file, empty)."""
+    problems = []
+    for name, profile in raw.profiles.items():
+        secret = profile.bmc.password_secret
+        why = bmc_secret_problem(root, secret)
+        if why is not None:
+            path = ("profiles", name, "bmc", "password_secret")
+            problems.append(Problem(
+                src.pos(path), ".".join(path), f"{secret}: {why}", code="missing_secret",
+                hint=f"write the BMC password into {root / 'bmc' / secret} (mode 0600), or "
+                     "name an existing secret"))
+    return problems

@@ -350,6 +350,15 @@ def check_services(c: Ctx) -> Iterator[Problem]:
                 yield c.problem(apath, f"all volumes of array {aname} need the same number of "
                                 f"data disks (mkv -subvolumes), found {sorted(counts)}",
                                 code="mismatch", key=True)
+            elif counts == {1}:
+                # mkv -subvolumes 1 puts keys under the volume's root, not under sv00,
+                # which is where the one data disk is mounted: writes would fill the OS disk
+                yield c.problem(apath, f"the volumes of array {aname} have one data disk "
+                                "each: mkv -subvolumes 1 writes under the volume's root "
+                                "(the OS disk), not on the data disk",
+                                code="single_disk", key=True,
+                                hint="give the profile at least 2 data disks, or put these "
+                                     "nodes in no mkv array")
         ports: dict[tuple[str, int], str] = {}
         for aname, array in raw.mkv.arrays.items():
             for host, port, what in ((array.master, array.port, "port"),

@@ -19,6 +19,7 @@ from fleet.inventory.model import Inventory, Node
 from fleet.inventory.overlay import ONLY_NODES
 from fleet.inventory.overlay import apply as apply_overlay
 from fleet.problems import InventoryError, Problem, dotted
+from fleet.secrets import password_problems
 from fleet.yamlsrc import Source, YamlLoadError, load
 
 _HINTS = {
@@ -142,9 +143,10 @@ def _apply_selection(raw: schema.Inventory, nodes: dict[str, Node], only: list[s
     return {h: n for h, n in nodes.items() if h in keep}, problems
 
 
-def parse(text: str, file: str, overlay: tuple[str, str] | None = None) -> Inventory:
+def parse(text: str, file: str, overlay: tuple[str, str] | None = None, *,
+          secrets: Path | None = None) -> Inventory:
     """Validate inventory ``text`` (named ``file`` in messages), with an optional overlay
-    given as ``(text, file)``."""
+    given as ``(text, file)``; with ``secrets``, also that store's BMC passwords."""
     src = _yaml(text, file)
     osrc: Source | None = None
     only: Any = None
@@ -165,6 +167,8 @@ def parse(text: str, file: str, overlay: tuple[str, str] | None = None) -> Inven
         nodes, more = _apply_selection(raw, nodes, selection, osrc)
         problems += more
     problems += checks.run_all(checks.Ctx(raw=raw, nodes=nodes, src=src))
+    if secrets is not None:
+        problems += password_problems(raw, src, secrets)
     if problems:
         raise InventoryError(problems)
     return Inventory(file=file, raw=raw, nodes=nodes)
@@ -182,12 +186,13 @@ def _read(path: Path) -> str:
 
 
 def load_inventory(path: str | os.PathLike[str],
-                   overlay: str | os.PathLike[str] | None = None) -> Inventory:
+                   overlay: str | os.PathLike[str] | None = None, *,
+                   secrets: Path | None = None) -> Inventory:
     text = _read(Path(path))
     extra = None
     if overlay is not None:
         extra = (_read(Path(overlay)), os.fspath(overlay))
-    return parse(text, os.fspath(path), extra)
+    return parse(text, os.fspath(path), extra, secrets=secrets)
 
 
 def _nowhere(file: str) -> Any:

@@ -1,0 +1,1 @@
+"""minikeyvalue maintenance: ``fleet mkv show|rebuild|rebalance ARRAY``."""

@@ -1,0 +1,101 @@
+"""``fleet mkv show|rebuild|rebalance ARRAY``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from fleet.inventory.load import load_inventory
+from fleet.mkv.flags import UnknownArrayError, array_flags
+from fleet.mkv.ops import MasterHost, MkvOpError, StaleUnitError, run_maintenance
+from fleet.salttools import tool_path
+
+EXIT_OK, EXIT_USAGE, EXIT_STALE, EXIT_FAILED = 0, 2, 3, 5
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("mkv", help="minikeyvalue maintenance with each array's own flags",
+                       description="mkv's rebuild and rebalance need the array's own "
+                                   "-volumes, -replicas and -subvolumes; these run them on "
+                                   "the array's master host through Salt, with the master "
+                                   "unit stopped for the run and started again after.",
+                       epilog="exit codes: 0 ok, 1 invalid inventory, 2 usage, 3 the master "
+                              "unit's flags differ from the inventory (apply mkv.master "
+                              "first), 5 a step failed (the unit is started again)")
+    s = p.add_subparsers(dest="mkv_verb", required=True, metavar="ACTION")
+    for verb, text in (("show", "the array's master, volumes and mkv command lines"),
+                       ("rebuild", "rebuild the array's index from its volumes"),
+                       ("rebalance", "move keys to where placement puts them")):
+        sp = s.add_parser(verb, parents=[common], help=text, description=text)
+        sp.add_argument("array", help="the array's name in the inventory (mkv.arrays)")
+        if verb != "show":
+            sp.add_argument("--salt-config", type=Path, default=Path("/etc/salt"),
+                            metavar="DIR", help="the Salt master's config dir (-c of salt)")
+            sp.add_argument("--timeout", type=float, default=86400.0, metavar="S",
+                            help="seconds the mkv run may take (default 86400)")
+            sp.add_argument("--dry-run", action="store_true",
+                            help="check the master unit and print the command; run nothing")
+        sp.set_defaults(func=cmd_mkv)
+
+
+def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
+    from fleet.reinstall.commands import SubprocessRunner
+
+    inv = load_inventory(args.inventory, args.overlay)
+    try:
+        flags = array_flags(inv, args.array)
+    except UnknownArrayError as exc:
+        print(f"fleet mkv: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not flags.volumes:
+        print(f"fleet mkv: array {flags.name} has no volumes", file=sys.stderr)
+        return EXIT_USAGE
+    if args.mkv_verb == "show":
+        shown = {"array": flags.name, "master": flags.master, "unit": flags.unit,
+                 "volumes": list(flags.volumes), "replicas": flags.replicas,
+                 "subvolumes": flags.subvolumes, "index_path": flags.index_path,
+                 "argv": {v: flags.argv("MKV", v) for v in ("server", "rebuild",
+                                                            "rebalance")}}
+        if args.json:
+            print(json.dumps(shown, indent=2))
+        else:
+            for key in ("array", "master", "unit", "replicas", "subvolumes", "index_path"):
+                print(f"{key}: {shown[key]}")
+            print(f"volumes: {','.join(flags.volumes)}")
+            for verb in ("rebuild", "rebalance"):
+                print(f"{verb}: {' '.join(flags.argv('MKV', verb))}  (MKV: the unit's binary)")
+        return EXIT_OK
+    conf = os.fspath(args.salt_config)
+    host = MasterHost(SubprocessRunner({"salt": [tool_path("salt"), "-c", conf]}),
+                      flags.master)
+    say = (lambda msg: None) if args.quiet else \
+        (lambda msg: print(f"fleet mkv: {msg}", file=sys.stderr, flush=True))
+    try:
+        if args.dry_run:
+            from fleet.mkv.ops import check_unit
+
+            binary, user = check_unit(host, flags)
+            print(f"{flags.master}: systemctl stop {flags.unit}; "
+                  f"{' '.join(flags.argv(binary, args.mkv_verb))} (as {user}); "
+                  f"systemctl start {flags.unit}")
+            return EXIT_OK
+        report = run_maintenance(host, flags, args.mkv_verb, timeout=args.timeout, say=say)
+    except StaleUnitError as exc:
+        print(f"fleet mkv: {exc}", file=sys.stderr)
+        return EXIT_STALE
+    except MkvOpError as exc:
+        print(f"fleet mkv: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    elif not args.quiet:
+        print(f"{flags.name}: {args.mkv_verb} on {flags.master} exited {report.returncode}; "
+              f"{flags.unit} " + ("active again" if report.restarted else "NOT active"))
+        tail = (report.stderr.strip() or report.stdout.strip()).splitlines()[-5:]
+        for line in tail:
+            print(f"  {line}")
+    return EXIT_OK if report.ok else EXIT_FAILED
