@@ -46,17 +46,17 @@ def fix_modes(root: Path) -> list[str]:
     """Set every directory under ``root`` (itself included) to 0700 and every regular file
     to 0600, without following symbolic links; returns the paths whose mode changed."""
     fixed = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        paths = [os.path.join(dirpath, n) for n in (*dirnames, *filenames)]
+    for dirpath, dirnames, filenames in os.walk(root):  # does not follow links
+        paths = [Path(dirpath, n) for n in (*dirnames, *filenames)]
         if dirpath == os.fspath(root):
-            paths.insert(0, dirpath)
+            paths.insert(0, root)
         for path in paths:
-            st = os.lstat(path)
+            st = path.lstat()
             want = (DIR_MODE if stat.S_ISDIR(st.st_mode)
                     else FILE_MODE if stat.S_ISREG(st.st_mode) else None)
             if want is not None and stat.S_IMODE(st.st_mode) != want:
-                os.chmod(path, want)
-                fixed.append(path)
+                path.chmod(want)
+                fixed.append(os.fspath(path))
     return fixed
 
 
