@@ -7,13 +7,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
-.PHONY: help deps render validate diff check test lint unit bench-render bench-lab clean \
+.PHONY: help deps render validate diff check docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
 	@echo "make validate      only validate the inventory"
 	@echo "make diff          show what a render would change"
+	@echo "make docs          regenerate docs/inventory-reference.md from the schema"
 	@echo "make test          lint, render check, unit, lab and PXE tests (what CI runs)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
@@ -51,6 +52,10 @@ lint: $(STAMP)
 
 check: $(STAMP)
 	$(BIN)/fleet render --check -i $(INVENTORY)
+	$(BIN)/python -m fleet.inventory.reference --check docs/inventory-reference.md
+
+docs: $(STAMP)
+	$(BIN)/python -m fleet.inventory.reference --write docs/inventory-reference.md
 
 unit: $(STAMP)
 	$(BIN)/pytest --ignore=tests/lab --ignore=tests/pxe
