@@ -1,9 +1,8 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
-{%- set packages = [] %}
-{%- for p in mapdata.packages %}
-{%-   do packages.append(p.replace('{branch}', mapdata.branch).replace('{flavour}', mapdata.flavour)) %}
-{%- endfor %}
+{%- from tplroot ~ '/names.jinja' import expand, branch with context %}
+{%- set packages = expand(mapdata.packages) | load_json %}
+{%- set drivers = expand(mapdata.driver_packages) | load_json %}
 
 # the driver is held together with the kernel that base.apt holds
 include:
@@ -39,12 +38,35 @@ nvidia-driver-pkg-installed:
       - pkg: base-apt-pkg-held-kernel
 {%- endif %}
 
+nvidia-driver-file-managed-check-script:
+  file.managed:
+    - name: {{ mapdata.check_script }}
+    - source: salt://{{ tplroot }}/files/fleet-nvidia-driver-check.py
+    - mode: '0755'
+
+# The held packages are the pinned branch's real driver: none transitional or empty,
+# the installed driver of the branch (fails naming the package otherwise).
+nvidia-driver-cmd-run-check:
+  cmd.run:
+    - name: >-
+        {{ mapdata.check_script }} --branch {{ branch }}
+        --held {{ (packages if not mapdata.p2p.enabled else expand(mapdata.p2p.userspace) | load_json) | join(' ') }}
+        --driver {{ drivers | join(' ') }}
+    - stateful: true
+    - require:
+      - file: nvidia-driver-file-managed-check-script
+{%- if not mapdata.p2p.enabled %}
+      - pkg: nvidia-driver-pkg-installed
+{%- else %}
+      - pkg: nvidia-p2p-pkg-installed-userspace
+{%- endif %}
+
+{%- if mapdata.forbidden %}
+
 nvidia-driver-pkg-removed-fabricmanager:
   pkg.removed:
-    - pkgs:
-{%- for p in mapdata.forbidden %}
-      - {{ p.replace('{branch}', mapdata.branch) }}
-{%- endfor %}
+    - pkgs: {{ expand(mapdata.forbidden) }}
+{%- endif %}
 
 nvidia-driver-service-enabled-persistenced:
   service.enabled:

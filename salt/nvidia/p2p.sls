@@ -1,24 +1,25 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
 {%- set p2p = mapdata.p2p %}
+{%- from tplroot ~ '/names.jinja' import expand, branch with context %}
 {%- if p2p.enabled %}
 {#- The P2P fork replaces the kernel modules: the packaged modules must go first
     (the last installer wins), the userspace stays at the same branch. #}
 
 nvidia-p2p-pkg-purged-packaged-modules:
   pkg.purged:
-    - name: linux-modules-nvidia-{{ mapdata.branch }}-server-open-{{ mapdata.flavour }}
+    - pkgs: {{ expand(p2p.remove) }}
 
 nvidia-p2p-pkg-installed-build-deps:
   pkg.installed:
-    - pkgs: [build-essential, linux-headers-{{ grains['kernelrelease'] }}]
+    - pkgs: {{ expand(p2p.build_deps) }}
 
 nvidia-p2p-pkg-installed-userspace:
   pkg.installed:
-    - pkgs:
-      - nvidia-headless-no-dkms-{{ mapdata.branch }}-server-open
-      - nvidia-utils-{{ mapdata.branch }}-server
+    - pkgs: {{ expand(p2p.userspace) }}
     - hold: true
+    - require:
+      - pkg: nvidia-p2p-pkg-purged-packaged-modules
 
 {%- if not p2p.sha256 %}
 
