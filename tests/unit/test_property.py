@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from fleet.inventory.load import parse
 from fleet.inventory.model import Inventory
-from fleet.problems import InventoryError
+from fleet.problems import InventoryError, dotted
 from fleet.render import render_all
 from fleet.render.hostlist import compress
 from fleet.yamlsrc import load
@@ -263,16 +263,17 @@ def test_valid_variations_render(edits: list[tuple[tuple[Any, ...], str]], hosts
     data["node_groups"]["storage"]["nics"]["prov"]["ip_base"] = f"10.1.0.{150 + ip_shift}"
     inv = check(_dump(data))
     if inv is None:
-        # free text is free: only a serial may be rejected (one that repeats another)
+        # each field has its own type: only an edited field may be rejected (or a serial
+        # that repeats another), and the problem names it
         with pytest.raises(InventoryError) as info:
             parse(_dump(data), FILE)
-        assert {p.path.rsplit(".", 1)[-1] for p in info.value.problems} <= {"serial"}, \
-            "\n".join(map(str, info.value.problems))
+        edited = {dotted(path) for path, _ in edits}
+        for p in info.value.problems:
+            assert p.path in edited or p.path.endswith(".serial"), str(p)
 
 
 @pytest.mark.parametrize("text", [
-    "plain", "with: colon", "#hash", "{{ jinja }}", "tab\there", "caf\u00e9",
-    "a\x7fb", "a\x85b", "a\x9fb",  # DEL and C1 controls: must be escaped, not written raw
+    "plain", "with: colon", "#hash", "{{ jinja }}", "caf\u00e9", "'quote\"", "$(id); x",
 ])
 def test_free_text_survives_the_rendered_pillar(text: str) -> None:
     data = copy.deepcopy(SMALL_DATA)
@@ -281,6 +282,22 @@ def test_free_text_survives_the_rendered_pillar(text: str) -> None:
     assert inv is not None
     sls = yaml.safe_load(render_all(inv)["pillar/nodes/stor-1.sls"])
     assert sls["node"]["hardware"]["vendor"] == text
+
+
+@pytest.mark.parametrize("text", ["tab\there", "a\nb", "a\x7fb", "a\x85b", "a\x9fb",
+                                  "a\x00b", "a\u202eb"])
+def test_control_characters_in_free_text_are_reported(text: str) -> None:
+    data = copy.deepcopy(SMALL_DATA)
+    data["profiles"]["storage"]["vendor"] = text
+    out = _dump(data)
+    with pytest.raises(InventoryError) as info:
+        parse(out, FILE)
+    (p,) = info.value.problems
+    assert p.path == "profiles.storage.vendor", str(p)
+    assert "control character" in p.message, str(p)
+    line = next(i for i, ln in enumerate(out.splitlines(), 1) if ln.lstrip().startswith("vendor:")
+                and i > out[:out.index("storage:")].count("\n"))
+    assert p.pos.line == line, str(p)
 
 
 def test_the_default_inventory_renders() -> None:

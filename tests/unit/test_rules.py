@@ -592,14 +592,15 @@ def test_wrong_type(small_text: str, old: str, new: str, mark: str, path: str, c
     expect(text, code, path, at, mark.strip('"[]'))
 
 
-@pytest.mark.parametrize(("old", "new", "mark", "path"), [
-    ("  stor-1: {serial", "  Stor-1: {serial", "Stor-1", "nodes.Stor-1"),
-    ("  ib-b: {purpose", "  ib_b: {purpose", "ib_b", "networks.ib_b"),
+@pytest.mark.parametrize(("old", "new", "mark", "path", "code"), [
+    ("  stor-1: {serial", "  Stor-1: {serial", "Stor-1", "nodes.Stor-1", "value_error"),
+    ("  ib-b: {purpose", "  ib_b: {purpose", "ib_b", "networks.ib_b",
+     "string_pattern_mismatch"),
 ])
 def test_bad_name_as_a_mapping_key_points_at_the_key(small_text: str, old: str, new: str,
-                                                     mark: str, path: str) -> None:
+                                                     mark: str, path: str, code: str) -> None:
     text, at = edit(small_text, old, new, mark=mark)
-    expect(text, "string_pattern_mismatch", path, at, f"'{mark}'", "lower-case")
+    expect(text, code, path, at, f"'{mark}'", "lower-case")
 
 
 def test_non_text_mapping_key_points_at_the_key(small_text: str) -> None:

@@ -14,6 +14,19 @@ if TYPE_CHECKING:
     from fleet.yamlsrc import Pos
 
 
+MAX_SHOWN = 60
+
+
+def short(value: object, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)``, shortened for a message: a huge offending value (a 1 MB string, a
+    hostile line) is shown by its start and its length, never whole."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value)} characters" if isinstance(value, str) else f"{len(text)} characters"
+    return f"{text[:limit]}... ({size})"
+
+
 def dotted(path: tuple[str | int, ...]) -> str:
     """``('nodes', 'tbox-017', 'mac')`` -> ``nodes.tbox-017.mac``; list items as ``[i]``."""
     out = ""
@@ -21,7 +34,10 @@ def dotted(path: tuple[str | int, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            text = str(part)
+            if len(text) > MAX_SHOWN:  # a hostile key is shown by its start only
+                text = text[:MAX_SHOWN] + "..."
+            out += ("." if out else "") + text
     return out
 
 
@@ -40,8 +56,11 @@ class Problem:
             text += f" ({self.hint})"
         return text
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.pos.file, self.pos.line, self.pos.col, self.message)
+    def sort_key(self) -> tuple[str, int, int, str, str, str, str]:
+        """Every field: equal positions and messages (one value reported for several
+        paths) must not fall back on set order, which varies from run to run."""
+        return (self.pos.file, self.pos.line, self.pos.col, self.message, self.path,
+                self.code, self.hint or "")
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -132,6 +132,40 @@ def _odd_breaks(text: str, file: str) -> list[Problem]:
     return problems
 
 
+# The inventory is at most 6 levels deep (site.images.<name>.args[i]); far deeper input is
+# hostile or broken, and would exhaust the stack of the recursive builders (and Salt's).
+MAX_DEPTH = 32
+
+
+def _too_deep(file: str, mark: Any) -> YamlLoadError:
+    return YamlLoadError([Problem(Pos(file, mark.line + 1, mark.column + 1), "",
+                                  f"nested more than {MAX_DEPTH} levels deep",
+                                  code="yaml_depth",
+                                  hint="an inventory is a few levels of mappings and lists")])
+
+
+def _check_depth(text: str, file: str) -> None:
+    """Raise at the first collection nested deeper than MAX_DEPTH (iterative: any depth)."""
+    depth = 0
+    loader = _Loader(text)
+    try:
+        while True:
+            try:
+                ev = loader.get_event()
+            except yaml.YAMLError:
+                return  # the composer reports syntax errors exactly
+            if ev is None or isinstance(ev, yaml.StreamEndEvent):
+                return
+            if isinstance(ev, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _too_deep(file, ev.start_mark)
+            elif isinstance(ev, yaml.CollectionEndEvent):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def load(text: str, file: str) -> Source:
     """Parse ``text`` (named ``file`` in messages) into a :class:`Source`."""
     if any(ch in text for ch in _ODD_BREAKS):
@@ -139,6 +173,7 @@ def load(text: str, file: str) -> Source:
     try:
         return _load_events(text, file)
     except (_NotPlainError, yaml.YAMLError):
+        _check_depth(text, file)  # before the recursive composer sees it
         return _load_nodes(text, file)  # the same document, or its exact problems
 
 
@@ -179,6 +214,8 @@ def _load_events(text: str, file: str) -> Source:
         if ev.anchor is not None:
             raise _NotPlainError
         mark = ev.start_mark
+        if len(path) >= MAX_DEPTH and type(ev) is not scalar_event:
+            raise _too_deep(file, mark)
         values[path] = Pos(file, mark.line + 1, mark.column + 1)
         kind = type(ev)
         if kind is scalar_event:

@@ -14,7 +14,7 @@ from ipaddress import IPv4Address
 from fleet.inventory import schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
-from fleet.problems import Problem, dotted
+from fleet.problems import Problem, dotted, short
 from fleet.yamlsrc import Source
 
 
@@ -42,7 +42,7 @@ def check_macs(c: Ctx) -> Iterator[Problem]:
             try:
                 mac = normalize_mac(value)
             except ValueError:
-                yield c.problem(path, f"{value!r} is not a MAC address", code="mac_format",
+                yield c.problem(path, f"{short(value)} is not a MAC address", code="mac_format",
                                 hint="write six hex octets such as 0c:c4:7a:12:34:56")
                 continue
             first = int(mac[:2], 16)
@@ -153,6 +153,157 @@ def check_networks(c: Ctx) -> Iterator[Problem]:
             if net.cidr.overlaps(other.cidr):
                 yield c.problem((*path, "cidr"), f"{net.cidr} overlaps network {other_name} "
                                 f"({other.cidr})", code="overlap")
+
+
+def check_network_addresses(c: Ctx) -> Iterator[Problem]:
+    """Gateways and DHCP pools against the special addresses of their networks; VLANs."""
+    vlans: dict[int, str] = {}
+    for name, net in c.raw.networks.items():
+        path: YamlPath = ("networks", name)
+        cidr = net.cidr
+        special = {cidr.network_address: "network", cidr.broadcast_address: "broadcast"} \
+            if cidr.prefixlen < 31 else {}
+        if net.gateway is not None and net.gateway in special:
+            yield c.problem((*path, "gateway"), f"{net.gateway} is the {special[net.gateway]} "
+                            f"address of {cidr}, not a host", code="gateway")
+        pool = net.dhcp_pool
+        if pool is not None and pool.start <= pool.end:
+            inside = [(a, what) for a, what in special.items() if pool.start <= a <= pool.end]
+            if net.gateway is not None and pool.start <= net.gateway <= pool.end:
+                inside.append((net.gateway, "gateway"))
+            for addr, what in inside:
+                yield c.problem((*path, "dhcp_pool"), f"pool {pool.start}-{pool.end} holds "
+                                f"the {what} address {addr}", code="in_dhcp_pool",
+                                hint="a lease of it would break the network; shrink the pool")
+        if net.vlan is not None:
+            if net.vlan in vlans:
+                other = vlans[net.vlan]
+                yield c.problem((*path, "vlan"), f"VLAN {net.vlan} is already network "
+                                f"{other}'s ({c.src.pos(('networks', other, 'vlan'))})",
+                                code="duplicate_vlan", hint="one network per VLAN")
+            else:
+                vlans[net.vlan] = name
+
+
+def check_master_address(c: Ctx) -> Iterator[Problem]:
+    """An explicit ``site.salt.master_address`` must be a host address of some network and
+    no other node's address (every minion would talk to that node instead)."""
+    addr = c.raw.site.salt.master_address
+    if addr is None:
+        return
+    path: YamlPath = ("site", "salt", "master_address")
+    nets = [(n, net) for n, net in c.raw.networks.items() if addr in net.cidr]
+    if not nets:
+        yield c.problem(path, f"{addr} is outside every network of the inventory",
+                        code="outside_network")
+        return
+    for name, net in nets:
+        if net.cidr.prefixlen < 31 and addr in (net.cidr.network_address,
+                                                 net.cidr.broadcast_address):
+            yield c.problem(path, f"{addr} is the network or broadcast address of network "
+                            f"{name} ({net.cidr})", code="outside_network")
+            return
+    master = c.raw.site.salt.master
+    for node in c.nodes.values():
+        for nic, iface in node.interfaces.items():
+            if iface.address != addr or (node.hostname == master and nic == node.boot_nic):
+                continue
+            origin = node.origin.get(f"ip.{nic}", ("nodes", node.hostname))
+            yield c.problem(path, f"{addr} is the address of {node.hostname} ({nic}, "
+                            f"{c.src.pos(origin)})", code="duplicate_ip")
+            return
+
+
+# Fixed ports of the services the Salt roles run (salt/*/defaults.yaml), TCP.
+SSH_PORT, DNS_PORT = 22, 53
+SALT_PORTS = (4505, 4506)
+SLURMCTLD_PORT, SLURMD_PORT = 6817, 6818
+
+
+def check_service_ports(c: Ctx) -> Iterator[Problem]:
+    """Two services of one host on one TCP port: the second one would not start."""
+    raw = c.raw
+    site = raw.site
+    services: list[tuple[str, int, str, YamlPath, bool]] = []  # host, port, what, path, fixed
+
+    def add(host: str, port: int, what: str, path: YamlPath, fixed: bool = False) -> None:
+        if host in c.nodes:
+            services.append((host, port, what, path, fixed))
+
+    for host in c.nodes:
+        add(host, SSH_PORT, "sshd", ("nodes", host), True)
+    prov = site.provisioning_host
+    add(prov, DNS_PORT, "dnsmasq (DNS)", ("site", "provisioning_host"), True)
+    add(prov, site.http_port, "nginx (the boot HTTP server)", ("site", "http_port"))
+    for port in SALT_PORTS:
+        add(site.salt.master, port, "salt-master", ("site", "salt", "master"), True)
+    add(site.salt.master, site.salt.reinstall_port, "fleet reinstall's endpoint",
+        ("site", "salt", "reinstall_port"))
+    if raw.slurm is not None:
+        add(raw.slurm.controller, SLURMCTLD_PORT, "slurmctld", ("slurm", "controller"), True)
+        for node in c.nodes.values():
+            if node.has("slurm.compute"):
+                add(node.hostname, SLURMD_PORT, "slurmd", ("nodes", node.hostname), True)
+    if raw.mkv is not None:
+        for aname, array in raw.mkv.arrays.items():
+            apath: YamlPath = ("mkv", "arrays", aname)
+            add(array.master, array.port, f"mkv master of array {aname}", (*apath, "port"))
+            for node in c.nodes.values():
+                if node.mkv_array == aname:
+                    add(node.hostname, array.volume_port, f"mkv volume of array {aname}",
+                        (*apath, "volume_port"))
+    seen: dict[tuple[str, int], tuple[str, YamlPath, bool]] = {}
+    reported: set[tuple[YamlPath, str]] = set()
+    for host, port, what, path, fixed in sorted(services, key=lambda s: not s[4]):
+        first = seen.get((host, port))
+        if first is None:
+            seen[(host, port)] = (what, path, fixed)
+            continue
+        fwhat, fpath, _ = first
+        if fwhat.startswith("mkv ") and what.startswith("mkv "):
+            continue  # check_services reports these, by array
+        if (path, fwhat) in reported:
+            continue  # once per field and clash, not once per volume host
+        reported.add((path, fwhat))
+        where = "" if fpath[0] == "nodes" else f" ({c.src.pos(fpath)})"
+        yield c.problem(path, f"port {port} on {host} is already used by {fwhat}{where}; "
+                        f"{what} cannot listen there too", code="duplicate_port")
+
+
+# Directories outside the inventory that deployments own (salt/provisioning/defaults.yaml).
+IMAGES_DIR = "/srv/fleet/images"
+
+
+def _inside(a: str, b: str) -> bool:
+    return a == b or a.startswith(b.rstrip("/") + "/")
+
+
+def check_paths(c: Ctx) -> Iterator[Problem]:
+    """The directories that states create, sync into (rsync --delete) or own must be apart:
+    none may equal or contain another (the checkout holds the secrets root)."""
+    site = c.raw.site
+    dirs: list[tuple[str, str, YamlPath | None]] = [
+        (site.checkout, "the checkout (and the secrets root in it)", ("site", "checkout")),
+        (site.pxe_root, "pxe_root", ("site", "pxe_root")),
+        (site.pxe_state, "pxe_state", ("site", "pxe_state")),
+        (IMAGES_DIR, "the installer images directory", None),
+    ]
+    if c.raw.mkv is not None:
+        for aname, array in c.raw.mkv.arrays.items():
+            dirs.append((array.index_path, f"the index of mkv array {aname}",
+                         ("mkv", "arrays", aname, "index_path")))
+    for i, (path, _what, ypath) in enumerate(dirs):
+        for other, owhat, opath in dirs[:i]:
+            if not (_inside(path, other) or _inside(other, path)):
+                continue
+            how = "is" if path == other else ("is inside" if _inside(path, other)
+                                              else "contains")
+            where = f" ({c.src.pos(opath)})" if opath is not None else ""
+            target = ypath if ypath is not None else opath
+            assert target is not None
+            yield c.problem(target, f"{path} {how} {owhat} {other}{where}", code="overlap",
+                            hint="each deployment directory needs a tree of its own")
+            break
 
 
 def check_switch_ports(c: Ctx) -> Iterator[Problem]:
@@ -405,6 +556,10 @@ def check_fabrics(c: Ctx) -> Iterator[Problem]:
 
 RULES: tuple[Rule, ...] = (
     check_networks,
+    check_network_addresses,
+    check_master_address,
+    check_service_ports,
+    check_paths,
     check_macs,
     check_serials,
     check_addresses,

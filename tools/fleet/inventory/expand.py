@@ -16,12 +16,17 @@ from ipaddress import IPv4Address
 from fleet.inventory import schema
 from fleet.inventory.model import Interface, Node, YamlPath
 from fleet.inventory.netutil import try_normalize_mac
-from fleet.problems import Problem, dotted
+from fleet.inventory.types import host_name
+from fleet.problems import Problem, dotted, short
 from fleet.yamlsrc import Source
 
 _RANGE = re.compile(r"^(?P<prefix>[a-z0-9-]*)\[(?P<lo>\d+)-(?P<hi>\d+)\](?P<suffix>[a-z0-9-]*)$")
 _TRAILING = re.compile(r"(\d+)$")
 MAX_RANGE = 100_000
+# All node groups together: far above any site (the real one has 144 machines, the render
+# benchmarks 10,000), low enough that a typo such as [1-99999] in a few groups is refused
+# before it costs minutes and gigabytes.
+MAX_NODES = 100_000
 
 
 def expand_hosts(pattern: str) -> list[tuple[str, int | None]]:
@@ -35,11 +40,21 @@ def expand_hosts(pattern: str) -> list[tuple[str, int | None]]:
     lo_s, hi_s = m["lo"], m["hi"]
     lo, hi = int(lo_s), int(hi_s)
     if hi < lo:
-        raise ValueError(f"range {pattern!r} is empty: {hi} < {lo}")
+        raise ValueError(f"range {short(pattern)} is empty: {hi} < {lo}")
     if hi - lo + 1 > MAX_RANGE:
-        raise ValueError(f"range {pattern!r} has more than {MAX_RANGE} hosts")
+        raise ValueError(f"range {short(pattern)} has more than {MAX_RANGE} hosts")
     width = len(lo_s) if lo_s.startswith("0") else 0
     return [(f"{m['prefix']}{i:0{width}d}{m['suffix']}", i) for i in range(lo, hi + 1)]
+
+
+def _bad_host_name(hosts: list[tuple[str, int | None]]) -> str | None:
+    """The problem with the first expanded name that is no RFC 1123 host name, if any."""
+    for hostname, _ in hosts:
+        try:
+            host_name(hostname)
+        except ValueError as exc:
+            return f"expands to {exc}"
+    return None
 
 
 class _Ctx:
@@ -59,6 +74,7 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
     ctx = _Ctx(src)
     nodes: dict[str, Node] = {}
     claimed: dict[str, str] = {}  # hostname -> group
+    total = 0
     for gname, group in inv.node_groups.items():
         gpath: YamlPath = ("node_groups", gname)
         try:
@@ -68,6 +84,15 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
             hosts = []
         members: list[tuple[int, str, int | None]] = []
         missing: list[str] = []
+        bad = _bad_host_name(hosts)
+        if bad is not None:
+            ctx.err((*gpath, "hosts"), bad, code="host_name")
+            hosts = []
+        total += len(hosts)
+        if total > MAX_NODES:
+            ctx.err((*gpath, "hosts"), f"the node groups up to this one expand to {total:,} "
+                    f"machines, more than fleet's limit of {MAX_NODES:,}", code="too_many")
+            break
         for position, (hostname, index) in enumerate(hosts):
             if hostname in claimed:
                 ctx.err((*gpath, "hosts"),

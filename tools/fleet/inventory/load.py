@@ -8,6 +8,7 @@ Every stage collects problems; :func:`load_inventory` raises one
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from fleet.inventory.expand import expand, expand_hosts
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.overlay import ONLY_NODES
 from fleet.inventory.overlay import apply as apply_overlay
-from fleet.problems import InventoryError, Problem, dotted
+from fleet.inventory.types import PATTERN_HINTS
+from fleet.problems import InventoryError, Problem, dotted, short
 from fleet.secrets import password_problems
 from fleet.yamlsrc import Source, YamlLoadError, load
 
@@ -45,21 +47,28 @@ def _schema_problems(exc: ValidationError, src: Source) -> list[Problem]:
         pattern = (err.get("ctx") or {}).get("pattern")
         if pattern in _PATTERNS:
             msg = _PATTERNS[pattern]
+        elif pattern in PATTERN_HINTS:
+            msg = PATTERN_HINTS[pattern]
+        if kind in ("string_too_long", "too_long"):
+            limit = (err.get("ctx") or {}).get("max_length")
+            msg = f"longer than {limit} {'characters' if kind == 'string_too_long' else 'items'}"
+        if msg.startswith("Value error, "):  # our validators name the value themselves
+            msg = msg[len("Value error, "):]
         if is_key:
             pos = src.pos(loc, key=True)
-            msg = f"{loc[-1]!r}: {msg}" if loc else msg
+            msg = f"{short(loc[-1])}: {msg}" if loc and kind != "value_error" else msg
         elif kind == "extra_forbidden":
             pos = src.pos(loc, key=True)
-            msg = f"unknown field {loc[-1]!r}" if loc else msg
+            msg = f"unknown field {short(loc[-1])}" if loc else msg
         elif kind == "missing":
             pos = src.pos(loc[:-1]) if loc else src.pos(())
             msg = f"required field {loc[-1]!r} is missing" if loc else msg
         else:
             pos = src.pos(loc)
             value = err.get("input")
-            if _is_scalar(value):
-                shown = repr(src.texts[loc]) if isinstance(value, bool) and loc in src.texts \
-                    else repr(value)
+            if _is_scalar(value) and kind != "value_error":  # our validators name the value
+                shown = short(src.texts[loc]) if isinstance(value, bool) and loc in src.texts \
+                    else short(value)
                 msg = f"{shown}: {msg[0].lower()}{msg[1:]}" if msg else shown
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
@@ -127,7 +136,7 @@ def _apply_selection(raw: schema.Inventory, nodes: dict[str, Node], only: list[s
     for i, host in enumerate(only):
         if host not in raw.nodes:
             problems.append(Problem(osrc.pos((ONLY_NODES, i)), f"{ONLY_NODES}[{i}]",
-                                    f"unknown node {host!r}", code="unknown_ref"))
+                                    f"unknown node {short(host)}", code="unknown_ref"))
     needed = {raw.site.provisioning_host: "the provisioning host",
               raw.site.salt.master: "the Salt master"}
     if raw.slurm is not None:
@@ -147,6 +156,11 @@ def parse(text: str, file: str, overlay: tuple[str, str] | None = None, *,
           secrets: Path | None = None) -> Inventory:
     """Validate inventory ``text`` (named ``file`` in messages), with an optional overlay
     given as ``(text, file)``; with ``secrets``, also that store's BMC passwords."""
+    for body, name in ((text, file), *([overlay] if overlay is not None else [])):
+        if len(body) > MAX_INPUT_BYTES:
+            raise InventoryError([Problem(_nowhere(name), "", f"more than the limit of "
+                                          f"{MAX_INPUT_BYTES:,} characters for an inventory",
+                                          code="io")])
     src = _yaml(text, file)
     osrc: Source | None = None
     only: Any = None
@@ -174,15 +188,50 @@ def parse(text: str, file: str, overlay: tuple[str, str] | None = None, *,
     return Inventory(file=file, raw=raw, nodes=nodes)
 
 
+# The real inventory is 40 kB and a generated 10,000-node one about 2 MB: anything near
+# this is a mistake (a log, an image, /dev/zero), refused before it is read whole.
+MAX_INPUT_BYTES = 32 * 1024 * 1024
+
+
+def _io_error(path: Path, message: str) -> InventoryError:
+    return InventoryError([Problem(_nowhere(str(path)), "", message, code="io")])
+
+
 def _read(path: Path) -> str:
+    """The file's text: a regular file only (a FIFO would block, a device never end), at
+    most MAX_INPUT_BYTES, UTF-8."""
     try:
-        return path.read_text(encoding="utf-8")
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise InventoryError([Problem(_nowhere(str(path)), "", f"cannot read: {exc.strerror}",
-                                      code="io")]) from None
+        raise _io_error(path, f"cannot read: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else
+                    "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                    "a directory" if stat.S_ISDIR(st.st_mode) else
+                    "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise _io_error(path, f"cannot read: {kind}, not a regular file")
+        if st.st_size > MAX_INPUT_BYTES:
+            raise _io_error(path, f"{st.st_size:,} bytes is more than the limit of "
+                            f"{MAX_INPUT_BYTES:,} for an inventory")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            data = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise _io_error(path, f"cannot read: {exc.strerror}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > MAX_INPUT_BYTES:  # it grew while being read
+        raise _io_error(path, f"more than the limit of {MAX_INPUT_BYTES:,} bytes for an "
+                        "inventory")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InventoryError([Problem(_nowhere(str(path)), "", f"not UTF-8 text: {exc.reason}",
-                                      code="io")]) from None
+        raise _io_error(path, f"not UTF-8 text: {exc.reason}") from None
 
 
 def load_inventory(path: str | os.PathLike[str],

@@ -12,6 +12,24 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
 
+from fleet.inventory.types import (
+    DeployDir,
+    DomainName,
+    Fingerprint,
+    HostName,
+    KernelArg,
+    NumericVersion,
+    PackageVersion,
+    PathOrUrl,
+    RelPath,
+    Server,
+    Text,
+    TimeLimit,
+    Timezone,
+    Url,
+    no_control,
+)
+
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 HOST_PATTERN = r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
@@ -28,8 +46,8 @@ Role = Literal[
 ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
 IMPLICIT_ROLES: tuple[str, ...] = ("base", "network")
 SSH_KEY = re.compile(
-    r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com)"
-    r" [A-Za-z0-9+/=]+( .*)?$"
+    r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com)"
+    r" [A-Za-z0-9+/=]+( .{0,200})?"
 )
 
 
@@ -53,7 +71,8 @@ class Admin(Model):
     @classmethod
     def _keys(cls, keys: list[str]) -> list[str]:
         for key in keys:
-            if not SSH_KEY.match(key):
+            no_control(key)
+            if not SSH_KEY.fullmatch(key):
                 raise ValueError(f"{key[:40]!r} is not an OpenSSH public key")
         return keys
 
@@ -68,9 +87,9 @@ class OsSpec(Model):
 class InstallMedia(Model):
     """Where the installer comes from: served by the provisioning host over HTTP."""
 
-    kernel: str = Field(description="path under the boot HTTP root")
-    initrd: str
-    iso_url: str = Field(description="live-server ISO that casper downloads into RAM")
+    kernel: RelPath = Field(description="path under the boot HTTP root")
+    initrd: RelPath
+    iso_url: Url = Field(description="live-server ISO that casper downloads into RAM")
     iso_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -79,32 +98,32 @@ class DebianImage(Model):
     preseed rendered from the node's data; node groups name it with ``image:``."""
 
     type: Literal["debian-preseed"]
-    kernel: str = Field(description="path under the boot HTTP root")
-    initrd: str
-    mirror: str = Field(pattern=r"^https?://[^/]+(/.*)?$",
-                        description="Debian archive the installer installs from")
+    kernel: RelPath = Field(description="path under the boot HTTP root")
+    initrd: RelPath
+    mirror: Url = Field(description="Debian archive the installer installs from")
     suite: Name = "bookworm"
-    args: list[str] = Field(default_factory=list, description="extra kernel arguments")
+    args: list[KernelArg] = Field(default_factory=list, max_length=64,
+                                  description="extra kernel arguments")
 
 
 class AptSpec(Model):
-    mirror: str
-    security_mirror: str | None = None
+    mirror: Url
+    security_mirror: Url | None = None
 
 
 class SaltSpec(Model):
-    master: Name
+    master: HostName
     master_address: IPv4Address | None = Field(
         default=None,
         description="the address minions and installers use to reach the master (a VIP, "
                     "or the lab's host); default: the master node's provisioning address")
     version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = "3008.5"
-    master_finger: str | None = Field(
+    master_finger: Fingerprint | None = Field(
         default=None, description="the master's public key fingerprint (salt-key -F master)"
     )
-    repo: str = Field(default="https://packages.broadcom.com/artifactory/saltproject-deb",
+    repo: Url = Field(default="https://packages.broadcom.com/artifactory/saltproject-deb",
                       description="apt repository of salt-minion for installed nodes")
-    keyring: str = Field(default="keys/salt-archive-keyring.pgp",
+    keyring: RelPath = Field(default="keys/salt-archive-keyring.pgp",
                          description="the repository's signing key, under the boot HTTP root")
     reinstall_port: StrictInt = Field(
         default=8470, ge=1, le=65535,
@@ -114,9 +133,9 @@ class SaltSpec(Model):
 
 class Site(Model):
     name: Name
-    domain: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")]
-    timezone: str = "UTC"
-    ntp_servers: list[str] = Field(min_length=1)
+    domain: DomainName
+    timezone: Timezone = "UTC"
+    ntp_servers: list[Server] = Field(min_length=1, max_length=16)
     dns_servers: list[IPv4Address] = Field(default_factory=list)
     os: OsSpec = OsSpec()
     admins: list[Admin] = Field(min_length=1)
@@ -125,12 +144,12 @@ class Site(Model):
     install: InstallMedia
     images: dict[Name, DebianImage] = Field(
         default_factory=dict, description="further installers, chosen by node_groups.*.image")
-    provisioning_host: Name
+    provisioning_host: HostName
     http_port: StrictInt = Field(default=80, ge=1, le=65535)
-    pxe_root: str = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
-    checkout: str = Field(default="/srv/fleet/checkout",
+    pxe_root: DeployDir = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
+    checkout: DeployDir = Field(default="/srv/fleet/checkout",
                           description="this repository on the provisioning host")
-    pxe_state: str = Field(default="/var/lib/fleet/pxe-state",
+    pxe_state: DeployDir = Field(default="/var/lib/fleet/pxe-state",
                            description="run-time boot-mode links, served as /state/")
     upstream_dns: list[IPv4Address] = Field(
         default_factory=list, description="resolvers the site DNS forwards to")
@@ -159,20 +178,20 @@ class Network(Model):
 
 class Switch(Model):
     kind: Literal["ethernet", "infiniband"]
-    model: str
+    model: Text
     ports: StrictInt = Field(ge=1, le=1024)
     speed_gbps: StrictInt = Field(ge=1)
     subnet_manager: bool = Field(default=False, description="the switch runs the fabric's SM")
-    sm_hosts: list[Name] = Field(default_factory=list,
-                                 description="hosts that run opensm for this fabric")
-    location: str | None = None
+    sm_hosts: list[HostName] = Field(default_factory=list,
+                                     description="hosts that run opensm for this fabric")
+    location: Text | None = None
 
 
 # --- hardware profiles ------------------------------------------------------------------
 
 
 class Cpu(Model):
-    model: str
+    model: Text
     sockets: StrictInt = Field(ge=1, le=8)
     cores_per_socket: StrictInt = Field(ge=1, le=512)
     threads_per_core: StrictInt = Field(default=1, ge=1, le=8)
@@ -187,11 +206,11 @@ class Gpu(Model):
 class DiskMatch(Model):
     """A subiquity storage ``match`` spec naming one disk."""
 
-    serial: str | None = None
-    model: str | None = None
-    vendor: str | None = None
-    path: str | None = None
-    id_path: str | None = None
+    serial: Text | None = None
+    model: Text | None = None
+    vendor: Text | None = None
+    path: Text | None = None
+    id_path: Text | None = None
     size: Literal["smallest", "largest"] | None = None
     ssd: bool | None = None
 
@@ -207,19 +226,19 @@ class Disk(Model):
 class Nic(Model):
     kind: Literal["ethernet", "infiniband"]
     speed_gbps: StrictInt = Field(ge=1)
-    model: str | None = None
+    model: Text | None = None
 
 
 class Bmc(Model):
-    kind: str
+    kind: Text
     protocol: Literal["redfish", "ipmi"]
-    user: str
+    user: Text
     password_secret: Name = Field(description="name of a secret in the secrets store")
 
 
 class Profile(Model):
-    vendor: str
-    model: str
+    vendor: Text
+    model: Text
     boot_mode: Literal["uefi", "bios"] = "uefi"
     cpu: Cpu
     memory_gb: StrictInt = Field(ge=1)
@@ -266,15 +285,16 @@ class HardwareFacts(Model):
 
 
 class NodeFacts(Model):
-    serial: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    serial: Annotated[Text, StringConstraints(min_length=1, max_length=64)]
     mac: str = Field(description="MAC of the NIC on the provisioning network")
     bmc_mac: str
     ib_guid: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{16}$")] | None = None
     ip: dict[Name, IPv4Address] = Field(default_factory=dict, description="per-NIC override")
-    port: dict[Name, StrictInt] = Field(default_factory=dict, description="per-NIC override")
+    port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(
+        default_factory=dict, description="per-NIC override")
     hardware: HardwareFacts | None = None
     boot_disk: DiskMatch | None = None
-    comment: str | None = None
+    comment: Text | None = None
 
 
 # --- services ---------------------------------------------------------------------------
@@ -283,35 +303,35 @@ class NodeFacts(Model):
 class Partition(Model):
     ib_switch: Name
     default: bool = False
-    max_time: str = "INFINITE"
+    max_time: TimeLimit = "INFINITE"
 
 
 class Slurm(Model):
     cluster: Name
-    version: str
-    controller: Name
+    version: NumericVersion
+    controller: HostName
     memory_reserve_percent: StrictInt = Field(default=5, ge=0, le=50)
     partitions: dict[Name, Partition] = Field(min_length=1)
 
 
 class MkvArray(Model):
-    master: Name
+    master: HostName
     port: StrictInt = Field(ge=1, le=65535)
     volume_port: StrictInt = Field(ge=1, le=65535)
     replicas: StrictInt = Field(ge=1, le=16)
-    index_path: str
-    purpose: str | None = None
+    index_path: DeployDir
+    purpose: Text | None = None
 
 
 class MkvArtifact(Model):
     """The mkv binary: it cannot be built at install time, so it is a pinned artifact."""
 
-    source: str = Field(description="absolute path on the master, or an http(s) URL")
+    source: PathOrUrl = Field(description="absolute path on the master, or an http(s) URL")
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 
 class Mkv(Model):
-    version: str | None = None
+    version: PackageVersion | None = None
     artifact: MkvArtifact | None = None
     arrays: dict[Name, MkvArray] = Field(min_length=1)
 
@@ -322,6 +342,6 @@ class Inventory(Model):
     switches: dict[Name, Switch] = Field(default_factory=dict)
     profiles: dict[Name, Profile] = Field(min_length=1)
     node_groups: dict[Name, NodeGroup] = Field(min_length=1)
-    nodes: dict[Name, NodeFacts] = Field(min_length=1)
+    nodes: dict[HostName, NodeFacts] = Field(min_length=1)
     slurm: Slurm | None = None
     mkv: Mkv | None = None
