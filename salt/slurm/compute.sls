@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from tplroot ~ '/version.jinja' import version with context %}
 {%- set controller = salt['pillar.get']('slurm:controller:host') %}
 # slurm.compute: slurmd, configless (--conf-server): the controller's rendered
 # configuration is the only copy, so no node can run with a stale slurm.conf.
@@ -12,6 +13,20 @@ slurm-compute-pkg-installed:
     - hold: true
     - require:
       - pkg: slurm-init-pkg-installed
+
+# The installed daemon is the pinned Slurm: an apt pin that matches nothing is ignored
+# (apt installs and holds the OS's own Slurm), so this fails the highstate, naming both.
+slurm-compute-cmd-run-version:
+  cmd.run:
+    - name: >-
+        v=$({{ mapdata.compute_service }} -V | awk '{print $NF}');
+        case "$v" in {{ version }}|{{ version }}.*)
+        echo "changed=no comment='{{ mapdata.compute_service }} $v is slurm:version {{ version }}'";;
+        *) echo "{{ mapdata.compute_service }} ${v:-(none)} is installed, but pillar slurm:version is {{ version }}" >&2;
+        exit 1;; esac
+    - stateful: true
+    - require:
+      - pkg: slurm-compute-pkg-installed
 
 # a local slurm.conf would silently take precedence over the controller's
 slurm-compute-file-absent-local-conf:
@@ -59,6 +74,7 @@ slurm-compute-service-running:
     - name: {{ mapdata.compute_service }}
     - enable: true
     - require:
+      - cmd: slurm-compute-cmd-run-version
       - cmd: slurm-compute-cmd-run-verify-unit
       - pkg: slurm-compute-pkg-installed
       - file: slurm-compute-file-absent-local-conf

@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from tplroot ~ '/version.jinja' import version with context %}
 {%- set slurm = salt['pillar.get']('slurm', {}) %}
 {%- set conf = mapdata.conf_dir %}
 # slurm.controller: slurmctld with slurm.conf, gres.conf, cgroup.conf and topology.conf
@@ -13,6 +14,20 @@ slurm-controller-pkg-installed:
     - hold: true
     - require:
       - pkg: slurm-init-pkg-installed
+
+# The installed daemon is the pinned Slurm: an apt pin that matches nothing is ignored
+# (apt installs and holds the OS's own Slurm), so this fails the highstate, naming both.
+slurm-controller-cmd-run-version:
+  cmd.run:
+    - name: >-
+        v=$({{ mapdata.controller_service }} -V | awk '{print $NF}');
+        case "$v" in {{ version }}|{{ version }}.*)
+        echo "changed=no comment='{{ mapdata.controller_service }} $v is slurm:version {{ version }}'";;
+        *) echo "{{ mapdata.controller_service }} ${v:-(none)} is installed, but pillar slurm:version is {{ version }}" >&2;
+        exit 1;; esac
+    - stateful: true
+    - require:
+      - pkg: slurm-controller-pkg-installed
 
 slurm-controller-file-directory-state:
   file.directory:
@@ -60,6 +75,7 @@ slurm-controller-service-running:
     - name: {{ mapdata.controller_service }}
     - enable: true
     - require:
+      - cmd: slurm-controller-cmd-run-version
       - cmd: slurm-controller-cmd-run-check
       - file: slurm-controller-file-directory-state
       - file: slurm-init-file-directory-log

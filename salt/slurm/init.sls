@@ -1,9 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
-{%- set version = salt['pillar.get']('slurm:version') %}
-{%- if not version %}
-{{- raise('slurm: pillar slurm:version is missing (is pillar slurm targeted at ' ~ opts['id'] ~ '?)') }}
-{%- endif %}
+{%- from tplroot ~ '/version.jinja' import version with context %}
 # slurm (common to controller and compute): munge, the pinned and held Slurm version,
 # the config check script. Included by slurm.controller and slurm.compute.
 include:

@@ -14,6 +14,7 @@ from ipaddress import IPv4Address
 from fleet.inventory import schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
+from fleet.inventory.slurmcompat import check_slurm_versions
 from fleet.problems import Problem, dotted, short
 from fleet.yamlsrc import Source
 
@@ -569,6 +570,7 @@ RULES: tuple[Rule, ...] = (
     check_profiles,
     check_services,
     check_fabrics,
+    check_slurm_versions,
 )
 
 
