@@ -21,19 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fleet.health import parse
 from fleet.reinstall import slurm
 from fleet.reinstall.commands import CommandError
 from fleet.reinstall.context import Context, StepFailedError
 
-SYS_IB = "/sys/class/infiniband"
-# One line per port: "mlx5_0/ports/1|InfiniBand|4: ACTIVE|5: LinkUp". link_layer tells
-# InfiniBand ports from RoCE/Ethernet ones (a ConnectX in Ethernet mode is listed too).
-# Ends with `true`: no HCA at all is an empty answer, not a failed command.
-IB_PORTS_CMD = (
-    f'for p in {SYS_IB}/*/ports/*; do [ -r "$p/state" ] && '
-    f'echo "${{p#{SYS_IB}/}}|$(cat "$p/link_layer" 2>/dev/null)|$(cat "$p/state")|'
-    '$(cat "$p/phys_state" 2>/dev/null)"; done; true')
-IB_ACTIVE, IB_LINKUP = "4: ACTIVE", "5: LinkUp"
+# the IB port read and its verdict are shared with `fleet health` (fleet.health.parse)
+SYS_IB, IB_PORTS_CMD = parse.SYS_IB, parse.IB_PORTS_CMD
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 
 
@@ -149,31 +143,7 @@ def ib_ports(ctx: Context, hardware: _Hardware, found: Findings) -> None:
     if not isinstance(out, str):
         found.problems.append(f"IB ports not read: the minion answered {out!r}")
         return
-    active: list[str] = []
-    down: list[str] = []
-    for line in out.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) != 4 or parts[1] != "InfiniBand":
-            continue
-        port, _layer, state, phys = parts
-        name = port.replace("/ports/", " port ")
-        if state == IB_ACTIVE and phys == IB_LINKUP:
-            active.append(name)
-        else:
-            down.append(f"{name} ({state or '?'}, {phys or '?'})")
-    text = f"{len(active)} of {expected} IB ports active"
-    if len(active) >= expected:
-        if len(active) > expected:
-            text = f"{len(active)} IB ports active ({expected} in the inventory)"
-        if down:
-            text += f"; also down: {', '.join(down)}"
-        found.ok.append(text)
-    elif down:
-        found.problems.append(f"{text}; down: {', '.join(down)}")
-    else:
-        found.problems.append(f"{text}; no InfiniBand port in {SYS_IB}"
-                              + (f" (the minion said: {out.strip()[:200]})"
-                                 if out.strip() else ""))
+    found.add(*parse.ib_verdict(parse.ib_ports(out), expected, out))
 
 
 def slurmd(ctx: Context, found: Findings) -> None:
