@@ -11,6 +11,9 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,8 @@ from fleet.render import render_all, tree
 from render.helpers import read_tree
 
 OLD_NS = 1_000_000_000_000_000_000  # 2001-09-09: an mtime no render can produce
-STAGING = re.compile(r"^\.(pillar|pxe)\.(render|old)-\d+$|\.rollback$")
+# What a render leaves next to pillar/ and pxe/ if it is interrupted: staging, the journal.
+STAGING = re.compile(r"^\.(pillar|pxe)\.(render|old|rollback)-\d+(\.old)?$|^\.render\.commit")
 
 
 def fleet(capsys: pytest.CaptureFixture[str], *args: str) -> Run:
@@ -363,7 +367,7 @@ def test_check_lists_stale_files(out: Path, capsys: pytest.CaptureFixture[str]) 
     assert j.returncode == 3
     assert json.loads(j.stdout) == {"ok": False, "added": ["pxe/http/hosts/gpu-01/user-data"],
                                     "changed": ["pillar/site.sls"],
-                                    "removed": ["pxe/extra.cfg"]}
+                                    "removed": ["pxe/extra.cfg"], "interrupted": None}
 
 
 @pytest.mark.parametrize("damage", ["edit", "missing", "extra"])
@@ -477,3 +481,122 @@ def test_output_does_not_depend_on_where_things_are(tmp_path: Path) -> None:
     assert a == read_tree(ROOT / "tests" / "golden" / "small")
     text = b"".join(a[0].values())
     assert str(tmp_path).encode() not in text and b"site-inventory" not in text
+
+
+# --- (g) writes stay inside the output directory -----------------------------------------
+
+
+def few_files_change(small_text: str, inventory_file: Callable[..., Path]) -> Path:
+    """A node added, one removed and one changed: committed file by file."""
+    text = edited(small_text, '"52:54:00:00:00:66"', '"52:54:00:00:00:76"')
+    text = edited(text, "hosts: gpu-[03-04]", "hosts: gpu-03")
+    text = re.sub(r"^  gpu-04: \{[^}]*\{[^}]*\}\}\n", "", text, flags=re.M | re.S)
+    return inventory_file(text, name="few.yaml")
+
+
+def contents(root: Path) -> dict[str, bytes | str]:
+    """Everything under ``root``, links not followed (a link reads as its target)."""
+    out: dict[str, bytes | str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        out[rel] = (f"-> {p.readlink()}" if p.is_symlink() else
+                    p.read_bytes() if p.is_file() else "dir")
+    return out
+
+
+SECRET = "root:$6$not-for-the-diff:19000:0:99999:7:::\n"
+
+
+@pytest.mark.parametrize("where", ["top", "directory", "file", "staging"])
+def test_a_symlink_in_the_output_tree_is_refused(
+        out: Path, tmp_path: Path, inventory_file: Callable[..., Path], small_text: str,
+        capsys: pytest.CaptureFixture[str], where: str) -> None:
+    """pxe/ itself, a directory in it, a file in pillar/, or a staging directory next to
+    them is a link out of the output tree: render, --check and diff refuse it with the path,
+    read and write nothing through it; once it is removed, the render works."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "site.sls").write_text(SECRET)
+    if where == "top":
+        shutil.copytree(out / "pxe", outside / "pxe")
+        shutil.rmtree(out / "pxe")
+        link, target = out / "pxe", outside / "pxe"
+    elif where == "directory":  # the old writer moved new host files into the target
+        shutil.rmtree(out / "pxe" / "dnsmasq" / "hosts")
+        link, target = out / "pxe" / "dnsmasq" / "hosts", outside
+    elif where == "file":  # the old diff showed the target's text
+        (out / "pillar" / "site.sls").unlink()
+        link, target = out / "pillar" / "site.sls", outside / "site.sls"
+    else:
+        link, target = out / ".pxe.render-1", outside
+    link.symlink_to(target)
+    inv = few_files_change(small_text, inventory_file)
+    before, outside_before = contents(out), contents(outside)
+    for verb in (["render"], ["render", "--check"], ["diff"]):
+        r = fleet(capsys, *verb, "-i", str(inv), "-o", str(out))
+        assert r.returncode == 4, (verb, r.stdout, r.stderr)
+        assert f"fleet: {link}: a symbolic link (to {target}) in the output tree" in r.stderr
+        assert "Traceback" not in r.stderr and "root:$6$" not in r.stdout + r.stderr
+        assert contents(out) == before and contents(outside) == outside_before
+    link.unlink()
+    assert fleet(capsys, "render", "-q", "-i", str(inv), "-o", str(out)).returncode == 0
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert fleet(capsys, "render", "-q", "-i", str(inv), "-o", str(fresh)).returncode == 0
+    assert read_tree(out) == read_tree(fresh)
+    assert contents(outside) == outside_before
+
+
+# --- (h) a render killed while committing --------------------------------------------------
+
+
+KILLED_RENDER = Path(__file__).resolve().parent / "killed_render.py"
+
+
+def killed_render(point: str, inventory: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tools"), str(ROOT / "tests")])}
+    return subprocess.run([sys.executable, str(KILLED_RENDER), point, "render", "-q", "-i",
+                           str(inventory), "-o", str(out)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("change", ["whole-tree", "file-by-file"])
+def test_a_render_killed_while_committing_is_finished_by_the_next(
+        out: Path, tmp_path: Path, inventory_file: Callable[..., Path], small_text: str,
+        capsys: pytest.CaptureFixture[str], change: str) -> None:
+    """A real `fleet render` process, SIGKILLed before each rename of its commit, after the
+    last one, and while it removes its staging: each time `render --check` reports the
+    unfinished render, and the next render first finishes that commit (so it has nothing
+    left to change itself) and leaves exactly the new tree, nothing else."""
+    if change == "whole-tree":  # pillar/ swapped whole, then a few files of pxe/
+        inv = inventory_file(edited(small_text, "domain: lab.test", "domain: lab2.test"),
+                             name="changed.yaml")
+    else:
+        inv = few_files_change(small_text, inventory_file)
+    want = tmp_path / "want"
+    want.mkdir()
+    assert fleet(capsys, "render", "-q", "-i", str(inv), "-o", str(want)).returncode == 0
+    points, seen = ["step:1"], 0
+    while seen < len(points):
+        point = points[seen]
+        seen += 1
+        d = tmp_path / f"killed-{seen}"
+        shutil.copytree(out, d, symlinks=True)
+        r = killed_render(point, inv, d)
+        assert r.returncode == -signal.SIGKILL, (point, r.stdout, r.stderr)
+        if point == "step:1":
+            n = int(r.stdout.split()[1])
+            assert n >= (2 if change == "whole-tree" else 5), r.stdout
+            points += [f"step:{i}" for i in range(2, n + 1)] + ["renamed", "cleanup"]
+        check = fleet(capsys, "render", "--check", "-i", str(inv), "-o", str(d))
+        assert check.returncode == 3, (point, check.stdout, check.stderr)
+        said = ("an interrupted render left" if point == "cleanup" else
+                "a render was killed while committing")
+        assert check.stdout.startswith(f"interrupted: {said}"), (point, check.stdout)
+        result = render(capsys, d, inv)
+        assert (result["added"], result["changed"], result["removed"]) == ([], [], []), point
+        assert read_tree(d) == read_tree(want), point
+        assert leftovers(d) == [], point
+        assert fleet(capsys, "render", "--check", "-q", "-i", str(inv), "-o",
+                     str(d)).returncode == 0
+    assert seen == len(points) >= 5

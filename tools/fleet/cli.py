@@ -84,8 +84,11 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
         changes = tree.compare(root, files)
         if args.json:
             print(json.dumps({"ok": not changes.any, "added": changes.added,
-                              "changed": changes.changed, "removed": changes.removed}, indent=2))
+                              "changed": changes.changed, "removed": changes.removed,
+                              "interrupted": changes.interrupted}, indent=2))
         elif changes.any:
+            if changes.interrupted:
+                print(f"interrupted: {changes.interrupted}")
             for label, paths in (("missing", changes.added), ("differs", changes.changed),
                                  ("stale", changes.removed)):
                 for p in paths:

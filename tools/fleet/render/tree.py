@@ -20,6 +20,16 @@ Two ways to commit, chosen per output directory:
 
 Large trees are compared and staged by a few threads (the work is system calls, which
 run in parallel); small ones in order, in this thread.
+
+Writing stays inside the output directory: a symbolic link (or a FIFO, socket or device)
+anywhere in ``pillar/``, ``pxe/`` or a staging directory is refused (:class:`UnsafeOutputError`)
+before anything is read or written, so no rename, write or read goes through one.
+
+A render killed while committing is finished by the next one: before its first rename the
+commit writes a journal (``.render.commit``: each rename, and the inode that is in place
+once it is done) and removes it after its last; the next render finds the journal, does
+the renames not yet done and removes what staging is left, then renders as usual.
+``render --check`` reports such an unfinished commit (:func:`interrupted`).
 """
 
 from __future__ import annotations
@@ -27,8 +37,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import functools
+import json
 import os
+import re
 import shutil
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -39,6 +53,10 @@ from typing import TypeVar
 from fleet.render.errors import RenderBusyError
 
 OWNED = ("pillar", "pxe")
+JOURNAL = ".render.commit"
+# What a render puts next to pillar/ and pxe/ while it writes (or leaves when killed).
+_LEFTOVER = re.compile(r"^\.(pillar|pxe)\.(render|old|rollback)-\d+(\.old)?$"
+                       r"|^\.render\.commit(\.tmp)?$")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # Commit file by file when at most this fraction of an output directory's files change.
@@ -51,16 +69,22 @@ _R = TypeVar("_R")
 Undo = list[Callable[[], None]]
 
 
+class UnsafeOutputError(OSError):
+    """Something in the output tree the writer will not go through (a symbolic link, a
+    FIFO, a socket, a device), or a commit journal it did not write."""
+
+
 @dataclass
 class Changes:
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
+    interrupted: str | None = None  # what an interrupted render left (compare only)
 
     @property
     def any(self) -> bool:
-        return bool(self.added or self.changed or self.removed)
+        return bool(self.added or self.changed or self.removed or self.interrupted)
 
     def merge(self, other: Changes) -> None:
         self.added += other.added
@@ -129,17 +153,52 @@ def _deal(items: list[_T], n: int) -> list[list[_T]]:
 
 
 def _existing(root: Path, top: str) -> dict[str, str]:
-    """``{relative path: absolute path}`` of the files under ``root/top`` (strings: hot path)."""
+    """``{relative path: absolute path}`` of the files under ``root/top`` (strings: hot path);
+    refuses anything there but regular files and directories."""
     base = os.path.join(root, top)
     found: dict[str, str] = {}
-    if not os.path.isdir(base):
+    try:
+        mode = os.lstat(base).st_mode
+    except FileNotFoundError:
         return found
+    if stat.S_ISLNK(mode):
+        raise _unsafe(base)
+    if not stat.S_ISDIR(mode):
+        return found  # a file where the directory goes: replaced whole
     cut = len(os.fspath(root)) + 1
-    for dirpath, _dirs, files in os.walk(base):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            found[full[cut:]] = full
+    for path in _walk(base):
+        found[path[cut:]] = path
     return found
+
+
+def _walk(base: str) -> Iterator[str]:
+    """The files below the directory ``base``; a link or special file there is refused
+    (the type comes from readdir: no extra system call per entry)."""
+    stack = [base]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    yield entry.path
+                else:
+                    raise _unsafe(entry.path)
+
+
+def _unsafe(path: str) -> UnsafeOutputError:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        what, code = f"a symbolic link (to {os.readlink(path)})", errno.ELOOP
+    else:
+        what, code = "neither a regular file nor a directory", errno.EINVAL
+    return UnsafeOutputError(
+        code, f"{what} in the output tree: fleet writes only plain files and directories "
+              "there and never follows a link out of it; remove it (the next render puts "
+              "the rendered files in its place)", path)
 
 
 def _same(path: str, data: bytes) -> bool:
@@ -194,6 +253,7 @@ def compare(root: Path, files: dict[str, str]) -> Changes:
     result = Changes()
     for top, wanted in _split(files).items():
         result.merge(_classify(_existing(root, top), wanted)[0])
+    result.interrupted = interrupted(root)
     return result
 
 
@@ -223,7 +283,7 @@ def _lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _exchange(a: Path, b: Path) -> bool:
+def _exchange(a: str | Path, b: str | Path) -> bool:
     """Atomically swap two paths; False if the kernel or libc cannot."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -264,9 +324,7 @@ def _link(src: str, dest: str) -> None:
 
 def _new_stage(root: Path, top: str) -> Path:
     stage = root / f".{top}.render-{os.getpid()}"
-    if stage.exists():
-        shutil.rmtree(stage)
-    stage.mkdir(mode=0o755)
+    stage.mkdir(mode=0o755)  # leftovers were removed by _recover
     return stage
 
 
@@ -307,17 +365,72 @@ def _makedirs(path: str, base: str, made: set[str]) -> None:
         made.add(d)
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One rename of a commit. ``move``: ``src`` to ``dest``, which does not exist;
+    ``exchange``: swap the two. Either way it is done once ``dest`` is the inode ``ino``
+    (``src``'s when the commit began): that is how a later render tells."""
+
+    op: str
+    src: str
+    dest: str
+    ino: int
+
+    @staticmethod
+    def of(op: str, src: str, dest: str) -> _Step:
+        return _Step(op, src, dest, os.lstat(src).st_ino)
+
+    def done(self) -> bool:
+        try:
+            return os.lstat(self.dest).st_ino == self.ino
+        except FileNotFoundError:
+            return False
+
+
+def _run_step(step: _Step, undo: Undo) -> None:
+    if step.op == "move":
+        os.rename(step.src, step.dest)
+        undo.append(lambda: os.rename(step.dest, step.src))
+    elif not os.path.lexists(step.dest):  # only when finishing a commit killed midway
+        os.rename(step.src, step.dest)
+    elif _exchange(step.src, step.dest):
+        undo.append(lambda: _swap_back(step.src, step.dest))
+    elif os.path.isdir(step.dest):  # no renameat2: briefly without the directory
+        _swap_dirs(step.src, step.dest)
+        undo.append(lambda: _swap_dirs(step.src, step.dest))
+    else:  # no renameat2, a file: never without it
+        backup = step.src + ".old"
+        os.link(step.dest, backup)
+        os.replace(step.src, step.dest)
+        undo.append(lambda: os.replace(backup, step.dest))
+
+
+def _swap_back(a: str, b: str) -> None:
+    if not _exchange(a, b):
+        _swap_dirs(a, b) if os.path.isdir(b) else os.replace(a, b)
+
+
+def _swap_dirs(a: str, b: str) -> None:
+    aside = a + ".old"
+    os.rename(b, aside)
+    os.rename(a, b)
+    os.rename(aside, a)
+
+
 @dataclass
 class _Commit:
-    """Staged output for one owned directory and how to put it in place."""
+    """Staged output for one owned directory and the renames that put it in place; a
+    rollback also sets ``times`` (directory mtimes) back."""
 
     root: Path
     top: str
     stage: Path
-    apply: Callable[[Undo], None]
+    steps: list[_Step]
+    times: dict[str, os.stat_result] = field(default_factory=dict)
 
     def cleanup(self) -> None:
         shutil.rmtree(self.stage, ignore_errors=True)
+        shutil.rmtree(f"{self.stage}.old", ignore_errors=True)
 
 
 def _stage_tree(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str],
@@ -331,50 +444,9 @@ def _stage_tree(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, s
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-
-    def apply(undo: Undo) -> None:
-        target = root / top
-        if not target.exists():
-            stage.rename(target)
-            stage.mkdir()  # keep the name so cleanup/rollback logic stays uniform
-        elif not _exchange(stage, target):  # no renameat2: briefly without the directory
-            backup = root / f".{top}.old-{os.getpid()}"
-            target.rename(backup)
-            stage.rename(target)
-            backup.rename(stage)
-        undo.append(lambda: _put_back(target, stage))
-
-    return _Commit(root, top, stage, apply)
-
-
-def _put_back(target: Path, stage: Path) -> None:
-    if not _exchange(stage, target):
-        tmp = target.with_name(target.name + ".rollback")
-        target.rename(tmp)
-        stage.rename(target)
-        tmp.rename(stage)
-
-
-def _replace(staged: str, live: str, undo: Undo) -> None:
-    """Put the staged file at ``live``; the old file ends up at ``staged``."""
-    if _exchange(Path(staged), Path(live)):
-        undo.append(lambda: _swap_back(staged, live))
-        return
-    backup = staged + ".old"
-    os.link(live, backup)
-    os.replace(staged, live)
-    undo.append(lambda: os.replace(backup, live))
-
-
-def _swap_back(staged: str, live: str) -> None:
-    if not _exchange(Path(staged), Path(live)):
-        os.replace(staged, live)
-
-
-def _move(src: str, dest: str, undo: Undo) -> None:
-    """Rename ``src`` to ``dest``, which must not exist (checked while planning)."""
-    os.rename(src, dest)
-    undo.append(lambda: os.rename(dest, src))
+    target = os.fspath(root / top)
+    op = "exchange" if os.path.lexists(target) else "move"
+    return _Commit(root, top, stage, [_Step.of(op, base, target)])
 
 
 def _stage_files(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str],
@@ -423,12 +495,14 @@ def _stage_files(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, 
     base = os.fspath(stage)
     try:
         write = _Writer()
-        staged_changes = []
+        steps = []
+        # Removals first (out of the way of additions), then changes, then additions.
+        for i, unit in enumerate(sorted(removals)):
+            steps.append(_Step.of("move", live(unit), os.path.join(base, f"r{i}")))
         for i, rel in enumerate(changes.changed):
             dest = os.path.join(base, f"c{i}")
             write(dest, wanted[rel])
-            staged_changes.append((dest, live(rel)))
-        staged_adds = []
+            steps.append(_Step.of("exchange", dest, live(rel)))
         for i, (unit, rels) in enumerate(sorted(adds.items())):
             dest = os.path.join(base, f"a{i}")
             if unit in wanted:  # a file
@@ -437,29 +511,14 @@ def _stage_files(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, 
                 os.mkdir(dest, 0o755)
                 _build(dest, [(rel, os.path.join(dest, os.path.relpath(rel, unit)),
                                wanted[rel]) for rel in sorted(rels)], {}, set())
-            staged_adds.append((dest, live(unit)))
-        trash = [(live(unit), os.path.join(base, f"r{i}"))
-                 for i, unit in enumerate(sorted(removals))]
+            steps.append(_Step.of("move", dest, live(unit)))
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-
-    def apply(undo: Undo) -> None:
-        # Moving entries in and out changes their directories' mtimes: a rollback sets
-        # them back too (this step is undone last), so a failure leaves no trace.
-        parents = {os.path.dirname(p) for p in [*(src for src, _ in trash),
-                                                 *(d for _, d in staged_changes),
-                                                 *(d for _, d in staged_adds)]}
-        times = {d: os.stat(d) for d in parents}
-        undo.append(lambda: _set_times(times))
-        for src, dest in trash:
-            _move(src, dest, undo)
-        for staged, dest in staged_changes:
-            _replace(staged, dest, undo)
-        for staged, dest in staged_adds:
-            _move(staged, dest, undo)
-
-    return _Commit(root, top, stage, apply)
+    # Moving entries in and out changes their directories' mtimes: a rollback sets them
+    # back too, so a failure leaves no trace.
+    lives = [s.src if s.dest.startswith(base + "/") else s.dest for s in steps]
+    return _Commit(root, top, stage, steps, {d: os.stat(d) for d in map(os.path.dirname, lives)})
 
 
 def _set_times(times: dict[str, os.stat_result]) -> None:
@@ -484,10 +543,12 @@ def _prepare(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str]
 
 
 def write(root: Path, files: dict[str, str]) -> Changes:
-    """Write ``files`` (paths relative to ``root``) replacing the owned directories."""
+    """Write ``files`` (paths relative to ``root``) replacing the owned directories; first
+    finish a commit that a killed render left (:func:`recover`)."""
     total = Changes()
     root.mkdir(parents=True, exist_ok=True)
     with _lock(root):
+        _recover(root)
         commits: list[_Commit] = []
         try:
             for top, wanted in _split(files).items():
@@ -496,19 +557,146 @@ def write(root: Path, files: dict[str, str]) -> Changes:
                 total.merge(changes)
                 if changes.any:
                     commits.append(_prepare(root, top, wanted, old, changes, same))
-            _commit_all(commits)
+            _commit_all(root, commits)
         finally:
             for commit in commits:
                 commit.cleanup()
     return total
 
 
-def _commit_all(commits: list[_Commit]) -> None:
+def _commit_all(root: Path, commits: list[_Commit]) -> None:
+    if not commits:
+        return
+    _write_journal(root, [s for c in commits for s in c.steps])
     undo: Undo = []
     try:
         for commit in commits:
-            commit.apply(undo)
+            undo.append(functools.partial(_set_times, commit.times))
+            for step in commit.steps:
+                _run_step(step, undo)
     except BaseException:
-        for step in reversed(undo):  # put the old files and trees back
-            step()
+        for step_back in reversed(undo):  # put the old files and trees back
+            step_back()
         raise
+    finally:
+        _remove_journal(root)
+
+
+# --- the commit journal: what a killed render left ---------------------------------------
+
+
+def _write_journal(root: Path, steps: list[_Step]) -> None:
+    """Record the commit's renames (paths relative to ``root``), durably, before the first."""
+    cut = len(os.fspath(root)) + 1
+    data = json.dumps({"pid": os.getpid(), "steps": [
+        {"op": s.op, "src": s.src[cut:], "dest": s.dest[cut:], "ino": s.ino} for s in steps]})
+    tmp = root / f"{JOURNAL}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, data.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, root / JOURNAL)
+    _fsync_dir(root)
+
+
+def _remove_journal(root: Path) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(root / JOURNAL)
+    _fsync_dir(root)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_journal(root: Path) -> list[_Step] | None:
+    """The renames of the commit a killed render left, or None if there is none; refuses a
+    journal that names anything but the owned directories and the staging next to them."""
+    path = root / JOURNAL
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _unsafe(os.fspath(path)) from exc
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read()
+    bad = UnsafeOutputError(errno.EINVAL, "not a commit journal fleet wrote (remove it and "
+                            "render again)", os.fspath(path))
+    try:
+        entries = json.loads(raw)["steps"]
+        steps = [_Step(e["op"], os.path.join(root, e["src"]), os.path.join(root, e["dest"]),
+                       e["ino"]) for e in entries]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise bad from exc
+    for e, s in zip(entries, steps, strict=True):
+        if s.op not in ("move", "exchange") or not isinstance(s.ino, int) or not all(
+                _inside(root, rel) for rel in (e["src"], e["dest"])):
+            raise bad
+    return steps
+
+
+def _inside(root: Path, rel: object) -> bool:
+    if not isinstance(rel, str) or os.path.isabs(rel) or os.path.normpath(rel) != rel:
+        return False
+    first = rel.split("/", 1)[0]
+    return first in OWNED or (bool(_LEFTOVER.match(first)) and first != JOURNAL)
+
+
+def _leftovers(root: Path) -> list[str]:
+    """Names of what renders put next to pillar/ and pxe/ (staging, journal), sorted."""
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if _LEFTOVER.match(n))
+
+
+def interrupted(root: Path) -> str | None:
+    """What an interrupted render left in ``root``, in words, or None (writes nothing);
+    refuses a link in what it left."""
+    for name in _leftovers(root):
+        left = os.path.join(root, name)
+        if os.path.islink(left):
+            raise _unsafe(left)
+        if os.path.isdir(left):
+            for _ in _walk(left):
+                pass
+    steps = _read_journal(root)
+    if steps is not None:
+        done = sum(s.done() for s in steps)
+        return (f"a render was killed while committing ({done} of {len(steps)} renames done, "
+                f"{root / JOURNAL}): pillar/ and pxe/ are part old, part new; the next "
+                "`fleet render` finishes that commit")
+    staging = _leftovers(root)
+    if staging:
+        return (f"an interrupted render left {', '.join(staging)} in {root}; the next "
+                "`fleet render` removes it")
+    return None
+
+
+def _recover(root: Path) -> str | None:
+    """Finish the commit of a render killed in ``root`` and remove what it left (under the
+    lock); returns what was found (as :func:`interrupted` says it), or None."""
+    found = interrupted(root)
+    if found is None:
+        return None
+    names = _leftovers(root)
+    for step in _read_journal(root) or []:
+        if not step.done() and os.path.lexists(step.src):
+            _run_step(step, [])  # the renames not yet done, in their order
+    _remove_journal(root)
+    for name in names:
+        path = root / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            with suppress(FileNotFoundError):
+                path.unlink()
+    return found
