@@ -11,6 +11,12 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)   # `dnsmasq --test` in the tests
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)   # the IPMI fallback of fleet reinstall (tests/bmc)
+# the parsers the hostile-inventory property test runs the rendered files through
+# (tests/unit/test_hostile.py): nginx -t, grub-script-check; debconf-set-selections and
+# systemd-analyze come with every Debian/Ubuntu
+# (only its binary is used: the package's service must not start on this host)
+command -v nginx >/dev/null 2>&1 || { need+=(nginx-light); FLEET_APT_NO_START=1; }
+command -v grub-script-check >/dev/null 2>&1 || need+=(grub-common)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done

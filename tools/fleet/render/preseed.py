@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import DebianImage
-from fleet.render import installkey
+from fleet.render import escape, installkey
 from fleet.render.autoinstall import http_base
 from fleet.render.header import header
 
@@ -154,6 +154,8 @@ def render_preseed(inv: Inventory, node: Node, image: DebianImage) -> str:
         ("finish-install/reboot_in_progress", "note", ""),
     ]
     owner = {"tasksel/first": "tasksel", "popularity-contest/participate": "popularity-contest"}
-    lines = [f"{owner.get(q, 'd-i')} {q} {t} {v}".rstrip() for q, t, v in d]
+    # debconf: the answer is the rest of the line, so a line break would add a question
+    lines = [f"{owner.get(q, 'd-i')} {q} {t} {escape.debconf_value(v)}".rstrip()
+             for q, t, v in d]
     return header("#") + f"# Debian installer preseed for {node.hostname} ({node.mac})\n" + \
         "\n".join(lines) + "\n"

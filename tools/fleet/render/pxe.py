@@ -25,7 +25,7 @@ from importlib import resources
 import jinja2
 
 from fleet.inventory.model import Inventory, Node
-from fleet.render import installkey, preseed, yamlout
+from fleet.render import escape, installkey, preseed, yamlout
 from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
@@ -36,9 +36,13 @@ def _env() -> jinja2.Environment:
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("fleet").joinpath("templates", name).read_text("utf-8")
     )
-    return jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                              autoescape=False)
+    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             autoescape=False, finalize=escape.finalize)
+    # every value is one line (finalize); these escape for GRUB's and iPXE's own syntax
+    env.filters.update(grub_word=escape.grub_word, grub_title=escape.grub_title,
+                       ipxe_word=escape.ipxe_word)
+    return env
 
 
 def _t(name: str) -> jinja2.Template:
@@ -49,9 +53,7 @@ def cmdline(inv: Inventory, node: Node, *, grub: bool) -> str:
     """Kernel command line of the Ubuntu live-server installer for ``node``."""
     site = inv.raw.site
     seed = f"ds=nocloud-net;s={http_base(inv)}/hosts/{node.hostname}/"
-    if grub:
-        seed = f"'{seed}'"  # GRUB splits on ';' unless quoted
-    return " ".join([
+    return _words([
         "ip=dhcp",
         f"BOOTIF=01-{node.mac.replace(':', '-')}",  # pin DHCP to the boot NIC
         f"url={site.install.iso_url}",
@@ -60,7 +62,15 @@ def cmdline(inv: Inventory, node: Node, *, grub: bool) -> str:
         "cloud-config-url=/dev/null",  # cloud-init must not fetch the ISO URL as config
         "console=tty0",
         "console=ttyS0,115200n8",
-    ])
+    ], grub=grub)
+
+
+def _words(words: list[str], *, grub: bool) -> str:
+    """A kernel command line for GRUB (each word quoted where GRUB would split or expand
+    it, such as the seed's ';') or for iPXE (which cannot quote: each word checked)."""
+    if grub:
+        return " ".join(escape.grub_word(w) for w in words)
+    return " ".join(escape.ipxe_word(w) for w in words)
 
 
 def render(inv: Inventory) -> dict[str, str]:
@@ -109,7 +119,8 @@ def render(inv: Inventory) -> dict[str, str]:
             ctx = {**common, "hostname": h, "mac": node.mac,
                    "os_name": f"Debian ({node.image})",
                    "kernel": image.kernel, "initrd": image.initrd}
-            ipxe_line = grub_line = preseed.cmdline(inv, node, image)  # no ';' to quote
+            words = preseed.cmdline(inv, node, image).split(" ")
+            ipxe_line, grub_line = _words(words, grub=False), _words(words, grub=True)
             efi_dir = "debian"
             out[f"pxe/http/hosts/{h}/preseed.cfg"] = preseed.render_preseed(inv, node, image)
         out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(**ctx, cmdline=ipxe_line)
@@ -136,15 +147,18 @@ def _token_rules(inv: Inventory) -> str:
 
 def _dns_hosts(inv: Inventory) -> str:
     lines = [f"# {TEXT}"]
-    lines += [f"{addr} {fqdn} {short}" for addr, short, fqdn in host_names(inv)]
+    lines += [escape.line(f"{addr} {fqdn} {short}", "a dns-hosts line")
+              for addr, short, fqdn in host_names(inv)]
     return "\n".join(lines) + "\n"
 
 
 def _dhcp_hosts(node: Node) -> str:
     lines = [f"# {TEXT}"]
     prov = node.prov
-    lines.append(f"{node.mac},{prov.address},{node.hostname},infinite")
+    lines.append(escape.line(f"{node.mac},{prov.address},{node.hostname},infinite",
+                             "a dhcp-hosts line"))
     bmc = node.interfaces.get("bmc")
     if bmc is not None and bmc.address is not None:
-        lines.append(f"{node.bmc_mac},{bmc.address},{node.hostname}-bmc,infinite")
+        lines.append(escape.line(f"{node.bmc_mac},{bmc.address},{node.hostname}-bmc,infinite",
+                                 "a dhcp-hosts line"))
     return "\n".join(lines) + "\n"

