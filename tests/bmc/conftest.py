@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import FakeBmcProcess, start_fake_ipmi, start_fake_redfish
+from bmc.fakes import Catcher, FakeBmcProcess, start_fake_ipmi, start_fake_redfish
 
 
 @pytest.fixture
@@ -29,3 +29,11 @@ def fake_ipmi() -> Iterator[FakeBmcProcess]:
     fake = start_fake_ipmi()
     yield fake
     fake.stop()
+
+
+@pytest.fixture
+def catcher() -> Iterator[Catcher]:
+    """Another origin, recording what reaches it (nothing should)."""
+    server = Catcher.start()
+    yield server
+    server.stop()

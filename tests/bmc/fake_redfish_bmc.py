@@ -7,6 +7,12 @@ thin WSGI layer in front of the emulator adds what they do: an ``ETag`` on the s
 real BMC) live under ``/_fake/``: ``POST /_fake/conflicts?n=N`` makes the next N PATCHes
 meet a concurrent change (a 412), ``GET /_fake/requests`` lists what the client sent.
 
+A hostile BMC, for the tests of where the client sends its credentials:
+``POST /_fake/redirect?path=P&to=URL[&status=307][&times=1]`` answers the next request(s)
+for P with a redirect to URL; ``POST /_fake/links?base=URL&keys=K1,K2`` prefixes every
+link value under those keys (``@odata.id``, ``target``...) in JSON answers with URL, so
+that absolute links point wherever URL says.
+
 Run: python fake_redfish_bmc.py --port P --state-dir D --system NAME --power On|Off
          [--auth-file F] [--cert C --key K] [--notify URL]
 
@@ -18,6 +24,7 @@ where a test's stand-in for the hardware (tests/pxe/fake_bmc_hardware.py) acts o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -38,6 +45,8 @@ class EtagLayer:
         self.conflicts = 0
         self.log: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.redirects: dict[str, list[Any]] = {}  # path -> [status, location, times left]
+        self.links: tuple[str, set[str]] | None = None  # (base, keys)
 
     def etag(self) -> str:
         return f'W/"{self.generation}"'
@@ -54,6 +63,12 @@ class EtagLayer:
             env["wsgi.input"] = io.BytesIO(body)
         is_system = path.rstrip("/").startswith("/redfish/v1/Systems/") and \
             path.rstrip("/").count("/") == 4
+        rule = self.redirects.get(path)
+        if rule is not None and rule[2] > 0:
+            rule[2] -= 1
+            self.log.append({"method": method, "path": path, "redirected_to": rule[1]})
+            start(rule[0], [("Location", rule[1]), ("Content-Length", "0")])
+            return [b""]
         with self.lock:
             self.log.append({"method": method, "path": path,
                              "if_match": env.get("HTTP_IF_MATCH"),
@@ -79,7 +94,25 @@ class EtagLayer:
                     self.generation += 1
             return start(status, headers, exc_info)
 
-        return self.app(env, start_with_etag)
+        if self.links is None:
+            return self.app(env, start_with_etag)
+        return self.relinked(env, start_with_etag, *self.links)
+
+    def relinked(self, env: Environ, start: StartResponse, base: str,
+                 keys: set[str]) -> Iterable[bytes]:
+        held: list[Any] = []
+
+        def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            held[:] = [status, headers, exc_info]
+            return lambda _data: None
+
+        body = b"".join(self.app(env, hold))
+        status, headers, exc_info = held
+        with contextlib.suppress(ValueError):  # not JSON: as it is
+            body = json.dumps(_prefix(json.loads(body), base, keys)).encode()
+        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+        start(status, [*headers, ("Content-Length", str(len(body)))], exc_info)
+        return [body]
 
     def reply(self, start: StartResponse, status: str, message: str) -> Iterable[bytes]:
         body = json.dumps({"error": {"code": "Base.1.0.GeneralError", "message": message}})
@@ -92,11 +125,32 @@ class EtagLayer:
             self.conflicts = int(parse_qs(env.get("QUERY_STRING", ""))["n"][0])
             start("204 No Content", [])
             return [b""]
+        query = {k: v[0] for k, v in parse_qs(env.get("QUERY_STRING", "")).items()}
+        if path == "/_fake/redirect" and method == "POST":
+            status = {"301": "301 Moved Permanently", "302": "302 Found",
+                      "307": "307 Temporary Redirect"}[query.get("status", "307")]
+            self.redirects[query["path"]] = [status, query["to"], int(query.get("times", 1))]
+            start("204 No Content", [])
+            return [b""]
+        if path == "/_fake/links" and method == "POST":
+            self.links = (query["base"], set(query["keys"].split(",")))
+            start("204 No Content", [])
+            return [b""]
         if path == "/_fake/requests":
             start("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(self.log).encode()]
         start("404 Not Found", [])
         return [b""]
+
+
+def _prefix(value: Any, base: str, keys: set[str]) -> Any:
+    """``value`` with ``base`` put before every path-valued string under one of ``keys``."""
+    if isinstance(value, dict):
+        return {k: (base + v if k in keys and isinstance(v, str) and v.startswith("/")
+                    else _prefix(v, base, keys)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_prefix(v, base, keys) for v in value]
+    return value
 
 
 def main() -> None:

@@ -15,9 +15,12 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,65 @@ class FakeBmcProcess:
         with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
             raw = resp.read()
         return json.loads(raw) if raw else None
+
+    def redirect(self, path: str, to: str, *, status: int = 307, times: int = 1) -> None:
+        """The next ``times`` requests for ``path`` get an HTTP ``status`` redirect to ``to``."""
+        query = urllib.parse.urlencode({"path": path, "to": to, "status": status,
+                                        "times": times})
+        self.control("POST", f"/_fake/redirect?{query}")
+
+    def relink(self, base: str, keys: list[str]) -> None:
+        """Links under ``keys`` in every JSON answer become ``base`` + the path."""
+        self.control("POST", "/_fake/links?" + urllib.parse.urlencode(
+            {"base": base, "keys": ",".join(keys)}))
+
+
+@dataclass
+class Catcher:
+    """A web server on another port (another origin) that records every request reaching
+    it, with its Authorization header: where a BMC's credentials must never go."""
+
+    server: ThreadingHTTPServer
+    requests: list[dict[str, str | None]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    @staticmethod
+    def start() -> Catcher:
+        seen: list[dict[str, str | None]] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def answer(self) -> None:
+                seen.append({"method": self.command, "path": self.path,
+                             "authorization": self.headers.get("Authorization")})
+                body = b'{"Members": [{"@odata.id": "/redfish/v1/Systems/x"}]}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # the names http.server calls
+                self.answer()
+
+            def do_POST(self) -> None:
+                self.answer()
+
+            def do_PATCH(self) -> None:
+                self.answer()
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return Catcher(server, seen)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def wait_ready(proc: subprocess.Popen[str], what: str) -> None:

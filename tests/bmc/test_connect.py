@@ -49,3 +49,11 @@ def test_secret_missing_or_readable_by_others(tmp_path: Path) -> None:
     _secret(tmp_path, node.profile.bmc.password_secret, 0o644)
     with pytest.raises(BmcError, match="mode 0644 lets others read it"):
         client_for(node, BmcOptions(secrets_dir=tmp_path))
+
+
+def test_an_address_override_cannot_send_the_password_elsewhere(tmp_path: Path) -> None:
+    """``user@host`` in an address makes urllib connect to ``host``: refused."""
+    node = load_inventory(ROOT / "inventory.yaml").nodes["tbox-001"]
+    _secret(tmp_path, node.profile.bmc.password_secret)
+    with pytest.raises(BmcError, match=r"not a BMC address: 'https://10\.0\.1\.1@127\.0\.0\.1"):
+        client_for(node, BmcOptions(secrets_dir=tmp_path, address="10.0.1.1@127.0.0.1:8443"))

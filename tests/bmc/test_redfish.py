@@ -11,11 +11,12 @@ import pytest
 from bmc.fakes import (
     PASSWORD,
     USER,
+    Catcher,
     FakeBmcProcess,
     free_port,
     start_fake_redfish,
 )
-from fleet.bmc import BmcAuthError, BmcProtocolError, BmcUnreachableError
+from fleet.bmc import BmcAuthError, BmcError, BmcProtocolError, BmcUnreachableError
 from fleet.bmc.redfish import RedfishClient, TlsOptions, choose_reset, pxe_once_body
 
 
@@ -126,3 +127,70 @@ def test_reset_type_follows_allowable_values() -> None:
     assert choose_reset("on", ["On", "ForceOff", "PowerCycle"]) == "PowerCycle"
     assert choose_reset("off", ["ForceOn", "ForceRestart"]) == "ForceOn"
     assert choose_reset("off", ["ForceRestart"]) is None
+
+
+# --- the credentials go to the BMC only ------------------------------------------------------
+
+SYSTEMS = "/redfish/v1/Systems"
+
+
+def test_a_redirect_to_another_origin_is_not_followed(fake_redfish: FakeBmcProcess,
+                                                       catcher: Catcher) -> None:
+    """The BMC redirects the system list elsewhere: refused, naming the target, and nothing
+    reaches it; a redirect to the BMC itself (an absolute URL) is followed."""
+    fake_redfish.redirect(SYSTEMS, catcher.url + SYSTEMS)
+    with pytest.raises(BmcProtocolError, match=rf"HTTP 307 redirect to '{catcher.url}"
+                                               r"/redfish/v1/Systems' refused"):
+        client(fake_redfish).power_state()
+    assert catcher.requests == []
+    fake_redfish.redirect(SYSTEMS, fake_redfish.url + SYSTEMS, status=302)
+    assert client(fake_redfish).power_state() == "off"
+    assert {"method": "GET", "path": SYSTEMS, "redirected_to": fake_redfish.url + SYSTEMS} \
+        in fake_redfish.control("GET", "/_fake/requests")
+
+
+@pytest.mark.parametrize("to", ["same port", "other port"])
+def test_a_redirect_from_https_to_http_is_not_followed(tmp_path: Path, catcher: Catcher,
+                                                       to: str) -> None:
+    fake = start_fake_redfish(tmp_path, tls=True)
+    try:
+        where = (fake.url.replace("https:", "http:") if to == "same port" else catcher.url)
+        fake.redirect(SYSTEMS, where + SYSTEMS)
+        with pytest.raises(BmcProtocolError, match=r"redirect to 'http://127\.0\.0\.1:\d+"
+                                                   r"/redfish/v1/Systems' refused"):
+            client(fake, tls=TlsOptions(ca_file=fake.ca_file)).power_state()
+    finally:
+        fake.stop()
+    assert catcher.requests == []
+
+
+@pytest.mark.parametrize("key", ["@odata.id", "target"])
+def test_absolute_links_elsewhere_are_refused(fake_redfish: FakeBmcProcess,
+                                              catcher: Catcher, key: str) -> None:
+    """The BMC's links (the system's @odata.id, the reset action's target) made absolute
+    and pointing at another origin: refused before any request goes there; absolute links
+    to the BMC itself work."""
+    fake_redfish.relink(catcher.url, [key])
+    with pytest.raises(BmcProtocolError, match=rf"links to '{catcher.url}/redfish/v1/"
+                                               r"Systems/[^']+', which is not on"):
+        client(fake_redfish).pxe_boot_now()
+    assert catcher.requests == []
+    fake_redfish.relink(fake_redfish.url, ["@odata.id", "target"])
+    assert client(fake_redfish).pxe_boot_now() == "on (On)"
+
+
+def test_no_proxy_from_the_environment(fake_redfish: FakeBmcProcess, catcher: Catcher,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(var, catcher.url)
+    for var in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    assert client(fake_redfish).power_state() == "off"
+    assert catcher.requests == []
+
+
+@pytest.mark.parametrize("base", ["https://10.0.1.1@127.0.0.1:8443", "https://10.0.1.1/x",
+                                  "ftp://10.0.1.1", "https://10.0.1.1 x"])
+def test_a_base_url_with_more_than_scheme_host_and_port_is_refused(base: str) -> None:
+    with pytest.raises(BmcError, match="not a BMC address"):
+        RedfishClient(base, USER, PASSWORD)

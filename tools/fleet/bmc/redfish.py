@@ -4,6 +4,13 @@ Request shapes as sushy sends them (DMTF ComputerSystem): discover the system fr
 ``/redfish/v1/Systems``; PATCH ``Boot`` with ``If-Match`` when the BMC gives an ETag (a
 412 means the resource changed under us: read it again and retry once); POST
 ``ComputerSystem.Reset`` with a ResetType the BMC allows.
+
+The BMC is not trusted with anything but its own credentials: every request, with them,
+goes to the scheme, host and port of ``base_url`` only. A link the BMC returns
+(``@odata.id``, an action ``target``, ``@Redfish.ActionInfo``, a settings object) that is
+absolute and names another origin is refused, and so is a redirect to another origin
+(https to http included); no proxy from the environment is used. The client never
+follows ``Location`` headers or task monitors.
 """
 
 from __future__ import annotations
@@ -12,12 +19,19 @@ import base64
 import json
 import ssl
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from http.client import HTTPException
-from typing import Any
+from http.client import HTTPException, HTTPMessage
+from typing import IO, Any
 
-from fleet.bmc.base import BmcAuthError, BmcProtocolError, BmcUnreachableError, PowerState
+from fleet.bmc.base import (
+    BmcAuthError,
+    BmcError,
+    BmcProtocolError,
+    BmcUnreachableError,
+    PowerState,
+)
 
 JSON = dict[str, Any]
 
@@ -53,16 +67,61 @@ class _Response:
     body: JSON
 
 
+Origin = tuple[str, str, int]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin(url: str) -> Origin | None:
+    """``(scheme, host, port)`` of an absolute http(s) URL without user info, whitespace or
+    control characters, else None."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc:
+        return None
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect (and so sends the credentials again) only to the BMC itself."""
+
+    def __init__(self, name: str, home: Origin) -> None:
+        self.name, self.home = name, home
+
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int,
+                         msg: str, headers: HTTPMessage, newurl: str
+                         ) -> urllib.request.Request | None:
+        if origin(newurl) != self.home:
+            fp.close()
+            raise BmcProtocolError(
+                f"{self.name}: {req.get_method()} {req.selector}: HTTP {code} redirect to "
+                f"{newurl!r} refused: the credentials go only to the BMC's own scheme, host "
+                "and port (fix the BMC's address or scheme in the inventory)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 class RedfishClient:
     def __init__(self, base_url: str, user: str, password: str, *,
                  tls: TlsOptions | None = None, timeout: float = 10.0,
                  system_path: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        home = origin(self.base_url)
+        if home is None or urllib.parse.urlsplit(self.base_url).path:
+            raise BmcError(f"not a BMC address: {base_url!r} (expected http(s)://HOST[:PORT] "
+                           "and nothing else; check the node's bmc address)")
+        self._home = home
         self._auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self._timeout = timeout
         self._system_path = system_path
-        handlers: list[urllib.request.BaseHandler] = []
-        if self.base_url.startswith("https:"):
+        handlers: list[urllib.request.BaseHandler] = [
+            urllib.request.ProxyHandler({}),  # no $https_proxy: straight to the BMC
+            _SameOriginRedirects(self.name, home)]
+        if home[0] == "https":
             handlers.append(urllib.request.HTTPSHandler(
                 context=(tls or TlsOptions()).context()))
         self._opener = urllib.request.build_opener(*handlers)
@@ -76,7 +135,7 @@ class RedfishClient:
     def _request(self, method: str, path: str, body: JSON | None = None,
                  headers: dict[str, str] | None = None, ok: tuple[int, ...] = (200,)
                  ) -> _Response:
-        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        url = self._url(path)
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Authorization", self._auth)
@@ -120,6 +179,16 @@ class RedfishClient:
             raise BmcProtocolError(f"{self.name}: {method} {path}: HTTP {status}"
                                    f"{_message(parsed)}")
         return _Response(status, {k.lower(): v for k, v in hdrs.items()}, parsed)
+
+    def _url(self, link: str) -> str:
+        """Where a path or a link from the BMC points; refused unless it is the BMC."""
+        relative = link.startswith("/") and not link.startswith("//")
+        url = self.base_url + link if relative else link
+        if origin(url) != self._home:
+            raise BmcProtocolError(
+                f"{self.name}: the BMC links to {link!r}, which is not on "
+                f"{self.base_url}: refused (its credentials go nowhere else)")
+        return url
 
     # --- resources ------------------------------------------------------------------
 
