@@ -225,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_mkv(sub, common)
 
+    from fleet.health.cli import add_parser as add_health
+
+    add_health(sub, common, _load)
+
     add_lab(sub)
     return parser
 

@@ -1,0 +1,416 @@
+"""The checks of ``fleet health``: one Salt call per check across every targeted minion
+(``salt -L a,b,... cmd.run_all ...``), run side by side, plus one ``scontrol show node
+-o`` for all Slurm nodes; then each node's findings from the answers (fleet.health.parse).
+
+Which node gets which check follows its roles and profile (:func:`plan`):
+
+- ``nvidia``: GPU count and persistence mode (nvidia-smi), NVIDIA Xid errors in the
+  kernel log since boot; ``infiniband``: IB ports. These three are hardware checks,
+  skipped (and said so) where pillar ``fleet:hardware`` is false, as in the reinstall
+  gate.
+- ``slurm.compute``: slurmd (unit active, and registered in slurmctld with the
+  profile's GPU GRES), munge (a credential made on the node decodes), ``munge.service``.
+- ``mkv.volume``: every data disk mounted (salt ``mount.active``), ``mkv-volume``
+  active, and the volume answering HTTP where the array's master reaches it.
+- head services: ``provisioning`` dnsmasq and nginx; ``slurm.controller`` slurmctld and
+  munge (+ a credential); ``mkv.master`` each array's ``mkv-<array>`` unit and its HTTP
+  port; the ``site.salt.master`` node runs salt-master when it is where minions reach
+  the master (no ``site.salt.master_address`` elsewhere).
+- every node: time sync (``chronyc tracking``: synchronised, clock within 1 s).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from fleet.health import parse
+from fleet.health.expect import data_mounts
+from fleet.inventory.model import Inventory, Node
+from fleet.reinstall.commands import Runner
+
+HTTP_TIMEOUT = 10  # seconds curl waits for each answer
+OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
+
+
+class MasterError(Exception):
+    """The Salt master could not be asked at all."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: str  # ok | problem | warning | skipped
+    detail: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "detail": self.detail}
+
+
+@dataclass
+class NodeReport:
+    node: str
+    findings: list[Finding] = field(default_factory=list)
+    slurm: dict[str, str] | None = None  # scontrol's fields of a Slurm node
+
+    @property
+    def healthy(self) -> bool:
+        return not any(f.status == PROBLEM for f in self.findings)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f.detail for f in self.findings if f.status == PROBLEM]
+
+    def add(self, check: str, good: bool, detail: str) -> None:
+        self.findings.append(Finding(check, OK if good else PROBLEM, detail))
+
+
+# --- what to ask whom -------------------------------------------------------------------
+
+
+def units_of(inv: Inventory, node: Node) -> list[str]:
+    """The systemd units that must be active on ``node``, from its roles."""
+    units: list[str] = []
+    if node.has("slurm.compute"):
+        units += ["slurmd.service", "munge.service"]
+    if node.has("slurm.controller"):
+        units += ["slurmctld.service", "munge.service"]
+    if node.has("provisioning"):
+        units += ["dnsmasq.service", "nginx.service"]
+    if node.has("mkv.volume"):
+        units.append("mkv-volume.service")
+    if node.has("mkv.master") and inv.raw.mkv is not None:
+        units += [f"mkv-{name}.service" for name, a in inv.raw.mkv.arrays.items()
+                  if a.master == node.hostname]
+    if runs_salt_master(inv, node):
+        units.append("salt-master.service")
+    return list(dict.fromkeys(units))
+
+
+def runs_salt_master(inv: Inventory, node: Node) -> bool:
+    """``site.salt.master`` runs the master, unless minions reach it elsewhere (a
+    ``master_address`` that is not the node's: the lab's master runs on the host)."""
+    salt = inv.raw.site.salt
+    return node.hostname == salt.master and salt.master_address in (None, node.address)
+
+
+def gpu_count(node: Node) -> int | None:
+    gpu = node.profile.gpu
+    return gpu.count if gpu is not None and node.has("nvidia") else None
+
+
+def ib_count(node: Node) -> int:
+    if not node.has("infiniband"):
+        return 0
+    return sum(1 for nic in node.profile.nics.values() if nic.kind == "infiniband")
+
+
+def mastered_arrays(inv: Inventory, host: str) -> list[str]:
+    if inv.raw.mkv is None:
+        return []
+    return [name for name, a in inv.raw.mkv.arrays.items() if a.master == host]
+
+
+def mkv_probe(inv: Inventory, master: str, volumes: list[Node]) -> str:
+    """One command for the array master ``master``: ``volume:<node> CODE`` for each
+    volume (at the name:port in mkv's -volumes: the master redirects clients there, so
+    this is the path that must work) and ``master:<array> CODE`` for each of its arrays.
+    Any status below 500 is an answer; 0 is none."""
+    assert inv.raw.mkv is not None
+    curl = f"curl -s --noproxy '*' -o /dev/null -m {HTTP_TIMEOUT} -w '%{{http_code}}'"
+    lines = []
+    for v in volumes:
+        assert v.mkv_array is not None
+        port = inv.raw.mkv.arrays[v.mkv_array].volume_port
+        url = shlex.quote(f"http://{v.hostname}:{port}/")
+        lines.append(f"echo volume:{v.hostname} $({curl} {url})")
+    for name in mastered_arrays(inv, master):
+        url = shlex.quote(f"http://{master}:{inv.raw.mkv.arrays[name].port}/")
+        lines.append(f"echo master:{name} $({curl} {url})")
+    return "; ".join(lines) + "; true"
+
+
+# --- asking -----------------------------------------------------------------------------
+
+
+class Salt:
+    """``salt -L NODES FUN ARGS --out=json --static``; an answer per minion that
+    returned (a minion that did not is absent, or a string saying so)."""
+
+    def __init__(self, runner: Runner, timeout: float = 60) -> None:
+        self.runner = runner
+        self.timeout = timeout
+
+    def call(self, nodes: Sequence[str], fun: str, *args: str) -> dict[str, Any]:
+        if not nodes:
+            return {}
+        res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args,
+                               f"-t{self.timeout:g}", "--out=json", "--static"],
+                              timeout=self.timeout + 60)
+        try:
+            data = json.loads(res.stdout) if res.stdout.strip() else {}
+        except ValueError:
+            data = {}
+        if not isinstance(data, dict):
+            data = {}
+        if not data and res.returncode != 0:
+            last = (res.stderr.strip() or res.stdout.strip()).splitlines()
+            raise MasterError(f"`salt` exited {res.returncode}"
+                              + (f": {parse.clean(last[-1])}" if last else ""))
+        return data
+
+    def shell(self, nodes: Sequence[str], cmd: str) -> dict[str, Any]:
+        return self.call(nodes, "cmd.run_all", cmd, "python_shell=True")
+
+
+def stdout_of(answer: Any) -> str | None:
+    """The stdout of a ``cmd.run_all`` answer; None when the minion did not answer."""
+    if isinstance(answer, dict) and "stdout" in answer:
+        return str(answer.get("stdout", ""))
+    return None
+
+
+@dataclass
+class Answers:
+    """What the calls returned, by check then node; ``scontrol`` for Slurm."""
+
+    by_check: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # check -> why it was not asked
+    scontrol: dict[str, dict[str, str]] | None = None
+
+    def get(self, check: str, node: str) -> Any:
+        return self.by_check.get(check, {}).get(node)
+
+
+@dataclass(frozen=True)
+class Call:
+    check: str
+    nodes: list[str]
+    run: Callable[[], dict[str, Any]]
+
+
+def plan(inv: Inventory, nodes: list[Node], salt: Salt) -> list[Call]:
+    """The salt calls for ``nodes``: one per check, each across every node it concerns
+    (the mkv probe once per array master)."""
+    names = [n.hostname for n in nodes]
+    gpu = [n.hostname for n in nodes if gpu_count(n)]
+    nvidia = [n.hostname for n in nodes if n.has("nvidia")]
+    ib = [n.hostname for n in nodes if ib_count(n)]
+    hw = list(dict.fromkeys(gpu + nvidia + ib))
+    slurm = [n.hostname for n in nodes if n.has("slurm.compute") or n.has("slurm.controller")]
+    volumes = [n for n in nodes if n.has("mkv.volume") and data_mounts(n)]
+    with_units = {n.hostname: units_of(inv, n) for n in nodes}
+    every_unit = list(dict.fromkeys(u for us in with_units.values() for u in us))
+    calls = [
+        Call("hardware", hw, lambda: salt.call(hw, "pillar.get", "fleet:hardware", "True")),
+        Call("gpu", gpu, lambda: salt.shell(gpu, parse.GPU_QUERY_CMD)),
+        Call("xid", nvidia, lambda: salt.shell(nvidia, parse.XID_CMD)),
+        Call("ib", ib, lambda: salt.shell(ib, parse.IB_PORTS_CMD)),
+        Call("munge", slurm, lambda: salt.shell(slurm, parse.MUNGE_CMD)),
+        Call("time", names, lambda: salt.shell(names, parse.CHRONY_CMD)),
+        Call("mounts", [v.hostname for v in volumes],
+             lambda: salt.call([v.hostname for v in volumes], "mount.active")),
+    ]
+    units_nodes = [n for n, us in with_units.items() if us]
+    if every_unit:
+        show = ("systemctl show -p Id,LoadState,ActiveState,SubState -- "
+                + " ".join(shlex.quote(u) for u in every_unit))
+        calls.append(Call("units", units_nodes, lambda: salt.shell(units_nodes, show)))
+    # each array master probes its volumes (targeted or not: a head check) and itself
+    masters: dict[str, list[Node]] = {}
+    mkv = inv.raw.mkv
+    if mkv is not None:
+        for v in volumes:
+            assert v.mkv_array is not None
+            if v.mkv_array in mkv.arrays:
+                masters.setdefault(mkv.arrays[v.mkv_array].master, []).append(v)
+        for n in nodes:
+            if n.has("mkv.master") and mastered_arrays(inv, n.hostname):
+                masters.setdefault(n.hostname, [])
+    for master, vols in masters.items():
+        calls.append(Call(f"mkv@{master}", [master],
+                          partial(salt.shell, [master], mkv_probe(inv, master, vols))))
+    return [c for c in calls if c.nodes]
+
+
+def ask(calls: list[Call], scontrol: Callable[[], str] | None,
+        progress: Callable[[str], None], workers: int = 10) -> Answers:
+    """Run the calls side by side (each is one salt process for many minions, mostly
+    waiting for their returns). A failed call is recorded against its check; the
+    master unreachable for all raises."""
+    answers = Answers()
+    workers = max(1, min(workers, len(calls) + 1))
+
+    def one(call: Call) -> tuple[str, dict[str, Any] | None, str | None]:
+        try:
+            return call.check, call.run(), None
+        except MasterError as exc:
+            return call.check, None, str(exc)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        slurm_future = pool.submit(scontrol) if scontrol is not None else None
+        for check, data, err in pool.map(one, calls):
+            if err is not None:
+                answers.errors[check] = err
+                progress(f"{check}: not asked: {err}")
+            else:
+                answers.by_check[check] = data or {}
+                progress(f"{check}: {len(data or {})} answer(s)")
+        if slurm_future is not None:
+            try:
+                answers.scontrol = parse.scontrol_nodes(slurm_future.result())
+            except Exception as exc:  # the controller unreachable: every slurm check says so
+                answers.errors["slurm"] = parse.clean(exc)
+                progress(f"scontrol: {parse.clean(exc)}")
+    if calls and len(answers.errors) >= len(calls) and not answers.by_check:
+        raise MasterError(next(iter(answers.errors.values())))
+    return answers
+
+
+def scontrol_reader(runner: Runner) -> Callable[[], str]:
+    def read() -> str:
+        return runner.run(["scontrol", "show", "node", "-o"], timeout=60).check().stdout
+    return read
+
+
+# --- judging ----------------------------------------------------------------------------
+
+
+NO_ANSWER = "the minion did not answer"
+ELSEWHERE = frozenset({"slurm", "mkv volume"})  # asked of slurmctld / the array's master
+
+
+def evaluate(inv: Inventory, nodes: list[Node], answers: Answers) -> list[NodeReport]:
+    reports = [_node(inv, n, answers) for n in nodes]
+    for r in reports:
+        # a minion that answered no call at all: one problem, not one per check
+        asked = [f for f in r.findings if f.status != SKIPPED and f.check not in ELSEWHERE]
+        if asked and all(f.status == PROBLEM and f.detail.endswith(NO_ANSWER) for f in asked):
+            r.findings = [f for f in r.findings if f not in asked]
+            r.findings.insert(0, Finding("salt", PROBLEM, f"salt: {NO_ANSWER} (down, or "
+                                                          "its key not accepted)"))
+    return reports
+
+
+def _node(inv: Inventory, node: Node, a: Answers) -> NodeReport:
+    r = NodeReport(node.hostname)
+    name = node.hostname
+
+    def out(check: str) -> str | None:
+        """The node's stdout for ``check``; None (and a problem) when it did not answer."""
+        if check in a.errors:
+            r.add(check, False, f"{check} not checked: {a.errors[check]}")
+            return None
+        got = stdout_of(a.get(check, name))
+        if got is None:
+            r.add(check, False, f"{check} not checked: {NO_ANSWER}")
+        return got
+
+    hw_value = a.get("hardware", name)
+    hardware = hw_value not in (False, "False")
+    if (node.has("nvidia") or ib_count(node)) and hw_value not in (True, False, "True",
+                                                                    "False"):
+        r.add("hardware", False, "pillar fleet:hardware not read: "
+              + a.errors.get("hardware", "the minion did not answer"))
+    expected_gpus = gpu_count(node)
+    if expected_gpus:
+        if not hardware:
+            r.findings.append(Finding("gpu", SKIPPED, "GPU count and persistence mode not "
+                                                      "checked (fleet:hardware false)"))
+        elif (text := out("gpu")) is not None:
+            r.add("gpu", *parse.gpu_verdict(parse.gpus(text), expected_gpus))
+    if node.has("nvidia"):
+        if not hardware:
+            r.findings.append(Finding("xid", SKIPPED, "Xid errors not checked "
+                                                      "(fleet:hardware false)"))
+        elif (text := out("xid")) is not None:
+            good, warn, detail = parse.xid_verdict(parse.xids(text))
+            r.findings.append(Finding("xid", WARNING if warn else OK if good else PROBLEM,
+                                      detail))
+    if ib_count(node):
+        if not hardware:
+            r.findings.append(Finding("ib", SKIPPED, "IB ports not checked "
+                                                     "(fleet:hardware false)"))
+        elif (text := out("ib")) is not None:
+            r.add("ib", *parse.ib_verdict(parse.ib_ports(text), ib_count(node), text))
+    units = units_of(inv, node)
+    if units and (text := out("units")) is not None:
+        shown = parse.systemctl_show(text)
+        for unit in units:
+            r.add(unit.removesuffix(".service"), *parse.unit_verdict(unit, shown.get(unit)))
+    if node.has("slurm.compute"):
+        if "slurm" in a.errors:
+            r.add("slurm", False, f"slurmd registration not checked: {a.errors['slurm']}")
+        elif a.scontrol is not None:
+            r.slurm = a.scontrol.get(name)
+            r.add("slurm", *parse.slurmd_verdict(r.slurm, expected_gpus))
+    if (node.has("slurm.compute") or node.has("slurm.controller")) and \
+            (text := out("munge")) is not None:
+        r.add("munge", *parse.munge_verdict(text))
+    if (text := out("time")) is not None:
+        r.add("time", *parse.chrony_verdict(text))
+    mounts = data_mounts(node) if node.has("mkv.volume") else []
+    if mounts:
+        if "mounts" in a.errors:
+            r.add("mounts", False, f"mounts not checked: {a.errors['mounts']}")
+        else:
+            active = a.get("mounts", name)
+            if not isinstance(active, dict):  # absent, or salt's "did not return" text
+                r.add("mounts", False, f"mounts not checked: {NO_ANSWER}")
+            else:
+                r.add("mounts", *parse.mount_verdict(active, mounts))
+        _volume_http(inv, node, a, r)
+    if node.has("mkv.master"):
+        _master_http(inv, node, a, r)
+    return r
+
+
+def _probe(inv: Inventory, master: str, a: Answers) -> tuple[dict[str, int] | None, str]:
+    check = f"mkv@{master}"
+    if check in a.errors:
+        return None, a.errors[check]
+    text = stdout_of(a.get(check, master))
+    if text is None:
+        return None, f"{master} did not answer"
+    return parse.http_codes(text), ""
+
+
+def _volume_http(inv: Inventory, node: Node, a: Answers, r: NodeReport) -> None:
+    mkv = inv.raw.mkv
+    if mkv is None or node.mkv_array not in mkv.arrays:
+        return
+    assert node.mkv_array is not None
+    array = mkv.arrays[node.mkv_array]
+    url = f"http://{node.hostname}:{array.volume_port}/"
+    codes, why = _probe(inv, array.master, a)
+    status = None if codes is None else codes.get(f"volume:{node.hostname}")
+    if status is None:
+        r.add("mkv volume", False, f"mkv volume {url} not checked from {array.master}"
+                                   + (f": {why}" if why else ""))
+    elif status == 0:
+        r.add("mkv volume", False, f"mkv volume {url} does not answer (from {array.master})")
+    else:
+        r.add("mkv volume", status < 500, f"mkv volume {url} answers HTTP {status} "
+                                          f"(from {array.master})")
+
+
+def _master_http(inv: Inventory, node: Node, a: Answers, r: NodeReport) -> None:
+    mkv = inv.raw.mkv
+    arrays = mastered_arrays(inv, node.hostname)
+    if mkv is None or not arrays:
+        return
+    codes, why = _probe(inv, node.hostname, a)
+    for name in arrays:
+        url = f"http://{node.hostname}:{mkv.arrays[name].port}/"
+        status = None if codes is None else codes.get(f"master:{name}")
+        if status is None:
+            r.add(f"mkv-{name} http", False, f"mkv master {url} not checked: {why}")
+        elif status == 0:
+            r.add(f"mkv-{name} http", False, f"mkv master {url} does not answer")
+        else:
+            r.add(f"mkv-{name} http", status < 500, f"mkv master {url} answers HTTP {status}")

@@ -1,0 +1,147 @@
+"""``fleet health [TARGET] [--drain] [--resume]``: argparse glue, the table and --json."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from fleet.inventory.expand import expand_hosts
+from fleet.inventory.model import Inventory
+
+EXIT_OK, EXIT_USAGE, EXIT_IO, EXIT_UNHEALTHY = 0, 2, 4, 5
+DEFAULT_STATE = "/var/lib/fleet/health"
+_RANGE = re.compile(r"\[\d+-\d+\]")
+
+Loader = Callable[[argparse.Namespace, Any], Inventory]
+
+
+class TargetError(ValueError):
+    """An item of TARGET that names no node."""
+
+
+def resolve(target: str, hostnames: Iterable[str]) -> list[str]:
+    """Inventory hostnames named by ``target``: comma-separated names, ranges
+    (``tbox-[001-038]``, the inventory's syntax) and globs (``stor-*``), in inventory
+    order. An item that names no node is an error, never an empty run."""
+    names = list(hostnames)
+    known, chosen = set(names), set()
+    for item in (i.strip() for i in target.split(",")):
+        if not item:
+            raise TargetError(f"empty item in target {target!r}")
+        if _RANGE.search(item):
+            try:
+                wanted = [h for h, _ in expand_hosts(item)]
+            except ValueError as exc:
+                raise TargetError(str(exc)) from None
+            missing = [h for h in wanted if h not in known]
+            if missing:
+                raise TargetError(f"{item}: not in the inventory: {', '.join(missing[:5])}")
+            chosen.update(wanted)
+        elif any(c in item for c in "*?["):
+            hits = fnmatch.filter(names, item)
+            if not hits:
+                raise TargetError(f"{item}: matches no node of the inventory")
+            chosen.update(hits)
+        elif item in known:
+            chosen.add(item)
+        else:
+            raise TargetError(f"{item}: no such node in the inventory")
+    return [n for n in names if n in chosen]
+
+
+def add_common_salt(p: argparse.ArgumentParser) -> None:
+    """Where Salt and Slurm are asked (shared with ``fleet rollout``)."""
+    p.add_argument("--salt-config", type=Path,
+                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
+                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
+                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
+    p.add_argument("--slurm-command", metavar="CMD",
+                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
+                        "slurmctld's host has no Slurm client here")
+    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
+                   help="seconds each salt call waits for the minions (default 60)")
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
+    p = sub.add_parser(
+        "health", parents=[common], help="check nodes: GPUs, Xid, IB, slurmd, munge, time, "
+                                         "mkv disks, head services",
+        description="The health gate of the inventory nodes TARGET names, one Salt call "
+                    "per check across all of them: GPU count and persistence mode, NVIDIA "
+                    "Xid errors since boot, InfiniBand ports (these three skipped, and said "
+                    "so, where pillar fleet:hardware is false), slurmd active and "
+                    "registered with its GRES, munge, time sync (chrony), mkv volumes "
+                    "answering with every data disk mounted, and the head node's services. "
+                    "--drain drains unhealthy Slurm nodes (reason 'fleet health: ...'); "
+                    "--resume resumes nodes drained that way once they pass, never a node "
+                    "drained otherwise. See docs/operations.md.",
+        epilog="exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target "
+               "item that names no node), 4 the Salt master could not be reached, "
+               "5 a node is unhealthy (with --drain: and drained if it is a Slurm node)")
+    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
+                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('stor-*'), "
+                        "comma-separated (default: every node)")
+    p.add_argument("--drain", action="store_true",
+                   help="drain unhealthy Slurm nodes, the problems as the reason")
+    p.add_argument("--resume", action="store_true",
+                   help="resume the healthy nodes that `fleet health --drain` drained")
+    p.add_argument("--state-dir", type=Path,
+                   default=Path(os.environ.get("FLEET_HEALTH_STATE", DEFAULT_STATE)),
+                   help=f"the journal of drains and resumes (default $FLEET_HEALTH_STATE or "
+                        f"{DEFAULT_STATE})")
+    add_common_salt(p)
+    p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
+
+
+def runner_for(args: argparse.Namespace) -> Any:
+    from fleet.reinstall.cli import _tool
+    from fleet.reinstall.commands import SubprocessRunner
+
+    conf = os.fspath(args.salt_config)
+    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
+    if args.slurm_command:
+        for tool in ("scontrol", "sinfo"):
+            prefix[tool] = [*shlex.split(args.slurm_command), tool]
+    return SubprocessRunner(prefix)
+
+
+def cmd_health(args: argparse.Namespace, inv: Inventory,
+               progress: Callable[[str], None]) -> int:
+    from fleet.health.checks import MasterError
+    from fleet.health.run import gate
+
+    try:
+        names = resolve(args.target, inv.nodes)
+    except TargetError as exc:
+        print(f"fleet: target: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    t0 = time.monotonic()
+    progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
+    try:
+        outcome = gate(inv, names, runner_for(args), progress, drain=args.drain,
+                       resume=args.resume, state_dir=args.state_dir,
+                       salt_timeout=args.salt_timeout)
+    except MasterError as exc:
+        print(f"fleet: the Salt master could not be asked: {exc}", file=sys.stderr)
+        return EXIT_IO
+    wall = time.monotonic() - t0
+    bad = [r for r in outcome.reports if not r.healthy]
+    if args.json:
+        print(json.dumps(outcome.as_json(args.target, wall), indent=2))
+    elif not args.quiet:
+        print(outcome.table(wall))
+    else:
+        for r in bad:
+            print(f"{r.node}: unhealthy: {'; '.join(r.problems)}", file=sys.stderr)
+    for a in outcome.failed_actions:
+        print(f"fleet: {a}", file=sys.stderr)
+    return EXIT_UNHEALTHY if bad or outcome.failed_actions else EXIT_OK
