@@ -39,4 +39,7 @@ slurm:
     switch: ib1
   - nodes: "tbox-[039-075]"
     switch: ib2
-  version: "23.11"
+  version:
+    debian-12: "22.05"
+    ubuntu-22.04: "21.08"
+    ubuntu-24.04: "23.11"

@@ -74,3 +74,34 @@ def test_service_requires_the_check(rendered: dict[str, Any]) -> None:
         service = f"slurm-{role.split('.')[1]}-service-running"
         (chunk,) = [c for c in result.lowstate if c["__id__"] == service]
         assert {"cmd": state_id} in chunk["require"]
+
+
+@pytest.mark.parametrize(("os_name", "want"), [("ubuntu-24.04", "23.11"),
+                                               ("ubuntu-22.04", "21.08"),
+                                               ("debian-12", "22.05")])
+def test_per_os_version_picks_this_os_entry(rendered: dict[str, Any], os_name: str,
+                                            want: str) -> None:
+    # inventory.yaml gives slurm.version per OS release: each OS pins and checks its own
+    node = rendered["roles"]["slurm.compute"][0]
+    result = rendered["results"][(node, os_name)]
+    chunks = {c["__id__"]: c for c in result.lowstate}
+    assert f"Pin: version {want}.*\n" in chunks["slurm-init-file-managed-pin"]["contents"]
+    assert f"is slurm:version {want}'" in chunks["slurm-compute-cmd-run-version"]["name"]
+
+
+def test_per_os_version_without_this_os_fails_the_render(tmp_path: Path) -> None:
+    import harness
+
+    renderer, _key = harness.make_renderer(tmp_path)
+    node = harness.roles_of(renderer)["slurm.compute"][0]
+    original = renderer.pillar
+
+    def pillar(n: str) -> dict[str, Any]:
+        data = original(n)
+        data["slurm"]["version"] = {"ubuntu-24.04": "23.11"}
+        return data
+
+    renderer.pillar = pillar
+    result = renderer.render(node, "debian-12")
+    assert any("slurm: pillar slurm:version has no entry for debian-12 (it has ubuntu-24.04)"
+               in e for e in result.errors), result.errors

@@ -20,7 +20,8 @@ DEBIAN = {"type": "debian-preseed", "kernel": "images/debian-12/linux",
           "suite": "bookworm"}
 
 
-def inventory(pin: str, release: str = "24.04", debian_groups: tuple[str, ...] = ()) -> str:
+def inventory(pin: str | dict[str, str], release: str = "24.04",
+              debian_groups: tuple[str, ...] = ()) -> str:
     data: dict[str, Any] = yaml.safe_load(SMALL.read_text())
     data["slurm"]["version"] = pin
     data["site"]["os"] = {"distro": "ubuntu", "release": release}
@@ -31,13 +32,13 @@ def inventory(pin: str, release: str = "24.04", debian_groups: tuple[str, ...] =
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def skew(text: str) -> list[Problem]:
+def skew(text: str, code: str = "slurm_skew") -> list[Problem]:
     try:
         parse(text, "inventory.yaml")
     except InventoryError as exc:
-        others = [p for p in exc.problems if p.code != "slurm_skew"]
+        others = [p for p in exc.problems if p.code != code]
         assert not others, "\n".join(map(str, others))
-        return [p for p in exc.problems if p.code == "slurm_skew"]
+        return [p for p in exc.problems if p.code == code]
     return []
 
 
@@ -68,7 +69,7 @@ def test_compute_newer_than_controller_is_rejected() -> None:
     (problem,) = skew(text)
     assert problem.path == "slurm.version"
     assert problem.message == (
-        "slurm.version 23.11: slurmd 23.11 (ubuntu-24.04: gpu-01, gpu-02, gpu-03 and 1 more) "
+        "slurmd 23.11 (ubuntu-24.04: gpu-01, gpu-02, gpu-03 and 1 more) "
         "would be newer than slurmctld 22.05 (debian-12: head-01): Slurm needs the "
         "controller at the newest version")
     assert problem.hint is not None and "ubuntu-22.04 21.08" in problem.hint
@@ -89,5 +90,33 @@ def test_more_than_two_releases_apart_is_rejected(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(slurmcompat.SHIPPED, "debian-12", "21.08")
     (problem,) = skew(inventory("23.11", debian_groups=("part-a",)))
     assert problem.message == (
-        "slurm.version 23.11: slurmd 21.08 (debian-12: gpu-01, gpu-02) would be 3 major "
+        "slurmd 21.08 (debian-12: gpu-01, gpu-02) would be 3 major "
         "releases behind slurmctld 23.11 (ubuntu-24.04: head-01): Slurm supports at most 2")
+
+
+def test_the_real_inventory_gives_each_os_its_slurm() -> None:
+    data = yaml.safe_load((ROOT / "inventory.yaml").read_text())
+    assert data["slurm"]["version"] == slurmcompat.SHIPPED
+
+
+def test_per_os_entry_that_its_os_does_not_ship_is_rejected() -> None:
+    pins = {"ubuntu-24.04": "23.11", "debian-12": "23.11"}
+    text = inventory(pins, debian_groups=("part-b",))
+    (problem,) = skew(text, "slurm_version")
+    assert problem.path == "slurm.version.debian-12"
+    assert problem.message == ("23.11 is not the Slurm of debian-12, which ships 22.05: apt "
+                               "would ignore the pin")
+
+
+def test_per_os_form_needs_an_entry_for_every_os_the_nodes_run() -> None:
+    (problem,) = skew(inventory({"ubuntu-24.04": "23.11"}, debian_groups=("part-b",)),
+                      "slurm_version")
+    assert problem.message == "no version for debian-12, which gpu-03, gpu-04 run (it ships 22.05)"
+
+
+def test_per_os_form_is_checked_for_skew() -> None:
+    pins = {"ubuntu-24.04": "23.11", "debian-12": "22.05"}
+    assert skew(inventory(pins, debian_groups=("part-b",))) == []
+    (problem,) = skew(inventory(pins, debian_groups=("head",)))
+    assert "slurmd 23.11 (ubuntu-24.04" in problem.message
+    assert "newer than slurmctld 22.05 (debian-12: head-01)" in problem.message

@@ -10,7 +10,16 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    StringConstraints,
+    Tag,
+    field_validator,
+)
 
 from fleet.inventory.types import (
     DeployDir,
@@ -306,9 +315,28 @@ class Partition(Model):
     max_time: TimeLimit = "INFINITE"
 
 
+# the OS releases whose Slurm fleet knows (fleet/inventory/slurmcompat.py)
+SlurmOs = Literal["ubuntu-24.04", "ubuntu-22.04", "debian-12"]
+
+
+def _slurm_version_form(value: object) -> str:
+    return "dict" if isinstance(value, dict) else "str"
+
+
+# one version, or one per OS release; errors come from the form written only (the tags
+# are pydantic's own names, dropped from the error's path)
+SlurmVersion = Annotated[
+    Annotated[NumericVersion, Tag("str")] | Annotated[dict[SlurmOs, NumericVersion], Tag("dict")],
+    Discriminator(_slurm_version_form)]
+
+
 class Slurm(Model):
     cluster: Name
-    version: NumericVersion
+    version: SlurmVersion = Field(
+        description="the Slurm every daemon runs (apt pin + hold), or one per OS release "
+                    "(`{ubuntu-24.04: '23.11', debian-12: '22.05'}`) when nodes run several: "
+                    "an OS's archive has one Slurm release, and a pin it does not ship is "
+                    "ignored")
     controller: HostName
     memory_reserve_percent: StrictInt = Field(default=5, ge=0, le=50)
     partitions: dict[Name, Partition] = Field(min_length=1)

@@ -63,43 +63,65 @@ def runs(pin: str, os_name: str) -> str:
     return pin if major(pin) == shipped else shipped
 
 
+def pin_for(version: str | dict[str, str], os_name: str) -> str | None:
+    """The pin of nodes of ``os_name``: the one version, or the OS's entry (None: none)."""
+    return version if isinstance(version, str) else version.get(os_name)
+
+
 def check_slurm_versions(c: Ctx) -> Iterator[Problem]:
-    """Reject daemons that Slurm does not run together: each node runs what its OS ships
-    under the pin (:func:`runs`); slurmd never newer than slurmctld, and at most
-    MAX_APART major releases behind it. That the pin is what an OS ships is checked where
-    the archive is (`make check-packages`) and on the node (the states' version check)."""
+    """Each node runs what its OS ships under its pin (:func:`runs`). Rejected: an entry of
+    the per-OS form that its OS does not ship (or no entry for an OS that nodes run);
+    slurmd newer than slurmctld, or more than MAX_APART major releases behind it. Whether
+    a single version is what the nodes' OS ships is checked on the node (the states'
+    version check) and against the archive (`make check-packages`)."""
     slurm = c.raw.slurm
     if slurm is None:
         return
+    path: tuple[str, ...] = ("slurm", "version")
+    version: str | dict[str, str] = (slurm.version if isinstance(slurm.version, str)
+                                     else {str(k): v for k, v in slurm.version.items()})
+    by_os: dict[str, list[Node]] = {}
+    for node in c.nodes.values():
+        os_name = node_os(c, node)
+        if os_name in SHIPPED and any(node.has(r) for r in SLURM_ROLES):
+            by_os.setdefault(os_name, []).append(node)
+    if isinstance(version, dict):
+        for os_name, entry in sorted(version.items()):
+            if major(entry) != SHIPPED[os_name]:
+                yield c.problem((*path, os_name), f"{entry} is not the Slurm of {os_name}, "
+                                f"which ships {SHIPPED[os_name]}: apt would ignore the pin",
+                                code="slurm_version", hint=f"the Slurm of each OS: {_shipped()}")
+        for os_name, nodes in sorted(by_os.items()):
+            if os_name not in version:
+                yield c.problem(path, f"no version for {os_name}, which {_names(nodes)} "
+                                f"run (it ships {SHIPPED[os_name]})", code="slurm_version")
     controller = c.nodes.get(slurm.controller)
     ctl_os = node_os(c, controller) if controller is not None else None
     if controller is None or ctl_os not in SHIPPED:
         return
-    pin = slurm.version
-    ctld = runs(pin, ctl_os)
-    by_os: dict[str, list[Node]] = {}
-    for node in c.nodes.values():
-        os_name = node_os(c, node)
-        if node.has("slurm.compute") and os_name in SHIPPED:
-            by_os.setdefault(os_name, []).append(node)
-    path = ("slurm", "version")
-    for os_name, computes in sorted(by_os.items()):
-        slurmd = runs(pin, os_name)
-        names = _names(computes)
-        where = f"slurm.version {pin}: slurmd {slurmd} ({os_name}: {names})"
-        ctl = f"slurmctld {ctld} ({ctl_os}: {controller.hostname})"
-        hint = f"the Slurm of each OS: {_shipped()}"
+    ctl_pin = pin_for(version, ctl_os)
+    if ctl_pin is None:
+        return
+    ctld = runs(ctl_pin, ctl_os)
+    for os_name, nodes in sorted(by_os.items()):
+        computes = [n for n in nodes if n.has("slurm.compute")]
+        node_pin = pin_for(version, os_name)
+        if not computes or node_pin is None:
+            continue
+        slurmd = runs(node_pin, os_name)
         distance = apart(ctld, slurmd)
         if distance is None:
             continue
+        where = f"slurmd {slurmd} ({os_name}: {_names(computes)})"
+        ctl = f"slurmctld {ctld} ({ctl_os}: {controller.hostname})"
+        hint = f"the Slurm of each OS: {_shipped()}"
         if MAJORS.index(major(slurmd)) > MAJORS.index(major(ctld)):
             yield c.problem(path, f"{where} would be newer than {ctl}: Slurm needs the "
-                            "controller at the newest version", shown="slurm.version",
-                            code="slurm_skew", hint=hint)
+                            "controller at the newest version", code="slurm_skew", hint=hint)
         elif distance > MAX_APART:
             yield c.problem(path, f"{where} would be {distance} major releases behind {ctl}:"
-                            f" Slurm supports at most {MAX_APART}", shown="slurm.version",
-                            code="slurm_skew", hint=hint)
+                            f" Slurm supports at most {MAX_APART}", code="slurm_skew",
+                            hint=hint)
 
 
 def _shipped() -> str:
