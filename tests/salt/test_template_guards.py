@@ -1,0 +1,86 @@
+"""Issue 13 part 2, defence in depth on the minions: the config templates of the Salt
+states refuse (or neutralize) a pillar value that would add a directive, even if one got
+past `fleet validate` (here: written into the rendered pillar by hand)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import harness
+import pytest
+import saltrender
+
+from fleet.inventory.load import load_inventory
+from fleet.render import render_all
+
+SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
+
+
+@pytest.fixture(scope="module")
+def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("guards")
+    for path, text in render_all(load_inventory(SMALL)).items():
+        if path.startswith("pillar/"):
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+    harness.write_secrets_root(root / "secrets")
+    saltrender.quiet_salt_logging()
+    saltrender.enable_jinja_compile_cache()
+    return root
+
+
+def _render(base: Path, tmp: Path, node: str, edit: Any) -> saltrender.Rendered:
+    """Render ``node`` with ``edit(pillar_root)`` applied to a copy of the pillar."""
+    shutil.copytree(base / "pillar", tmp / "pillar")
+    edit(tmp / "pillar")
+    renderer = saltrender.Renderer(harness.ROOT / "salt", tmp / "pillar", base / "secrets",
+                                   tmp / "cache")
+    return renderer.render(node)
+
+
+def _replace(file: str, old: str, new: str) -> Any:
+    def edit(root: Path) -> None:
+        path = root / file
+        text = path.read_text()
+        assert old in text, (file, old)
+        path.write_text(text.replace(old, new, 1))
+    return edit
+
+
+def test_clean_pillar_renders(pillar_dir: Path, tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "head-01", lambda root: None)
+    assert not res.errors, res.errors
+
+
+@pytest.mark.parametrize(("node", "file", "old", "new", "says"), [
+    ("gpu-01", "site.sls", "- ntp.lab.test", '- "ntp.lab.test iburst\\nallow all"',
+     "NTP server"),
+    ("gpu-01", "site.sls", 'mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"',
+     'mirror: "http://x/ubuntu\\nTypes: deb"', "is not one URI"),
+    ("gpu-01", "site.sls", "master_address: 10.1.0.10", 'master_address: "10.1.0.10\\nid: x"',
+     "master address"),
+    ("head-01", "slurm.sls", "cluster: lab", 'cluster: "lab\\nSlurmUser=root"',
+     "one word of slurm.conf"),
+    ("head-01", "slurm.sls", "max_time: INFINITE", 'max_time: "INFINITE State=DOWN"',
+     "one word of slurm.conf"),
+    ("head-01", "mkv.sls", "index_path: /var/lib/mkv/data",
+     'index_path: "/var/lib/mkv/data -replicas 0"', "one word of a systemd unit"),
+])
+def test_a_hostile_pillar_value_fails_the_render(pillar_dir: Path, tmp_path: Path, node: str,
+                                                 file: str, old: str, new: str,
+                                                 says: str) -> None:
+    res = _render(pillar_dir, tmp_path, node, _replace(file, old, new))
+    assert any(says in e for e in res.errors), res.errors
+
+
+def test_a_purpose_with_a_line_break_stays_in_its_comment(pillar_dir: Path,
+                                                          tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "head-01",
+                  _replace("mkv.sls", "purpose: null",
+                           'purpose: "data\\n[Service]\\nExecStartPre=/bin/reboot \\\\"'))
+    assert not res.errors, res.errors
+    unit = res.files["mkv-master-file-managed-unit-data"]
+    assert "# data [Service] ExecStartPre=/bin/reboot  \n" in unit, unit[:300]
+    assert "\nExecStartPre" not in unit
