@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check docs test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm
+	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
+	test-swarm bench-fanout
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
@@ -18,6 +19,8 @@ help:
 	@echo "make test          lint, render check, unit, lab and PXE tests (what CI runs)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
+	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
+	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md)"
 	@echo "make lab-down      remove the lab (containers, network, master, .lab state); keep the image"
 	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
@@ -58,13 +61,21 @@ docs: $(STAMP)
 	$(BIN)/python -m fleet.inventory.reference --write docs/inventory-reference.md
 
 unit: $(STAMP)
-	$(BIN)/pytest --ignore=tests/lab --ignore=tests/pxe
+	$(BIN)/pytest --ignore=tests/lab --ignore=tests/pxe --ignore=tests/swarm
 
 # the lab tests reuse a lab that is up, or bring one up (cached image) and take it down
-test: lint check unit test-lab test-pxe
+test: lint check unit test-swarm test-lab test-pxe
 
 bench-render: $(STAMP)
 	$(BIN)/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md
+
+# a swarm of real salt-minion processes on this host against one salt-master configured
+# as provisioning.master renders it (tests/swarm; a few minutes on 2 cores)
+test-swarm: $(STAMP)
+	FLEET_SWARM=1 $(BIN)/pytest tests/swarm -v --durations=5
+
+bench-fanout: $(STAMP)
+	$(BIN)/python benchmarks/bench_fanout.py --runs 3 --write docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,8 +1,9 @@
 """The ``fleet`` command line.
 
 Exit codes: 0 success; 1 invalid inventory; 2 usage error; 3 rendered output differs
-(``render --check``, ``diff``); 4 could not write or read output; 5 a reinstall step
-failed; 6 a reinstall is busy or unfinished (``fleet reinstall``); 70 internal error.
+(``render --check``, ``diff``); 4 could not write or read output (or reach the Salt
+master); 5 a reinstall step failed, or a node of ``fleet apply`` failed or did not
+return; 6 a reinstall is busy or unfinished (``fleet reinstall``); 70 internal error.
 """
 
 from __future__ import annotations
@@ -229,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_health(sub, common, _load)
 
+    from fleet.apply.cli import add_parser as add_apply
+
+    add_apply(sub, common, _load)
     add_lab(sub)
     return parser
 

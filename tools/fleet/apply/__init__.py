@@ -1,0 +1,2 @@
+"""``fleet apply [TARGET] [--test] [--batch N]``: the highstate through the master, every
+inventory node the target names accounted for (docs/operations.md)."""

@@ -1,0 +1,127 @@
+"""``fleet apply [TARGET] [--test] [--batch N]``: argparse glue, the table and --json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fleet.apply.result import NodeResult, Status
+from fleet.apply.target import TargetError, resolve
+from fleet.inventory.model import Inventory
+
+EXIT_OK, EXIT_USAGE, EXIT_IO, EXIT_FAILED = 0, 2, 4, 5
+
+Loader = Callable[[argparse.Namespace, Any], Inventory]
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
+    p = sub.add_parser(
+        "apply", parents=[common], help="run the highstate from the master, every node "
+                                        "accounted for",
+        description="Run state.apply (the highstate) on the inventory nodes TARGET names, "
+                    "through the Salt master, and report every one of them: ok, changed, "
+                    "failed (which state, and why), no-return, lost (the minion dropped "
+                    "the job), no-key (not accepted on the master: not published). "
+                    "Returns come from the master's event bus and its job cache; Salt's "
+                    "batch mode is not used. See docs/operations.md.",
+        epilog="exit codes: 0 every node ok or changed, 1 invalid inventory, 2 usage (a "
+               "target item that names no node), 4 the master could not be reached, "
+               "5 a node failed, did not return, or has no accepted key; "
+               "130 interrupted (jobs already published keep running on the nodes)")
+    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
+                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('stor-*'), "
+                        "comma-separated (default: every node)")
+    p.add_argument("--test", action="store_true",
+                   help="state.apply test=True: report what would change, change nothing")
+    p.add_argument("--batch", type=int, metavar="N",
+                   help="at most N nodes running at once (a sliding window: the next node "
+                        "starts when one returns)")
+    p.add_argument("--timeout", type=float, default=1800.0, metavar="S",
+                   help="give up on a node S seconds after its publish (default 1800)")
+    p.add_argument("--salt-config", type=Path,
+                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
+                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
+                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
+    p.set_defaults(func=lambda a, pr: cmd_apply(a, load(a, pr), pr))
+
+
+def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str], None]) -> int:
+    from fleet.apply.master import MasterError, SaltMaster
+    from fleet.apply.run import Options, apply
+
+    try:
+        nodes = resolve(args.target, inv.nodes)
+    except TargetError as exc:
+        print(f"fleet: target: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.batch is not None and args.batch < 1:
+        print("fleet: --batch must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    opts = Options(test=args.test, batch=args.batch, timeout=args.timeout)
+    t0 = time.monotonic()
+    progress(f"{len(nodes)} node(s) targeted; connecting to the master ({args.salt_config})")
+    try:
+        master = SaltMaster(args.salt_config)
+        try:
+            results = apply(master, nodes, opts, progress)
+        finally:
+            master.close()
+    except MasterError as exc:
+        print(f"fleet: {exc}", file=sys.stderr)
+        return EXIT_IO
+    wall = time.monotonic() - t0
+    bad = [r for r in results if r.status.bad]
+    if args.json:
+        print(json.dumps(as_json(args.target, args.test, wall, results), indent=2))
+    elif not args.quiet:
+        print(format_table(results, wall, test=args.test))
+    elif bad:
+        for r in bad:
+            print(f"{r.node}: {r.status.value}: {r.summary()}", file=sys.stderr)
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def counts(results: list[NodeResult]) -> dict[str, int]:
+    return {s.value: sum(1 for r in results if r.status is s) for s in Status}
+
+
+def as_json(target: str, test: bool, wall: float,
+            results: list[NodeResult]) -> dict[str, Any]:
+    return {"ok": not any(r.status.bad for r in results), "target": target, "test": test,
+            "wall_s": round(wall, 2), "counts": counts(results),
+            "nodes": [r.as_json() for r in results]}
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def format_table(results: list[NodeResult], wall: float, *, test: bool) -> str:
+    """Problems first (failed, lost, no-return, no-key), then the rest, in target order."""
+    order = {Status.FAILED: 0, Status.LOST: 1, Status.NO_RETURN: 2, Status.NO_KEY: 3,
+             Status.CHANGED: 4, Status.OK: 5}
+    rows = sorted(results, key=lambda r: order[r.status])
+    width = max([len(r.node) for r in rows] + [4])
+    head = f"{'node':<{width}}  {'status':<9}  states  {'changed' if not test else 'would'}  " \
+           f"return_s  run_s  detail"
+    lines = [head]
+    for r in rows:
+        lines.append(f"{r.node:<{width}}  {r.status.value:<9}  {r.states:>6}  {r.changed:>7}  "
+                     f"{_secs(r.returned_s):>8}  {_secs(r.run_s):>5}  {r.summary()}".rstrip())
+        for f in r.failed[1:]:
+            lines.append(f"{'':<{width}}  {'':<9}  {'':>6}  {'':>7}  {'':>8}  {'':>5}  "
+                         f"{f.state_id} ({f.function}): {' '.join(f.comment.split())[:160]}")
+    c = counts(results)
+    returned = [r.returned_s for r in results if r.returned_s is not None]
+    slowest = max(returned, default=None)
+    lines.append("")
+    lines.append(f"{len(results)} node(s): " + ", ".join(f"{v} {k}" for k, v in c.items() if v)
+                 + f"; {wall:.1f}s wall" + (f", slowest return {slowest:.1f}s"
+                                            if slowest is not None else ""))
+    return "\n".join(lines)
