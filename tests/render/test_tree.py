@@ -547,6 +547,17 @@ def test_a_symlink_in_the_output_tree_is_refused(
     assert contents(outside) == outside_before
 
 
+def test_a_fifo_in_the_output_tree_is_refused_without_opening_it(out: Path) -> None:
+    """The old writer opened it to compare and waited forever for a writer."""
+    fifo = out / "pxe" / "dnsmasq" / "hosts" / "gpu-01"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    r = run_fleet("render", "--check", "-i", str(SMALL), "-o", str(out))
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert f"fleet: {fifo}: neither a regular file nor a directory in the output tree" \
+        in r.stderr
+
+
 # --- (h) a render killed while committing --------------------------------------------------
 
 
