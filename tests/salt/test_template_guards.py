@@ -82,5 +82,5 @@ def test_a_purpose_with_a_line_break_stays_in_its_comment(pillar_dir: Path,
                            'purpose: "data\\n[Service]\\nExecStartPre=/bin/reboot \\\\"'))
     assert not res.errors, res.errors
     unit = res.files["mkv-master-file-managed-unit-data"]
-    assert "# data [Service] ExecStartPre=/bin/reboot  \n" in unit, unit[:300]
+    assert "# data [Service] ExecStartPre=/bin/reboot \n[Unit]\n" in unit, unit[:300]
     assert "\nExecStartPre" not in unit
