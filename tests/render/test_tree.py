@@ -558,6 +558,23 @@ def test_a_fifo_in_the_output_tree_is_refused_without_opening_it(out: Path) -> N
         in r.stderr
 
 
+def test_check_does_not_call_a_running_render_interrupted(
+        out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Staging next to pillar/ and pxe/ is a running render's while it holds the lock, and
+    an interrupted render's once nobody does."""
+    (out / ".pxe.render-1").mkdir()
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = fleet(capsys, "render", "--check", "-i", str(SMALL), "-o", str(out))
+        assert (r.returncode, r.stderr) == (0, ""), r.stdout
+    finally:
+        os.close(fd)
+    r = fleet(capsys, "render", "--check", "-i", str(SMALL), "-o", str(out))
+    assert r.returncode == 3
+    assert r.stdout.startswith("interrupted: an interrupted render left .pxe.render-1 in ")
+
+
 # --- (h) a render killed while committing --------------------------------------------------
 
 

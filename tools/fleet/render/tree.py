@@ -660,7 +660,22 @@ def _leftovers(root: Path) -> list[str]:
 
 def interrupted(root: Path) -> str | None:
     """What an interrupted render left in ``root``, in words, or None (writes nothing);
-    refuses a link in what it left."""
+    refuses a link in what it left. None while a render is writing there (what is next
+    to pillar/ and pxe/ is then its own)."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    finally:
+        os.close(fd)
+    return _left(root)
+
+
+def _left(root: Path) -> str | None:
     for name in _leftovers(root):
         left = os.path.join(root, name)
         if os.path.islink(left):
@@ -684,7 +699,7 @@ def interrupted(root: Path) -> str | None:
 def _recover(root: Path) -> str | None:
     """Finish the commit of a render killed in ``root`` and remove what it left (under the
     lock); returns what was found (as :func:`interrupted` says it), or None."""
-    found = interrupted(root)
+    found = _left(root)
     if found is None:
         return None
     names = _leftovers(root)
