@@ -591,13 +591,20 @@ def _write_journal(root: Path, steps: list[_Step]) -> None:
     data = json.dumps({"pid": os.getpid(), "steps": [
         {"op": s.op, "src": s.src[cut:], "dest": s.dest[cut:], "ino": s.ino} for s in steps]})
     tmp = root / f"{JOURNAL}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     try:
-        os.write(fd, data.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, root / JOURNAL)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            view = memoryview(data.encode())
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, root / JOURNAL)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     _fsync_dir(root)
 
 
@@ -624,7 +631,9 @@ def _read_journal(root: Path) -> list[_Step] | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _unsafe(os.fspath(path)) from exc
+        if exc.errno == errno.ELOOP:  # a link
+            raise _unsafe(os.fspath(path)) from exc
+        raise
     with os.fdopen(fd, "rb") as fh:
         raw = fh.read()
     bad = UnsafeOutputError(errno.EINVAL, "not a commit journal fleet wrote (remove it and "
