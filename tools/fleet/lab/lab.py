@@ -9,7 +9,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from fleet.lab import headtools, highstate, image, master, net, nodes, plan
+from fleet.lab import headtools, highstate, image, master, net, nodes, ntp, plan
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.plan import Plan
@@ -78,6 +78,7 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
             headtools.install(paths, head, fleet_wheels)
     t0 = t.mark("fleet on the head node", t0)
     master.start(paths, p)
+    ntp.start(paths, p)  # the overlay's NTP server: the gateway, like the master
     t0 = t.mark("master", t0)
     highstate.ping(paths, [n.hostname for n in p.nodes])
     t0 = t.mark("minions answer", t0)
@@ -117,6 +118,7 @@ def down(paths: Paths, *, everything: bool = False) -> None:
     the wheelhouse too with ``everything``."""
     nodes.remove(paths, nodes.all_lab_containers(paths))
     master.stop(paths)
+    ntp.stop(paths)
     net.remove(paths)
     if everything:
         out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
@@ -139,6 +141,8 @@ def down(paths: Paths, *, everything: bool = False) -> None:
 def status(paths: Paths) -> str:
     pid = master.pid(paths)
     lines = [f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
+    npid = ntp.pid(paths)
+    lines.append(f"ntp: {f'running, pid {npid}' if npid else 'stopped'}")
     for name in nodes.all_lab_containers(paths):
         st = pm.inspect(paths, name)["State"]
         lines.append(f"{name}: {st.get('Status')}")

@@ -9,6 +9,7 @@ import time
 from functools import partial
 from pathlib import Path
 
+from fleet.health.expect import data_mounts
 from fleet.lab import headtools, keys
 from fleet.lab import podman as pm
 from fleet.lab.paths import NETWORK, Paths
@@ -52,6 +53,11 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
         args += headtools.mounts(paths)
     if "mkv.master" in node.roles:
         args += ["-v", f"{paths.lab / 'artifacts'}:/srv/fleet/artifacts:ro"]
+    # each data disk of an mkv volume is a real mount (a small tmpfs), as on a node its
+    # disk is: `fleet health` checks that every one is mounted (an unmounted one would
+    # take the volume's writes onto the OS disk), and the lab tests unmount one
+    for mount in data_mounts(plan.inventory.nodes[node.hostname]):
+        args += ["--tmpfs", f"{mount}:rw,size=64m,mode=0755"]
     pm.podman(paths, *args, image, "/sbin/init")
     if not identity:
         return

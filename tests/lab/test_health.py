@@ -1,0 +1,195 @@
+"""`fleet health` in the lab (issue 17): the real CLI against the lab's Salt master and
+head-01's slurmctld. It finds a stopped slurmd and an unmounted mkv data disk (each data
+disk of a lab volume is a tmpfs mount, tools/fleet/lab/nodes.py; the test unmounts one
+from the host, in the container's mount namespace), `--drain` drains the Slurm node with
+the problem as the reason, `--resume` returns it after the fix and leaves a node drained
+by hand alone. Everything broken here is restored in `finally` blocks.
+
+The hardware checks (GPU count, Xid, IB ports) are skipped in the lab, by name, because
+pillar fleet:hardware is false (containers have no GPU or HCA): the test asserts they
+say so. Without MKV_BINARY the mkv masters are a stub that serves nothing: head-01's
+`mkv-<array> http` checks then fail, and the test asserts exactly those (docs/lab.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labtools import ROOT, Lab, podman_exec, poll
+
+from fleet.lab import podman as pm
+
+HEAD, GPU, HAND, STOR = "head-01", "tbox-001", "tbox-002", "stor-001"
+DISK = "/srv/mkv/sv03"
+PODMAN = "podman --runtime runc exec"
+
+
+def fleet_health(lab: Lab, state: Path, *args: str, timeout: float = 600
+                 ) -> tuple[int, dict[str, Any]]:
+    head = lab.plan.node(HEAD).container
+    argv = [sys.executable, "-m", "fleet", "health", *args, "--json",
+            "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab/overlay.yaml"),
+            "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
+            "--slurm-command", f"{PODMAN} {head}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"fleet health printed no JSON (exit {proc.returncode}): "
+                    f"{proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+    return proc.returncode, report
+
+
+def nodes(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["node"]: n for n in report["nodes"]}
+
+
+def problems(node: dict[str, Any]) -> list[str]:
+    return [c["detail"] for c in node["checks"] if c["status"] == "problem"]
+
+
+def scontrol(lab: Lab, *args: str) -> str:
+    res = podman_exec(lab, HEAD, "scontrol", *args)
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def slurm_state(lab: Lab, node: str) -> str:
+    return podman_exec(lab, HEAD, "sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+
+
+def reason(lab: Lab, node: str) -> str:
+    return podman_exec(lab, HEAD, "sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
+
+
+def container_pid(lab: Lab, node: str) -> str:
+    return str(pm.inspect(lab.paths, lab.plan.node(node).container)["State"]["Pid"])
+
+
+def mounted(lab: Lab, node: str, path: str) -> bool:
+    return podman_exec(lab, node, "findmnt", "-n", path).returncode == 0
+
+
+def unmount(lab: Lab, node: str, path: str) -> None:
+    """From the host, in the container's mount namespace (the container itself may not)."""
+    subprocess.run(["nsenter", "-t", container_pid(lab, node), "-m", "umount", path],
+                   check=True, timeout=30)
+
+
+def remount(lab: Lab, node: str, path: str) -> None:
+    """The fix: the disk mounted again, then the volume's state re-applied (owner, mode,
+    .body_temp on the new filesystem), as an operator would after replacing it."""
+    if not mounted(lab, node, path):
+        subprocess.run(["nsenter", "-t", container_pid(lab, node), "-m", "mount", "-t",
+                        "tmpfs", "-o", "rw,size=64m,mode=0755", "tmpfs", path],
+                       check=True, timeout=30)
+    out = lab.salt(node, "state.apply", "mkv.volume", timeout=600)
+    assert all(v.get("result") for v in out[node].values()), out
+
+
+@pytest.fixture(scope="module")
+def healthy_lab(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The lab healthy before the test (time sync may still be settling after a
+    bring-up: poll), and the state dir of the runs."""
+    state = tmp_path_factory.mktemp("health-state")
+
+    def all_healthy() -> str | None:
+        _rc, rep = fleet_health(lab, state, f"{GPU},{HAND},{STOR}")
+        bad = {n: problems(v) for n, v in nodes(rep).items() if not v["healthy"]}
+        return "healthy" if rep["ok"] else print(f"[health] not yet: {bad}")
+    poll("the lab's GPU and storage nodes healthy", all_healthy, timeout=300, interval=10)
+    yield state
+
+
+def test_whole_lab_health_and_hardware_checks_skipped_by_name(lab: Lab,
+                                                               healthy_lab: Path) -> None:
+    rc, rep = fleet_health(lab, healthy_lab)
+    by = nodes(rep)
+    assert set(by) == {n.hostname for n in lab.nodes}
+    for n in lab.with_role("nvidia"):
+        checks = {c["check"]: c for c in by[n.hostname]["checks"]}
+        for hw in ("gpu", "xid", "ib"):
+            assert checks[hw]["status"] == "skipped", checks[hw]
+            assert "fleet:hardware false" in checks[hw]["detail"]
+        assert checks["slurm"]["status"] == "ok" and "gpu:" in checks["slurm"]["detail"]
+        for c in ("slurmd", "munge", "time"):
+            assert checks[c]["status"] == "ok", checks[c]
+    for n in lab.with_role("mkv.volume"):
+        checks = {c["check"]: c for c in by[n.hostname]["checks"]}
+        assert checks["mounts"]["status"] == "ok"
+        assert checks["mounts"]["detail"] == "8 data disks mounted"
+        assert checks["mkv volume"]["status"] == "ok"
+    head = {c["check"]: c for c in by[HEAD]["checks"]}
+    for unit in ("dnsmasq", "nginx", "slurmctld", "munge", "mkv-training", "time"):
+        assert head[unit]["status"] == "ok", head[unit]
+    assert "salt-master" not in head  # the lab's master runs on the host, not head-01
+    stub = lab.mkv_kind == "stub"
+    expected_bad = {HEAD} if stub else set()
+    assert {n for n, v in by.items() if not v["healthy"]} == expected_bad
+    if stub:  # the stub mkv serves nothing: exactly its HTTP checks fail, loudly
+        assert all("mkv master" in p and "does not answer" in p for p in problems(by[HEAD]))
+    assert rc == (5 if expected_bad else 0)
+
+
+def test_finds_stopped_slurmd_and_unmounted_disk_drains_and_resumes(
+        lab: Lab, healthy_lab: Path) -> None:
+    target = f"{GPU},{HAND},{STOR}"
+    state = healthy_lab
+    try:
+        scontrol(lab, "update", f"NodeName={HAND}", "State=DRAIN", "Reason=by hand: test")
+        assert podman_exec(lab, GPU, "systemctl", "stop", "slurmd").returncode == 0
+        unmount(lab, STOR, DISK)
+        assert not mounted(lab, STOR, DISK)
+
+        rc, rep = fleet_health(lab, state, target, "--drain")
+        assert rc == 5
+        by = nodes(rep)
+        assert problems(by[GPU]) == ["slurmd.service: inactive (dead)"]
+        assert problems(by[STOR]) == [f"data disk(s) not mounted: {DISK} (writes there land "
+                                      "on the OS disk)"]
+        assert by[HAND]["healthy"] and by[HAND]["action"] is None  # no --resume: untouched
+        assert by[GPU]["action"]["action"] == "drain"
+        assert by[STOR]["action"] is None  # not a Slurm node: reported, nothing to drain
+        assert slurm_state(lab, GPU).rstrip("*") in ("drained", "draining")
+        assert reason(lab, GPU) == "fleet health: slurmd.service: inactive (dead)"
+        assert reason(lab, HAND) == "by hand: test"
+
+        # still broken: --resume resumes nothing; the hand-drained node stays drained
+        rc, rep = fleet_health(lab, state, target, "--resume")
+        assert rc == 5
+        acts = {n: v["action"] and v["action"]["action"] for n, v in nodes(rep).items()}
+        assert acts == {GPU: None, HAND: "leave", STOR: None}
+
+        # the fixes
+        assert podman_exec(lab, GPU, "systemctl", "start", "slurmd").returncode == 0
+        remount(lab, STOR, DISK)
+
+        def healthy_again() -> dict[str, Any] | None:
+            rc, rep = fleet_health(lab, state, target, "--resume")
+            return rep if rc == 0 else None
+        rep = poll("fleet health --resume to pass", healthy_again, timeout=240, interval=10)
+        acts = {n: v["action"] and v["action"]["action"] for n, v in nodes(rep).items()}
+        assert acts[GPU] == "resume" or slurm_state(lab, GPU) == "idle"
+        assert acts[HAND] == "leave"
+        poll(f"{GPU} idle", lambda: slurm_state(lab, GPU) == "idle", timeout=60)
+        assert slurm_state(lab, HAND) == "drained"
+        assert reason(lab, HAND) == "by hand: test"
+        journal = (state / GPU / "journal.jsonl").read_text().splitlines()
+        assert [json.loads(e)["event"] for e in journal][-2:] == ["drain", "resume"]
+    finally:
+        podman_exec(lab, GPU, "systemctl", "start", "slurmd")
+        if not mounted(lab, STOR, DISK):
+            remount(lab, STOR, DISK)
+        for n in (GPU, HAND):
+            if "drain" in slurm_state(lab, n):
+                podman_exec(lab, HEAD, "scontrol", "update", f"NodeName={n}", "State=RESUME")
+        poll("slurm nodes idle again", lambda: all(
+            slurm_state(lab, n) == "idle" for n in (GPU, HAND)), timeout=120)
