@@ -1,7 +1,8 @@
-"""`fleet mkv`: the flags of rebuild/rebalance are the master unit's own, the unit is
-stopped for the run and always started again, and a stale unit is refused. Salt's CLI is
-replaced by a scripted runner here (the lab test, tests/lab/test_mkv_ops.py, runs it
-through the real master); the rule against single-disk volumes is in fleet validate."""
+"""`fleet mkv`: the unit is stopped for the run and always started again, and a stale
+unit is refused. Salt's CLI is replaced by a scripted runner here (the lab test,
+tests/lab/test_mkv_ops.py, runs it through the real master; tests/salt/test_mkv_unit.py
+compares the flags with the unit Salt renders); the rule against single-disk volumes is
+in fleet validate."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import jinja2
 import pytest
 
 from fleet.inventory.load import load_inventory, parse
@@ -19,29 +19,7 @@ from fleet.problems import InventoryError
 from fleet.reinstall.commands import Result
 
 ROOT = Path(__file__).resolve().parents[2]
-UNIT = ROOT / "salt" / "mkv" / "files" / "mkv-master.service.jinja"
 BINARY = "/usr/local/bin/mkv"
-
-
-def rendered_exec_start(array: dict[str, object], name: str) -> list[str]:
-    text = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
-        UNIT.read_text(encoding="utf-8")).render(name=name, array=array, binary=BINARY,
-                                                 user="mkv")
-    line = next(x for x in text.splitlines() if x.startswith("ExecStart="))
-    return line.removeprefix("ExecStart=").split()
-
-
-@pytest.mark.parametrize("array", ["training", "cache", "models"])
-def test_server_flags_are_the_units_exec_start(array: str) -> None:
-    """The argv fleet mkv builds from the inventory is the one the rendered unit runs."""
-    from fleet.render.pillar import render
-
-    inv = load_inventory(ROOT / "inventory.yaml")
-    import yaml
-
-    pillar = yaml.safe_load(render(inv)["pillar/mkv.sls"].split("\n", 1)[1])
-    unit_argv = rendered_exec_start(pillar["mkv"]["arrays"][array], array)
-    assert array_flags(inv, array).argv(BINARY, "server") == unit_argv
 
 
 def test_maintenance_verbs_keep_replicas_and_subvolumes() -> None:
