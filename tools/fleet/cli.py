@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_health(sub, common, _load)
 
+    from fleet.rollout.cli import add_parser as add_rollout
+
+    add_rollout(sub, common, _load)
+
     from fleet.apply.cli import add_parser as add_apply
 
     add_apply(sub, common, _load)

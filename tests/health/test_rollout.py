@@ -1,0 +1,223 @@
+"""``fleet rollout`` (fleet.rollout) on the small inventory: the waves, and the flow
+against a fake slurmctld (scontrol/sinfo as they print) with fake apply and health parts:
+a busy node waits for its job while the others proceed, the first failure stops the
+rollout with the node drained, --resume finishes, --abort leaves the drains, a node an
+operator drained is never resumed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.reinstall.commands import Result
+from fleet.reinstall.journal import Journal
+from fleet.rollout import plan
+from fleet.rollout.flow import Options, Parts, Rollout, RolloutError, StepFailedError, latest
+from health.fakesite import scontrol_line
+
+SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
+GPUS = ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
+
+
+@pytest.fixture(scope="module")
+def inv() -> Inventory:
+    return load_inventory(SMALL)
+
+
+def test_waves_take_k_per_partition(inv: Inventory) -> None:
+    nodes = [inv.nodes[n] for n in [*GPUS, "stor-1", "stor-2"]]
+    w1 = plan.waves(nodes, 1)
+    assert w1 == [["gpu-01", "gpu-03", "stor-1"], ["gpu-02", "gpu-04", "stor-2"]]
+    assert plan.max_out(w1, inv) == {"tbox1": 1, "tbox2": 1, "-": 1}
+    w2 = plan.waves(nodes, 2)
+    assert w2 == [["gpu-01", "gpu-02", "gpu-03", "gpu-04", "stor-1", "stor-2"]]
+    assert max(plan.max_out(plan.waves(nodes, 3), inv).values()) <= 3
+    with pytest.raises(ValueError):
+        plan.waves(nodes, 0)
+
+
+def test_reboot_refused_for_the_head(inv: Inventory) -> None:
+    assert plan.reboot_refused(inv, [inv.nodes["head-01"], inv.nodes["gpu-01"]]) == [
+        "head-01 (salt master, provisioning, slurm.controller, mkv.master)"]
+
+
+@dataclass
+class FakeSlurm:
+    """slurmctld as scontrol and sinfo show it; ``jobs[node]`` polls until a job ends."""
+
+    jobs: dict[str, int] = field(default_factory=dict)
+    drain: dict[str, str] = field(default_factory=dict)  # node -> reason
+    log: list[tuple[str, str]] = field(default_factory=list)  # (node, what), in order
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+        a = tuple(argv)
+        with self.lock:
+            if a[:4] == ("scontrol", "show", "node", "-o"):
+                n = a[4]
+                base = "MIXED" if self.jobs.get(n) else "IDLE"
+                state = base + ("+DRAIN" if n in self.drain else "")
+                return Result(a, 0, scontrol_line(n, state, reason=self.drain.get(n, "")), "")
+            if a[:2] == ("scontrol", "update"):
+                f = dict(w.split("=", 1) for w in a[2:])
+                n = f["NodeName"]
+                if f["State"] == "DRAIN":
+                    self.drain[n] = f["Reason"]
+                    self.log.append((n, "drain"))
+                else:
+                    self.drain.pop(n, None)
+                    self.log.append((n, "resume"))
+                return Result(a, 0, "", "")
+            if a[0] == "sinfo":
+                n = a[a.index("-n") + 1]
+                if self.jobs.get(n):
+                    self.jobs[n] -= 1
+                    if not self.jobs[n]:
+                        self.log.append((n, "job ended"))
+                    return Result(a, 0, "draining\n" if n in self.drain else "mixed\n", "")
+                return Result(a, 0, "drained\n" if n in self.drain else "idle\n", "")
+        raise AssertionError(f"unexpected {a}")
+
+
+@dataclass
+class Rig:
+    inv: Inventory
+    state: Path
+    slurm: FakeSlurm = field(default_factory=FakeSlurm)
+    failing_apply: set[str] = field(default_factory=set)
+    sick: set[str] = field(default_factory=set)
+
+    def apply(self, node: str, states: tuple[str, ...], timeout: float) -> str:
+        with self.slurm.lock:
+            self.slurm.log.append((node, "apply"))
+        if node in self.failing_apply:
+            raise StepFailedError("1 of 5 state(s) failed: base-time (chrony.conf: boom)")
+        return "5 states ok, 1 changed"
+
+    def reboot(self, node: str, timeout: float) -> str:
+        with self.slurm.lock:
+            self.slurm.log.append((node, "reboot"))
+        return "power reset; back after 1s"
+
+    def health(self, node: str) -> list[str]:
+        return ["slurmd.service: inactive (dead)"] if node in self.sick else []
+
+    def rollout(self) -> Rollout:
+        return Rollout(self.inv, Parts(self.slurm, self.apply, self.reboot, self.health),
+                       self.state, say=lambda _m: None)
+
+
+def opts(**kw: object) -> Options:
+    return Options(target="gpu-*", states=("base.time",), poll=0.01, health_timeout=0.05,
+                   **kw)  # type: ignore[arg-type]
+
+
+def test_busy_node_waits_for_its_job_while_the_others_proceed(inv: Inventory,
+                                                              tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.slurm.jobs["gpu-01"] = 40  # polls until its job ends
+    report = rig.rollout().start(GPUS, opts(wave=2))
+    assert report.outcome == "done", report.message
+    log = rig.slurm.log
+    assert log.index(("gpu-01", "job ended")) < log.index(("gpu-01", "apply"))
+    for other in ("gpu-02", "gpu-03", "gpu-04"):  # done before gpu-01's job ended
+        assert log.index((other, "resume")) < log.index(("gpu-01", "job ended"))
+    assert rig.slurm.drain == {}
+    assert "after waiting" in report.nodes["gpu-01"].detail["drain"]
+    assert set(report.nodes["gpu-01"].steps) == {"drain", "apply", "reboot", "health",
+                                                  "resume"}
+
+
+def test_never_more_than_k_of_a_partition_out(inv: Inventory, tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    out: dict[str, set[str]] = {"tbox1": set(), "tbox2": set()}
+    most = {"tbox1": 0, "tbox2": 0}
+    real = rig.slurm.run
+
+    def watch(argv: Sequence[str], *, timeout: float = 120) -> Result:
+        res = real(argv, timeout=timeout)
+        with rig.slurm.lock:
+            for n in GPUS:
+                p = inv.nodes[n].partition
+                assert p is not None
+                (out[p].add if n in rig.slurm.drain else out[p].discard)(n)
+                most[p] = max(most[p], len(out[p]))
+        return res
+
+    rig.slurm.run = watch  # type: ignore[method-assign]
+    assert rig.rollout().start(GPUS, opts(wave=1)).outcome == "done"
+    assert most == {"tbox1": 1, "tbox2": 1}
+
+
+def test_first_failure_stops_the_rollout_drained_then_resume(inv: Inventory,
+                                                             tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.failing_apply.add("gpu-03")
+    report = rig.rollout().start(GPUS, opts(wave=1))
+    assert report.outcome == "failed"
+    assert report.nodes["gpu-03"].failed_step == "apply"
+    assert report.nodes["gpu-01"].outcome == "done"  # same wave, finished
+    assert "gpu-02" not in report.nodes and "gpu-04" not in report.nodes  # not started
+    reason = rig.slurm.drain["gpu-03"]
+    assert reason.startswith(f"fleet rollout ({report.run_id}) failed at apply: 1 of 5")
+    assert set(report.left) == {"gpu-03"} and "fleet rollout" in report.left["gpu-03"]
+    assert ("gpu-02", "drain") not in rig.slurm.log
+    with pytest.raises(RolloutError, match="unfinished"):
+        rig.rollout().start(GPUS, opts(wave=1))
+    rig.failing_apply.clear()
+    report = rig.rollout().start([], opts(), resume=True)  # its own target and options
+    assert report.outcome == "done"
+    assert set(report.nodes) == {"gpu-02", "gpu-03", "gpu-04"}
+    assert rig.slurm.drain == {}
+    st = latest(Journal(tmp_path).entries())
+    assert st.finished == "done" and sorted(st.done) == GPUS
+
+
+def test_health_failure_drains_with_the_problems_and_abort_leaves_it(
+        inv: Inventory, tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.sick.add("gpu-01")
+    report = rig.rollout().start(["gpu-01", "gpu-02"], opts(wave=1))
+    assert report.outcome == "failed" and report.nodes["gpu-01"].failed_step == "health"
+    assert "health: slurmd.service: inactive (dead)" in rig.slurm.drain["gpu-01"]
+    report = rig.rollout().abort()
+    assert report.outcome == "aborted" and set(report.left) == {"gpu-01"}
+    assert "gpu-01" in rig.slurm.drain  # stays drained: the operator resumes it
+    with pytest.raises(RolloutError, match="nothing to resume"):
+        rig.rollout().start([], opts(), resume=True)
+
+
+def test_a_node_drained_by_an_operator_is_rolled_out_but_never_resumed(
+        inv: Inventory, tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.slurm.drain["gpu-02"] = "replace PSU [ops@2026-12-01T08:00:00]"
+    report = rig.rollout().start(GPUS, opts(wave=2))
+    assert report.outcome == "done"
+    assert report.nodes["gpu-02"].detail["drain"].startswith("already drained by someone")
+    assert rig.slurm.drain == {"gpu-02": "replace PSU [ops@2026-12-01T08:00:00]"}
+    assert ("gpu-02", "apply") in rig.slurm.log
+
+
+def test_drain_timeout_fails_and_leaves_it_drained(inv: Inventory, tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.slurm.jobs["gpu-01"] = 10_000
+    report = rig.rollout().start(["gpu-01"], opts(drain_timeout=0.1))
+    assert report.outcome == "failed" and report.nodes["gpu-01"].failed_step == "drain"
+    assert "still draining" in report.nodes["gpu-01"].message
+    assert rig.slurm.drain["gpu-01"].startswith("fleet rollout (")
+    assert ("gpu-01", "apply") not in rig.slurm.log
+
+
+def test_force_does_not_wait_and_reboot_runs(inv: Inventory, tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.slurm.jobs["gpu-01"] = 10_000
+    report = rig.rollout().start(["gpu-01"], opts(force=True, reboot=True))
+    assert report.outcome == "done"
+    assert rig.slurm.log[:3] == [("gpu-01", "drain"), ("gpu-01", "apply"),
+                                 ("gpu-01", "reboot")]

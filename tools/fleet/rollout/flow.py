@@ -1,0 +1,435 @@
+"""One rollout: wave by wave (fleet.rollout.plan), each node of a wave on its own thread
+through drain -> apply -> reboot (``--reboot``) -> health -> resume; the next wave
+starts when the whole wave is back; the first failed node stops the rollout, drained
+with the reason. Shares the reinstall's machinery: its journal (JSON lines, fsynced),
+its lock, its scontrol/sinfo calls and its command runner; the health gate is
+``fleet health``'s (fleet.health.run.check) for that one node.
+
+Journal (``<state>/journal.jsonl``): ``run`` (mode new|resume|abort; a new run carries
+its options), ``wave`` (phase start|end, index, nodes), ``step`` (node, step, phase
+start|end, outcome ok|skipped|failed, detail, seconds), ``node`` (outcome done|failed,
+seconds), ``finish`` (done|failed|aborted, and ``left``: what is still drained)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from fleet.health import parse
+from fleet.inventory.model import Inventory
+from fleet.reinstall import slurm
+from fleet.reinstall.commands import CommandError, Runner
+from fleet.reinstall.journal import Entry, Journal
+from fleet.reinstall.lock import NodeLock
+from fleet.rollout import plan
+
+PREFIX = "fleet rollout"
+STEPS = ("drain", "apply", "reboot", "health", "resume")
+
+
+@dataclass(frozen=True)
+class Options:
+    target: str = "*"
+    states: tuple[str, ...] = ()  # empty: the highstate
+    wave: int = 1
+    reboot: bool = False
+    force: bool = False  # do not wait for running jobs when draining
+    drain_timeout: float = 3600.0
+    apply_timeout: float = 1800.0
+    boot_timeout: float = 900.0
+    health_timeout: float = 300.0
+    poll: float = 5.0
+
+    @property
+    def what(self) -> str:
+        return "state.apply " + ",".join(self.states) if self.states else "highstate"
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Options:
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known["states"] = tuple(known.get("states", ()))
+        return cls(**known)
+
+
+class StepFailedError(Exception):
+    """The step did not do its job; the message says why."""
+
+
+class RolloutError(Exception):
+    """Nothing to resume, or an unfinished rollout in the way; the message says which."""
+
+
+class Applier(Protocol):
+    def __call__(self, node: str, states: tuple[str, ...], timeout: float) -> str:
+        """Apply; return a one-line summary, raise StepFailedError on a failed state."""
+        ...
+
+
+class Rebooter(Protocol):
+    def __call__(self, node: str, timeout: float) -> str:
+        """Power-cycle through the BMC and wait for the node's minion to answer from
+        its new boot; return a summary, raise StepFailedError."""
+        ...
+
+
+class HealthGate(Protocol):
+    def __call__(self, node: str) -> list[str]:
+        """The node's problems (none: healthy)."""
+        ...
+
+
+@dataclass
+class Parts:
+    runner: Runner  # scontrol, sinfo
+    apply: Applier
+    reboot: Rebooter
+    health: HealthGate
+
+
+@dataclass
+class NodeRun:
+    node: str
+    outcome: str = "pending"  # done | failed | pending
+    steps: dict[str, float] = field(default_factory=dict)  # step -> seconds
+    detail: dict[str, str] = field(default_factory=dict)
+    failed_step: str | None = None
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"node": self.node, "outcome": self.outcome, "failed_step": self.failed_step,
+                "message": self.message,
+                "steps": {s: {"seconds": round(self.steps[s], 2),
+                              "detail": self.detail.get(s, "")} for s in self.steps}}
+
+
+@dataclass
+class Report:
+    run_id: str
+    outcome: str  # done | failed | aborted
+    options: Options
+    waves: list[list[str]] = field(default_factory=list)
+    nodes: dict[str, NodeRun] = field(default_factory=dict)
+    wave_seconds: list[float] = field(default_factory=list)
+    left: dict[str, str] = field(default_factory=dict)
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"run": self.run_id, "outcome": self.outcome, "options": asdict(self.options),
+                "waves": self.waves, "wave_seconds": [round(s, 2) for s in self.wave_seconds],
+                "nodes": [n.as_json() for n in self.nodes.values()], "left": self.left,
+                "message": self.message}
+
+
+# --- the journal, read back ---------------------------------------------------------------
+
+
+@dataclass
+class RunState:
+    run_id: str | None = None
+    options: Options | None = None
+    finished: str | None = None
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    drained: set[str] = field(default_factory=set)  # drained by this rollout, not resumed
+
+    @property
+    def unfinished(self) -> bool:
+        return self.run_id is not None and self.finished not in ("done", "aborted")
+
+
+def latest(entries: list[Entry]) -> RunState:
+    st = RunState()
+    for e in entries:
+        ev = e.get("event")
+        if ev == "run" and e.get("mode") == "new":
+            st = RunState(run_id=e.get("run"), options=Options.from_json(e.get("options", {})))
+        elif e.get("run") != st.run_id:
+            continue
+        elif ev == "run":
+            st.finished = None
+            st.failed = []
+        elif ev == "node":
+            n = str(e.get("node"))
+            if e.get("outcome") == "done":
+                st.done.append(n)
+                if n in st.failed:
+                    st.failed.remove(n)
+            elif n not in st.failed:
+                st.failed.append(n)
+        elif ev == "step" and e.get("phase") == "end" and e.get("outcome") == "ok":
+            if e.get("step") == "drain" and e.get("drained"):
+                st.drained.add(str(e.get("node")))
+            elif e.get("step") == "resume":
+                st.drained.discard(str(e.get("node")))
+        elif ev == "finish":
+            st.finished = e.get("outcome")
+    return st
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+class Rollout:
+    def __init__(self, inv: Inventory, parts: Parts, state_dir: Path,
+                 say: Callable[[str], None] = print) -> None:
+        self.inv = inv
+        self.parts = parts
+        self.state_dir = state_dir
+        self.journal = Journal(state_dir)
+        self.say = say
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def _say(self, msg: str) -> None:
+        with self._lock:
+            self.say(f"[{time.monotonic() - self.t0:7.1f}s] {msg}")
+
+    def _note(self, event: str, **fields: Any) -> None:
+        with self._lock:
+            self.journal.append(event, **fields)
+
+    def interrupt(self) -> None:
+        """Stop after the steps in flight (each node then left drained, journaled)."""
+        self._stop.set()
+
+    # -- entry points
+
+    def start(self, names: list[str], opts: Options, *, resume: bool = False) -> Report:
+        with NodeLock(self.state_dir):
+            st = latest(self.journal.entries())
+            if resume:
+                if not st.unfinished or st.options is None or st.run_id is None:
+                    raise RolloutError(f"nothing to resume in {self.state_dir}")
+                opts, run_id = st.options, st.run_id
+                names = [n for n in self._names(opts) if n not in st.done]
+                self._note("run", run=run_id, mode="resume", remaining=names)
+            else:
+                if st.unfinished:
+                    raise RolloutError(f"rollout {st.run_id} is unfinished (failed: "
+                                       f"{', '.join(st.failed) or 'none'}): --resume or "
+                                       "--abort it first")
+                run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+                self._note("run", run=run_id, mode="new", options=asdict(opts), nodes=names)
+            return self._run(run_id, names, opts)
+
+    def abort(self) -> Report:
+        with NodeLock(self.state_dir):
+            st = latest(self.journal.entries())
+            if not st.unfinished or st.run_id is None or st.options is None:
+                raise RolloutError(f"nothing to abort in {self.state_dir}")
+            self._note("run", run=st.run_id, mode="abort")
+            left = self._left(st.run_id, sorted(st.drained))
+            self._note("finish", run=st.run_id, outcome="aborted", left=left)
+            return Report(st.run_id, "aborted", st.options, left=left,
+                          message="aborted: the nodes it drained stay drained; resume "
+                                  "each once it is healthy (`fleet health --resume` does "
+                                  "not: the drain is fleet rollout's)" if left else "aborted")
+
+    def _names(self, opts: Options) -> list[str]:
+        from fleet.health.cli import resolve
+
+        return resolve(opts.target, self.inv.nodes)
+
+    # -- waves
+
+    def _run(self, run_id: str, names: list[str], opts: Options) -> Report:
+        nodes = [self.inv.nodes[n] for n in names]
+        waves = plan.waves(nodes, opts.wave)
+        report = Report(run_id, "done", opts, waves=waves)
+        self._say(f"rollout {run_id}: {opts.what} on {len(names)} node(s) in "
+                  f"{len(waves)} wave(s) of at most {opts.wave} per partition"
+                  + ("; reboot through the BMC" if opts.reboot else ""))
+        for i, wave in enumerate(waves, 1):
+            if self._stop.is_set():
+                break
+            t = time.monotonic()
+            self._say(f"wave {i}/{len(waves)}: {', '.join(wave)}")
+            self._note("wave", run=run_id, phase="start", index=i, nodes=wave)
+            runs = {n: NodeRun(n) for n in wave}
+            report.nodes.update(runs)
+            threads = [threading.Thread(target=self._node, args=(run_id, opts, runs[n]),
+                                        name=f"rollout-{n}") for n in wave]
+            for th in threads:
+                th.start()
+            for th in threads:
+                while th.is_alive():
+                    th.join(timeout=0.5)
+            took = time.monotonic() - t
+            report.wave_seconds.append(took)
+            failed = [r.node for r in runs.values() if r.outcome != "done"]
+            self._note("wave", run=run_id, phase="end", index=i, seconds=took, failed=failed)
+            self._say(f"wave {i}/{len(waves)} {'failed' if failed else 'done'} in "
+                      f"{took:.1f}s" + (f": {', '.join(failed)}" if failed else ""))
+            if failed:
+                report.outcome = "failed"
+                report.message = "; ".join(f"{r.node}: {r.failed_step}: {r.message}"
+                                           for r in runs.values() if r.outcome != "done")
+                break
+        if self._stop.is_set() and report.outcome == "done":
+            report.outcome, report.message = "failed", "interrupted by the operator"
+        st = latest(self.journal.entries())
+        report.left = self._left(run_id, sorted(st.drained)) if report.outcome != "done" else {}
+        self._note("finish", run=run_id, outcome=report.outcome, left=report.left,
+                   message=report.message)
+        return report
+
+    def _left(self, run_id: str, drained: list[str]) -> dict[str, str]:
+        left = {}
+        for n in drained:
+            try:
+                fields = self._slurm_fields(n)
+            except CommandError as exc:
+                left[n] = f"unknown ({exc})"
+                continue
+            state = fields.get("State", "?") if fields else "?"
+            left[n] = f"{state}: {parse.reason_text(fields.get('Reason', '')) if fields else ''}"
+        return left
+
+    # -- one node
+
+    def _node(self, run_id: str, opts: Options, r: NodeRun) -> None:
+        node = self.inv.nodes[r.node]
+        t_node = time.monotonic()
+        is_slurm = node.has("slurm.compute")
+        ours = {"drained": False}
+        steps: list[tuple[str, Callable[[], str]]] = [
+            ("drain", lambda: self._drain(run_id, opts, r.node, is_slurm, ours)),
+            ("apply", lambda: self.parts.apply(r.node, opts.states, opts.apply_timeout)),
+            ("reboot", lambda: self.parts.reboot(r.node, opts.boot_timeout)
+             if opts.reboot else _skip("no --reboot")),
+            ("health", lambda: self._health(opts, r.node)),
+            ("resume", lambda: self._resume(run_id, r.node, ours)),
+        ]
+        for step, fn in steps:
+            if self._stop.is_set():
+                r.outcome, r.failed_step, r.message = "failed", step, \
+                    "interrupted by the operator"
+                break
+            t = time.monotonic()
+            self._note("step", run=run_id, node=r.node, step=step, phase="start")
+            try:
+                detail, outcome = fn(), "ok"
+            except _SkippedError as s:
+                detail, outcome = str(s), "skipped"
+            except (StepFailedError, CommandError) as exc:
+                detail, outcome = parse.clean(exc, 400), "failed"
+            except Exception as exc:  # a bug, or a BMC error: the node is still left safe
+                detail, outcome = parse.clean(f"{type(exc).__name__}: {exc}", 400), "failed"
+            secs = time.monotonic() - t
+            r.steps[step], r.detail[step] = secs, detail
+            self._note("step", run=run_id, node=r.node, step=step, phase="end",
+                       outcome=outcome, detail=detail, seconds=round(secs, 3),
+                       **({"drained": ours["drained"]} if step == "drain" else {}))
+            self._say(f"{r.node}: {step} {outcome} ({secs:.1f}s)"
+                      + (f": {detail}" if detail else ""))
+            if outcome == "failed":
+                r.outcome, r.failed_step, r.message = "failed", step, detail
+                break
+        else:
+            r.outcome = "done"
+        # a failed Slurm node stays drained with the failure as its reason (a drain that
+        # failed before it drained anything leaves the node as it was)
+        if r.outcome == "failed" and is_slurm and (ours["drained"] or r.failed_step != "drain"):
+            self._fail_drain(run_id, r, ours)
+        self._note("node", run=run_id, node=r.node, outcome=r.outcome,
+                   seconds=round(time.monotonic() - t_node, 3))
+
+    def _fail_drain(self, run_id: str, r: NodeRun, ours: dict[str, bool]) -> None:
+        """The failed node stays (or becomes) drained, the failure as the reason; a node
+        someone else drained keeps their reason."""
+        try:
+            fields = self._slurm_fields(r.node)
+            if fields and _drained(fields) and not _ours(fields):
+                return
+            slurm.drain(self.parts.runner, r.node, parse.clean(
+                f"{PREFIX} ({run_id}) failed at {r.failed_step}: {r.message}", 400))
+            if not ours["drained"]:
+                self._note("step", run=run_id, node=r.node, step="drain", phase="end",
+                           outcome="ok", detail="drained after the failure", seconds=0,
+                           drained=True)
+        except CommandError as exc:
+            r.message += f" (and draining it failed: {parse.clean(exc)})"
+
+    def _slurm_fields(self, node: str) -> dict[str, str] | None:
+        out = self.parts.runner.run(["scontrol", "show", "node", "-o", node]).check().stdout
+        return parse.scontrol_nodes(out).get(node)
+
+    def _drain(self, run_id: str, opts: Options, node: str, is_slurm: bool,
+               ours: dict[str, bool]) -> str:
+        if not is_slurm:
+            raise _SkippedError("not a Slurm node")
+        fields = self._slurm_fields(node)
+        if fields is None:
+            raise StepFailedError("slurmctld does not know the node")
+        if _drained(fields) and not _ours(fields):
+            raise _SkippedError(f"already drained by someone else "
+                           f"({parse.clean(parse.reason_text(fields.get('Reason', '')), 120)})"
+                           ": it is rolled out and stays drained")
+        slurm.drain(self.parts.runner, node, f"{PREFIX} ({run_id}): {opts.what}")
+        ours["drained"] = True
+        if opts.force:
+            return "drained (--force: running jobs not waited for)"
+        t0 = time.monotonic()
+        last_note, polls = t0, 0
+        while True:
+            state = slurm.state(self.parts.runner, node)
+            if slurm.no_jobs_can_run(state):
+                waited = time.monotonic() - t0
+                return f"{state}" + (f" after waiting {waited:.1f}s for its jobs"
+                                     if polls else "")
+            polls += 1
+            if self._stop.is_set():
+                raise StepFailedError(f"interrupted while {state}")
+            if time.monotonic() - t0 >= opts.drain_timeout:
+                raise StepFailedError(f"still {state} after {opts.drain_timeout:g}s (its jobs "
+                                      "run on; --force does not wait)")
+            if time.monotonic() - last_note >= 30:
+                last_note = time.monotonic()
+                self._say(f"{node}: waiting for its jobs ({state}, "
+                          f"{last_note - t0:.0f}s)")
+            time.sleep(opts.poll)
+
+    def _health(self, opts: Options, node: str) -> str:
+        """Until healthy or ``health_timeout`` (slurmd re-registering after a restart)."""
+        deadline = time.monotonic() + opts.health_timeout
+        while True:
+            problems = self.parts.health(node)
+            if not problems:
+                return "healthy"
+            if time.monotonic() >= deadline or self._stop.is_set():
+                raise StepFailedError("health: " + "; ".join(problems))
+            self._say(f"{node}: health: {'; '.join(problems)}; checking again")
+            time.sleep(opts.poll)
+
+    def _resume(self, run_id: str, node: str, ours: dict[str, bool]) -> str:
+        if not ours["drained"]:
+            raise _SkippedError("not drained by this rollout")
+        fields = self._slurm_fields(node)
+        if fields is not None and _drained(fields) and not _ours(fields):
+            ours["drained"] = False
+            raise _SkippedError("drained again by someone else meanwhile: left drained")
+        slurm.resume(self.parts.runner, node)
+        ours["drained"] = False
+        return "resumed"
+
+
+class _SkippedError(Exception):
+    """The step does not apply to this node; the message says why."""
+
+
+def _skip(why: str) -> str:
+    raise _SkippedError(why)
+
+
+def _drained(fields: dict[str, str]) -> bool:
+    return bool(parse.state_flags(fields.get("State", "")) & {"DRAIN", "DRAINED", "DRAINING"})
+
+
+def _ours(fields: dict[str, str]) -> bool:
+    return parse.reason_text(fields.get("Reason", "")).startswith(PREFIX)
