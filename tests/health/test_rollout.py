@@ -221,3 +221,44 @@ def test_force_does_not_wait_and_reboot_runs(inv: Inventory, tmp_path: Path) -> 
     assert report.outcome == "done"
     assert rig.slurm.log[:3] == [("gpu-01", "drain"), ("gpu-01", "apply"),
                                  ("gpu-01", "reboot")]
+
+
+def test_apply_verdict_on_state_returns() -> None:
+    from fleet.rollout.steps import verdict
+
+    ok = {"file_|-base-time_|-/etc/chrony/chrony.conf_|-managed": {"result": True,
+                                                                    "changes": {"diff": "x"}},
+          "service_|-chrony_|-chrony_|-running": {"result": True, "changes": {}}}
+    assert verdict("n", ok) == "2 states ok, 1 changed"
+    bad = {**ok, "pkg_|-nvidia_|-nvidia-driver_|-installed": {
+        "result": False, "comment": "E: Unable to locate package\nnvidia-driver-580"}}
+    with pytest.raises(StepFailedError, match=r"1 of 3 state\(s\) failed: nvidia \(E: "
+                                              r"Unable to locate package nvidia-driver-580\)"):
+        verdict("n", bad)
+    with pytest.raises(StepFailedError, match="no state results"):
+        verdict("n", ["Rendering SLS 'base:nvidia' failed: Jinja error"])
+
+
+def test_reboot_waits_for_a_new_boot_id() -> None:
+    import json as _json
+
+    from fleet.rollout.steps import BmcReboot
+
+    ids = iter(["1c2f1d6e-0000-4000-8000-000000000001"] * 3
+               + ["1c2f1d6e-0000-4000-8000-000000000002"])
+    resets: list[str] = []
+
+    class Runner:
+        def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+            return Result(tuple(argv), 0, _json.dumps({"gpu-01": next(ids)}), "")
+
+    class Bmc:
+        name = "redfish https://10.0.0.100"
+
+        def power_on_or_reset(self) -> str:
+            resets.append("reset")
+            return "reset"
+
+    reboot = BmcReboot(Runner(), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
+    assert reboot("gpu-01", 10).startswith("redfish https://10.0.0.100: power reset; back")
+    assert resets == ["reset"]
