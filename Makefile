@@ -75,7 +75,7 @@ test-swarm: $(STAMP)
 	FLEET_SWARM=1 $(BIN)/pytest tests/swarm -v --durations=5
 
 bench-fanout: $(STAMP)
-	$(BIN)/python benchmarks/bench_fanout.py --runs 3 --write docs/benchmarks.md
+	$(BIN)/python benchmarks/bench_fanout.py --runs 3 --sizes 0.25,1,2,4 --write docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -32,14 +32,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def spread(ids: list[str], n: int) -> list[str]:
-    """n ids spread over the inventory (every role represented), in inventory order."""
-    if n >= len(ids):
-        return list(ids)
-    step = len(ids) / n
-    return [ids[int(i * step)] for i in range(n)]
-
-
 def wait_ready(swarm: Swarm, ids: list[str], timeout: float) -> float:
     """Seconds until every minion answered test.ping (polled, with a deadline)."""
     import salt.client
@@ -70,7 +62,7 @@ def swarm() -> Iterator[Swarm]:
     tmp = Path(tempfile.mkdtemp(prefix="fleet-swarm-", dir="/tmp"))
     try:
         conf = swarmconf.render(tmp)
-        ids = spread(conf.ids, SIZE)
+        ids = swarmconf.spread(conf.ids, SIZE)
         sw = Swarm(root=tmp / "s", ids=ids, master_conf=conf.master_conf,
                    minion_conf=conf.minion_conf, bin_dir=Path(swarmconf.ROOT / ".venv" / "bin"),
                    key_store=Path("/tmp/fleet-swarm-keys"))

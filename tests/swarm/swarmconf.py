@@ -105,6 +105,14 @@ def render(tmp: Path, pillar_root: Path = ROOT / "pillar") -> SiteConfigs:
                        minion_conf=minion_conf, ids=ids, provisioning_node=head)
 
 
+def spread(ids: list[str], n: int) -> list[str]:
+    """n ids spread over the inventory (every role represented), in inventory order."""
+    if n >= len(ids):
+        return list(ids)
+    step = len(ids) / n
+    return [ids[int(i * step)] for i in range(n)]
+
+
 def render_ids(pillar_root: Path = ROOT / "pillar") -> list[str]:
     """Every minion id of the pillar top, in order (no Salt needed)."""
     top = yaml.safe_load((pillar_root / "top.sls").read_text())

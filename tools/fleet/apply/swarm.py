@@ -24,6 +24,12 @@ from pathlib import Path
 
 import yaml
 
+APT_SHIM = """#!/bin/sh
+# fleet swarm: the minions share this host; `apt-get update` is not theirs to run
+for a in "$@"; do [ "$a" = update ] && exit 0; done
+exec /usr/bin/apt-get "$@"
+"""
+
 
 def free_port_pair(host: str = "127.0.0.1") -> tuple[int, int]:
     """Two free TCP ports (publish, ret) on ``host``: several swarms (and the lab's
@@ -98,6 +104,10 @@ class Swarm:
         _write(self.config_dir / "master.d" / "fleet.conf", self.master_conf)
         _write(self.config_dir / "master.d" / "zz-swarm.conf", yaml.safe_dump(
             {"interface": self.host, "publish_port": pub, "ret_port": ret}))
+        # All minions share this host's package database: none may refresh it (the first
+        # pkg state of a run does `apt-get update`, even under test=True), or they would
+        # rewrite this host's lists and queue on its apt lock one after another.
+        _write(self.root / "shim" / "apt-get", APT_SHIM, 0o755)
         store = self.key_store or self.root / "keys"
         store.mkdir(parents=True, exist_ok=True)
         for mid in self.ids:
@@ -170,12 +180,14 @@ class Swarm:
 
     def start_minions(self, ids: Iterable[str] | None = None) -> None:
         """Start the minions (all of them by default) as fast as they can be spawned."""
+        env = {**os.environ, "PATH": f"{self.root / 'shim'}:{os.environ.get('PATH', '')}"}
         for mid in list(ids or self.ids):
             d = self.minion_dir(mid)
             self.minions[mid] = subprocess.Popen(
                 [os.fspath(self.bin_dir / "salt-minion"), "-c", os.fspath(d / "etc"),
                  "--disable-keepalive", "-l", "quiet"], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                env=env)
 
     def stop_minions(self, ids: Iterable[str] | None = None, timeout: float = 15) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` (a minion whose master is gone may not
