@@ -4,6 +4,9 @@
 
 # The minion's own configuration, as the autoinstall late-commands first wrote it,
 # plus master_finger (pins the master's key) and reconnect jitter for a fleet restart.
+# master_finger: the inventory's site.salt.master_finger (recorded with `fleet keys
+# finger`, never typed), else the fingerprint of the master key this minion already
+# authenticated (key.finger_master): from then on no other master is accepted.
 base-minion-file-managed-conf:
   file.managed:
     - name: {{ minion.conf }}
@@ -14,7 +17,7 @@ base-minion-file-managed-conf:
     - context:
         id: {{ opts['id'] | json }}
         master: {{ salt['pillar.get']('site:salt:master_address') | json }}
-        master_finger: {{ salt['pillar.get']('site:salt:master_finger') | json }}
+        master_finger: {{ (salt['pillar.get']('site:salt:master_finger') or salt['key.finger_master']()) | json }}
 
 base-minion-file-managed-id:
   file.managed:

@@ -6,6 +6,14 @@
 {%- for net in salt['pillar.get']('provisioning:networks', {}).values() if net.purpose == 'provisioning' %}
 {%-   do prov.append(net.cidr) %}
 {%- endfor %}
+{#- the master listens on this host's provisioning (boot) address only #}
+{%- set boot_if = [] %}
+{%- for nic in salt['pillar.get']('node:interfaces', {}).values() if nic.boot and nic.address %}
+{%-   do boot_if.append(nic.address) %}
+{%- endfor %}
+{%- if not boot_if %}
+{{- raise('provisioning: no boot interface with an address in pillar node:interfaces for ' ~ opts['id']) }}
+{%- endif %}
 {%- set minions = [] %}
 {%- for row in salt['pillar.get']('hosts', []) %}
 {%-   if prov and salt['network.ip_in_subnet'](row.address, prov[0]) %}
@@ -24,6 +32,7 @@ provisioning-master-file-managed-conf:
     - context:
         checkout: {{ mapdata.checkout | json }}
         secrets_root: {{ mapdata.secrets_root | json }}
+        interface: {{ boot_if[0] | json }}
         worker_threads: {{ [sm.min_workers, (minions | length // sm.minions_per_worker)] | max }}
 
 provisioning-master-file-directory-secrets:

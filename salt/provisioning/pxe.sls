@@ -29,6 +29,19 @@ provisioning-pxe-file-directory-state:
     - mode: '0755'
     - makedirs: true
 
+# fleet reinstall's one-time install tokens, the state directory's sibling: out of the
+# TFTP root's reach (tftp/state links to the state directory above). nginx reads them
+# through the group (setgid: each token gets it, mode 0640); nobody else can.
+provisioning-pxe-file-directory-tokens:
+  file.directory:
+    - name: {{ pxe_state }}-tokens
+    - user: root
+    - group: {{ mapdata.nginx.group }}
+    - mode: '2750'
+    - makedirs: true
+    - require:
+      - pkg: provisioning-pxe-pkg-installed
+
 provisioning-pxe-file-directory-images:
   file.directory:
     - name: {{ mapdata.images_dir }}

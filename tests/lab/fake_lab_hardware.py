@@ -21,7 +21,9 @@ The local script (or no link) boots the disk: the container is (re)started as it
 Every event, with the node's Slurm state at each power action, goes to
 ``WORK/hardware.jsonl``. ``WORK/<node>.mode`` picks a test behaviour for the next install:
 ``hang`` (the installer never gets to its late-commands), ``break-apt`` (an apt config
-that makes every later apt call fail, written after the late-commands).
+that makes every later apt call fail, written after the late-commands), ``hold`` (the
+installer waits before its late-commands until ``WORK/<node>.release`` exists, at most
+600 s: a test acts meanwhile, e.g. a neighbour taking the node's address).
 
 Run: python fake_lab_hardware.py --port P --work DIR   (prints ``ready``)
 """
@@ -175,6 +177,13 @@ class Hardware:
         if behaviour == "hang":
             self.log(node.hostname, event="install-hang", seconds=time.monotonic() - t0)
             return False
+        if behaviour == "hold":
+            self.log(node.hostname, event="install-held")
+            release = self.work / f"{node.hostname}.release"
+            deadline = time.monotonic() + 600
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.5)
+            self.log(node.hostname, event="install-released")
         m = re.search(r"s=(http://\S+?/)(?:\s|$|')", script)
         if m is None:
             self.log(node.hostname, event="install-failed",

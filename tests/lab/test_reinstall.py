@@ -12,6 +12,7 @@ session (conftest.py orders them) and in this order: each leaves the node health
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from labtools import ROOT, Lab, podman_exec, poll
 
 from bmc.fakes import _htpasswd, free_port, stop_process, wait_ready
 from fleet.lab import highstate
+from fleet.lab import podman as pm
 from fleet.reinstall.journal import Journal
 from fleet.render import installkey
 
@@ -210,7 +212,7 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     poll("the bystander job to run", lambda: job_state() == "RUNNING", 120)
 
     proc = rig.start(GPU_NODE, "--timeout", "900")
-    token_path = f"{PXE_STATE}/{installkey.token_name(node)}"
+    token_path = installkey.token_path(lab.plan.inventory, node)
 
     def armed_token() -> str:
         assert proc.poll() is None, rig.stderr(GPU_NODE)
@@ -218,13 +220,8 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
 
     token = poll("the install token to be published on head-01", armed_token, 300)
     endpoint = installkey.endpoint(lab.plan.inventory)
-    # the token file is served to the node's own address only
     head_addr = lab.plan.inventory.nodes[CONTROLLER].address
-    assert rig.curl_from(BYSTANDER, f"http://{head_addr}/state/{installkey.token_name(node)}") \
-        == "403"
-    # a forged token is refused by the master's endpoint
-    assert rig.curl_from(BYSTANDER, "-H", "Authorization: Bearer forged-token",
-                         f"{endpoint}/v1/key/{GPU_NODE}") == "403"
+    _hostile_neighbour_is_refused(rig, lab, node, token, endpoint, head_addr)
 
     def installed() -> bool:
         assert proc.poll() is None, rig.stderr(GPU_NODE)
@@ -236,7 +233,7 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     assert rig.curl_from(BYSTANDER, "-H", f"Authorization: Bearer {token}",
                          f"{endpoint}/v1/key/{GPU_NODE}") == "403"
     assert rig.curl_from(BYSTANDER, "-X", "POST", "-H", f"Authorization: Bearer {token}",
-                         f"{endpoint}/v1/done/{GPU_NODE}") == "403"
+                         "--data-binary", "", f"{endpoint}/v1/done/{GPU_NODE}") == "403"
     rc, report = finish(proc, 2700)
     assert rc == 0, f"{report.get('message')}\n{rig.stderr(GPU_NODE)}"
     assert report["outcome"] == "done"
@@ -270,6 +267,12 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     assert new_pub != old_pub
     node_pub = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/pki/minion/minion.pub").stdout
     assert node_pub.strip() == new_pub.strip()
+    # the installer pinned the master that served the key (master_finger)
+    from fleet.reinstall.saltkeys import master_finger
+
+    pinned = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/minion.d/fleet-master-finger.conf")
+    finger = master_finger(lab.paths.master_root / "pki")
+    assert finger and pinned.stdout.strip() == f"master_finger: '{finger}'"
     assert _old_key_rejected(rig, old_keys), "the master accepted the old key"
 
     # converged: a second highstate changes nothing
@@ -282,6 +285,130 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     ran = rig.head("srun", "--immediate=60", "-p", "tbox1", "-w", GPU_NODE, "hostname",
                    timeout=180)
     assert ran.returncode == 0 and ran.stdout.strip() == GPU_NODE, ran.stderr
+
+
+def _hostile_neighbour_is_refused(rig: Rig, lab: Lab, node: Any, token: str, endpoint: str,
+                                  head_addr: Any) -> None:
+    """While GPU_NODE is armed, the neighbour (BYSTANDER, from its own address) tries the
+    token over TFTP and HTTP, then the endpoint with the token it stole (read here from
+    head-01, as a sniffer would have it) or forged, and an early callback: all refused,
+    none of it spends the token (issue 13)."""
+    name = installkey.token_name(node)
+    state = PXE_STATE
+    # published next to the state directory, never in it (TFTP serves that one), 0640
+    # root:www-data (nginx reads it; dnsmasq's TFTP, running as dnsmasq, could not)
+    assert rig.head("stat", "-c", "%a %U %G", installkey.token_path(lab.plan.inventory, node)
+                    ).stdout.split() == ["640", "root", "www-data"]
+    listed = rig.head("ls", "-a", state, f"{state}-tokens").stdout
+    assert "token." not in listed and listed.count(name) == 1, listed  # no temp file
+    tftp_link = podman_exec(lab, BYSTANDER, "curl", "-s", "--max-time", "20",
+                            f"tftp://{head_addr}/state/{node.mac.replace(':', '-')}.ipxe")
+    assert tftp_link.returncode == 0 and "kernel" in tftp_link.stdout  # TFTP works
+    for path in (f"state/{name}", f"state/../pxe-state-tokens/{name}"):
+        got = podman_exec(lab, BYSTANDER, "curl", "-s", "--path-as-is", "--max-time", "20",
+                          f"tftp://{head_addr}/{path}")
+        assert got.returncode != 0 and token not in got.stdout, (path, got)
+    # HTTP from its own address: nginx refuses; so does the endpoint, with the real token
+    assert rig.curl_from(BYSTANDER, f"http://{head_addr}/state/{name}") == "403"
+    for bearer in (token, "forged-token"):
+        auth = f"Authorization: Bearer {bearer}"
+        assert rig.curl_from(BYSTANDER, "-H", auth, f"{endpoint}/v1/key/{GPU_NODE}") == "403"
+        # an early callback (a signature it cannot make; the address is refused first)
+        assert rig.curl_from(BYSTANDER, "-X", "POST", "-H", auth, "--data-binary", "x",
+                             f"{endpoint}/v1/done/{GPU_NODE}") == "403"
+        assert rig.curl_from(BYSTANDER, "-X", "POST", "-H", auth, "--data-binary", "stop",
+                             f"{endpoint}/v1/error/{GPU_NODE}") == "403"
+    assert rig.curl_from(BYSTANDER, f"{endpoint}/v1/status/{GPU_NODE}") == "403"
+    refused = [e for e in rig.journal(GPU_NODE) if e.get("what") == "token-refused"]
+    neighbour = str(lab.plan.inventory.nodes[BYSTANDER].address)
+    assert len(refused) == 7 and all(e["peer"].startswith(neighbour) for e in refused)
+    assert not any(e.get("what") in ("key-fetched", "install-error")
+                   for e in rig.journal(GPU_NODE))
+
+
+def _netns(lab: Lab, hostname: str, *argv: str) -> str:
+    """A command in a lab node's network namespace, from the host (as the hostile
+    neighbour's root, or the "cable" of the node, would act); its output."""
+    pid = str(pm.inspect(lab.paths, lab.plan.node(hostname).container)["State"]["Pid"])
+    return subprocess.run(["nsenter", "-t", pid, "-n", *argv], check=True,
+                          capture_output=True, text=True, timeout=30).stdout
+
+
+def test_a_neighbour_that_wins_the_race_stops_the_reinstall(rig: Rig, lab: Lab) -> None:
+    """The second run lets the neighbour win: while OTHER_GPU's installer is held before
+    its late-commands, its NIC goes down and the neighbour (BYSTANDER) takes its address,
+    fetches the published token from nginx and the key from the endpoint. The real
+    installer then fails loudly and reports it; the reinstall stops naming the claimant
+    (the address and the neighbour's MAC), the key is revoked on the master, the node
+    stays drained and boots locally."""
+    inv = lab.plan.inventory
+    node = inv.nodes[OTHER_GPU]
+    addr = str(node.address)
+    thief_mac = lab.plan.node(BYSTANDER).mac
+    head_addr = inv.nodes[CONTROLLER].address
+    endpoint = installkey.endpoint(inv)
+    release = rig.work / f"{OTHER_GPU}.release"
+    release.unlink(missing_ok=True)
+    rig.mode(OTHER_GPU, "hold")
+    proc = rig.start(OTHER_GPU, "--timeout", "600")
+
+    def flush() -> None:
+        subprocess.run(["ip", "neigh", "flush", "to", addr], check=False, timeout=30)
+        _netns(lab, CONTROLLER, "ip", "neigh", "flush", "to", addr)
+
+    stolen = ""
+    default: list[str] = []
+    try:
+        poll("the installer to be held before its late-commands",
+             lambda: proc.poll() is None and any(
+                 e["event"] == "install-held" for e in rig.hardware(OTHER_GPU)), 300,
+             interval=1)
+        default = _netns(lab, OTHER_GPU, "ip", "route", "show", "default").split()
+        _netns(lab, OTHER_GPU, "ip", "link", "set", "prov", "down")
+        _netns(lab, BYSTANDER, "ip", "addr", "add", f"{addr}/32", "dev", "prov")
+        flush()
+        got = podman_exec(lab, BYSTANDER, "curl", "-fsS", "--max-time", "20", "--interface",
+                          addr, f"http://{head_addr}/state/{installkey.token_name(node)}")
+        assert got.returncode == 0, got.stderr
+        stolen = got.stdout.strip()
+        key = podman_exec(lab, BYSTANDER, "curl", "-s", "-o", "/dev/null", "-w",
+                          "%{http_code}", "--max-time", "20", "--interface", addr, "-H",
+                          f"Authorization: Bearer {stolen}", f"{endpoint}/v1/key/{OTHER_GPU}")
+        assert key.stdout == "200", key  # the neighbour won: it has the key
+    finally:
+        with contextlib.suppress(subprocess.SubprocessError):
+            _netns(lab, BYSTANDER, "ip", "addr", "del", f"{addr}/32", "dev", "prov")
+        _netns(lab, OTHER_GPU, "ip", "link", "set", "prov", "up")
+        if default:  # the link's down dropped it
+            _netns(lab, OTHER_GPU, "ip", "route", "replace", *default)
+        flush()
+        rig.mode(OTHER_GPU, "normal")
+        release.write_text("go\n")
+    rc, report = finish(proc, 900)
+    assert rc == 5, rig.stderr(OTHER_GPU)
+    failed = steps(report)["wait_install"]
+    assert failed["outcome"] == "failed", report
+    assert f"fetched by {addr} (MAC {thief_mac})" in failed["detail"], failed
+    assert "the key is revoked" in failed["detail"]
+    error = [e for e in rig.journal(OTHER_GPU) if e.get("what") == "install-error"]
+    assert len(error) == 1 and error[0]["claimant"] == f"{addr} (MAC {thief_mac})", error
+    assert any(e.get("what") == "key-revoked" for e in rig.journal(OTHER_GPU))
+    # the real installer failed loudly at its key fetch, never exit 0
+    # (the run ended during that late-command: its report is what stopped it)
+    poll("the fake installer to stop", lambda: any(
+        e["event"] == "install-failed" for e in rig.hardware(OTHER_GPU)), 120)
+    hw = rig.hardware(OTHER_GPU)
+    assert any(e.get("rc") == 1 and "refused the key" in e.get("output", "")
+               and "already used for key fetched by" in e.get("output", "")
+               for e in hw if e["event"] == "late-command"), hw[-5:]
+    assert not any(e["event"] == "install-done" for e in hw[-10:])
+    assert not (rig.lab.paths.master_root / "pki" / "minions" / OTHER_GPU).exists()
+    assert rig.boot_mode(OTHER_GPU) == "local"
+    assert rig.slurm_state(OTHER_GPU).startswith("drain")
+    assert report["left"]["boot_mode"].startswith("local")
+    assert report["left"]["slurm"].startswith("drained")
+    rc, report = rig.run(OTHER_GPU, "--abort", timeout=120)
+    assert rc == 0, rig.stderr(OTHER_GPU)
 
 
 def _old_key_rejected(rig: Rig, old_keys: Path) -> bool:

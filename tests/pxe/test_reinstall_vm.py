@@ -169,7 +169,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
                 cli = subprocess.Popen(ns.cmd(*argv), stdout=subprocess.PIPE, stderr=err,
                                        text=True, env=env, cwd=ROOT,
                                        start_new_session=True)
-            token = work / "state" / installkey.token_name(node)
+            # published in the tokens directory (never the TFTP-served state directory)
+            token = work / "state-tokens" / installkey.token_name(node)
             preseed = f"/hosts/{NODE}/preseed.cfg"
 
             def fetched() -> bool:
@@ -272,14 +273,18 @@ def test_token_was_published_while_armed_and_only_to_the_node(run: Run) -> None:
 
 def test_after_the_interrupt_and_abort_the_node_boots_locally(run: Run) -> None:
     notes = [e for e in run.journal() if e["event"] == "note"]
-    assert [n["what"] for n in notes] == ["disarmed"]  # the guest never called back
+    # the guest never called back: disarmed, and the pre-accepted key removed
+    assert [n["what"] for n in notes] == ["disarmed", "key-revoked"]
     assert notes[0]["boot_mode"] == "local"
     assert run.report["left"]["boot_mode"] == "local (set back after the failure)"
     node = run.inv.nodes[NODE]
     link = run.work / "state" / (node.mac.replace(":", "-") + ".ipxe")
     assert link.readlink().name == "local.ipxe"
-    assert not (run.work / "state" / installkey.token_name(node)).exists()
+    assert not (run.work / "state-tokens" / installkey.token_name(node)).exists()
+    assert not any(p.name.endswith(".token") for p in (run.work / "state").iterdir())
     assert run.abort_rc == 0, run.abort_out
-    assert "boot_mode: local" in run.abort_out and "token: revoked" in run.abort_out
+    # the interrupt already revoked the token and removed the key waiting on the master
+    assert "boot_mode: local" in run.abort_out and "token: none outstanding" in run.abort_out
+    assert "key: no key on the master" in run.abort_out
     finish = [e for e in run.journal() if e["event"] == "finish"]
     assert [f["outcome"] for f in finish] == ["failed", "aborted"]

@@ -8,8 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,15 +73,37 @@ def run_fleet(*args: str) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def http(method: str, url: str, token: str | None) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
+def http(method: str, url: str, token: str | None, body: bytes | None = None,
+         source: str | None = None) -> tuple[int, bytes]:
+    """One request; ``source``: the local address to send it from (any 127.x works)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "", u.port, timeout=5,
+                                      source_address=(source, 0) if source else None)
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    if method == "POST" and body is None:
+        body = b""
     try:
-        with urllib.request.urlopen(req, timeout=5) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+        conn.request(method, u.path, body=body, headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def sign_done(pem: bytes, node: str, token: str) -> bytes:
+    """What the installer's callback sends: the node's key's signature (openssl dgst
+    -sha256 -sign) over the done message."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    from fleet.reinstall.server import done_message
+
+    key = serialization.load_pem_private_key(pem, password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    return key.sign(done_message(node, token), padding.PKCS1v15(), hashes.SHA256())
 
 
 def journal(node_dir: Path) -> list[dict[str, object]]:

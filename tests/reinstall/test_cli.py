@@ -76,20 +76,24 @@ def _node_behind_fake_bmc(tmp_path: Path, node: str) -> tuple[Node, FakeBmcProce
     return n, start_fake_redfish(tmp_path / "bmc", user=n.profile.bmc.user)
 
 
-def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
-    """Up to converge: the Salt master is not running here, so converge fails fast and
-    clearly, leaving the node in local boot with its new key (the lab runs the rest)."""
+def test_endpoint_refuses_other_addresses_and_a_timeout_removes_the_key(
+        tmp_path: Path) -> None:
+    """Through the real CLI: the endpoint enforces the node's inventory address itself
+    (this test calls from 127.0.0.1, not stor-001's address: the right token is refused,
+    and not spent), and an install that never completes leaves no pre-accepted key on the
+    master (issue 13)."""
     node = "stor-001"
     n, fake = _node_behind_fake_bmc(tmp_path, node)
     port = free_port()
-    argv = [sys.executable, "-m", "fleet", *_base(tmp_path, node), "--json", "--timeout", "60",
-            "--converge-timeout", "5", "--secrets", str(tmp_path / "secrets"),
+    argv = [sys.executable, "-m", "fleet", *_base(tmp_path, node), "--json", "--timeout", "8",
+            "--secrets", str(tmp_path / "secrets"),
             "--callback", f"127.0.0.1:{port}", "--bmc-address", f"127.0.0.1:{fake.port}",
             "--bmc-scheme", "http"]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     link = tmp_path / "pxe-state" / (n.mac.replace(":", "-") + ".ipxe")
     token_file = tmp_path / "state" / node / "install-token"
+    accepted = tmp_path / "salt" / "pki" / "minions" / node
     try:
         deadline = time.monotonic() + 90
         while not (token_file.exists() and link.is_symlink() and any(
@@ -98,15 +102,12 @@ def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the install was never armed and powered"
             time.sleep(0.2)
         assert link.readlink() == ROOT / "pxe" / "http" / "hosts" / node / "install.ipxe"
+        assert accepted.exists()  # pre-accepted while the install is armed
         token = token_file.read_text().strip()
         url = f"http://127.0.0.1:{port}"
-        assert http("GET", f"{url}/v1/key/{node}", "forged")[0] == 403
-        status, pem = http("GET", f"{url}/v1/key/{node}", token)
-        assert status == 200 and b"PRIVATE KEY" in pem
-        assert http("POST", f"{url}/v1/done/{node}", token)[0] == 200
-        # local at once, before the flow even notices
-        assert link.readlink() == ROOT / "pxe" / "http" / "hosts" / node / "local.ipxe"
-        assert http("POST", f"{url}/v1/done/{node}", token)[0] == 403  # reused
+        status, body = http("GET", f"{url}/v1/key/{node}", token)
+        assert status == 403 and b"not from stor-001's address" in body
+        assert http("POST", f"{url}/v1/done/{node}", token)[0] == 403
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -115,15 +116,17 @@ def test_install_callback_flips_the_real_pxe_link(tmp_path: Path) -> None:
         fake.stop()
     assert proc.returncode == 5, err
     report = json.loads(out)
-    assert [(s["step"], s["outcome"]) for s in report["steps"]] == [
-        ("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"), ("arm_install", "ok"),
-        ("power", "ok"), ("wait_install", "ok"), ("converge", "failed")]
-    assert "did not answer within" in report["message"]
-    assert "master could not be contacted" in report["message"]  # the last salt error
-    assert report["left"]["boot_mode"] == "local"
-    assert any("'training'" in w for w in report["warnings"])
-    for step in ("preflight", "rotate_key", "power", "wait_install"):
-        assert f"{step}: ok in " in err
+    assert [(s["step"], s["outcome"]) for s in report["steps"]][-1] == \
+        ("wait_install", "failed")
+    assert "the key was never fetched" in report["message"]
+    assert report["left"]["boot_mode"].startswith("local")
+    assert "pre-accepted new key removed" in report["left"]["key"]
+    assert not accepted.exists()
+    assert link.readlink() == ROOT / "pxe" / "http" / "hosts" / node / "local.ipxe"
+    refused = [e for e in journal(tmp_path / "state" / node) if e.get("what") ==
+               "token-refused"]
+    assert [e["use"] for e in refused] == ["key", "done"]
+    assert all(e["peer"].startswith("127.0.0.1") for e in refused)
 
 
 # A job that a non-interactive shell starts in the background (`cmd &`, as some CI runners
@@ -195,7 +198,8 @@ def test_a_signal_while_waiting_for_the_callback_ends_the_run_safely(
     entries = journal(node_dir)
     end = [e for e in entries if e.get("step") == "wait_install" and e.get("phase") == "end"]
     assert len(end) == 1 and end[0]["outcome"] == "failed" and end[0]["signal"] == sig.name
-    assert [e["what"] for e in entries if e["event"] == "note"] == ["disarmed"]
+    assert [e["what"] for e in entries if e["event"] == "note"] == ["disarmed", "key-revoked"]
+    assert not (tmp_path / "salt" / "pki" / "minions" / node).exists()  # interrupted: gone
     assert [e["outcome"] for e in entries if e["event"] == "finish"] == ["failed"]
     assert "Traceback" not in err
     if twice:

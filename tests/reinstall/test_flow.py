@@ -43,9 +43,12 @@ from reinstall.helpers import (
     journal,
     salt_key_bin,
     salt_master_config,
+    sign_done,
 )
 
 NODE = "stor-001"  # mkv.volume in array "training" (replicas 1); not a Slurm node
+NODE_ADDR = "127.0.0.2"  # the node's address as the endpoint knows it, here on lo
+ADDRESSES = {NODE: NODE_ADDR}
 
 
 @pytest.fixture(scope="module")
@@ -130,9 +133,10 @@ def act_as_installer(rig: Rig, flow: Flow) -> bytes:
              "the flow to arm the install and power the node")
     token = rig.boot.tokens[NODE]  # published with the install mode, for the installer
     assert token == token_file.read_text().strip()
-    status, pem = http("GET", f"{flow.callback_url}/v1/key/{NODE}", token)
+    status, pem = http("GET", f"{flow.callback_url}/v1/key/{NODE}", token, source=NODE_ADDR)
     assert status == 200, pem
-    status, body = http("POST", f"{flow.callback_url}/v1/done/{NODE}", token)
+    status, body = http("POST", f"{flow.callback_url}/v1/done/{NODE}", token,
+                        sign_done(pem, NODE, token), source=NODE_ADDR)
     assert status == 200, body
     return pem
 
@@ -142,7 +146,8 @@ def steps(report: Report) -> list[tuple[str, str]]:
 
 
 def test_reinstall_through_the_install_callback_then_abort(rig: Rig) -> None:
-    flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0))
+    flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
+                addresses=ADDRESSES)
     thread, out = run_in_thread(flow, stop_after="wait_install")
     pem = act_as_installer(rig, flow)
     thread.join(timeout=60)
@@ -189,13 +194,16 @@ def test_bmc_down_at_power_disarms_then_resume_continues(rig: Rig) -> None:
             rig.fake.stop()
 
     rig.on_say = bmc_dies
-    report = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0)).run()
+    report = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
+                addresses=ADDRESSES).run()
     assert report.outcome == "failed"
     assert steps(report)[-1] == ("power", "failed")
     assert "Connection refused" in report.message
     assert rig.boot.history == [(NODE, "install"), (NODE, "local")]
     assert report.left["boot_mode"] == "local (set back after the failure)"
-    assert "new key accepted" in report.left["key"]
+    # the install never completed: no key waits on the master any more
+    assert "pre-accepted new key removed" in report.left["key"]
+    assert not (rig.pki / "minions" / NODE).exists()
     assert any(e.get("what") == "disarmed" for e in journal(rig.node_dir))
 
     with pytest.raises(FlowError, match=r"unfinished.*--resume or --abort"):
@@ -205,7 +213,9 @@ def test_bmc_down_at_power_disarms_then_resume_continues(rig: Rig) -> None:
     (rig.tmp / "bmc2").mkdir()
     rig.point_at(start_fake_redfish(rig.tmp / "bmc2", user="root"))
     resumed = Flow(rig.ctx()).run(resume=True, stop_after="power")
-    assert steps(resumed) == [("arm_install", "ok"), ("power", "ok")]  # re-armed first
+    # a new key and token first (the failure withdrew them), then re-armed
+    assert steps(resumed) == [("rotate_key", "ok"), ("arm_install", "ok"), ("power", "ok")]
+    assert (rig.pki / "minions" / NODE).exists()
     assert rig.boot.history[-1] == (NODE, "install")
 
     aborted = Flow(rig.ctx()).abort()
@@ -216,7 +226,8 @@ def test_bmc_down_at_power_disarms_then_resume_continues(rig: Rig) -> None:
 
 
 def test_install_timeout_revokes_the_token_and_resume_rotates_again(rig: Rig) -> None:
-    report = Flow(rig.ctx(install_timeout=1), callback_bind=("127.0.0.1", 0)).run()
+    report = Flow(rig.ctx(install_timeout=1), callback_bind=("127.0.0.1", 0),
+                addresses=ADDRESSES).run()
     assert steps(report)[-1] == ("wait_install", "failed")
     assert "no install callback within 1s (the key was never fetched); token revoked" \
         in report.message
@@ -310,3 +321,31 @@ def test_a_signal_is_held_outside_a_step_and_a_second_one_only_reported() -> Non
     finally:
         intr.restore()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_claimed_key_stops_the_run_naming_the_claimant(rig: Rig) -> None:
+    """Someone at the node's address fetched the key first; the real installer reports
+    it: wait_install fails naming the claimant, the key is gone from the master (the real
+    salt-key), the token is spent, boot mode local (issue 13)."""
+    flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
+                addresses=ADDRESSES)
+    thread, out = run_in_thread(flow)
+    wait_for(lambda: flow.callback_url and rig.boot.modes.get(NODE) == "install"
+             and any(r["method"] == "POST" for r in rig.fake.control("GET", "/_fake/requests")),
+             "the flow to arm the install and power the node")
+    token = rig.boot.tokens[NODE]
+    assert (rig.pki / "minions" / NODE).exists()
+    key_url = f"{flow.callback_url}/v1/key/{NODE}"
+    assert http("GET", key_url, token, source=NODE_ADDR)[0] == 200  # the claimant
+    status, body = http("GET", key_url, token, source=NODE_ADDR)  # the real installer
+    assert status == 409 and f"fetched by {NODE_ADDR}".encode() in body
+    assert http("POST", f"{flow.callback_url}/v1/error/{NODE}", token,
+                b"the master refused the key", source=NODE_ADDR)[0] == 200
+    thread.join(timeout=60)
+    [report] = out
+    assert report.outcome == "failed" and steps(report)[-1] == ("wait_install", "failed")
+    assert f"the node's key had been fetched by {NODE_ADDR}" in report.message
+    assert "the key is revoked on the master" in report.message
+    assert not (rig.pki / "minions" / NODE).exists()
+    assert rig.boot.modes[NODE] == "local"
+    assert not rig.ctx().tokens.usable()

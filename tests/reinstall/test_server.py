@@ -1,60 +1,235 @@
-"""The installer's endpoint over real HTTP: key once, callback sets boot mode local first."""
+"""The installer's endpoint over real HTTP (issue 13): the node's own address only, the key
+once, a callback only with a signature by the node's new key, an installer's error
+report stops the reinstall and revokes the key, and a hostile client gets bounded,
+traceback-free refusals."""
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
-from fleet.reinstall.server import CallbackServer
+from fleet.inventory.load import load_inventory
+from fleet.reinstall.server import (
+    JOURNALED_REFUSALS,
+    CallbackServer,
+    default_bind,
+    node_addresses,
+)
 from fleet.reinstall.tokens import TokenStore
-from reinstall.helpers import RecordingBootMode, http, journal
+from reinstall.helpers import ROOT, RecordingBootMode, http, journal, sign_done
+
+NODE, OTHER = "tbox-001", "tbox-002"
+NODE_ADDR, NEIGHBOUR = "127.0.0.2", "127.0.0.3"  # on lo: any 127.x is this host
+
+
+@dataclass
+class Served:
+    server: CallbackServer
+    boot: RecordingBootMode
+    node_dir: Path
+    pem: bytes
+    revoked: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def raw(self, data: bytes, source: str = NODE_ADDR) -> bytes:
+        """Bytes sent as they are; what the server answers before closing."""
+        with socket.create_connection(self.server.server_address[:2], timeout=10,
+                                      source_address=(source, 0)) as s:
+            s.sendall(data)
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+            return out
+
+
+def _keypair() -> tuple[bytes, bytes]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM,
+                            serialization.PrivateFormat.TraditionalOpenSSL,
+                            serialization.NoEncryption())
+    pub = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    return pem, pub
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[CallbackServer, RecordingBootMode, Path]]:
+def served(tmp_path: Path) -> Iterator[Served]:
     boot = RecordingBootMode()
-    server = CallbackServer(("127.0.0.1", 0), tmp_path, boot).start()
-    node_dir = tmp_path / "tbox-001"
+    revoked: list[str] = []
+    server = CallbackServer(("127.0.0.1", 0), tmp_path, boot,
+                            {NODE: NODE_ADDR, OTHER: NEIGHBOUR}, revoke_key=revoked.append,
+                            max_connections=4, timeout=1.0, master_finger="ab:cd").start()
+    node_dir = tmp_path / NODE
     (node_dir / "keys").mkdir(parents=True)
-    (node_dir / "keys" / "minion.pem").write_bytes(b"-----BEGIN RSA PRIVATE KEY-----\nx\n")
-    yield server, boot, node_dir
+    pem, pub = _keypair()
+    (node_dir / "keys" / "minion.pem").write_bytes(pem)
+    (node_dir / "keys" / "minion.pub").write_bytes(pub)
+    yield Served(server, boot, node_dir, pem, revoked)
     server.stop()
 
 
-def test_key_once_then_callback_sets_local(
-        served: tuple[CallbackServer, RecordingBootMode, Path]) -> None:
-    server, boot, node_dir = served
-    token = TokenStore(node_dir).issue(60)
-    url = f"{server.url}/v1/key/tbox-001"
-    status, body = http("GET", url, token)
-    assert status == 200 and body.startswith(b"-----BEGIN RSA PRIVATE KEY")
-    assert not (node_dir / "keys" / "minion.pem").exists()  # the only copy is the node's
-    status, body = http("GET", url, token)
-    assert status == 403 and b"already used" in body
-    assert boot.history == []
-    status, body = http("POST", f"{server.url}/v1/done/tbox-001", token)
-    assert status == 200
-    assert boot.history == [("tbox-001", "local")]
-    status, body = http("POST", f"{server.url}/v1/done/tbox-001", token)
-    assert status == 403 and b"already used" in body
-    assert boot.history == [("tbox-001", "local")]
-    whats = [e.get("what") for e in journal(node_dir)]
-    assert whats == ["key-fetched", "token-refused", "install-finished", "token-refused"]
+def test_key_once_then_a_signed_callback_sets_local(served: Served) -> None:
+    token = TokenStore(served.node_dir).issue(60)
+    url = f"{served.url}/v1/key/{NODE}"
+    finger = f"{served.url}/v1/finger/{NODE}"
+    assert http("GET", finger, token, source=NODE_ADDR)[0] == 403  # with the key only
+    status, body = http("GET", url, token, source=NODE_ADDR)
+    assert status == 200 and body == served.pem
+    assert not (served.node_dir / "keys" / "minion.pem").exists()  # the node's only
+    # what the installed minion pins (master_finger): this master's key
+    assert http("GET", finger, token, source=NODE_ADDR) == (200, b"ab:cd\n")
+    assert http("GET", finger, token, source=NEIGHBOUR)[0] == 403
+    status, body = http("POST", f"{served.url}/v1/done/{NODE}", token,
+                        sign_done(served.pem, NODE, token), source=NODE_ADDR)
+    assert status == 200, body
+    assert served.boot.history == [(NODE, "local")]
+    whats = [e.get("what") for e in journal(served.node_dir) if e.get("use") != "finger"]
+    assert whats == ["key-fetched", "install-finished"]
 
 
-def test_forged_missing_and_other_node_tokens_refused(
-        served: tuple[CallbackServer, RecordingBootMode, Path], tmp_path: Path) -> None:
-    server, boot, node_dir = served
-    token = TokenStore(node_dir).issue(60)
-    other = TokenStore(tmp_path / "tbox-002").issue(60)
-    assert http("GET", f"{server.url}/v1/key/tbox-001", "forged")[0] == 403
-    assert http("GET", f"{server.url}/v1/key/tbox-001", None)[0] == 403
-    assert http("GET", f"{server.url}/v1/key/tbox-001", other)[0] == 403
-    assert http("POST", f"{server.url}/v1/done/tbox-001", other)[0] == 403
-    assert http("GET", f"{server.url}/v1/key/nonode", token)[0] == 403
-    assert http("GET", f"{server.url}/v1/key/..%2f..%2fetc", token)[0] == 404
-    assert boot.history == []
-    assert (node_dir / "keys" / "minion.pem").exists()
-    assert TokenStore(node_dir).usable()  # failed attempts do not spend the real token
+def test_the_endpoint_enforces_the_nodes_address(served: Served) -> None:
+    """The right token, from any other address (a neighbour, this host), is refused and
+    not spent; nginx's rule is not the only guard."""
+    token = TokenStore(served.node_dir).issue(60)
+    for source in (NEIGHBOUR, "127.0.0.1"):
+        status, body = http("GET", f"{served.url}/v1/key/{NODE}", token, source=source)
+        assert status == 403 and b"not from tbox-001's address" in body
+        status, _ = http("POST", f"{served.url}/v1/done/{NODE}", token,
+                         sign_done(served.pem, NODE, token), source=source)
+        assert status == 403
+    assert TokenStore(served.node_dir).usable()
+    assert (served.node_dir / "keys" / "minion.pem").exists()
+    assert served.boot.history == []
+    peers = [e["peer"] for e in journal(served.node_dir) if e.get("what") == "token-refused"]
+    assert peers[0].startswith(NEIGHBOUR) and peers[2].startswith("127.0.0.1")
+
+
+def test_a_bare_or_forged_token_cannot_call_back(served: Served) -> None:
+    token = TokenStore(served.node_dir).issue(60)
+    done = f"{served.url}/v1/done/{NODE}"
+    status, body = http("POST", done, token, source=NODE_ADDR)  # the token alone
+    assert status == 403 and b"no proof of the node's new key" in body
+    other, _ = _keypair()  # signed, but not with the node's key
+    assert http("POST", done, token, sign_done(other, NODE, token), source=NODE_ADDR)[0] \
+        == 403
+    # signed with the node's key, but over another token (a replay from another run)
+    assert http("POST", done, token, sign_done(served.pem, NODE, "old-token"),
+                source=NODE_ADDR)[0] == 403
+    assert http("POST", done, "forged", sign_done(served.pem, NODE, "forged"),
+                source=NODE_ADDR)[0] == 403
+    assert served.boot.history == []
+    assert TokenStore(served.node_dir).usable()
+
+
+def test_a_claimed_key_fails_the_real_installer_and_stops_the_reinstall(
+        served: Served) -> None:
+    """Someone at the node's address fetched the key first: the real installer gets 409
+    naming it, reports the error, and the reinstall stops: token spent, boot mode local,
+    the key revoked on the master, the claimant in the journal; a later callback by the
+    claimant (who holds the key) is refused."""
+    token = TokenStore(served.node_dir).issue(60)
+    assert http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)[0] == 200
+    status, body = http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)
+    assert status == 409 and b"already used for key fetched by 127.0.0.2" in body
+    status, body = http("POST", f"{served.url}/v1/error/{NODE}", token,
+                        b"the master refused the key: claimed", source=NODE_ADDR)
+    assert status == 200 and b"key revoked" in body
+    assert served.revoked == [NODE]
+    assert served.boot.history == [(NODE, "local")]
+    state = TokenStore(served.node_dir).status()
+    assert state is not None and state["error"]["reason"].startswith("the master refused")
+    error = next(e for e in journal(served.node_dir) if e.get("what") == "install-error")
+    assert error["claimant"].startswith("127.0.0.2") and error["key_fetched"] is True
+    status, _ = http("POST", f"{served.url}/v1/done/{NODE}", token,
+                     sign_done(served.pem, NODE, token), source=NODE_ADDR)
+    assert status == 409
+    # reported once: a second report changes nothing and is not journaled again
+    assert http("POST", f"{served.url}/v1/error/{NODE}", token, b"again",
+                source=NODE_ADDR)[0] == 200
+    assert served.revoked == [NODE]
+    assert sum(e.get("what") == "install-error" for e in journal(served.node_dir)) == 1
+
+
+def test_an_installer_without_a_token_learns_a_reinstall_is_in_progress(
+        served: Served, tmp_path: Path) -> None:
+    status_url = f"{served.url}/v1/status/{NODE}"
+    assert http("GET", f"{served.url}/v1/status/{OTHER}", None, source=NEIGHBOUR) == \
+        (200, b"none: no reinstall in progress for this node\n")
+    token = TokenStore(served.node_dir).issue(60)
+    status, body = http("GET", status_url, None, source=NODE_ADDR)
+    assert status == 409 and body.startswith(b"armed")
+    http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)
+    status, body = http("GET", status_url, None, source=NODE_ADDR)
+    assert status == 409 and body.startswith(b"claimed")
+    # its error report needs no token while the reinstall is in progress
+    assert http("POST", f"{served.url}/v1/error/{NODE}", None, b"no token",
+                source=NODE_ADDR)[0] == 200
+    assert served.revoked == [NODE]
+    assert http("GET", status_url, None, source=NEIGHBOUR)[0] == 403  # not its address
+
+
+def test_strict_content_length_and_no_tracebacks(
+        served: Served, capfd: pytest.CaptureFixture[str]) -> None:
+    TokenStore(served.node_dir).issue(60)
+    done = f"POST /v1/done/{NODE} HTTP/1.1\r\nHost: x\r\n".encode()
+    assert served.raw(done + b"\r\n").startswith(b"HTTP/1.0 411") or \
+        served.raw(done + b"\r\n").startswith(b"HTTP/1.1 411")
+    assert b" 400 " in served.raw(done + b"Content-Length: 5\r\nContent-Length: 6\r\n\r\n")
+    assert b" 400 " in served.raw(done + b"Content-Length: -1\r\n\r\n")
+    assert b" 400 " in served.raw(done + b"Content-Length: 1e3\r\n\r\n")
+    assert b" 413 " in served.raw(done + b"Content-Length: 999999\r\n\r\n")
+    assert b" 400 " in served.raw(done + b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    assert b" 400 " in served.raw(b"GET /v1/health HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
+    assert served.raw(b"\x00\xff garbage HTTP/1.1\r\n\r\n").split(b" ")[1] in (b"400", b"501")
+    assert served.raw(b"GET /v1/key/" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n").split(b" ")[1] \
+        in (b"414", b"400")
+    # a body shorter than its Content-Length: the connection times out, nothing printed
+    assert served.raw(done + b"Content-Length: 100\r\n\r\nshort") == b""
+    assert http("GET", f"{served.url}/v1/health", None) == (200, b"ok\n")
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and err == ""
+    assert TokenStore(served.node_dir).usable()
+
+
+def test_idle_connections_time_out_and_their_number_is_bounded(served: Served) -> None:
+    addr = served.server.server_address[:2]
+    idle = [socket.create_connection(addr, timeout=10) for _ in range(4)]  # the limit
+    try:
+        time.sleep(0.3)
+        with socket.create_connection(addr, timeout=10) as extra:
+            extra.sendall(b"GET /v1/health HTTP/1.1\r\n\r\n")
+            assert extra.recv(100) == b""  # over the limit: closed unanswered
+        t0 = time.monotonic()
+        assert idle[0].recv(100) == b""  # the 1 s per-connection timeout closed it
+        assert time.monotonic() - t0 < 5
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(0.3)
+    assert http("GET", f"{served.url}/v1/health", None) == (200, b"ok\n")
+
+
+def test_refusals_are_journaled_up_to_a_bound(served: Served) -> None:
+    TokenStore(served.node_dir).issue(60)
+    for _ in range(JOURNALED_REFUSALS * 3):
+        assert http("GET", f"{served.url}/v1/key/{NODE}", "forged", source=NEIGHBOUR)[0] == 403
+    lines = journal(served.node_dir)
+    assert len(lines) == JOURNALED_REFUSALS
+    assert lines[-1]["what"] == "refusals-not-journaled"
+
+
+def test_the_endpoint_binds_to_the_masters_provisioning_address() -> None:
+    inv = load_inventory(ROOT / "inventory.yaml")
+    assert default_bind(inv) == (str(inv.master_address), inv.raw.site.salt.reinstall_port)
+    assert default_bind(inv)[0] != "0.0.0.0"
+    assert node_addresses(inv)["tbox-001"] == str(inv.nodes["tbox-001"].address)

@@ -82,6 +82,7 @@ class Rig:
     endpoint: str
     web: str
     boot: Boot
+    revoked: list[str]
 
     def run(self, node: Node, script: str) -> subprocess.CompletedProcess[str]:
         s = script.replace(installkey.endpoint(self.inv), self.endpoint)
@@ -101,6 +102,9 @@ class Rig:
         subprocess.run(["openssl", "genrsa", "-out", str(d / "keys" / "minion.pem"), "2048"],
                        check=True, capture_output=True)
         self.original_pem = (d / "keys" / "minion.pem").read_bytes()
+        subprocess.run(["openssl", "rsa", "-in", str(d / "keys" / "minion.pem"), "-pubout",
+                        "-out", str(d / "keys" / "minion.pub")], check=True,
+                       capture_output=True)
         token = TokenStore(d).issue(600)
         (self.pxe_state / installkey.token_name(node)).write_text(token)
         return token
@@ -120,7 +124,10 @@ def rig(rendered: tuple[Inventory, dict[str, str]], tmp_path: Path) -> Iterator[
     pxe_state = tmp_path / "pxe-state"
     pxe_state.mkdir()
     boot = Boot()
-    api = CallbackServer(("127.0.0.1", 0), tmp_path / "reinstall", boot)
+    revoked: list[str] = []
+    # every node's address is this host's here (the scripts' curl calls from 127.0.0.1)
+    api = CallbackServer(("127.0.0.1", 0), tmp_path / "reinstall", boot,
+                         dict.fromkeys(inv.nodes, "127.0.0.1"), revoke_key=revoked.append)
     web = ThreadingHTTPServer(("127.0.0.1", 0),
                               partial(_Quiet, directory=str(pxe_state)))
     threading.Thread(target=web.serve_forever, daemon=True).start()
@@ -129,7 +136,7 @@ def rig(rendered: tuple[Inventory, dict[str, str]], tmp_path: Path) -> Iterator[
     (target / "etc").mkdir(parents=True)
     try:
         yield Rig(inv, files, tmp_path, tmp_path / "reinstall", pxe_state, target, api.url,
-                  f"http://127.0.0.1:{web.server_address[1]}", boot)
+                  f"http://127.0.0.1:{web.server_address[1]}", boot, revoked)
     finally:
         api.stop()
         web.shutdown()
@@ -152,9 +159,11 @@ def test_both_images_fetch_the_key_first_and_call_back_last(
     curl = "curl" if host == UBUNTU else "chroot /target curl"
     assert f"t=$({curl} -fsS --max-time 30 http://10.1.0.10/state/" \
            f"{node.mac.replace(':', '-')}.token)" in fetch
-    assert f"http://10.1.0.10:8470/v1/key/{host} " in fetch
-    assert f"-X POST -H \"Authorization: Bearer $(cat $f)\" http://10.1.0.10:8470/v1/done/{host}" \
-        in done
+    assert f"ep=http://10.1.0.10:8470; n={host}; " in fetch and '"$ep/v1/key/$n"' in fetch
+    assert f"ep=http://10.1.0.10:8470; n={host}; " in done
+    # the callback carries the signature by the node's key, never the token alone
+    assert "openssl dgst -sha256 -sign /etc/salt/pki/minion/minion.pem" in done
+    assert '--data-binary @- "$ep/v1/done/$n" < /tmp/fleet-done.sig' in done
     key = files[f"pxe/http/hosts/{host}/" + ("user-data" if host == UBUNTU else "preseed.cfg")]
     # the key is in place before salt-minion is installed; the callback is the very end
     assert key.index("/v1/key/") < key.index("apt-get install -y salt-minion") \
@@ -204,11 +213,47 @@ def test_a_refused_key_fails_the_install(rig: Rig) -> None:
     (rig.pxe_state / installkey.token_name(node)).write_text("forged-token")
     fetch, done = late_scripts(rig.inv, rig.files, node)
     r = rig.run(node, fetch)
-    assert r.returncode == 1 and "refused the key" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 1 and "refused the key" in r.stderr, r.stdout + r.stderr
     assert not list((rig.target / "etc/salt/pki/minion").iterdir())
     r = rig.run(node, done)  # the copy of the forged token is refused too: install stops
-    assert r.returncode == 1 and "still armed" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 1 and "could not sign the install-finished callback" in r.stderr, \
+        r.stdout + r.stderr
     assert rig.boot.modes == {}
+
+
+@pytest.mark.parametrize("host", [UBUNTU, DEBIAN])
+def test_a_key_taken_first_fails_the_real_installer_loudly(rig: Rig, host: str) -> None:
+    """Someone used the token first (fetched the key from the node's address): the real
+    installer fails (exit 1, the reason on stderr) and reports it; the master then has
+    the reinstall stopped, boot mode local, the key revoked, the claimant journaled."""
+    node = rig.inv.nodes[host]
+    token = rig.arm(node)
+    from reinstall.helpers import http
+
+    assert http("GET", f"{rig.endpoint}/v1/key/{host}", token)[0] == 200  # the thief
+    fetch, _done = late_scripts(rig.inv, rig.files, node)
+    r = rig.run(node, fetch)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "refused the key" in r.stderr and "already used for key fetched by" in r.stderr
+    assert rig.boot.modes == {host: "local"} and rig.revoked == [host]
+    error = [e for e in Journal(rig.state_root / host).entries()
+             if e.get("what") == "install-error"]
+    assert len(error) == 1 and error[0]["claimant"].startswith("127.0.0.1")
+
+
+@pytest.mark.parametrize("host", [UBUNTU, DEBIAN])
+def test_a_token_taken_away_fails_the_real_installer_loudly(rig: Rig, host: str) -> None:
+    """The token is gone from the provisioning host (someone finished with it, or it was
+    never delivered) while the master has a reinstall in progress: not a plain install,
+    so no exit 0 (it was before: "no reinstall in progress")."""
+    node = rig.inv.nodes[host]
+    rig.arm(node)
+    (rig.pxe_state / installkey.token_name(node)).unlink()
+    fetch, _done = late_scripts(rig.inv, rig.files, node)
+    r = rig.run(node, fetch)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the master has a reinstall in progress" in r.stderr
+    assert rig.revoked == [host] and rig.boot.modes == {host: "local"}
 
 
 def test_nginx_rules_give_each_token_to_its_node_only(
@@ -218,8 +263,9 @@ def test_nginx_rules_give_each_token_to_its_node_only(
     state = inv.raw.site.pxe_state
     for node in inv.nodes.values():
         name = installkey.token_name(node)
-        assert f"location = /state/{name} {{ alias {state}/{name}; allow {node.address}; " \
-               "deny all; expires epoch; }" in rules
+        # from the tokens directory, never the TFTP-served state directory
+        assert f"location = /state/{name} {{ alias {state}-tokens/{name}; " \
+               f"allow {node.address}; deny all; expires epoch; }}" in rules
     site = (ROOT / "salt/provisioning/files/pxe-nginx.conf.jinja").read_text()
     assert "location ~ \\.token$ {\n    deny all;" in site
     assert "include {{ root }}/../nginx/tokens.conf;" in site
@@ -246,3 +292,21 @@ def test_master_address_override_reaches_every_output(tmp_path: Path) -> None:
         text += "\n".join(preseed_writes(text).values())
         assert "master: 10.1.0.250" in text, node
         assert f"master: {master_node}" not in text, node
+
+
+def test_a_recorded_master_finger_pins_both_installers_minions(tmp_path: Path) -> None:
+    """``site.salt.master_finger`` (recorded with `fleet keys finger`) is in the minion
+    config each installer writes, Ubuntu and Debian (issue 13)."""
+    finger = ":".join(["ab"] * 32)
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE},
+                                            "salt": {"master_finger": finger}},
+                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
+    inv = load_inventory(SMALL, overlay)
+    files = render_all(inv)
+    want = f"master_finger: '{finger}'"
+    cmds = yaml.safe_load(files[f"pxe/http/hosts/{UBUNTU}/user-data"])["autoinstall"][
+        "late-commands"]
+    assert want in [w for c in cmds for w in shlex.split(c)]  # one printf line of fleet.conf
+    written = preseed_writes(files[f"pxe/http/hosts/{DEBIAN}/preseed.cfg"])
+    assert any(want in text.splitlines() for text in written.values()), written

@@ -44,10 +44,9 @@ def test_token_is_published_with_install_and_withdrawn_by_local(
         tmp_path: Path, inv: Inventory, pxe_root: Path) -> None:
     sd = tmp_path / "state"
     t = state.target(inv, "gpu-01", pxe_root)
-    token = sd / "52-54-00-00-00-65.token"
+    token = tmp_path / "state-tokens" / "52-54-00-00-00-65.token"
     state.set_mode(sd, t, "install", token="tok-1")
     assert token.read_text() == "tok-1" and state.has_token(sd, t)
-    assert token.stat().st_mode & 0o777 == 0o644  # nginx reads it; its rules restrict it
     state.set_mode(sd, t, "install")  # a plain `fleet pxe set install` keeps it
     assert token.read_text() == "tok-1"
     assert state.strays(sd, state.targets(inv, pxe_root)) == []
@@ -148,6 +147,46 @@ def test_cli_set_and_status(tmp_path: Path, pxe_root: Path) -> None:
     assert r.returncode == 4 and "deploy the rendered pxe/ tree" in r.stderr
 
 
+def test_the_token_is_never_in_the_tftp_served_state_dir(
+        tmp_path: Path, inv: Inventory, pxe_root: Path) -> None:
+    """The TFTP root links to the state directory (GRUB without HTTP reads state/ there)
+    and TFTP serves anyone: no token, under any name, is ever written there. It goes to
+    the sibling tokens directory, 0640 with that directory's group (setgid: nginx's),
+    renamed into place from a dot-name that nginx never serves (issue 13)."""
+    import grp
+    import stat
+
+    sd = tmp_path / "state"
+    tokens = tmp_path / "state-tokens"
+    tokens.mkdir(mode=0o750)
+    group = grp.getgrall()[-1].gr_gid  # any group but root's: as nginx's would be
+    os.chown(tokens, 0, group)
+    tokens.chmod(0o2750)
+    t = state.target(inv, "gpu-01", pxe_root)
+    seen: list[str] = []
+    real_replace = Path.replace
+
+    def spy(self: Path, target: str | os.PathLike[str]) -> Path:
+        seen.append(str(self))
+        seen.extend(p.name for p in sd.iterdir())  # what the state dir holds meanwhile
+        return real_replace(self, target)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Path, "replace", spy)
+        state.set_mode(sd, t, "install", token="tok-secret")
+    for path in sd.rglob("*"):
+        assert not path.name.endswith(".token") and ".token." not in path.name
+        if path.is_file() and not path.is_symlink():
+            assert "tok-secret" not in path.read_text()
+    assert not any("token" in name for name in seen if "/" not in name)
+    assert [p for p in seen if "/" in p and ".token" in p] == \
+        [str(tokens / ".52-54-00-00-00-65.token.") + f"{os.getpid()}.tmp"]
+    published = tokens / t.token_file
+    st = published.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o640 and st.st_gid == group
+    assert sorted(p.name for p in tokens.iterdir()) == [t.token_file]  # no temp left
+
+
 def test_reinstall_sets_modes_through_a_command(tmp_path: Path, inv: Inventory,
                                                pxe_root: Path) -> None:
     """`fleet reinstall --pxe-command CMD` (provisioning host != master; the lab): the boot
@@ -164,9 +203,9 @@ def test_reinstall_sets_modes_through_a_command(tmp_path: Path, inv: Inventory,
     t = state.target(inv, "gpu-01", pxe_root)
     boot.set_mode("gpu-01", "install", token="tok-secret")
     assert state.get_mode(sd, t) == "install"
-    assert (sd / t.token_file).read_text() == "tok-secret"
+    assert (state.tokens_dir(sd) / t.token_file).read_text() == "tok-secret"
     boot.set_mode("gpu-01", "local")
-    assert state.get_mode(sd, t) == "local" and not (sd / t.token_file).exists()
+    assert state.get_mode(sd, t) == "local" and not state.has_token(sd, t)
     assert "tok-secret" not in (tmp_path / "argv.log").read_text()
     with pytest.raises(BootModeUnavailableError, match="no-such-node"):
         boot.set_mode("no-such-node", "install", token="x")

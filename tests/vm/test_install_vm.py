@@ -537,7 +537,7 @@ def test_the_installer_fetched_its_key_with_the_token_and_called_back(run: Run) 
 def test_the_boot_mode_was_local_at_the_callback(run: Run) -> None:
     assert run.modes_at_callback == {"ipxe": "local.ipxe", "grub": "grub-local.cfg"}, \
         run.modes_at_callback
-    assert not (run.work / "state" / installkey.token_name(run.inv.nodes[NODE])).exists()
+    assert not (run.work / "state-tokens" / installkey.token_name(run.inv.nodes[NODE])).exists()
 
 
 def test_the_guest_rebooted_through_pxe_local_into_its_disk(run: Run) -> None:

@@ -221,6 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_diff)
     add_pxe_parser(sub, common, _load)
 
+    from fleet.keys.cli import add_parser as add_keys
+
+    add_keys(sub, common, _load)
+
     from fleet.lab.cli import add_parser as add_lab
     from fleet.mkv.cli import add_parser as add_mkv
 

@@ -24,6 +24,14 @@ API (used by ``fleet pxe`` and by ``fleet reinstall``)::
 
 ``set_mode`` raises :class:`StateError` when the rendered script it would point at is
 missing (the tree was not deployed): a link is never left dangling.
+
+Install tokens (``fleet reinstall``) are never in the state directory: TFTP serves that
+directory (GRUB builds without HTTP read ``state/`` there) to anyone. They live in the
+sibling ``<state>-tokens`` (:func:`tokens_dir`), which no TFTP root reaches and nginx
+serves only as the rendered ``location = /state/<mac>.token`` of each node, to that
+node's address. The provisioning role creates it ``root:<nginx group>`` 2750 (setgid):
+a token is written under a dot-name in that directory (never served), mode 0640 with the
+directory's group, fsynced, then renamed into place.
 """
 
 from __future__ import annotations
@@ -64,9 +72,9 @@ class Target:
 
     @property
     def token_file(self) -> str:
-        """The one-time install token of ``fleet reinstall``, while an install is armed
-        (fetched by the installer's late-command; nginx serves it to the node's address
-        only, see ``fleet.render.pxe``)."""
+        """The one-time install token of ``fleet reinstall``, while an install is armed,
+        in :func:`tokens_dir` (fetched by the installer's late-command; nginx serves it to
+        the node's address only, see ``fleet.render.pxe``)."""
         return self.mac.replace(":", "-") + ".token"
 
     def script(self, mode: Mode, loader: Literal["ipxe", "grub"]) -> Path:
@@ -115,21 +123,45 @@ def _replace_link(directory: Path, name: str, dest: Path) -> None:
     tmp.replace(directory / name)
 
 
+def tokens_dir(state: Path) -> Path:
+    """Where ``state``'s install tokens are published: its sibling ``<name>-tokens``."""
+    return state.with_name(state.name + "-tokens")
+
+
 def _write_token(state: Path, t: Target, token: str) -> None:
-    tmp = state / f".{t.token_file}.{os.getpid()}.tmp"
-    # world-readable for nginx's workers; nginx serves it to the node's own address only
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token)
-    tmp.chmod(0o644)  # whatever the umask
-    tmp.replace(state / t.token_file)
+    tokens = tokens_dir(state)
+    if not tokens.is_dir():
+        # the provisioning role makes it root:<nginx group> 2750; made here it is
+        # private to root (nginx cannot read it: run the provisioning state first)
+        tokens.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = tokens / f".{t.token_file}.{os.getpid()}.tmp"
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, token.encode())
+        # the nginx workers read it through the directory's group; nobody else
+        os.fchmod(fd, 0o640)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    tmp.replace(tokens / t.token_file)
+    dfd = os.open(tokens, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def remove_token(state: Path, t: Target) -> None:
+    (tokens_dir(state) / t.token_file).unlink(missing_ok=True)
+    (state / t.token_file).unlink(missing_ok=True)  # where older versions published it
 
 
 def set_mode(state: Path, t: Target, mode: str, token: str | None = None) -> None:
     """Point both of ``t``'s links at its ``mode`` scripts, each by one atomic rename.
 
     ``install`` with a ``token`` (``fleet reinstall``) first publishes it as
-    ``<state>/<mac>.token`` for the installer; ``local`` removes any token after the
+    ``<state>-tokens/<mac>.token`` for the installer; ``local`` removes any token after the
     switch (the callback, an abort, a failure or an expiry all end in ``local``). A plain
     ``install`` leaves an existing token alone."""
     if mode not in MODES:
@@ -147,11 +179,11 @@ def set_mode(state: Path, t: Target, mode: str, token: str | None = None) -> Non
     _replace_link(state, t.grub_link, grub)
     _replace_link(state, t.ipxe_link, ipxe)
     if m == "local":
-        (state / t.token_file).unlink(missing_ok=True)
+        remove_token(state, t)
 
 
 def has_token(state: Path, t: Target) -> bool:
-    return (state / t.token_file).is_file()
+    return (tokens_dir(state) / t.token_file).is_file()
 
 
 def _mode_of(link: Path) -> tuple[Mode | None, str | None]:

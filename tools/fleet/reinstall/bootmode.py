@@ -55,9 +55,12 @@ class CommandBootMode:
     def set_mode(self, node: str, mode: BootMode, token: str | None = None) -> None:
         import subprocess
 
-        argv = [*self.command, "pxe", "set", node, mode, "--quiet"]
+        from fleet.reinstall.commands import through
+
+        args = ["pxe", "set", node, mode, "--quiet"]
         if token is not None:
-            argv.append("--token-stdin")
+            args.append("--token-stdin")
+        argv = through(self.command, args)
         try:
             proc = subprocess.run(argv, input=(token or "") + "\n", capture_output=True,
                                   text=True, timeout=self.timeout, check=False,

@@ -60,7 +60,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the Salt master's config dir (-c of salt and salt-key)")
     p.add_argument("--callback", metavar="HOST:PORT",
                    help="where the installer's key/callback endpoint listens (default "
-                        "0.0.0.0:<site.salt.reinstall_port>, 8470 unless set: the rendered "
+                        "<site.salt.master_address>:<site.salt.reinstall_port>, 8470 unless "
+                        "set: the rendered "
                         "late-commands call that port on the master; 'none' when one runs "
                         "separately)")
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
@@ -134,6 +135,7 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     from fleet.reinstall.flow import Flow, FlowError
     from fleet.reinstall.lock import BusyError
     from fleet.reinstall.saltkeys import MinionKeys
+    from fleet.reinstall.server import default_bind
 
     inv = load_inventory(args.inventory, args.overlay)
     node = inv.nodes.get(args.node)
@@ -160,10 +162,12 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
                         converge_timeout=args.converge_timeout,
                         health_timeout=args.health_timeout, reason=args.reason),
         say=say)
-    bind = None
-    callback = args.callback or f"0.0.0.0:{inv.raw.site.salt.reinstall_port}"
-    if callback != "none":
-        host, _, port = callback.rpartition(":")
+    # default: the master's provisioning address, where the installers call, only
+    bind: tuple[str, int] | None = default_bind(inv)
+    if args.callback == "none":
+        bind = None
+    elif args.callback:
+        host, _, port = args.callback.rpartition(":")
         bind = (host, int(port))
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     flow = Flow(ctx, callback_bind=bind, interrupts=interrupts)

@@ -3,10 +3,12 @@ the lab can point the same steps at its own master (``.lab/bin/salt``...)."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 
@@ -32,6 +34,17 @@ class CommandError(Exception):
         self.result = result
 
 
+def through(prefix: Sequence[str], args: Sequence[str]) -> list[str]:
+    """``prefix`` (an operator's ``--slurm-command`` / ``--pxe-command``, already split into
+    words) followed by ``args``, so that no shell re-parses a value: a local command gets
+    them as an argument list; ``ssh`` joins its remote words with spaces for the remote
+    shell, so each of ours is ``shlex.quote``d (a drain reason with parentheses, a
+    minion's answer with ``$(...)``, stay one literal argument)."""
+    if any(Path(word).name == "ssh" for word in prefix):
+        return [*prefix, *(shlex.quote(a) for a in args)]
+    return [*prefix, *args]
+
+
 class Runner(Protocol):
     def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result: ...
 
@@ -44,8 +57,8 @@ class SubprocessRunner:
         self.prefix = prefix or {}
 
     def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
-        head = self.prefix.get(argv[0], [argv[0]])
-        full = [*head, *argv[1:]]
+        head = self.prefix.get(argv[0])
+        full = [argv[0], *argv[1:]] if head is None else through(head, argv[1:])
         if shutil.which(full[0]) is None:
             return Result(tuple(full), 127, "", f"{full[0]}: command not found")
         try:

@@ -15,7 +15,7 @@ import secrets
 import signal
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import FrameType
@@ -28,7 +28,7 @@ from fleet.reinstall.commands import CommandError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 from fleet.reinstall.journal import RunState, latest_run
 from fleet.reinstall.lock import NodeLock
-from fleet.reinstall.server import CallbackServer
+from fleet.reinstall.server import CallbackServer, node_addresses
 from fleet.reinstall.steps import STEP_NAMES, STEPS
 
 # Steps between arming the install and its callback: a failure there disarms the node.
@@ -171,9 +171,14 @@ def resume_point(state: RunState, token_usable: bool) -> int:
 
 class Flow:
     def __init__(self, ctx: Context, callback_bind: tuple[str, int] | None = None,
-                 interrupts: Interrupts | None = None) -> None:
+                 interrupts: Interrupts | None = None,
+                 addresses: Mapping[str, str] | None = None) -> None:
+        """``addresses``: the address each node's installer calls from (default: the
+        inventory's provisioning addresses); the endpoint serves nobody else."""
         self.ctx = ctx
         self.callback_bind = callback_bind
+        self.addresses = dict(addresses) if addresses is not None \
+            else node_addresses(ctx.inventory)
         self.callback_url: str | None = None
         self.interrupts = interrupts or Interrupts()
 
@@ -254,6 +259,7 @@ class Flow:
                 report.warnings = ctx.warnings
                 return report  # unfinished on purpose: --resume continues
         report.outcome = "done"
+        ctx.tokens.close()
         report.left = {"boot_mode": "local", "slurm": "resumed" if ctx.is_slurm_node()
                        else "not a Slurm node", "key": "new key accepted and in use"}
         ctx.journal.append("finish", run=ctx.run_id, outcome="done", left=report.left)
@@ -281,9 +287,36 @@ class Flow:
             left["slurm"] = "drained (stays drained until the reinstall completes)" \
                 if "drain" in state.completed else "drain not confirmed (see the drain " \
                 "step)" if failed == "drain" else "not drained"
-        if "rotate_key" in state.completed:
-            left["key"] = "old key deleted; new key accepted, not yet used by the node"
+        if "rotate_key" in state.completed or failed == "rotate_key":
+            left["key"] = self._withdraw_key(state.completed)
         return left
+
+    def _withdraw_key(self, completed: list[str]) -> str:
+        """A run that ends without a completed install leaves no key waiting on the
+        master: the pre-accepted key is removed, the token revoked, the private key and
+        token deleted here (a resume rotates again)."""
+        ctx = self.ctx
+        if "wait_install" in completed:
+            return "new key accepted and installed on the node"
+        status = ctx.tokens.status() or {}
+        # the endpoint revoked it already on the installer's error report
+        served = bool(status.get("key_fetched")) and not status.get("error")
+        ctx.tokens.revoke()
+        for f in (ctx.token_file, ctx.key_file):
+            f.unlink(missing_ok=True)
+        try:
+            if served:  # a minion may hold it: salt-key also drops its session
+                ctx.keys.delete(ctx.name)
+            else:
+                ctx.keys.withdraw(ctx.name)
+        except (CommandError, OSError) as exc:
+            ctx.journal.append("note", run=ctx.run_id, what="revoke-failed",
+                               reason=str(exc)[:300])
+            return f"UNKNOWN: the pre-accepted key could not be removed: {exc}"
+        ctx.journal.append("note", run=ctx.run_id, what="key-revoked",
+                           reason="the install did not complete")
+        return "old key deleted; the pre-accepted new key removed (the install did not " \
+            "complete); token revoked"
 
     # --- abort --------------------------------------------------------------------
 
@@ -309,6 +342,8 @@ class Flow:
             for f in (ctx.token_file, ctx.key_file):
                 f.unlink(missing_ok=True)
             left["token"] = "revoked" if revoked else "none outstanding"
+            if "rotate_key" in state.completed and "wait_install" not in state.completed:
+                self._withdraw_key(state.completed)
             if ctx.is_slurm_node():
                 try:
                     left["slurm"] = slurm.state(ctx.runner, ctx.name) + \
@@ -332,7 +367,10 @@ class Flow:
         if self.callback_bind is None or start > STEP_NAMES.index("wait_install"):
             return nullcontext()
         try:
-            server = CallbackServer(self.callback_bind, self.ctx.state_root, self.ctx.boot)
+            server = CallbackServer(self.callback_bind, self.ctx.state_root, self.ctx.boot,
+                                    self.addresses,
+                                    revoke_key=self.ctx.keys.delete,
+                                    master_finger=self.ctx.keys.master_finger())
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise

@@ -16,6 +16,18 @@ KEY_LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected"
              "minions_denied": "denied"}
 
 
+def master_finger(pki_dir: Path) -> str | None:
+    """The master's public key fingerprint as minions pin it (``master_finger``: sha256
+    of ``pki_dir/master.pub``'s body, as salt.crypt compares it), or None when the master
+    has no key there."""
+    import salt.utils.crypt  # type: ignore[import-untyped]  # heavy; only here
+
+    pub = pki_dir / "master.pub"
+    if not pub.is_file():
+        return None
+    return str(salt.utils.crypt.pem_finger(str(pub), sum_type="sha256"))
+
+
 class MinionKeys:
     def __init__(self, runner: Runner, pki_dir: Path) -> None:
         self.runner = runner
@@ -33,6 +45,15 @@ class MinionKeys:
             path = self.pki_dir / sub / node
             if path.exists():
                 path.unlink()
+
+    def master_finger(self) -> str | None:
+        return master_finger(self.pki_dir)
+
+    def withdraw(self, node: str) -> None:
+        """Remove a key accepted in advance that no minion has used (its private half was
+        never served): the files only, without salt-key's seconds of start-up."""
+        for sub in KEY_LISTS:
+            (self.pki_dir / sub / node).unlink(missing_ok=True)
 
     def generate(self, node: str, node_dir: Path) -> tuple[Path, bytes]:
         """A new key pair; returns (private key path, public key)."""

@@ -1,38 +1,105 @@
 """The installer's endpoint on the master (stdlib http.server, in a thread of the reinstall
-or on its own: ``python -m fleet.reinstall.server``). Every request carries the node's
-one-time token as ``Authorization: Bearer <token>``:
+or on its own: ``python -m fleet.reinstall.server``). Every request for a node must come
+from that node's own address in the inventory (the endpoint checks it itself, whatever
+nginx does), and the token ones carry the node's one-time token as
+``Authorization: Bearer <token>``:
 
-    GET  /v1/key/<node>   the node's new minion private key, once; then deleted here
-    POST /v1/done/<node>  the install finished: boot mode back to ``local`` at once, then
-                          the token is spent
-    GET  /v1/health       ``ok``
+    GET  /v1/key/<node>     the node's new minion private key, once; then deleted here.
+                            A second fetch is 409 and names who fetched it.
+    POST /v1/done/<node>    the install finished. The body is the proof that the caller
+                            holds that key: an RSA signature (PKCS#1 v1.5, SHA-256) with
+                            it over ``fleet-install-done:<node>:<token>``, checked with the
+                            public key accepted in advance. Boot mode back to ``local``
+                            at once, then the token is spent.
+    POST /v1/error/<node>   the installer failed (its key or token was used by someone
+                            else, a refused callback): body a short reason. The token is
+                            spent for every use, the boot mode goes back to ``local`` and
+                            the node's pre-accepted key is removed from the master; the
+                            reinstall stops with the first claimant's address.
+                            Without a token only while a reinstall is in progress.
+    GET  /v1/status/<node>  for an installer that found no token: ``none`` (no
+                            reinstall: a plain install), else 409 (a token was issued
+                            for this install: where it went is an incident)
+    GET  /v1/finger/<node>  the master's key fingerprint (``master_finger``), with the
+                            token, after the key: the installed minion pins this master
+    GET  /v1/health         ``ok``
 
-Refusals (bad, reused, expired token) are 403 with the reason, and are journaled.
+Refusals are 403 (409 for a token already used) with the reason, journaled (at most
+``JOURNALED_REFUSALS`` per node and endpoint: a flood cannot fill the disk). Each
+connection has a timeout, the number of connections served at once is bounded, request
+bodies need an exact ``Content-Length`` within a small limit, every response closes the
+connection, and no request can print a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import signal
+import socket
 import threading
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.journal import Journal
-from fleet.reinstall.tokens import TokenError, TokenStore
+from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
-NODE = re.compile(r"^/v1/(key|done)/([a-z0-9][a-z0-9-]{0,62})$")
+NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
+MAX_BODY = 4096  # a signature (512 bytes for RSA-4096) or a short reason
+CONNECTION_TIMEOUT = 10.0  # seconds a connection may take to send its request
+MAX_CONNECTIONS = 32  # served at once; more are closed without an answer
+JOURNALED_REFUSALS = 20  # per node, for the endpoint's lifetime
+DONE_MESSAGE = "fleet-install-done:{node}:{token}"
+
+KeyRevoker = Callable[[str], None]
+
+
+def done_message(node: str, token: str) -> bytes:
+    """What the installer signs with the node's new key to call back."""
+    return DONE_MESSAGE.format(node=node, token=token).encode()
+
+
+def peer_mac(address: str, arp: Path = Path("/proc/net/arp")) -> str | None:
+    """The MAC this host last saw for ``address`` on a directly attached network."""
+    try:
+        lines = arp.read_text(encoding="ascii", errors="replace").splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        cols = line.split()
+        if len(cols) >= 4 and cols[0] == address and cols[3] != "00:00:00:00:00:00":
+            return cols[3]
+    return None
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    clean = "".join(c if c.isprintable() else "?" for c in text)
+    return clean[:limit] + ("..." if len(clean) > limit else "")
 
 
 class CallbackServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 16
 
-    def __init__(self, bind: tuple[str, int], state_root: Path, boot: BootModeSetter) -> None:
+    def __init__(self, bind: tuple[str, int], state_root: Path, boot: BootModeSetter,
+                 addresses: Mapping[str, str], revoke_key: KeyRevoker | None = None,
+                 max_connections: int = MAX_CONNECTIONS,
+                 timeout: float = CONNECTION_TIMEOUT,
+                 master_finger: str | None = None) -> None:
         super().__init__(bind, _Handler)
         self.state_root = state_root
         self.boot = boot
+        self.addresses = dict(addresses)  # node -> the only address it is served to
+        self.revoke_key = revoke_key
+        self.master_finger = master_finger  # of the master's own public key
+        self.connection_timeout = timeout
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._refusals: dict[str, int] = {}
+        self._refusals_lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
@@ -61,55 +128,187 @@ class CallbackServer(ThreadingHTTPServer):
             self._thread.join(timeout=5)
         self.server_close()
 
+    # --- connection limit; no tracebacks ------------------------------------------
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # over the limit: closed, nothing read
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a broken or hostile connection: nothing to print, nothing to keep
+
+    def journal_refusal(self, node: str, node_dir: Path, **fields: Any) -> None:
+        """A refused request, journaled at most JOURNALED_REFUSALS times per node."""
+        with self._refusals_lock:
+            n = self._refusals.get(node, 0) + 1
+            self._refusals[node] = n
+        if n < JOURNALED_REFUSALS:
+            Journal(node_dir).append("note", what="token-refused", **fields)
+        elif n == JOURNALED_REFUSALS:
+            Journal(node_dir).append("note", what="refusals-not-journaled",
+                                     reason=f"{n} refused requests: further ones are "
+                                            "answered but not journaled",
+                                     last_peer=fields.get("peer"))
+
 
 class _Handler(BaseHTTPRequestHandler):
     server: CallbackServer
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        # StreamRequestHandler.setup sets it on the socket: each read and write of the
+        # connection (request line, headers, body) must progress within it
+        self.request.settimeout(self.server.connection_timeout)
+        # and the whole connection within three times that (a client trickling a byte
+        # at a time keeps no thread): the socket is shut down under it
+        self._deadline = threading.Timer(3 * self.server.connection_timeout, self._cut)
+        self._deadline.daemon = True
+        self._deadline.start()
+        super().setup()
+
+    def _cut(self) -> None:
+        with contextlib.suppress(OSError):
+            self.request.shutdown(socket.SHUT_RDWR)
+
+    def finish(self) -> None:
+        self._deadline.cancel()
+        with contextlib.suppress(OSError):
+            super().finish()
+
     def log_message(self, format: str, *args: object) -> None:
         pass  # the journal records what matters; no token ever reaches a log
 
     def _reply(self, code: int, body: bytes, ctype: str = "text/plain") -> None:
+        self.close_connection = True  # one request per connection: nothing idles
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
 
-    def _target(self, verb: str) -> tuple[str, Path, str] | None:
-        m = NODE.match(self.path)
-        if m is None or m.group(1) != verb:
-            self._reply(404, b"not found\n")
-            return None
-        node = m.group(2)
-        node_dir = self.server.state_root / node
-        auth = self.headers.get("Authorization", "")
-        token = auth[7:].strip() if auth.startswith("Bearer ") else ""
-        if not node_dir.is_dir():
-            self._reply(403, b"refused: no reinstall in progress for this node\n")
-            return None
-        return node, node_dir, token
+    @property
+    def peer(self) -> str:
+        return str(self.client_address[0])
 
-    def _refuse(self, node: str, node_dir: Path, use: str, exc: TokenError) -> None:
-        Journal(node_dir).append("note", what="token-refused", use=use, reason=str(exc),
-                                 peer=self.client_address[0])
-        self._reply(403, f"refused: {exc}\n".encode())
+    def _peer_name(self) -> str:
+        mac = peer_mac(self.peer)
+        return f"{self.peer} (MAC {mac})" if mac else self.peer
+
+    def _body(self, allowed: bool) -> bytes | None:
+        """The request body under strict Content-Length rules, or None after a refusal."""
+        if self.headers.get_all("Transfer-Encoding"):
+            self._reply(400, b"bad request: Transfer-Encoding is not accepted\n")
+            return None
+        lengths = self.headers.get_all("Content-Length") or []
+        if not allowed:
+            if any(v.strip() != "0" for v in lengths):
+                self._reply(400, b"bad request: no body expected\n")
+                return None
+            return b""
+        if not lengths:
+            self._reply(411, b"length required\n")
+            return None
+        if len(lengths) != 1 or not re.fullmatch(r"[0-9]{1,6}", lengths[0].strip()):
+            self._reply(400, b"bad request: Content-Length\n")
+            return None
+        n = int(lengths[0])
+        if n > MAX_BODY:
+            self._reply(413, b"request body too large\n")
+            return None
+        body = self.rfile.read(n) if n else b""
+        if len(body) != n:
+            self.close_connection = True
+            return None  # the client went away (or timed out) mid-body
+        return body
+
+    def _dispatch(self, method: str) -> None:
+        try:
+            self._route(method)
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True
+        except Exception:  # never a traceback to the peer or to stderr
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self._reply(500, b"internal error\n")
 
     def do_GET(self) -> None:
-        if self.path == "/v1/health":
-            self._reply(200, b"ok\n")
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _route(self, method: str) -> None:
+        if self.path == "/v1/health" and method == "GET":
+            if self._body(False) is not None:
+                self._reply(200, b"ok\n")
             return
-        target = self._target("key")
-        if target is None:
+        m = NODE.match(self.path)
+        verb = m.group(1) if m else ""
+        want = "POST" if verb in ("done", "error") else "GET"
+        if m is None or method != want:
+            self._reply(404, b"not found\n")
             return
-        node, node_dir, token = target
+        body = self._body(method == "POST")
+        if body is None:
+            return
+        node = m.group(2)
+        allowed = self.server.addresses.get(node)
+        node_dir = self.server.state_root / node
+        if allowed is None:
+            self._reply(403, b"refused: unknown node\n")
+            return
+        if self.peer != allowed:
+            if node_dir.is_dir():
+                self.server.journal_refusal(node, node_dir, use=verb, peer=self._peer_name(),
+                                            reason=f"not from {node}'s address {allowed}")
+            self._reply(403, f"refused: not from {node}'s address\n".encode())
+            return
+        if not node_dir.is_dir():
+            if verb == "status":
+                self._reply(200, b"none: no reinstall in progress for this node\n")
+            else:
+                self._reply(403, b"refused: no reinstall in progress for this node\n")
+            return
+        auth = self.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth.startswith("Bearer ") else ""
+        {"key": self._key, "done": self._done, "error": self._error,
+         "status": self._status, "finger": self._finger}[verb](node, node_dir, token, body)
+
+    def _refuse(self, node: str, node_dir: Path, use: str, exc: TokenError,
+                token: str) -> None:
+        self.server.journal_refusal(node, node_dir, use=use, reason=str(exc),
+                                    peer=self._peer_name())
+        # the right token used already: someone else claimed it (409), else 403
+        code = 409 if isinstance(exc, TokenUsedError) else 403
+        self._reply(code, f"refused: {exc}\n".encode())
+
+    def _key(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
         tokens = TokenStore(node_dir)
         key = node_dir / "keys" / "minion.pem"
         try:
-            tokens.consume(token, "key_fetched")
+            tokens.consume(token, "key_fetched", peer=self._peer_name())
         except TokenError as exc:
-            self._refuse(node, node_dir, "key", exc)
+            self._refuse(node, node_dir, "key", exc, token)
             return
         try:
             pem = key.read_bytes()
@@ -117,37 +316,132 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(410, b"gone: no key waiting for this node\n")
             return
         key.unlink()  # served once: the only copy is now the node's
-        Journal(node_dir).append("note", what="key-fetched", peer=self.client_address[0])
+        Journal(node_dir).append("note", what="key-fetched", peer=self._peer_name())
         self._reply(200, pem, "application/x-pem-file")
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(min(length, 65536))
-        target = self._target("done")
-        if target is None:
-            return
-        node, node_dir, token = target
+    def _done(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
         tokens = TokenStore(node_dir)
         try:
             tokens.check(token, "done")
+            if not _signed_by_node(node_dir, done_message(node, token), body):
+                raise TokenError("no proof of the node's new key (the callback must be "
+                                 "signed with it)")
         except TokenError as exc:
-            self._refuse(node, node_dir, "done", exc)
+            self._refuse(node, node_dir, "done", exc, token)
             return
         try:
             self.server.boot.set_mode(node, "local")  # first: never a second install
         except Exception as exc:
-            Journal(node_dir).append("note", what="callback-failed", reason=str(exc))
-            self._reply(500, f"could not set boot mode to local: {exc}\n".encode())
+            Journal(node_dir).append("note", what="callback-failed",
+                                     reason=_printable(str(exc)))
+            self._reply(500, b"could not set boot mode to local\n")
             return
         try:
             tokens.consume(token, "done")
         except TokenError as exc:  # a concurrent duplicate won the race
-            self._refuse(node, node_dir, "done", exc)
+            self._refuse(node, node_dir, "done", exc, token)
             return
         Journal(node_dir).append("note", what="install-finished", boot_mode="local",
-                                 peer=self.client_address[0])
+                                 peer=self._peer_name())
         self._reply(200, b"ok: boot mode is local\n")
+
+    def _error(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
+        tokens = TokenStore(node_dir)
+        if token and not tokens.matches(token):
+            self._refuse(node, node_dir, "error", TokenError("wrong token"), token)
+            return
+        if not token and not tokens.in_progress():
+            self._refuse(node, node_dir, "error",
+                         TokenError("no reinstall in progress for this node"), token)
+            return
+        reason = _printable(body.decode("utf-8", errors="replace").strip() or "no reason")
+        before = tokens.fail(reason, self._peer_name())
+        if before is None or before.get("error"):
+            self._reply(200, b"reported already: the reinstall stops\n")
+            return  # journaled once: the first report
+        claimant = before.get("key_peer")
+        Journal(node_dir).append("note", what="install-error", reason=reason,
+                                 peer=self._peer_name(), claimant=claimant,
+                                 key_fetched=bool(before.get("key_fetched")),
+                                 done=bool(before.get("done")))
+        left = []
+        try:
+            self.server.boot.set_mode(node, "local")
+            left.append("boot mode local")
+        except Exception as exc:
+            left.append(f"boot mode UNKNOWN ({_printable(str(exc), 120)})")
+        (node_dir / "keys" / "minion.pem").unlink(missing_ok=True)
+        if self.server.revoke_key is not None:
+            try:
+                self.server.revoke_key(node)
+                left.append("key revoked on the master")
+            except Exception as exc:
+                left.append(f"key NOT revoked ({_printable(str(exc), 120)})")
+        Journal(node_dir).append("note", what="key-revoked" if "key revoked on the master"
+                                 in left else "revoke-failed", left="; ".join(left))
+        self._reply(200, ("reported: the reinstall stops; " + "; ".join(left) + "\n").encode())
+
+    def _finger(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
+        """After the key fetch of this token (the same installer): what to pin."""
+        tokens = TokenStore(node_dir)
+        data = tokens.status() or {}
+        if not (token and tokens.matches(token) and data.get("key_fetched")
+                and not data.get("error") and not data.get("revoked")):
+            self._refuse(node, node_dir, "finger",
+                         TokenError("the master's finger goes with the node's key only"), "")
+            return
+        if not self.server.master_finger:
+            self._reply(404, b"not found: no master key on the endpoint's side\n")
+            return
+        self._reply(200, (self.server.master_finger + "\n").encode())
+
+    def _status(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
+        tokens = TokenStore(node_dir)
+        data = tokens.status() or {}
+        if not tokens.in_progress():
+            self._reply(200, b"none: no reinstall in progress for this node\n")
+            return
+        if data.get("key_fetched") or data.get("done") or data.get("error"):
+            what = "its key was already fetched" if data.get("key_fetched") else \
+                "it was already used"
+            self._reply(409, f"claimed: a reinstall is in progress and {what}\n".encode())
+            return
+        self._reply(409, b"armed: a token was published for this install but the "
+                         b"installer did not get it\n")
+
+
+def _signed_by_node(node_dir: Path, message: bytes, signature: bytes) -> bool:
+    """``signature`` is the node's new key's over ``message`` (the public half kept at
+    rotate_key, the one the master accepted in advance)."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+    if not signature:
+        return False
+    try:
+        public = serialization.load_pem_public_key(
+            (node_dir / "keys" / "minion.pub").read_bytes())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(public, rsa.RSAPublicKey):
+        return False
+    try:
+        public.verify(signature, message, padding.PKCS1v15(), hashes.SHA256())
+    except InvalidSignature:
+        return False
+    return True
+
+
+def default_bind(inv: Any) -> tuple[str, int]:
+    """The master's provisioning address and ``site.salt.reinstall_port``: where the
+    rendered late-commands call, and nowhere else."""
+    return str(inv.master_address), int(inv.raw.site.salt.reinstall_port)
+
+
+def node_addresses(inv: Any) -> dict[str, str]:
+    """Each node's provisioning address, the only one its requests may come from."""
+    return {n.hostname: str(n.address) for n in inv.nodes.values()}
 
 
 def main() -> None:
@@ -157,14 +451,40 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(prog="python -m fleet.reinstall.server")
     ap.add_argument("-i", "--inventory", type=Path, default=Path("inventory.yaml"))
+    ap.add_argument("--overlay", type=Path)
     ap.add_argument("--state-dir", type=Path, default=Path("/var/lib/fleet/reinstall"))
     ap.add_argument("--pxe-state", type=Path, help="default: the inventory's site.pxe_state")
     ap.add_argument("--pxe-root", type=Path, help="default: the inventory's site.pxe_root")
-    ap.add_argument("--bind", default="0.0.0.0:8470")
+    ap.add_argument("--salt-config", type=Path, default=Path("/etc/salt"),
+                    help="the master's config dir: an installer's error report removes "
+                         "the node's pre-accepted key with salt-key -c DIR")
+    ap.add_argument("--bind", help="HOST:PORT (default: site.salt.master_address and "
+                                   "site.salt.reinstall_port)")
     args = ap.parse_args()
-    host, _, port = args.bind.rpartition(":")
-    boot = PxeBootMode(load_inventory(args.inventory), args.pxe_state, args.pxe_root)
-    CallbackServer((host, int(port)), args.state_dir, boot).serve_forever()
+    inv = load_inventory(args.inventory, args.overlay)
+    host, port = default_bind(inv)
+    if args.bind:
+        host, _, p = args.bind.rpartition(":")
+        port = int(p)
+    boot = PxeBootMode(inv, args.pxe_state, args.pxe_root)
+    from fleet.reinstall.cli import _pki_dir
+    from fleet.reinstall.saltkeys import master_finger
+
+    CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
+                   revoke_key=salt_key_revoker(args.salt_config),
+                   master_finger=master_finger(_pki_dir(args.salt_config))).serve_forever()
+
+
+def salt_key_revoker(config_dir: Path) -> KeyRevoker:
+    """Removes a node's accepted key with the real ``salt-key -c config_dir``."""
+    from fleet.reinstall.commands import SubprocessRunner
+
+    runner = SubprocessRunner({"salt-key": ["salt-key", "-c", str(config_dir)]})
+
+    def revoke(node: str) -> None:
+        runner.run(["salt-key", "-y", "-d", node]).check()
+
+    return revoke
 
 
 if __name__ == "__main__":

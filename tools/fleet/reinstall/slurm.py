@@ -7,11 +7,15 @@ from fleet.reinstall.commands import Runner
 
 # Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
 IDLE_ENOUGH = frozenset({"drained", "down", "fail"})
+REASON_MAX = 400
 
 
 def drain(runner: Runner, node: str, reason: str) -> None:
+    """The reason is one argument (``commands.through`` quotes it for ssh); text a node
+    supplied in it (health output) loses its control characters and is cut short."""
+    clean = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
     runner.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN",
-                f"Reason={reason}"]).check()
+                f"Reason={clean[:REASON_MAX]}"]).check()
 
 
 def resume(runner: Runner, node: str) -> None:

@@ -29,6 +29,12 @@ def preflight(ctx: Context) -> str:
             any(node.has(r) for r in INFRA_ROLES):
         raise StepFailedError(f"{ctx.name} is the provisioning host / Salt master (roles "
                               f"{', '.join(node.roles)}): it cannot reinstall itself")
+    recorded = site.salt.master_finger
+    actual = ctx.keys.master_finger()
+    if recorded and actual and recorded != actual:
+        raise StepFailedError(f"site.salt.master_finger ({recorded}) is not this master's key "
+                              f"({actual}): the installed minion would refuse this master; "
+                              "record it with `fleet keys finger`")
     bmc = ctx.bmc()
     power = bmc.power_state()
     details = [f"{bmc.name} answers (power {power})"]
@@ -72,6 +78,11 @@ def rotate_key(ctx: Context) -> str:
     ctx.keys.delete(ctx.name)
     _pem, public = ctx.keys.generate(ctx.name, ctx.node_dir)
     accepted = ctx.keys.accept_in_advance(ctx.name, public)
+    # the public half stays here too: the install-finished callback must be signed with
+    # the private half (fleet.reinstall.server)
+    pub = ctx.key_file.with_name("minion.pub")
+    pub.write_bytes(public)
+    pub.chmod(0o600)
     token = ctx.tokens.issue(ctx.options.token_ttl)
     fd = os.open(ctx.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -110,6 +121,8 @@ def wait_install(ctx: Context) -> str:
             ctx.token_file.unlink(missing_ok=True)
             return (f"installer called back after {time.monotonic() - t0:.0f}s; boot mode "
                     "local" + ("" if key_seen else "; WARNING: it never fetched its key"))
+        if status.get("error"):
+            raise StepFailedError(claim_failure(status))
         if status.get("revoked"):
             raise StepFailedError("the install token was revoked (--abort?)")
         if time.monotonic() >= deadline:
@@ -121,19 +134,42 @@ def wait_install(ctx: Context) -> str:
         time.sleep(min(ctx.options.poll, 1.0))
 
 
+def claim_failure(status: dict[str, object]) -> str:
+    """Why the run stops after the installer reported an error, naming the claimant."""
+    error = status.get("error")
+    reason = error.get("reason") if isinstance(error, dict) else error
+    peer = error.get("peer") if isinstance(error, dict) else None
+    claimant = status.get("key_peer")
+    msg = f"the installer ({peer}) reported: {reason}"
+    if status.get("key_fetched") and claimant:
+        msg += f"; the node's key had been fetched by {claimant}"
+    return msg + "; the key is revoked on the master"
+
+
+def check_claim(ctx: Context) -> None:
+    """Fail when the node's installer reported after the callback that its token or key
+    had been used by someone else (the callback came from an impostor)."""
+    status = ctx.tokens.status() or {}
+    if status.get("error"):
+        raise StepFailedError(claim_failure(status))
+
+
 def _salt_json(ctx: Context, *args: str, timeout: float) -> dict[str, object]:
     return health_checks.salt_json(ctx, ctx.name, *args, timeout=timeout)
 
 
 def converge(ctx: Context) -> str:
     deadline = time.monotonic() + ctx.options.converge_timeout
+    check_claim(ctx)
     while (why := _answers(ctx)) is not None:
+        check_claim(ctx)
         if time.monotonic() >= deadline:
             raise StepFailedError(f"the minion did not answer within "
                                   f"{ctx.options.converge_timeout:g}s (key accepted in "
                                   f"advance; is salt-minion running with the new key?); "
                                   f"last: {why}")
         time.sleep(ctx.options.poll)
+    check_claim(ctx)  # the pillar (the munge key) goes only to the node's own installer
     ret = _highstate(ctx, deadline)
     if isinstance(ret, _Lost):
         # a minion restarting (base.minion restarts it after a config change, in the

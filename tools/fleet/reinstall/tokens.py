@@ -22,6 +22,10 @@ class TokenError(Exception):
     """Why a presented token is refused (forged, expired, reused, revoked)."""
 
 
+class TokenUsedError(TokenError):
+    """The right token, already used (or spent by an error report): someone claimed it."""
+
+
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -63,7 +67,8 @@ class TokenStore:
         now = time.time()
         with self._locked():
             self._write({"sha256": _hash(token), "issued": now, "expires": now + ttl,
-                         "key_fetched": None, "done": None, "revoked": None})
+                         "key_fetched": None, "key_peer": None, "done": None,
+                         "revoked": None, "error": None})
         return token
 
     def status(self) -> dict[str, Any] | None:
@@ -74,7 +79,29 @@ class TokenStore:
         """The installer could still use it: issued, not expired, revoked, or used up."""
         data = self.status()
         return bool(data and not data["revoked"] and not data["done"]
-                    and not data["key_fetched"] and time.time() < data["expires"])
+                    and not data["key_fetched"] and not data.get("error")
+                    and time.time() < data["expires"])
+
+    def matches(self, token: str) -> bool:
+        """``token`` is this node's latest token (whatever its state)."""
+        with self._locked():
+            data = self._read()
+        return data is not None and hmac.compare_digest(_hash(token), data["sha256"])
+
+    def in_progress(self) -> bool:
+        """A token was issued and has not expired or been revoked: a reinstall is under
+        way (or its installer already used the token)."""
+        data = self.status()
+        return bool(data and not data["revoked"] and not data.get("closed")
+                    and time.time() < data["expires"])
+
+    def close(self) -> None:
+        """The reinstall completed: a later install of the node is a new story."""
+        with self._locked():
+            data = self._read()
+            if data is not None and not data.get("closed"):
+                data["closed"] = time.time()
+                self._write(data)
 
     def check(self, token: str, use: str) -> None:
         """Refuse ``token`` for ``use`` (``key_fetched`` or ``done``) unless valid and unused
@@ -82,13 +109,30 @@ class TokenStore:
         with self._locked():
             self._check(self._read(), token, use)
 
-    def consume(self, token: str, use: str) -> None:
+    def consume(self, token: str, use: str, peer: str | None = None) -> None:
         with self._locked():
             data = self._read()
             self._check(data, token, use)
             assert data is not None
             data[use] = time.time()
+            if use == "key_fetched":
+                data["key_peer"] = peer
             self._write(data)
+
+    def fail(self, reason: str, peer: str) -> dict[str, Any] | None:
+        """The installer reported an error (the key or token already used, a refused
+        callback...): the token is spent for every use, and the first report is kept
+        (``error``: reason, peer, time). Returns the token's state before, or None when
+        no token was issued."""
+        with self._locked():
+            data = self._read()
+            if data is None:
+                return None
+            before = dict(data)
+            if not data.get("error"):
+                data["error"] = {"reason": reason, "peer": peer, "at": time.time()}
+                self._write(data)
+            return before
 
     def revoke(self) -> bool:
         with self._locked():
@@ -107,9 +151,13 @@ class TokenStore:
             raise TokenError("wrong token")
         if data["revoked"]:
             raise TokenError("token revoked (the reinstall was aborted or restarted)")
+        if data.get("error"):
+            raise TokenUsedError("token spent: the installer reported an error")
         if data["done"]:
-            raise TokenError("token already used (the install already called back)")
+            raise TokenUsedError("token already used (the install already called back)")
         if data.get(use):
-            raise TokenError(f"token already used for {use.replace('_', ' ')}")
+            by = f" by {data['key_peer']}" if use == "key_fetched" and data.get("key_peer") \
+                else ""
+            raise TokenUsedError(f"token already used for {use.replace('_', ' ')}{by}")
         if time.time() >= data["expires"]:
             raise TokenError("token expired")

@@ -136,11 +136,10 @@ def _token_rules(inv: Inventory) -> str:
     """nginx locations (included by the provisioning role's site) that serve each node's
     one-time install token (``fleet reinstall``) to that node's own DHCP address only;
     the site denies every other ``*.token``."""
-    state = inv.raw.site.pxe_state.rstrip("/")
     lines = [f"# {TEXT}", "# fleet reinstall's install tokens: each to its node's address"]
     for node in inv.nodes.values():
         name = installkey.token_name(node)
-        lines.append(f"location = /state/{name} {{ alias {state}/{name}; "
+        lines.append(f"location = /state/{name} {{ alias {installkey.token_path(inv, node)}; "
                      f"allow {node.address}; deny all; expires epoch; }}")
     return "\n".join(lines) + "\n"
 

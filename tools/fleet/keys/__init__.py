@@ -1,0 +1,1 @@
+"""The Salt master's minion keys against the inventory (``fleet keys``)."""

@@ -1,0 +1,173 @@
+"""``fleet keys check [--remove]`` and ``fleet keys finger [--check]``.
+
+``check`` compares the master's accepted minion keys (``salt-key -L``) with the
+inventory's nodes: an accepted key whose id is no node (a node removed or renamed) is
+*stray*, a node without an accepted key is *missing* (pending, rejected or denied keys
+are named). ``--remove`` deletes the stray keys (``salt-key -y -d ID``) and checks again.
+
+``finger`` prints the fingerprint of the master's public key as minions compare it
+(``master_finger``: Salt's ``pem_finger`` with ``hash_type`` sha256), read from the
+master's ``pki_dir/master.pub``; ``--check`` compares it with the inventory's
+``site.salt.master_finger``. That value is recorded from this output, never typed.
+
+Exit codes: 0 keys match the inventory (finger: recorded and equal); 1 invalid
+inventory; 2 usage; 3 differences remain (stray or missing keys; a finger not recorded
+or different); 4 the master's keys could not be read or changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleet.inventory.model import Inventory
+from fleet.reinstall.commands import CommandError, SubprocessRunner
+
+EXIT_OK, EXIT_USAGE, EXIT_DIFFERS, EXIT_IO = 0, 2, 3, 4
+LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
+         "minions_denied": "denied"}
+
+Loader = Callable[[argparse.Namespace, Any], Inventory]
+
+
+@dataclass
+class KeyReport:
+    accepted: list[str]
+    stray: list[str]  # accepted, but no such node in the inventory
+    missing: dict[str, str]  # node -> "no key" | "pending" | "rejected" | "denied"
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.stray and not self.missing
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "accepted": self.accepted, "stray": self.stray,
+                "missing": self.missing, "removed": self.removed}
+
+
+def compare(inv: Inventory, lists: dict[str, list[str]]) -> KeyReport:
+    accepted = sorted(lists.get("minions", []))
+    nodes = set(inv.nodes)
+    stray = [k for k in accepted if k not in nodes]
+    missing: dict[str, str] = {}
+    for name in inv.nodes:
+        if name in accepted:
+            continue
+        where = [label for key, label in LISTS.items() if name in lists.get(key, [])]
+        missing[name] = ", ".join(where) if where else "no key"
+    return KeyReport(accepted, stray, missing)
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
+    salt = argparse.ArgumentParser(add_help=False)
+    salt.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
+                      help="the Salt master's config dir (-c of salt-key; default /etc/salt)")
+    p = sub.add_parser("keys", help="the master's minion keys against the inventory",
+                       description="Compare the Salt master's minion keys with the "
+                                   "inventory; print the master's key fingerprint.",
+                       epilog="exit codes: 0 match, 1 invalid inventory, 2 usage, "
+                              "3 differences remain, 4 the keys could not be read/changed")
+    ksub = p.add_subparsers(dest="keys_verb", required=True, metavar="ACTION")
+    sp = ksub.add_parser("check", parents=[common, salt],
+                         help="accepted keys of no node (stray), nodes without a key",
+                         description="Accepted minion keys whose id is no node in the "
+                                     "inventory (removed or renamed: stray), and nodes "
+                                     "without an accepted key (missing).")
+    sp.add_argument("--remove", action="store_true",
+                    help="delete the stray accepted keys (salt-key -y -d ID)")
+    sp.set_defaults(func=lambda a, pr: cmd_check(a, load(a, pr)))
+    sp = ksub.add_parser("finger", parents=[common, salt],
+                         help="the master's public key fingerprint (master_finger)",
+                         description="Print the fingerprint minions pin (master_finger), "
+                                     "read from the master's own public key.")
+    sp.add_argument("--check", action="store_true",
+                    help="compare with the inventory's site.salt.master_finger")
+    sp.set_defaults(func=lambda a, pr: cmd_finger(a, load(a, pr)))
+
+
+def _runner(config: Path) -> SubprocessRunner:
+    from fleet.reinstall.cli import _tool
+
+    return SubprocessRunner({"salt-key": [_tool("salt-key"), "-c", os.fspath(config)]})
+
+
+def _lists(runner: SubprocessRunner) -> dict[str, list[str]]:
+    out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
+    data = json.loads(out)
+    if not isinstance(data, dict):
+        raise ValueError(f"salt-key -L answered {out[:200]!r}")
+    return {k: [str(x) for x in v] for k, v in data.items() if isinstance(v, list)}
+
+
+def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
+    from fleet.reinstall.cli import _pki_dir
+
+    runner = _runner(args.salt_config)
+    try:
+        accepted_dir = _pki_dir(args.salt_config) / "minions"
+        if not accepted_dir.is_dir():  # salt-key would list nothing, as if no key existed
+            raise FileNotFoundError(f"{accepted_dir}: no such directory (is "
+                                    f"{args.salt_config} this master's config dir?)")
+        report = compare(inv, _lists(runner))
+        removed = []
+        if args.remove and report.stray:
+            for key in report.stray:
+                runner.run(["salt-key", "-y", "-d", key], timeout=60).check()
+                removed.append(key)
+            report = compare(inv, _lists(runner))
+            report.removed = removed
+    except (CommandError, OSError, ValueError) as exc:
+        print(f"fleet keys: {exc}", file=sys.stderr)
+        return EXIT_IO
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    elif not args.quiet:
+        for key in report.removed:
+            print(f"removed: {key} (no such node in the inventory)")
+        for key in report.stray:
+            print(f"stray: {key}: accepted, but no node {key} in the inventory (removed or "
+                  "renamed: `fleet keys check --remove`)")
+        for node, where in report.missing.items():
+            print(f"missing: {node}: no accepted key ({where})")
+        if report.ok:
+            print(f"{len(report.accepted)} accepted keys: one per node, none stray")
+    return EXIT_OK if report.ok else EXIT_DIFFERS
+
+
+def master_finger(config: Path) -> str:
+    """``master_finger`` as a minion computes it, from the master's ``master.pub``."""
+    from fleet.reinstall.cli import _pki_dir
+    from fleet.reinstall.saltkeys import MinionKeys
+
+    pki = _pki_dir(config)
+    finger = MinionKeys(_runner(config), pki).master_finger()
+    if finger is None:
+        raise FileNotFoundError(f"{pki / 'master.pub'}: no master public key (has "
+                                "salt-master started?)")
+    return finger
+
+
+def cmd_finger(args: argparse.Namespace, inv: Inventory) -> int:
+    try:
+        finger = master_finger(args.salt_config)
+    except OSError as exc:
+        print(f"fleet keys: {exc}", file=sys.stderr)
+        return EXIT_IO
+    recorded = inv.raw.site.salt.master_finger
+    same = recorded == finger
+    if args.json:
+        print(json.dumps({"ok": same or not args.check, "finger": finger,
+                          "recorded": recorded}, indent=2))
+    elif not args.quiet:
+        print(finger)
+        if args.check and not same:
+            print(f"site.salt.master_finger is {recorded!r}: record {finger!r}",
+                  file=sys.stderr)
+    return EXIT_DIFFERS if args.check and not same else EXIT_OK
