@@ -106,3 +106,10 @@ def test_every_template_value_is_one_line() -> None:
     assert template.render(v="ok") == "x=ok\n"
     with pytest.raises(escape.UnsafeValueError):
         template.render(v="ok\nmore=1")
+
+
+@pytest.mark.parametrize("state", ["/srv/x;y", "/srv/x y", "/srv/${x}", "/srv/x{"])
+def test_nginx_token_rules_refuse_a_path_that_is_not_one_word(small: Inventory,
+                                                              state: str) -> None:
+    with pytest.raises(escape.UnsafeValueError):
+        pxe.render(_with_site(small, pxe_state=state))

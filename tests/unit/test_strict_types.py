@@ -54,6 +54,7 @@ def test_deployment_directories_are_absolute_normalized_and_plain(small_text: st
     (["checkout: /srv/fleet/pxe", "pxe_root: /srv/fleet/pxe"], "pxe_root", "checkout"),
     (["checkout: /srv/fleet", "pxe_root: /srv/fleet/pxe"], "pxe_root", "checkout"),
     (["pxe_root: /srv/fleet/images/pxe"], "pxe_root", "images"),
+    (["pxe_state: /srv/fleet/st", "pxe_root: /srv/fleet/st-tokens/x"], "pxe_root", "tokens"),
 ])
 def test_deployment_directories_never_overlap(small_text: str, lines: list[str], field: str,
                                               what: str) -> None:

@@ -287,13 +287,14 @@ def check_paths(c: Ctx) -> Iterator[Problem]:
         (site.checkout, "the checkout (and the secrets root in it)", ("site", "checkout")),
         (site.pxe_root, "pxe_root", ("site", "pxe_root")),
         (site.pxe_state, "pxe_state", ("site", "pxe_state")),
+        (site.pxe_state + "-tokens", "the install tokens directory (pxe_state-tokens)", None),
         (IMAGES_DIR, "the installer images directory", None),
     ]
     if c.raw.mkv is not None:
         for aname, array in c.raw.mkv.arrays.items():
             dirs.append((array.index_path, f"the index of mkv array {aname}",
                          ("mkv", "arrays", aname, "index_path")))
-    for i, (path, _what, ypath) in enumerate(dirs):
+    for i, (path, what, ypath) in enumerate(dirs):
         for other, owhat, opath in dirs[:i]:
             if not (_inside(path, other) or _inside(other, path)):
                 continue
@@ -302,7 +303,7 @@ def check_paths(c: Ctx) -> Iterator[Problem]:
             where = f" ({c.src.pos(opath)})" if opath is not None else ""
             target = ypath if ypath is not None else opath
             assert target is not None
-            yield c.problem(target, f"{path} {how} {owhat} {other}{where}", code="overlap",
+            yield c.problem(target, f"{what} {path} {how} {owhat} {other}{where}", code="overlap",
                             hint="each deployment directory needs a tree of its own")
             break
 

@@ -138,8 +138,10 @@ def _token_rules(inv: Inventory) -> str:
     the site denies every other ``*.token``."""
     lines = [f"# {TEXT}", "# fleet reinstall's install tokens: each to its node's address"]
     for node in inv.nodes.values():
-        name = installkey.token_name(node)
-        lines.append(f"location = /state/{name} {{ alias {installkey.token_path(inv, node)}; "
+        # nginx: bare words only (a ';', '{', '}', '$', quote or space would add a directive)
+        name = escape.nginx_word(installkey.token_name(node))
+        alias = escape.nginx_word(installkey.token_path(inv, node))
+        lines.append(f"location = /state/{name} {{ alias {alias}; "
                      f"allow {node.address}; deny all; expires epoch; }}")
     return "\n".join(lines) + "\n"
 
