@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
-.PHONY: help deps render validate diff check docs test lint unit bench-render bench-lab clean \
+.PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
 	test-swarm bench-fanout
 
@@ -17,6 +17,7 @@ help:
 	@echo "make diff          show what a render would change"
 	@echo "make docs          regenerate docs/inventory-reference.md from the schema"
 	@echo "make test          lint, render check, unit, lab and PXE tests (what CI runs)"
+	@echo "make check-packages  the packages the states name are real on each OS (archives, scratch apt)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
@@ -63,8 +64,13 @@ docs: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest --ignore=tests/lab --ignore=tests/pxe --ignore=tests/swarm
 
+# every name, pin and hold of the rendered states against the real archive indexes of
+# Ubuntu 24.04, 22.04 and Debian 12 (scratch apt state in .cache/packages; docs/salt.md)
+check-packages: $(STAMP)
+	$(BIN)/python -m fleet.packages
+
 # the lab tests reuse a lab that is up, or bring one up (cached image) and take it down
-test: lint check unit test-swarm test-lab test-pxe
+test: lint check unit check-packages test-swarm test-lab test-pxe
 
 bench-render: $(STAMP)
 	$(BIN)/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md

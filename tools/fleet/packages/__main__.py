@@ -1,0 +1,121 @@
+"""python -m fleet.packages [--root CHECKOUT] [--os OS]... : see fleet/packages/__init__.py.
+
+Exit status: 0 every check passed, 1 a package problem, 2 an archive that could not be
+used (nothing was checked for that OS), 4 a render failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
+from fleet.packages.check import Result, check_node
+from fleet.packages.facts import from_lowstate
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _salt_harness() -> tuple[Any, Any]:
+    """tests/salt's in-process highstate renderer (it imports Salt)."""
+    sys.path.insert(0, str(REPO / "tests" / "salt"))
+    return importlib.import_module("harness"), importlib.import_module("saltrender")
+
+
+def role_sets(renderer: Any) -> dict[tuple[str, ...], str]:
+    """One node (the first in pillar order) per set of roles."""
+    out: dict[tuple[str, ...], str] = {}
+    for node in renderer.nodes():
+        roles = tuple(sorted(renderer.pillar(node)["node"]["roles"]))
+        out.setdefault(roles, node)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fleet.packages",
+                                     description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--root", type=Path, default=REPO,
+                        help="checkout whose salt/ and pillar/ are rendered (default: this one)")
+    parser.add_argument("--os", action="append", choices=sorted(OSES), dest="oses",
+                        help="OS release to check (repeatable; default: all)")
+    parser.add_argument("--cache", type=Path, default=REPO / ".cache" / "packages",
+                        help="scratch apt states and keyrings (git-ignored)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the notes too")
+    args = parser.parse_args(argv)
+    oses = args.oses or list(OSES)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    harness, saltrender = _salt_harness()
+    saltrender.quiet_salt_logging()
+    saltrender.enable_jinja_compile_cache()
+    started = time.monotonic()
+    results: list[Result] = []
+    archive_errors: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        secrets = Path(tmp) / "secrets"
+        harness.write_secrets_root(secrets)
+        renderer = saltrender.Renderer(args.root / "salt", args.root / "pillar", secrets,
+                                       Path(tmp) / "cache")
+        sets = role_sets(renderer)
+        for os_name in oses:
+            release = OSES[os_name]
+            t0 = time.monotonic()
+            try:
+                apt = ScratchApt(args.cache / os_name, release,
+                                 keyring(release.distro, args.cache))
+            except ArchiveError as exc:
+                archive_errors.append(str(exc))
+                continue
+            updated = False
+            for roles, node in sets.items():
+                rendered = renderer.render(node, os_name)
+                if rendered.errors:
+                    print("\n".join(rendered.errors), file=sys.stderr)
+                    return 4
+                result = Result(os_name, node, roles,
+                                from_lowstate(rendered.lowstate, rendered.files))
+                if not updated:
+                    # the archive list the states render decides what is fetched
+                    apt.write_sources(result.facts.sources)
+                    try:
+                        apt.update()
+                    except ArchiveError as exc:
+                        archive_errors.append(str(exc))
+                        break
+                    updated = True
+                check_node(apt, result)
+                results.append(result)
+                _report(result, args.verbose)
+            print(f"{os_name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    for line in archive_errors:
+        print(f"ARCHIVE UNREACHABLE: {line}")
+    bad = sum(len(r.problems) for r in results)
+    print(f"check-packages: {len(results)} node/OS sets, {bad} problem(s), "
+          f"{len(archive_errors)} archive(s) unusable, {time.monotonic() - started:.1f} s "
+          f"(salt/ and pillar/ of {args.root})")
+    if archive_errors:
+        return 2
+    return 1 if bad else 0
+
+
+def _report(result: Result, verbose: bool) -> None:
+    f = result.facts
+    head = (f"{result.os} {result.node} [{' '.join(result.roles)}]: {len(f.installs)} "
+            f"packages, {len(f.holds)} held, {len(f.removes)} removed, {len(f.pins)} pins")
+    if result.ok:
+        print(f"ok   {head}; the set installs ({result.resolved} packages)")
+    else:
+        print(f"FAIL {head}")
+        for line in result.problems:
+            print(f"     {line}")
+    if verbose:
+        for note in result.notes:
+            print(f"     note: {note}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

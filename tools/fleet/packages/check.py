@@ -1,0 +1,82 @@
+"""The checks of one node's apt facts against one OS release's archive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from fleet.packages.archive import ScratchApt
+from fleet.packages.facts import NodeFacts, records, simulated, transitional, unmet
+
+
+@dataclass
+class Result:
+    os: str
+    node: str
+    roles: tuple[str, ...]
+    facts: NodeFacts
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    resolved: int = 0  # packages the simulated install installs
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_node(apt: ScratchApt, result: Result) -> None:
+    facts = result.facts
+    where = f"{result.os} {result.node}"
+    result.notes += apt.write_sources(facts.sources)
+    if not any(n.startswith("fleet.sources:") and "not checked" not in n for n in result.notes):
+        result.problems.append(f"{where}: the states write no archive list (fleet.sources): "
+                               "nothing to check against")
+        return
+    prefs = apt.preferences(result.node, facts.pins)
+    named = list(dict.fromkeys(facts.installs + facts.holds + facts.removes))
+    found = records(apt.show(named, prefs))
+    for name in named:
+        record = found.get(name)
+        kind = ("held" if name in facts.holds else "installed" if name in facts.installs
+                else "removed")
+        if record is None:
+            result.problems.append(f"{where}: {name} ({kind}): no such package in "
+                                   f"{result.os}'s archive (or only a virtual one)")
+            continue
+        if kind == "removed":
+            continue
+        why = transitional(record)
+        if why:
+            result.problems.append(f"{where}: {name} {record.get('Version', '')} ({kind}) is "
+                                   f"a transitional package: {why}")
+    sim = apt.simulate(facts.installs, [r for r in facts.removes if r in found], prefs)
+    if sim.returncode != 0:
+        lines = unmet(sim.stdout + sim.stderr) or [sim.stderr.strip()[-500:]]
+        result.problems.append(f"{where}: the whole set does not install: "
+                               + "; ".join(lines[:12]))
+        return
+    versions = simulated(sim.stdout)
+    result.resolved = len(versions)
+    for pin in facts.pins:
+        pinned = sorted(p for p in versions if pin.matches(p))
+        if not pinned:
+            if any(name_is_salt(g) for g in pin.packages):
+                result.notes.append(f"{pin.file}: {' '.join(pin.packages)} not checked "
+                                    "(Salt's packages come from Salt's repository)")
+            else:
+                result.problems.append(f"{where}: pin {pin.version} of {pin.file} "
+                                       f"({' '.join(pin.packages)}) matches no package the "
+                                       "node installs")
+            continue
+        missed = [p for p in pinned if not fnmatchcase(versions[p], pin.version)]
+        if missed:
+            got = sorted({versions[p] for p in missed})
+            shown = ", ".join(missed[:4]) + (f" and {len(missed) - 4} more" if len(missed) > 4
+                                             else "")
+            result.problems.append(
+                f"{where}: pin {pin.version} ({pin.file}) matches no version of {shown} in "
+                f"{result.os}'s archive: apt ignores it and installs {', '.join(got)}")
+
+
+def name_is_salt(glob: str) -> bool:
+    return glob.startswith("salt")
