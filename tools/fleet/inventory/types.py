@@ -28,6 +28,7 @@ MAX_TEXT = 200
 
 
 def no_control(value: str) -> str:
+    """Text without control characters (no line breaks, NUL, escapes, bidi overrides)."""
     m = _CONTROL.search(value)
     if m:
         raise ValueError(f"{short(value)} contains the control character "
@@ -51,6 +52,8 @@ SALT_WORDS = frozenset({"and", "or", "not"})
 
 
 def host_name(value: str) -> str:
+    """An RFC 1123 host name (a minion id): a-z, 0-9 and '-', starting with a letter, not
+    ending with '-', at most 63 characters; never `and`, `or` or `not`."""
     if not _HOST.fullmatch(value):
         raise ValueError(f"{short(value)} is not a host name: lower-case letters, digits "
                          "and '-', starting with a letter, not ending with '-', at most 63 "
@@ -62,6 +65,7 @@ def host_name(value: str) -> str:
 
 
 def domain_name(value: str) -> str:
+    """An RFC 1123 domain name: dot-separated labels of a-z, 0-9 and '-'."""
     if len(value) > 253 or not _DOMAIN.fullmatch(value):
         raise ValueError(f"{short(value)} is not a domain name: dot-separated labels of "
                          "lower-case letters, digits and '-', none starting or ending with "
@@ -166,6 +170,8 @@ MAX_URL = 2000
 
 
 def url(value: str) -> str:
+    """An http(s) URL with a host, no credentials, no white space, quotes, '$', ';' or
+    control characters."""
     if len(value) > MAX_URL:
         raise ValueError(f"{short(value)} is longer than {MAX_URL} characters")
     no_control(value)
