@@ -113,6 +113,18 @@ class Interrupts:
     def held(self) -> AbstractContextManager[object]:
         return _Mode(self, False)
 
+    def _enter(self, live: bool) -> bool:
+        """A live or held block begins: the mode before it (fleet.reinstall.parallel's
+        per-thread interrupts override this pair)."""
+        before = self._live
+        if live:
+            self.check()
+        self._live = live
+        return before
+
+    def _exit(self, before: bool) -> None:
+        self._live = before
+
 
 class _Mode(AbstractContextManager[object]):
     def __init__(self, interrupts: Interrupts, live: bool) -> None:
@@ -120,14 +132,11 @@ class _Mode(AbstractContextManager[object]):
         self.before = True
 
     def __enter__(self) -> object:
-        self.before = self.interrupts._live
-        if self.live:
-            self.interrupts.check()
-        self.interrupts._live = self.live
+        self.before = self.interrupts._enter(self.live)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.interrupts._live = self.before
+        self.interrupts._exit(self.before)
 
 
 @dataclass
@@ -342,7 +351,9 @@ class Flow:
             for f in (ctx.token_file, ctx.key_file):
                 f.unlink(missing_ok=True)
             left["token"] = "revoked" if revoked else "none outstanding"
-            if "rotate_key" in state.completed and "wait_install" not in state.completed:
+            waiting = ctx.keys.pki_dir / "minions" / ctx.name
+            if "rotate_key" in state.completed and "wait_install" not in state.completed \
+                    and waiting.exists():  # not withdrawn yet by the failure that ended it
                 self._withdraw_key(state.completed)
             if ctx.is_slurm_node():
                 try:
@@ -366,27 +377,33 @@ class Flow:
     def _server(self, start: int) -> AbstractContextManager[object]:
         if self.callback_bind is None or start > STEP_NAMES.index("wait_install"):
             return nullcontext()
-        try:
-            server = CallbackServer(self.callback_bind, self.ctx.state_root, self.ctx.boot,
-                                    self.addresses,
-                                    revoke_key=self.ctx.keys.delete,
-                                    master_finger=self.ctx.keys.master_finger())
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
-            host, port = self.callback_bind
-            url = f"http://{host}:{port}"
-            try:  # another reinstall's endpoint serves every node from the same state dir
-                urllib.request.urlopen(url + "/v1/health", timeout=3).close()
-            except OSError:
-                raise FlowError(f"{url} is in use by something that is not the fleet "
-                                "callback endpoint") from exc
-            self.callback_url = url
-            self.ctx.say(f"installer endpoint: {url} (served by another process)")
-            return nullcontext()
-        self.callback_url = server.url
-        self.ctx.say(f"installer endpoint: {server.url}")
-        return _Serving(server)
+        self.callback_url, serving = endpoint(self.ctx, self.callback_bind, self.addresses)
+        return serving
+
+
+def endpoint(ctx: Context, bind: tuple[str, int], addresses: Mapping[str, str]
+             ) -> tuple[str, AbstractContextManager[object]]:
+    """The installer's endpoint at ``bind`` for every node of ``addresses`` (one reinstall,
+    or every node of a parallel one: fleet.reinstall.parallel): its URL, and what serves
+    it while entered (nothing when a healthy endpoint of another process has the port)."""
+    try:
+        server = CallbackServer(bind, ctx.state_root, ctx.boot, addresses,
+                                revoke_key=ctx.keys.delete,
+                                master_finger=ctx.keys.master_finger())
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        host, port = bind
+        url = f"http://{host}:{port}"
+        try:  # another reinstall's endpoint serves every node from the same state dir
+            urllib.request.urlopen(url + "/v1/health", timeout=3).close()
+        except OSError:
+            raise FlowError(f"{url} is in use by something that is not the fleet "
+                            "callback endpoint") from exc
+        ctx.say(f"installer endpoint: {url} (served by another process)")
+        return url, nullcontext()
+    ctx.say(f"installer endpoint: {server.url}")
+    return server.url, _Serving(server)
 
 
 class _Serving(AbstractContextManager[object]):
