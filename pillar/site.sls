@@ -28,5 +28,21 @@ site:
     master: head-01
     master_address: 10.1.0.10
     master_finger: null
+    sizing:
+      master:
+        gather_job_timeout: 30
+        job_cache: true
+        keep_jobs_seconds: 86400
+        timeout: 15
+        worker_threads: 7
+        zmq_backlog: 1000
+      minion:
+        acceptance_wait_time: 10
+        acceptance_wait_time_max: 60
+        auth_timeout: 15
+        random_reauth_delay: 15
+        recon_default: 1000
+        recon_max: 14400
+        recon_randomize: true
     version: "3008.5"
   timezone: America/Los_Angeles

@@ -18,6 +18,7 @@ from fleet.render import yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.names import host_names
+from fleet.render.saltsize import salt_sizing
 
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge"}
@@ -177,6 +178,7 @@ def _site(inv: Inventory) -> dict[str, Any]:
             "master_address": str(inv.master_address),
             "version": site.salt.version,
             "master_finger": site.salt.master_finger,
+            "sizing": salt_sizing(len(inv.nodes)),
         },
         "apt": site.apt.model_dump(),
         "provisioning": {"host": prov.hostname, "address": str(prov.address),
