@@ -39,7 +39,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if ENABLED:
         # the reinstall tests recreate nodes: they run after every test that reads the
         # lab as the first highstate left it
-        items.sort(key=lambda item: Path(str(item.path)).name == "test_reinstall.py")
+        # (the parallel ones last: they reinstall the nodes that test_reinstall.py leaves)
+        last = {"test_reinstall.py": 1, "test_reinstall_parallel.py": 2}
+        items.sort(key=lambda item: last.get(Path(str(item.path)).name, 0))
         return
     here = Path(__file__).resolve().parent
     skip = pytest.mark.skip(reason=SKIP_REASON)

@@ -9,13 +9,17 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
 
 if TYPE_CHECKING:
+    from fleet.reinstall.context import Context
     from fleet.reinstall.flow import Interrupts
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
@@ -35,7 +39,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                "--abort), 130 / 143 SIGINT / SIGTERM ended the run (128 + the signal: the "
                "step that ran is journaled failed 'interrupted by the operator', the node is "
                "left as after a failure; a second signal does not cut that short)")
-    p.add_argument("node", help="the node's hostname in the inventory")
+    p.add_argument("node", help="the node's hostname in the inventory, or several: "
+                                "comma-separated names, ranges (tbox-[001-010], the "
+                                "inventory's syntax) and globs, reinstalled in parallel")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true",
                       help="continue the node's unfinished reinstall")
@@ -85,6 +91,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
     p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
+    p.add_argument("--parallel", type=int, metavar="N",
+                   help="with several nodes: at most N reinstalls at once (default and "
+                        "most: what the provisioning host's link carries, see "
+                        "docs/operations.md); each node has its own journal, lock and "
+                        "token, one failing does not stop the others; a summary at the "
+                        "end, exit 5 when any node failed")
     p.set_defaults(func=cmd_reinstall)
 
 
@@ -109,6 +121,134 @@ def _pki_dir(config_dir: Path) -> Path:
     return Path(opts["pki_dir"])
 
 
+def _context(args: argparse.Namespace, inv: Inventory, name: str,
+             say: Callable[[str], None]) -> Context:
+    """One node's Context from the command line (each node of a parallel run has its own:
+    its runner, BMC client and state directory)."""
+    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.reinstall.context import Context, Options
+    from fleet.reinstall.saltkeys import MinionKeys
+
+    node = inv.nodes[name]
+    conf = os.fspath(args.salt_config)
+    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
+    if args.slurm_command:
+        for tool in ("scontrol", "sinfo"):
+            prefix[tool] = [*shlex.split(args.slurm_command), tool]
+    runner = SubprocessRunner(prefix)
+    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
+                          insecure=args.bmc_insecure, protocol=args.bmc_protocol,
+                          address=_bmc_address(args, name), scheme=args.bmc_scheme)
+    return Context(
+        inventory=inv, node=node, state_root=args.state_dir, runner=runner,
+        boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
+        keys=MinionKeys(runner, _pki_dir(args.salt_config)),
+        options=Options(force=args.force, install_timeout=args.timeout,
+                        drain_timeout=args.drain_timeout,
+                        converge_timeout=args.converge_timeout,
+                        health_timeout=args.health_timeout, reason=args.reason),
+        say=say)
+
+
+def _bmc_address(args: argparse.Namespace, name: str) -> str | None:
+    """--bmc-address: one HOST[:PORT] for one node; with several, NODE=HOST[:PORT] items
+    (comma-separated) name each node's."""
+    given = args.bmc_address
+    if not given or "=" not in given:
+        return str(given) if given else None
+    pairs = dict(item.split("=", 1) for item in given.split(",") if "=" in item)
+    return pairs.get(name)
+
+
+def _bind(args: argparse.Namespace, inv: Inventory) -> tuple[str, int] | None:
+    """Where the installer's endpoint listens: the master's provisioning address, where the
+    installers call, only (default); None for --callback none."""
+    from fleet.reinstall.server import default_bind
+
+    if args.callback == "none":
+        return None
+    if args.callback:
+        host, _, port = args.callback.rpartition(":")
+        return host, int(port)
+    return default_bind(inv)
+
+
+def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) -> int:
+    """Several nodes: fleet.reinstall.parallel runs their flows, one endpoint serves them."""
+    from contextlib import nullcontext
+
+    from fleet.reinstall import parallel
+    from fleet.reinstall.flow import Flow, FlowError, endpoint
+    from fleet.reinstall.lock import BusyError
+    from fleet.reinstall.server import node_addresses
+
+    quiet = args.quiet
+    lock = threading.Lock()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            with lock:
+                print(msg, file=sys.stderr, flush=True)
+
+    bound = parallel.link_bound(inv, args.pxe_root)
+    asked = args.parallel if args.parallel is not None else bound.limit
+    used = min(asked, bound.limit, len(names))
+    if asked > bound.limit:
+        print(f"fleet reinstall: --parallel {asked} is above what the provisioning link "
+              f"carries ({bound.limit}: {bound.why}); running at most {bound.limit} at "
+              "once", file=sys.stderr, flush=True)
+    say(f"fleet reinstall: {len(names)} nodes, at most {used} at once ({bound.why}: "
+        f"{bound.limit})")
+    args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    bind = _bind(args, inv)
+    hub = parallel.SignalHub(lambda msg: print(f"fleet reinstall: {msg}", file=sys.stderr,
+                                               flush=True)).install()
+
+    def job(name: str, interrupts: parallel.NodeInterrupts) -> parallel.NodeResult:
+        # no endpoint of its own: the run's one serves every node
+        flow = Flow(_context(args, inv, name, interrupts.say), callback_bind=None,
+                    interrupts=interrupts)
+        try:
+            report = flow.abort() if args.abort else flow.run(resume=args.resume)
+        except BusyError as exc:
+            return parallel.NodeResult(name, "busy", EXIT_BUSY, message=str(exc))
+        except FlowError as exc:
+            # the exit code one node's run has for it
+            return parallel.NodeResult(name, "refused", EXIT_BUSY if "unfinished" in
+                                       str(exc) else EXIT_USAGE, message=str(exc))
+        except OSError as exc:
+            return parallel.NodeResult(name, "error", int(Exit.IO), message=str(exc))
+        unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
+        code = 128 + signal.Signals[report.signal] if report.signal else \
+            EXIT_FAILED if report.outcome == "failed" or unsafe else EXIT_OK
+        why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
+        return parallel.NodeResult(name, report.outcome, code, report=report, message=why)
+
+    try:
+        serving: Any = nullcontext()
+        if bind is not None and not args.abort:
+            ctx = _context(args, inv, names[0], say)
+            _url, serving = endpoint(ctx, bind, node_addresses(inv))
+        with serving:
+            run = parallel.run_all(names, job, used, hub, say)
+    except FlowError as exc:  # the endpoint's port is taken by something else
+        print(f"fleet reinstall: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        hub.restore()
+    run.extra["bound"] = {"limit": bound.limit, "why": bound.why, "asked": asked}
+    if args.json:
+        print(json.dumps(parallel.as_json(run), indent=2))
+    elif not quiet:
+        for line in parallel.summary(run):
+            print(line)
+        for r in run.results:
+            for w in r.report.warnings if r.report else []:
+                print(f"warning: {r.node}: {w}")
+    return run.exit
+
+
 def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
     """SIGINT and SIGTERM are handled here, whatever the process inherited (fleet.reinstall.
     flow.Interrupts): the flow journals the step they end and leaves the node safe."""
@@ -128,47 +268,34 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
 
 
 def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
-    from fleet.bmc.connect import BmcOptions, client_for
     from fleet.inventory.load import load_inventory
-    from fleet.reinstall.commands import SubprocessRunner
-    from fleet.reinstall.context import Context, Options
     from fleet.reinstall.flow import Flow, FlowError
     from fleet.reinstall.lock import BusyError
-    from fleet.reinstall.saltkeys import MinionKeys
-    from fleet.reinstall.server import default_bind
 
     inv = load_inventory(args.inventory, args.overlay)
+    if args.parallel is not None and args.parallel < 1:
+        print("fleet reinstall: --parallel must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
     node = inv.nodes.get(args.node)
+    if node is None and any(c in args.node for c in ",[*?"):
+        from fleet.apply.target import TargetError, resolve
+
+        try:
+            names = resolve(args.node, inv.nodes)
+        except TargetError as exc:
+            print(f"fleet reinstall: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if len(names) > 1:
+            interrupts.restore()  # the many-node run has its own handlers
+            return _reinstall_many(args, inv, names)
+        node = inv.nodes[names[0]]
     if node is None:
         print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
         return EXIT_USAGE
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    runner = SubprocessRunner(prefix)
-    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
-                          insecure=args.bmc_insecure, protocol=args.bmc_protocol,
-                          address=args.bmc_address, scheme=args.bmc_scheme)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(msg, file=sys.stderr, flush=True))
-    ctx = Context(
-        inventory=inv, node=node, state_root=args.state_dir, runner=runner,
-        boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
-        keys=MinionKeys(runner, _pki_dir(args.salt_config)),
-        options=Options(force=args.force, install_timeout=args.timeout,
-                        drain_timeout=args.drain_timeout,
-                        converge_timeout=args.converge_timeout,
-                        health_timeout=args.health_timeout, reason=args.reason),
-        say=say)
-    # default: the master's provisioning address, where the installers call, only
-    bind: tuple[str, int] | None = default_bind(inv)
-    if args.callback == "none":
-        bind = None
-    elif args.callback:
-        host, _, port = args.callback.rpartition(":")
-        bind = (host, int(port))
+    ctx = _context(args, inv, node.hostname, say)
+    bind = _bind(args, inv)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     flow = Flow(ctx, callback_bind=bind, interrupts=interrupts)
     try:
