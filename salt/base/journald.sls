@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 
 base-journald-file-managed-dropin:
   file.managed:

@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {#- pillar node:infiniband:subnet_manager (not rendered yet): run opensm on this host #}
 {%- set subnet_manager = salt['pillar.get']('node:infiniband:subnet_manager', false) %}
 

@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- set m = mapdata.master %}
 {%- set artifact = salt['slsutil.merge'](m.artifact, salt['pillar.get']('mkv:artifact', {}), strategy='recurse') %}
 {%- set arrays = salt['pillar.get']('mkv:arrays', {}) %}

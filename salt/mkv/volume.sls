@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- set v = mapdata.volume %}
 {%- set node = salt['pillar.get']('node:mkv', {}) %}
 {%- set disks = salt['pillar.get']('node:disks:data', []) %}

@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/names.jinja' import expand, branch with context %}
 {%- set packages = expand(mapdata.packages) | load_json %}
 {%- set drivers = expand(mapdata.driver_packages) | load_json %}

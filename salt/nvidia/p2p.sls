@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- set p2p = mapdata.p2p %}
 {%- from tplroot ~ '/names.jinja' import expand, branch with context %}
 {%- if p2p.enabled %}

@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/version.jinja' import version with context %}
 {%- set controller = salt['pillar.get']('slurm:controller:host') %}
 # slurm.compute: slurmd, configless (--conf-server): the controller's rendered

@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/version.jinja' import version with context %}
 {%- set slurm = salt['pillar.get']('slurm', {}) %}
 {%- set conf = mapdata.conf_dir %}

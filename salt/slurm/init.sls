@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/version.jinja' import version with context %}
 # slurm (common to controller and compute): munge, the pinned and held Slurm version,
 # the config check script. Included by slurm.controller and slurm.compute.
