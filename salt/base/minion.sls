@@ -17,6 +17,7 @@ base-minion-file-managed-conf:
     - context:
         id: {{ opts['id'] | json }}
         master: {{ salt['pillar.get']('site:salt:master_address') | json }}
+        sizing: {{ salt['pillar.get']('site:salt:sizing:minion') | json }}
         master_finger: {{ (salt['pillar.get']('site:salt:master_finger') or salt['key.finger_master']()) | json }}
 
 base-minion-file-managed-id:

@@ -1,11 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from tplroot ~ '/map.jinja' import mapdata with context %}
 {%- set sm = mapdata.salt_master %}
-{#- minions = hosts rows on the provisioning network (one per node) #}
-{%- set prov = [] %}
-{%- for net in salt['pillar.get']('provisioning:networks', {}).values() if net.purpose == 'provisioning' %}
-{%-   do prov.append(net.cidr) %}
-{%- endfor %}
 {#- the master listens on this host's provisioning (boot) address only #}
 {%- set boot_if = [] %}
 {%- for nic in salt['pillar.get']('node:interfaces', {}).values() if nic.boot and nic.address %}
@@ -14,12 +9,6 @@
 {%- if not boot_if %}
 {{- raise('provisioning: no boot interface with an address in pillar node:interfaces for ' ~ opts['id']) }}
 {%- endif %}
-{%- set minions = [] %}
-{%- for row in salt['pillar.get']('hosts', []) %}
-{%-   if prov and salt['network.ip_in_subnet'](row.address, prov[0]) %}
-{%-     do minions.append(row.address) %}
-{%-   endif %}
-{%- endfor %}
 
 provisioning-master-file-managed-conf:
   file.managed:
@@ -33,7 +22,8 @@ provisioning-master-file-managed-conf:
         checkout: {{ mapdata.checkout | json }}
         secrets_root: {{ mapdata.secrets_root | json }}
         interface: {{ boot_if[0] | json }}
-        worker_threads: {{ [sm.min_workers, (minions | length // sm.minions_per_worker)] | max }}
+        # sized from the inventory's node count by the renderer (docs/salt.md, Sizing)
+        sizing: {{ salt['pillar.get']('site:salt:sizing:master') | json }}
 
 provisioning-master-file-directory-secrets:
   file.directory:
