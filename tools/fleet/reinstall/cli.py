@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shlex
@@ -114,6 +115,7 @@ def _tool(name: str) -> str:
     return os.fspath(beside) if beside.exists() else name
 
 
+@functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
 def _pki_dir(config_dir: Path) -> Path:
     import salt.config  # type: ignore[import-untyped]  # heavy; only here
 
