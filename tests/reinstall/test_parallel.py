@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,7 +27,14 @@ from fleet.reinstall.parallel import (
     run_all,
     summary,
 )
-from reinstall.helpers import ROOT, journal, run_fleet, salt_key_bin, salt_master_config
+from reinstall.helpers import (
+    ROOT,
+    http,
+    journal,
+    run_fleet,
+    salt_key_bin,
+    salt_master_config,
+)
 
 NODES = [f"n{i}" for i in range(6)]
 
@@ -205,3 +214,83 @@ def test_cli_several_nodes_each_its_own_journal_summary_and_abort(tmp_path: Path
 def test_cli_a_target_that_names_no_node_is_a_usage_error(tmp_path: Path) -> None:
     r = run_fleet("reinstall", "tbox-[001-002],nosuch-*", "--state-dir", str(tmp_path))
     assert r.returncode == 2 and "nosuch-*: matches no node" in r.stderr
+
+
+def test_cli_two_nodes_one_endpoint_and_sigterm_leaves_both_safe(tmp_path: Path) -> None:
+    """`fleet reinstall stor-001,stor-002` with a fake Redfish BMC each: both armed and
+    powered, both waiting on ONE endpoint (it knows both nodes: each refused from this
+    test's address as not its own, not as unknown); SIGTERM then ends both waits at once:
+    each journals wait_install failed 'interrupted by the operator', boot mode local,
+    pre-accepted key removed; exit 143."""
+    from bmc.fakes import PASSWORD, free_port, start_fake_redfish
+
+    salt_key_bin()
+    conf, pki = salt_master_config(tmp_path)
+    inv = load_inventory(ROOT / "inventory.yaml")
+    nodes = ["stor-001", "stor-002"]
+    (tmp_path / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
+    fakes = {}
+    for name in nodes:
+        spec = inv.nodes[name].profile.bmc
+        pw = tmp_path / "secrets" / "bmc" / spec.password_secret
+        pw.write_text(PASSWORD + "\n")
+        pw.chmod(0o600)
+        (tmp_path / f"bmc-{name}").mkdir()
+        fakes[name] = start_fake_redfish(tmp_path / f"bmc-{name}", user=spec.user)
+    port = free_port()
+    argv = [sys.executable, "-m", "fleet", "reinstall", ",".join(nodes), "--json",
+            "--state-dir", str(tmp_path / "state"), "--salt-config", str(conf),
+            "--pxe-root", str(ROOT / "pxe"), "--pxe-state", str(tmp_path / "pxe-state"),
+            "--secrets", str(tmp_path / "secrets"), "--callback", f"127.0.0.1:{port}",
+            "--bmc-address", ",".join(f"{n}=127.0.0.1:{f.port}" for n, f in fakes.items()),
+            "--bmc-scheme", "http", "--timeout", "600", "--parallel", "2"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+
+    def waiting(name: str) -> bool:
+        f = tmp_path / "state" / name / "journal.jsonl"
+        return f.exists() and any(e.get("step") == "wait_install" and e.get("phase") ==
+                                  "start" for e in journal(f.parent))
+
+    try:
+        deadline = time.monotonic() + 120
+        while not all(waiting(n) for n in nodes):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the nodes never both reached wait_install"
+            time.sleep(0.2)
+        url = f"http://127.0.0.1:{port}"
+        for name in nodes:
+            token = (tmp_path / "state" / name / "install-token").read_text().strip()
+            status, body = http("GET", f"{url}/v1/key/{name}", token)
+            assert status == 403 and f"not from {name}'s address".encode() in body, body
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for f in fakes.values():
+            f.stop()
+    assert proc.returncode == 143, err
+    assert took < 15, f"{took:.1f}s from SIGTERM to exit"
+    assert err.count("installer endpoint: ") == 1, err
+    run = json.loads(out)
+    assert run["signal"] == "SIGTERM" and run["exit"] == 143 and run["peak"] == 2
+    for report in run["nodes"]:
+        name = report["node"]
+        assert report["outcome"] == "failed" and report["signal"] == "SIGTERM", report
+        assert report["steps"][-1]["step"] == "wait_install"
+        assert report["steps"][-1]["detail"] == "interrupted by the operator"
+        assert report["left"]["boot_mode"] == "local (set back after the failure)"
+        link = tmp_path / "pxe-state" / (inv.nodes[name].mac.replace(":", "-") + ".ipxe")
+        assert link.readlink().name == "local.ipxe"
+        assert not (pki / "minions" / name).exists()
+        entries = journal(tmp_path / "state" / name)
+        end = [e for e in entries if e.get("step") == "wait_install" and e.get("phase") ==
+               "end"]
+        assert len(end) == 1 and end[0]["signal"] == "SIGTERM"
+        assert [e["outcome"] for e in entries if e["event"] == "finish"] == ["failed"]
+    assert "Traceback" not in err
