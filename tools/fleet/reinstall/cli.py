@@ -33,7 +33,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         description="Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a "
                     "one-shot PXE install, power-cycle it through its BMC, wait for the "
                     "installer's callback, converge, check, resume. Journal and lock under "
-                    "--state-dir/NODE. See docs/operations.md.",
+                    "--state-dir/NODE. Several nodes (a range, list or glob): their "
+                    "reinstalls in parallel (--parallel). See docs/operations.md.",
         epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
                "5 a step failed (node left drained, boot mode local; see the journal), "
                "6 busy (another run holds the node, or an unfinished run needs --resume or "
@@ -88,7 +89,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
                    help="override the profile's BMC protocol (IPMI as the fallback)")
     p.add_argument("--bmc-address", metavar="HOST[:PORT]",
-                   help="override the inventory's BMC address (e.g. an emulator in the lab)")
+                   help="override the inventory's BMC address (e.g. an emulator in the "
+                        "lab); with several nodes NODE=HOST[:PORT],...")
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
     p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
