@@ -122,10 +122,16 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
     # system: the host's bundle, for this build only (removed below, never in the image)
     cert = rootfs / "tmp" / "host-ca.crt"
     shutil.copy("/etc/ssl/certs/ca-certificates.crt", cert)
+    # this host's pip settings (find-links, CA paths) name host paths: replaced here
+    pip_env = {"PIP_FIND_LINKS": "", "PIP_CERT": "/tmp/host-ca.crt",
+               "SSL_CERT_FILE": "/tmp/host-ca.crt", "REQUESTS_CA_BUNDLE": "/tmp/host-ca.crt"}
     try:
         run(["chroot", rootfs, "/opt/salt/bin/pip", "install", "--quiet",
-             "--disable-pip-version-check", "--cert", "/tmp/host-ca.crt",
-             "--no-cache-dir", f"salt=={version}"], timeout=3600)
+             "--disable-pip-version-check", "--no-cache-dir", f"salt=={version}"],
+            env=pip_env, timeout=3600)
+    except LabError as exc:
+        raise LabError(f"Salt {version} (site.salt.version) does not install for noble's "
+                       f"Python 3.12 from the package index: {exc}") from None
     finally:
         cert.unlink(missing_ok=True)
     run(["chroot", rootfs, "apt-get", "purge", "-y", "-q", "--auto-remove", *BUILD_DEPS],
