@@ -315,9 +315,9 @@ def write_doc(path: Path, results: list[dict[str, Any]], stopped: str, machine: 
             f"| {fmt(med([x['pillar_s'] for x in runs]))} "
             f"| {fmt(med([h['wall_s'] for h in hs]))} ({len(hs)} runs) "
             f"| {sum(h['missing'] for h in hs)} "
-            f"| {fmt(med([x['cheap_s'] for x in runs]))} "
-            f"| {fmt(med([x['reauth_ping_s'] for x in runs]))} "
-            f"| {fmt(med([x['master_peak_mb'] for x in runs]), 0)} "
+            f"| {fmt(med([x.get('cheap_s') for x in runs]))} "
+            f"| {fmt(med([x.get('reauth_ping_s') for x in runs]))} "
+            f"| {fmt(med([x.get('master_peak_mb') for x in runs]), 0)} "
             f"| {fmt(med([x['minion_rss_mb_median'] for x in runs]), 0)} / "
             f"{fmt(max(x['minion_rss_mb_max'] for x in runs), 0)} |")
     lines += ["", "Master CPU seconds per phase (median): ", "",
@@ -329,12 +329,13 @@ def write_doc(path: Path, results: list[dict[str, Any]], stopped: str, machine: 
         hs = [h for run in runs for h in run["highstate"]]
         hs_wall = med([h["wall_s"] for h in hs])
         hs_cpu = med([h["cpu_master_s"] for h in hs])
-        per_ping = med([x["cpu_ping_s"] / max(1, len(x["ping_s"])) for x in runs])
+        per_ping = med([x["cpu_ping_s"] / max(1, len(x["ping_s"]))
+                        if x.get("cpu_ping_s") is not None else None for x in runs])
         lines.append(
-            f"| {r['n']} | {fmt(med([x['cpu_start_s'] for x in runs]))} | {fmt(per_ping, 2)} "
-            f"| {fmt(med([x['cpu_pillar_s'] for x in runs]))} | {fmt(hs_cpu)} "
-            f"| {fmt(med([x['cpu_cheap_s'] for x in runs]))} "
-            f"| {fmt(med([x['cpu_reauth_s'] for x in runs]))} "
+            f"| {r['n']} | {fmt(med([x.get('cpu_start_s') for x in runs]))} | {fmt(per_ping, 2)} "
+            f"| {fmt(med([x.get('cpu_pillar_s') for x in runs]))} | {fmt(hs_cpu)} "
+            f"| {fmt(med([x.get('cpu_cheap_s') for x in runs]))} "
+            f"| {fmt(med([x.get('cpu_reauth_s') for x in runs]))} "
             f"| {fmt(hs_wall / r['n'] if hs_wall else None, 2)} / "
             f"{fmt(hs_cpu / r['n'] if hs_cpu else None, 3)} |")
     lines += ["", f"Growth: {stopped}", "", "### The master config used", "",
@@ -354,6 +355,10 @@ def main() -> int:
                     help="multiples of the site (1 = the site's own inventory), in order; "
                          "fractions like 0.25 take ids spread over the site (default 0.25,1,2,4)")
     ap.add_argument("--pings", type=int, default=10)
+    ap.add_argument("--rev", default="HEAD",
+                    help="the commit whose salt/ and pillar/ the swarm runs (default HEAD)")
+    ap.add_argument("--skip", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                    help=argparse.SUPPRESS)  # sizes already measured (a resumed run)
     ap.add_argument("--highstates", type=int, default=1,
                     help="highstate test=True publishes per run that has them")
     ap.add_argument("--highstate-runs", type=int, default=1,
@@ -371,6 +376,7 @@ def main() -> int:
     machine = {"CPU": f"{report.cpu_model()}; {os.cpu_count()} logical CPUs",
                "memory": report.mem_total(), "OS": report.os_name(),
                "Salt": _salt_version(), "fleet at commit": report.commit(),
+               "salt/ and pillar/ from": args.rev,
                "load average before": report.load_average(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     site_n = len(swarmconf.render_ids())
@@ -379,8 +385,16 @@ def main() -> int:
     minion_mb, master_mb = MINION_MB_GUESS, MASTER_MB_GUESS
     first_conf: tuple[str, str] | None = None
     work = Path(tempfile.mkdtemp(prefix="fleet-fanout-", dir="/tmp"))
+    # the committed states and pillar (HEAD), not the working tree: others edit it meanwhile
+    tree = work / "tree"
+    tree.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.rev, "salt", "pillar"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     try:
         for mult in [float(x) for x in args.sizes.split(",")]:
+            if mult in args.skip:
+                continue
             n = round(site_n * mult)
             need = n * minion_mb + master_mb
             avail = mem_available_mb()
@@ -394,10 +408,10 @@ def main() -> int:
                            f"~{minion_mb:.0f} MB.")
                 log(stopped)
                 break
-            pillar = ROOT / "pillar" if mult <= 1 else site_pillar(n, work)
-            conf = swarmconf.render(work / f"conf-{n}", pillar)
+            pillar = tree / "pillar" if mult <= 1 else site_pillar(n, work)
+            conf = swarmconf.render(work / f"conf-{n}", pillar, tree / "salt")
             ids = swarmconf.spread(conf.ids, n)
-            if first_conf is None:
+            if first_conf is None or mult == 1:
                 first_conf = (conf.master_conf, conf.minion_conf(ids[0]))
             runs = []
             for i in range(args.runs):
@@ -407,6 +421,9 @@ def main() -> int:
                     runs.append(one_run(conf, ids, tmp, args, log, i))
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
+                if args.json:  # after every run: a long benchmark cut short keeps them
+                    args.json.write_text(json.dumps({"machine": machine, "results": [
+                        *results, {"n": len(ids), "runs": runs}]}, indent=1))
             results.append({"n": len(ids), "runs": runs})
             minion_mb = max(r["minion_rss_mb_max"] for r in runs)
             master_mb = max(r["master_peak_mb"] for r in runs)
