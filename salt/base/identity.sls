@@ -9,8 +9,8 @@ base-identity-file-managed-hostname:
 
 base-identity-cmd-run-hostname:
   cmd.run:
-    - name: hostnamectl set-hostname {{ hostname }}
-    - unless: test "$(hostname)" = {{ hostname }}
+    - name: hostnamectl set-hostname {{ hostname | quote }}
+    - unless: test "$(hostname)" = {{ hostname | quote }}
     - require:
       - file: base-identity-file-managed-hostname
 
