@@ -50,13 +50,14 @@ class SiteConfigs:
     provisioning_node: str
 
 
-def render(tmp: Path, pillar_root: Path = ROOT / "pillar") -> SiteConfigs:
+def render(tmp: Path, pillar_root: Path = ROOT / "pillar",
+           salt_root: Path = ROOT / "salt") -> SiteConfigs:
     import saltrender
 
     saltrender.quiet_salt_logging()
     secrets = tmp / "secrets-pillar"
     harness.write_secrets_root(secrets)
-    renderer = saltrender.Renderer(ROOT / "salt", pillar_root, secrets, tmp / "render-cache")
+    renderer = saltrender.Renderer(salt_root, pillar_root, secrets, tmp / "render-cache")
     ids = renderer.nodes()
     head = next(n for n in ids if "provisioning" in renderer.pillar(n)["node"]["roles"])
     res = renderer.render(head)
@@ -67,7 +68,7 @@ def render(tmp: Path, pillar_root: Path = ROOT / "pillar") -> SiteConfigs:
     checkout = str(chunk["context"]["checkout"])
     secrets_rel = str(chunk["context"]["secrets_root"])
     conf = yaml.safe_load(rendered)
-    moved = {f"{checkout}/salt": str(ROOT / "salt"),
+    moved = {f"{checkout}/salt": str(salt_root),
              f"{checkout}/pillar": str(pillar_root),
              f"{checkout}/{secrets_rel}": str(secrets)}
     for key in ("file_roots", "pillar_roots"):
@@ -84,7 +85,7 @@ def render(tmp: Path, pillar_root: Path = ROOT / "pillar") -> SiteConfigs:
                    + yaml.safe_dump(conf, sort_keys=False))
     mchunk = _chunk(res.lowstate, MINION_STATE)
     context = dict(mchunk.get("context") or {})
-    template = ROOT / "salt" / "base" / "files" / "minion.conf.jinja"
+    template = salt_root / "base" / "files" / "minion.conf.jinja"
 
     def minion_conf(mid: str) -> str:
         """Salt's own Jinja (its filters: regex_match, yaml_squote...), the state's context
