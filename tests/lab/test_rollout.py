@@ -1,0 +1,166 @@
+"""`fleet rollout` in the lab (issue 17): the real CLI across the three GPU nodes
+(tbox-001, tbox-002 in partition tbox1, tbox-039 in tbox2) against the lab's Salt master
+and head-01's slurmctld, applying `base.time` (quick, and a real state.apply).
+
+- With a job running on tbox-001 and `--wave 2`: tbox-001 waits (draining) for its job,
+  tbox-002 and tbox-039 are drained, applied, health-checked and resumed meanwhile;
+  every node ends idle.
+- A node made to fail (slurmd stopped on tbox-039: its health gate fails) stops the
+  rollout: `--wave 1` puts tbox-001 and tbox-039 in wave 1, so tbox-002 is never
+  touched; tbox-039 is left drained with the failure as the reason; after the fix
+  `--resume` finishes the rollout.
+
+Everything broken here is restored in `finally` blocks (slurmd started, jobs cancelled,
+an unfinished rollout aborted, the nodes resumed). --reboot is not exercised here (the
+lab's BMCs are the reinstall test's emulators): tests/health/test_rollout.py covers its
+place in the flow."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from labtools import ROOT, Lab, podman_exec, poll
+
+HEAD, BUSY, OTHER, FAILING = "head-01", "tbox-001", "tbox-002", "tbox-039"
+GPUS = (BUSY, OTHER, FAILING)
+PODMAN = "podman --runtime runc exec"
+JOB_S = 240  # long enough for the other two nodes' whole flow on a loaded 2-core host
+
+
+def fleet_rollout(lab: Lab, state: Path, *args: str, timeout: float = 900
+                  ) -> tuple[int, dict[str, Any], str]:
+    head = lab.plan.node(HEAD).container
+    argv = [sys.executable, "-m", "fleet", "rollout", *args, "--json",
+            "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab/overlay.yaml"),
+            "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
+            "--slurm-command", f"{PODMAN} {head}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    try:
+        report = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    except ValueError:
+        pytest.fail(f"fleet rollout printed no JSON (exit {proc.returncode}): "
+                    f"{proc.stdout[-2000:]} {proc.stderr[-3000:]}")
+    return proc.returncode, report, proc.stderr
+
+
+def head(lab: Lab, *argv: str) -> subprocess.CompletedProcess[str]:
+    return podman_exec(lab, HEAD, *argv, timeout=120)
+
+
+def slurm_state(lab: Lab, node: str) -> str:
+    return head(lab, "sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+
+
+def reason(lab: Lab, node: str) -> str:
+    return head(lab, "sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
+
+
+def journal(state: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (state / "journal.jsonl").read_text().splitlines()]
+
+
+def step_end(entries: list[dict[str, Any]], node: str, step: str) -> dict[str, Any]:
+    return [e for e in entries if e["event"] == "step" and e.get("node") == node
+            and e.get("step") == step and e.get("phase") == "end"][-1]
+
+
+def restore(lab: Lab, state: Path) -> None:
+    head(lab, "scancel", "-n", "rollout-busy")
+    podman_exec(lab, FAILING, "systemctl", "start", "slurmd")
+    if (state / "journal.jsonl").exists():
+        fleet_rollout(lab, state, "--abort")
+    for n in GPUS:
+        if "drain" in slurm_state(lab, n):
+            head(lab, "scontrol", "update", f"NodeName={n}", "State=RESUME")
+    poll("the GPU nodes idle again", lambda: all(slurm_state(lab, n) == "idle"
+                                                 for n in GPUS), timeout=180)
+
+
+def settle(lab: Lab) -> None:
+    """The known start: the GPU nodes idle. A drain left by an earlier lab test (a
+    reinstall's failure cases leave tbox-039 drained by design) is resumed, and said."""
+    for n in GPUS:
+        if "drain" in slurm_state(lab, n):
+            print(f"[rollout test] {n} was drained ({reason(lab, n)}): resumed first")
+            head(lab, "scontrol", "update", f"NodeName={n}", "State=RESUME")
+    poll("the GPU nodes idle", lambda: all(slurm_state(lab, n) == "idle" for n in GPUS),
+         timeout=180)
+
+
+def test_busy_node_waits_for_its_job_while_the_others_proceed(
+        lab: Lab, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    try:
+        settle(lab)
+        job = head(lab, "sbatch", "--parsable", "-p", "tbox1", "-w", BUSY, "-J",
+                   "rollout-busy", "--wrap", f"sleep {JOB_S}")
+        assert job.returncode == 0, job.stderr
+        job_id = job.stdout.strip().split(";")[0]
+        poll("the job to run", lambda: head(lab, "squeue", "-h", "-j", job_id, "-o",
+                                            "%T").stdout.strip() == "RUNNING", timeout=120)
+        rc, rep, err = fleet_rollout(lab, state, "tbox-*", "--states", "base.time",
+                                     "--wave", "2")
+        assert rc == 0, (rep, err[-3000:])
+        assert rep["outcome"] == "done" and rep["waves"] == [[BUSY, OTHER, FAILING]]
+        nodes = {n["node"]: n for n in rep["nodes"]}
+        assert all(n["outcome"] == "done" for n in nodes.values())
+        assert "after waiting" in nodes[BUSY]["steps"]["drain"]["detail"]
+        entries = journal(state)
+        busy_drained = step_end(entries, BUSY, "drain")["ts"]
+        for n in (OTHER, FAILING):  # back in service while the busy node still waited
+            assert step_end(entries, n, "resume")["ts"] < busy_drained
+            assert nodes[n]["steps"]["drain"]["seconds"] < JOB_S / 2
+        assert nodes[BUSY]["steps"]["drain"]["seconds"] >= 10
+        for n in GPUS:
+            assert step_end(entries, n, "apply")["outcome"] == "ok"
+            assert step_end(entries, n, "health")["detail"] == "healthy"
+        poll("every GPU node idle", lambda: all(slurm_state(lab, n) == "idle" for n in GPUS),
+             timeout=60)
+        (ROOT / ".lab" / "rollout-wave.json").write_text(json.dumps(rep, indent=2))
+    finally:
+        restore(lab, state)
+
+
+def test_a_failing_node_stops_the_rollout_drained_then_resume(
+        lab: Lab, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    try:
+        settle(lab)
+        assert podman_exec(lab, FAILING, "systemctl", "stop", "slurmd").returncode == 0
+        rc, rep, err = fleet_rollout(lab, state, "tbox-*", "--states", "base.time",
+                                     "--wave", "1", "--health-timeout", "20")
+        assert rc == 5, (rep, err[-3000:])
+        assert rep["outcome"] == "failed"
+        assert rep["waves"] == [[BUSY, FAILING], [OTHER]]
+        nodes = {n["node"]: n for n in rep["nodes"]}
+        assert nodes[FAILING]["failed_step"] == "health"
+        assert "slurmd.service: inactive (dead)" in nodes[FAILING]["message"]
+        assert nodes[BUSY]["outcome"] == "done"
+        assert OTHER not in nodes  # the next wave never started
+        assert slurm_state(lab, OTHER) == "idle"
+        assert slurm_state(lab, FAILING).rstrip("*") in ("drained", "draining")
+        why = reason(lab, FAILING)
+        assert why.startswith(f"fleet rollout ({rep['run']}) failed at health: health: ")
+        assert FAILING in rep["left"]
+        # an unfinished rollout refuses a new one
+        rc, _rep, err = fleet_rollout(lab, state, "tbox-*")
+        assert rc == 6 and "--resume or --abort" in err, err
+
+        assert podman_exec(lab, FAILING, "systemctl", "start", "slurmd").returncode == 0
+        rc, rep, err = fleet_rollout(lab, state, "--resume")
+        assert rc == 0, (rep, err[-3000:])
+        (ROOT / ".lab" / "rollout-resume.json").write_text(json.dumps(rep, indent=2))
+        assert rep["outcome"] == "done"
+        assert {n["node"] for n in rep["nodes"]} == {FAILING, OTHER}
+        poll("every GPU node idle", lambda: all(slurm_state(lab, n) == "idle" for n in GPUS),
+             timeout=60)
+    finally:
+        restore(lab, state)
