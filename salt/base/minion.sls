@@ -1,5 +1,5 @@
 {%- set tplroot = tpldir.split('/')[0] %}
-{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- from 'lib/map.jinja' import mapdata with context %}
 {%- set minion = mapdata.salt_minion %}
 
 # The minion's own configuration, as the autoinstall late-commands first wrote it,
