@@ -333,7 +333,7 @@ def test_cli_reports_failure_and_keeps_output(
                                                              "device", "x")), raising=False)
     rc = cli.main(["render", "-q", "-i", str(path), "-o", str(out)])
     err = capsys.readouterr().err
-    assert rc == cli.EXIT_IO == 4
+    assert rc == cli.Exit.IO == 4
     assert "No space left on device" in err and "previous output kept" in err
     assert read_tree(out) == before
     assert leftovers(out) == []

@@ -1,9 +1,7 @@
 """The ``fleet`` command line.
 
-Exit codes: 0 success; 1 invalid inventory; 2 usage error; 3 rendered output differs
-(``render --check``, ``diff``); 4 could not write or read output (or reach the Salt
-master); 5 a reinstall step failed, or a node of ``fleet apply`` failed or did not
-return; 6 a reinstall is busy or unfinished (``fleet reinstall``); 70 internal error.
+Exit codes: :class:`fleet.exitcodes.Exit`, the same for every verb (each verb's
+``--help`` says what they mean for it).
 """
 
 from __future__ import annotations
@@ -19,14 +17,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fleet import __version__
+from fleet.exitcodes import Exit
+from fleet.exitcodes import summary as exit_summary
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.problems import InventoryError, format_json, format_text
 from fleet.pxe.cli import add_parser as add_pxe_parser
 from fleet.render.errors import RenderBusyError
 from fleet.render.summary import format_summary, summarize
-
-EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_DIFFERS, EXIT_IO, EXIT_INTERNAL = 0, 1, 2, 3, 4, 70
 
 
 class Progress:
@@ -60,7 +58,7 @@ def cmd_validate(args: argparse.Namespace, progress: Progress) -> int:
     elif not args.quiet:
         print(f"{args.inventory}: valid")
         print(format_summary(summary))
-    return EXIT_OK
+    return Exit.OK
 
 
 def _render(args: argparse.Namespace, progress: Progress) -> tuple[Inventory, dict[str, str]]:
@@ -99,7 +97,7 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
                   "run `make render` and commit the result", file=sys.stderr)
         elif not args.quiet:
             print(f"rendered output is up to date ({changes.unchanged} files)")
-        return EXIT_DIFFERS if changes.any else EXIT_OK
+        return Exit.DIFFERS if changes.any else Exit.OK
     progress(f"writing into {root.resolve()}")
     changes = tree.write(root, files)
     progress("done")
@@ -113,7 +111,7 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
         print(format_summary(summary))
         print(f"files: {len(changes.added)} added, {len(changes.changed)} changed, "
               f"{len(changes.removed)} removed, {changes.unchanged} unchanged")
-    return EXIT_OK
+    return Exit.OK
 
 
 def cmd_diff(args: argparse.Namespace, progress: Progress) -> int:
@@ -127,7 +125,7 @@ def cmd_diff(args: argparse.Namespace, progress: Progress) -> int:
     if not args.quiet:
         print(f"{len(changes.added)} added, {len(changes.changed)} changed, "
               f"{len(changes.removed)} removed", file=sys.stderr)
-    return EXIT_DIFFERS if changes.any else EXIT_OK
+    return Exit.DIFFERS if changes.any else Exit.OK
 
 
 def cmd_secrets_init(args: argparse.Namespace, progress: Progress) -> int:
@@ -149,7 +147,7 @@ def cmd_secrets_init(args: argparse.Namespace, progress: Progress) -> int:
         for name in missing:
             print(f"missing: {root / 'bmc' / name} (the BMC password named by "
                   f"password_secret: {name}; write it there, mode 0600)")
-    return EXIT_OK
+    return Exit.OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -169,9 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fleet",
         description="Declarative provisioning for a GPU datacenter: validate inventory.yaml "
                     "and render Salt pillars and PXE boot configs from it.",
-        epilog="exit codes: 0 ok, 1 invalid inventory, 2 usage, 3 output differs, "
-               "4 I/O error, 70 internal error",
-    )
+        epilog=f"exit codes: {exit_summary()}")
     parser.add_argument("--version", action="version", version=f"fleet {__version__}")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
@@ -263,14 +259,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(format_text(exc.problems, wrote_nothing=args.verb == "render"),
                   file=sys.stderr)
-        return EXIT_INVALID
+        return Exit.INVALID
     except RenderBusyError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     except OSError as exc:
         print(f"fleet: {exc.filename or ''}: {exc.strerror or exc}; previous output kept",
               file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     except KeyboardInterrupt:
         print("fleet: interrupted; previous output kept", file=sys.stderr)
         return 130
@@ -279,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"fleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for "
               "the traceback, and please report it)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return Exit.INTERNAL
     finally:
         if collecting:
             gc.enable()

@@ -13,9 +13,8 @@ from typing import Any
 
 from fleet.apply.result import NodeResult, Status
 from fleet.apply.target import TargetError, resolve
+from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-
-EXIT_OK, EXIT_USAGE, EXIT_IO, EXIT_FAILED = 0, 2, 4, 5
 
 Loader = Callable[[argparse.Namespace, Any], Inventory]
 
@@ -59,10 +58,10 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
         nodes = resolve(args.target, inv.nodes)
     except TargetError as exc:
         print(f"fleet: target: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.batch is not None and args.batch < 1:
         print("fleet: --batch must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     opts = Options(test=args.test, batch=args.batch, timeout=args.timeout)
     t0 = time.monotonic()
     progress(f"{len(nodes)} node(s) targeted; connecting to the master ({args.salt_config})")
@@ -74,7 +73,7 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
             master.close()
     except MasterError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     wall = time.monotonic() - t0
     bad = [r for r in results if r.status.bad]
     if args.json:
@@ -84,7 +83,7 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
     elif bad:
         for r in bad:
             print(f"{r.node}: {r.status.value}: {r.summary()}", file=sys.stderr)
-    return EXIT_FAILED if bad else EXIT_OK
+    return Exit.FAILED if bad else Exit.OK
 
 
 def counts(results: list[NodeResult]) -> dict[str, int]:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from fleet.exitcodes import Exit
 from fleet.inventory.expand import expand_hosts
 from fleet.inventory.model import Inventory
 
-EXIT_OK, EXIT_USAGE, EXIT_IO, EXIT_UNHEALTHY = 0, 2, 4, 5
 DEFAULT_STATE = "/var/lib/fleet/health"
 _RANGE = re.compile(r"\[\d+-\d+\]")
 
@@ -123,7 +123,7 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
         names = resolve(args.target, inv.nodes)
     except TargetError as exc:
         print(f"fleet: target: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
     try:
@@ -132,7 +132,7 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
                        salt_timeout=args.salt_timeout)
     except MasterError as exc:
         print(f"fleet: the Salt master could not be asked: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     wall = time.monotonic() - t0
     bad = [r for r in outcome.reports if not r.healthy]
     if args.json:
@@ -144,4 +144,4 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
             print(f"{r.node}: unhealthy: {'; '.join(r.problems)}", file=sys.stderr)
     for a in outcome.failed_actions:
         print(f"fleet: {a}", file=sys.stderr)
-    return EXIT_UNHEALTHY if bad or outcome.failed_actions else EXIT_OK
+    return Exit.FAILED if bad or outcome.failed_actions else Exit.OK

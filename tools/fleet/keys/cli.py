@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.commands import CommandError, SubprocessRunner
 
-EXIT_OK, EXIT_USAGE, EXIT_DIFFERS, EXIT_IO = 0, 2, 3, 4
 LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
          "minions_denied": "denied"}
 
@@ -125,7 +125,7 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
             report.removed = removed
     except (CommandError, OSError, ValueError) as exc:
         print(f"fleet keys: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
@@ -138,7 +138,7 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
             print(f"missing: {node}: no accepted key ({where})")
         if report.ok:
             print(f"{len(report.accepted)} accepted keys: one per node, none stray")
-    return EXIT_OK if report.ok else EXIT_DIFFERS
+    return Exit.OK if report.ok else Exit.DIFFERS
 
 
 def master_finger(config: Path) -> str:
@@ -159,7 +159,7 @@ def cmd_finger(args: argparse.Namespace, inv: Inventory) -> int:
         finger = master_finger(args.salt_config)
     except OSError as exc:
         print(f"fleet keys: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     recorded = inv.raw.site.salt.master_finger
     same = recorded == finger
     if args.json:
@@ -170,4 +170,4 @@ def cmd_finger(args: argparse.Namespace, inv: Inventory) -> int:
         if args.check and not same:
             print(f"site.salt.master_finger is {recorded!r}: record {finger!r}",
                   file=sys.stderr)
-    return EXIT_DIFFERS if args.check and not same else EXIT_OK
+    return Exit.DIFFERS if args.check and not same else Exit.OK

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fleet.exitcodes import Exit
 from fleet.inventory.load import load_inventory
 from fleet.mkv.flags import UnknownArrayError, array_flags
 from fleet.mkv.ops import MasterHost, MkvOpError, StaleUnitError, run_maintenance
 from fleet.salttools import tool_path
-
-EXIT_OK, EXIT_USAGE, EXIT_STALE, EXIT_FAILED = 0, 2, 3, 5
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -50,10 +49,10 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
         flags = array_flags(inv, args.array)
     except UnknownArrayError as exc:
         print(f"fleet mkv: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     if not flags.volumes:
         print(f"fleet mkv: array {flags.name} has no volumes", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.mkv_verb == "show":
         shown = {"array": flags.name, "master": flags.master, "unit": flags.unit,
                  "volumes": list(flags.volumes), "replicas": flags.replicas,
@@ -68,7 +67,7 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
             print(f"volumes: {','.join(flags.volumes)}")
             for verb in ("rebuild", "rebalance"):
                 print(f"{verb}: {' '.join(flags.argv('MKV', verb))}  (MKV: the unit's binary)")
-        return EXIT_OK
+        return Exit.OK
     conf = os.fspath(args.salt_config)
     host = MasterHost(SubprocessRunner({"salt": [tool_path("salt"), "-c", conf]}),
                       flags.master)
@@ -82,14 +81,14 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
             print(f"{flags.master}: systemctl stop {flags.unit}; "
                   f"{' '.join(flags.argv(binary, args.mkv_verb))} (as {user}); "
                   f"systemctl start {flags.unit}")
-            return EXIT_OK
+            return Exit.OK
         report = run_maintenance(host, flags, args.mkv_verb, timeout=args.timeout, say=say)
     except StaleUnitError as exc:
         print(f"fleet mkv: {exc}", file=sys.stderr)
-        return EXIT_STALE
+        return Exit.DIFFERS
     except MkvOpError as exc:
         print(f"fleet mkv: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return Exit.FAILED
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
@@ -98,4 +97,4 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
         tail = (report.stderr.strip() or report.stdout.strip()).splitlines()[-5:]
         for line in tail:
             print(f"  {line}")
-    return EXIT_OK if report.ok else EXIT_FAILED
+    return Exit.OK if report.ok else Exit.FAILED

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.pxe import state
-
-EXIT_OK, EXIT_USAGE, EXIT_IO = 0, 2, 4
 
 Loader = Callable[[argparse.Namespace, Any], Inventory]
 
@@ -53,27 +52,27 @@ def cmd_set(args: argparse.Namespace, inv: Inventory) -> int:
         t = state.target(inv, args.node, args.pxe_root)
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     token = None
     if args.token_stdin:
         token = sys.stdin.readline().strip()
         if args.mode != "install" or not token:
             print("fleet: --token-stdin needs mode install and a token on stdin",
                   file=sys.stderr)
-            return EXIT_USAGE
+            return Exit.USAGE
     sd = _state_dir(args, inv)
     try:
         before = state.get_mode(sd, t)
         state.set_mode(sd, t, args.mode, token)
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     if args.json:
         print(json.dumps({"ok": True, "node": t.hostname, "mac": t.mac, "before": before,
                           "mode": args.mode}, indent=2))
     elif not args.quiet:
         print(f"{t.hostname} ({t.mac}): {before} -> {args.mode}")
-    return EXIT_OK
+    return Exit.OK
 
 
 def cmd_status(args: argparse.Namespace, inv: Inventory) -> int:
@@ -82,20 +81,20 @@ def cmd_status(args: argparse.Namespace, inv: Inventory) -> int:
               else state.targets(inv, args.pxe_root))
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     sd = _state_dir(args, inv)
     try:
         entries = state.status(sd, ts)
         stray = [] if args.nodes else state.strays(sd, ts)
     except state.StateError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_IO
+        return Exit.IO
     if args.json:
         print(json.dumps({"ok": True, "state_dir": str(sd), "nodes": [
             {"node": e.hostname, "mac": e.mac, "mode": e.mode, "ipxe": e.ipxe,
              "grub": e.grub, "consistent": e.consistent} for e in entries],
             "stray": stray}, indent=2))
-        return EXIT_OK
+        return Exit.OK
     if not args.quiet:
         width = max((len(e.hostname) for e in entries), default=4)
         for e in entries:
@@ -103,4 +102,4 @@ def cmd_status(args: argparse.Namespace, inv: Inventory) -> int:
             print(f"{e.hostname:<{width}}  {e.mac}  {e.mode}{note}")
         for name in stray:
             print(f"stray: {sd / name} (no node has this MAC any more; remove it)")
-    return EXIT_OK
+    return Exit.OK

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleet.exitcodes import Exit
 from fleet.health.cli import TargetError, add_common_salt, resolve, runner_for
 from fleet.inventory.model import Inventory
 
-EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
 DEFAULT_STATE = "/var/lib/fleet/rollout"
 
 Loader = Callable[[argparse.Namespace, Any], Inventory]
@@ -83,14 +83,14 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
         names = resolve(args.target, inv.nodes)
     except TargetError as exc:
         print(f"fleet: target: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.wave < 1:
         print("fleet: --wave must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     if args.reboot and (bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names])):
         print(f"fleet: --reboot refused for {', '.join(bad)}: leave them out of TARGET",
               file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     runner = runner_for(args)
     bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
                           insecure=args.bmc_insecure, address=args.bmc_address,
@@ -130,10 +130,10 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
     except BusyError:
         print(f"fleet: another `fleet rollout` is running (lock {args.state_dir / 'lock'})",
               file=sys.stderr)
-        return EXIT_BUSY
+        return Exit.BUSY
     except RolloutError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
-        return EXIT_BUSY if "unfinished" in str(exc) else EXIT_USAGE
+        return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -143,7 +143,7 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
         print(format_table(report))
     if got:
         return 128 + got[0]
-    return EXIT_FAILED if report.outcome == "failed" else EXIT_OK
+    return Exit.FAILED if report.outcome == "failed" else Exit.OK
 
 
 def format_table(report: Any) -> str:
