@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from fleet.reinstall.context import Context
     from fleet.reinstall.flow import Interrupts
 
-EXIT_OK, EXIT_USAGE, EXIT_FAILED, EXIT_BUSY = 0, 2, 5, 6
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
 
@@ -216,16 +215,16 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
         try:
             report = flow.abort() if args.abort else flow.run(resume=args.resume)
         except BusyError as exc:
-            return parallel.NodeResult(name, "busy", EXIT_BUSY, message=str(exc))
+            return parallel.NodeResult(name, "busy", Exit.BUSY, message=str(exc))
         except FlowError as exc:
             # the exit code one node's run has for it
-            return parallel.NodeResult(name, "refused", EXIT_BUSY if "unfinished" in
-                                       str(exc) else EXIT_USAGE, message=str(exc))
+            return parallel.NodeResult(name, "refused", Exit.BUSY if "unfinished" in
+                                       str(exc) else Exit.USAGE, message=str(exc))
         except OSError as exc:
-            return parallel.NodeResult(name, "error", int(Exit.IO), message=str(exc))
+            return parallel.NodeResult(name, "error", Exit.IO, message=str(exc))
         unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
         code = 128 + signal.Signals[report.signal] if report.signal else \
-            EXIT_FAILED if report.outcome == "failed" or unsafe else EXIT_OK
+            Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
         why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
         return parallel.NodeResult(name, report.outcome, code, report=report, message=why)
 
@@ -238,7 +237,7 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
             run = parallel.run_all(names, job, used, hub, say)
     except FlowError as exc:  # the endpoint's port is taken by something else
         print(f"fleet reinstall: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     finally:
         hub.restore()
     run.extra["bound"] = {"limit": bound.limit, "why": bound.why, "asked": asked}
@@ -279,7 +278,7 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     inv = load_inventory(args.inventory, args.overlay)
     if args.parallel is not None and args.parallel < 1:
         print("fleet reinstall: --parallel must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     node = inv.nodes.get(args.node)
     if node is None and any(c in args.node for c in ",[*?"):
         from fleet.apply.target import TargetError, resolve
@@ -288,14 +287,14 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
             names = resolve(args.node, inv.nodes)
         except TargetError as exc:
             print(f"fleet reinstall: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return Exit.USAGE
         if len(names) > 1:
             interrupts.restore()  # the many-node run has its own handlers
             return _reinstall_many(args, inv, names)
         node = inv.nodes[names[0]]
     if node is None:
         print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
-        return EXIT_USAGE
+        return Exit.USAGE
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(msg, file=sys.stderr, flush=True))
     ctx = _context(args, inv, node.hostname, say)
@@ -306,10 +305,10 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
         report = flow.abort() if args.abort else flow.run(resume=args.resume)
     except BusyError as exc:
         print(f"fleet reinstall: {exc}", file=sys.stderr)
-        return EXIT_BUSY
+        return Exit.BUSY
     except FlowError as exc:
         print(f"fleet reinstall: {exc}", file=sys.stderr)
-        return EXIT_BUSY if "unfinished" in str(exc) else EXIT_USAGE
+        return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
@@ -327,4 +326,4 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
         print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
               "interrupted", file=sys.stderr)
     unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
-    return EXIT_FAILED if report.outcome == "failed" or unsafe else EXIT_OK
+    return Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
