@@ -3,59 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
-import re
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleet.apply.target import TargetError, resolve
 from fleet.exitcodes import Exit
-from fleet.inventory.expand import expand_hosts
 from fleet.inventory.model import Inventory
 
 DEFAULT_STATE = "/var/lib/fleet/health"
-_RANGE = re.compile(r"\[\d+-\d+\]")
 
 Loader = Callable[[argparse.Namespace, Any], Inventory]
-
-
-class TargetError(ValueError):
-    """An item of TARGET that names no node."""
-
-
-def resolve(target: str, hostnames: Iterable[str]) -> list[str]:
-    """Inventory hostnames named by ``target``: comma-separated names, ranges
-    (``tbox-[001-038]``, the inventory's syntax) and globs (``stor-*``), in inventory
-    order. An item that names no node is an error, never an empty run."""
-    names = list(hostnames)
-    known, chosen = set(names), set()
-    for item in (i.strip() for i in target.split(",")):
-        if not item:
-            raise TargetError(f"empty item in target {target!r}")
-        if _RANGE.search(item):
-            try:
-                wanted = [h for h, _ in expand_hosts(item)]
-            except ValueError as exc:
-                raise TargetError(str(exc)) from None
-            missing = [h for h in wanted if h not in known]
-            if missing:
-                raise TargetError(f"{item}: not in the inventory: {', '.join(missing[:5])}")
-            chosen.update(wanted)
-        elif any(c in item for c in "*?["):
-            hits = fnmatch.filter(names, item)
-            if not hits:
-                raise TargetError(f"{item}: matches no node of the inventory")
-            chosen.update(hits)
-        elif item in known:
-            chosen.add(item)
-        else:
-            raise TargetError(f"{item}: no such node in the inventory")
-    return [n for n in names if n in chosen]
 
 
 def add_common_salt(p: argparse.ArgumentParser) -> None:

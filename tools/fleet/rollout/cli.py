@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleet.apply.target import TargetError, resolve
 from fleet.exitcodes import Exit
-from fleet.health.cli import TargetError, add_common_salt, resolve, runner_for
+from fleet.health.cli import add_common_salt, runner_for
 from fleet.inventory.model import Inventory
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"

@@ -232,7 +232,7 @@ class Rollout:
                                   "not: the drain is fleet rollout's)" if left else "aborted")
 
     def _names(self, opts: Options) -> list[str]:
-        from fleet.health.cli import resolve
+        from fleet.apply.target import resolve
 
         return resolve(opts.target, self.inv.nodes)
 
