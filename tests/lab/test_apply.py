@@ -11,8 +11,6 @@ from typing import Any
 
 from labtools import ROOT, Lab, podman_exec, poll
 
-BROKEN_APT = "/etc/apt/apt.conf.d/00fleet-apply-test-broken"
-
 
 def fleet_apply(lab: Lab, *args: str, timeout: float = 1800) -> tuple[int, dict[str, Any], str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
@@ -49,18 +47,22 @@ def test_a_stopped_minion_is_named_as_not_returned(lab: Lab) -> None:
 
 
 def test_a_failing_state_is_named_with_the_node_and_the_state(lab: Lab) -> None:
-    node = lab.with_role("slurm.compute")[0].hostname
-    podman_exec(lab, node, "sh", "-c", f"echo 'this is not apt configuration' > {BROKEN_APT}")
+    """A file where mkv.volume manages a directory: file.directory refuses to replace a
+    file, so that state fails (and the volume's service with it, as a failed requisite)."""
+    node = lab.with_role("mkv.volume")[0].hostname
+    root = lab.pillar(f"nodes/{node}")["node"]["mkv"]["root"]
+    body_temp = f"{root}/.body_temp"
+    podman_exec(lab, node, "sh", "-c", f"rm -rf {body_temp} && echo not a directory > {body_temp}")
     try:
-        # a real apply: under test=True the pkg states never run apt, and pass
         rc, report, err = fleet_apply(lab, node, timeout=900)
     finally:
-        podman_exec(lab, node, "rm", "-f", BROKEN_APT)
+        podman_exec(lab, node, "rm", "-f", body_temp)
     assert rc == 5, err
     (only,) = report["nodes"]
     assert only["node"] == node and only["status"] == "failed", only
     failed = {f["id"]: f for f in only["failed"]}
-    assert any(f["function"].startswith("pkg.") for f in failed.values()), failed
+    assert "mkv-volume-file-directory-root-body-temp" in failed, failed
+    assert failed["mkv-volume-file-directory-root-body-temp"]["function"] == "file.directory"
     assert all(f["comment"] for f in failed.values())  # each says why
     # and the cause removed, the same node is no longer failed
     rc, report, err = fleet_apply(lab, node, timeout=900)
