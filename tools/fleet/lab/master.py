@@ -4,7 +4,6 @@ gateway, keeps config/pki/cache/logs under .lab/, serves salt/ and the lab rende
 from __future__ import annotations
 
 import os
-import signal
 import socket
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import yaml
 
 from fleet.lab.paths import Paths
 from fleet.lab.plan import Plan
-from fleet.lab.run import LabError, run, wait_for
+from fleet.lab.run import LabError, run, stop_daemon, wait_for
 
 WRAPPED = ("salt", "salt-key", "salt-run", "salt-cp")
 
@@ -97,14 +96,7 @@ def start(paths: Paths, plan: Plan) -> bool:
 
 
 def stop(paths: Paths) -> None:
-    p = pid(paths)
-    if p is None:
-        return
-    os.kill(p, signal.SIGTERM)
-    try:
-        wait_for("the lab salt-master to stop", lambda: pid(paths) is None, timeout=60)
-    except LabError:
-        os.kill(p, signal.SIGKILL)
+    stop_daemon("the lab salt-master", lambda: pid(paths), timeout=60)
 
 
 def rss_mb(paths: Paths) -> float:

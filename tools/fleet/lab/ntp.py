@@ -8,11 +8,10 @@ nodes' chronyd synchronise for real, and `fleet health`'s time check can pass in
 from __future__ import annotations
 
 import os
-import signal
 
 from fleet.lab.paths import Paths
 from fleet.lab.plan import Plan
-from fleet.lab.run import LabError, run, wait_for
+from fleet.lab.run import LabError, run, stop_daemon, wait_for
 
 CONF = """\
 # Written by `fleet lab up`: the lab's NTP server on the gateway (tools/fleet/lab/ntp.py).
@@ -55,11 +54,4 @@ def start(paths: Paths, plan: Plan) -> bool:
 
 
 def stop(paths: Paths) -> None:
-    p = pid(paths)
-    if p is None:
-        return
-    os.kill(p, signal.SIGTERM)
-    try:
-        wait_for("the lab's chronyd to stop", lambda: pid(paths) is None, timeout=30)
-    except LabError:
-        os.kill(p, signal.SIGKILL)
+    stop_daemon("the lab's chronyd", lambda: pid(paths), timeout=30)

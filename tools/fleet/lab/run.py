@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -58,3 +59,15 @@ def wait_for(what: str, probe: Callable[[], bool], timeout: float,
         if time.monotonic() - t0 > timeout:
             raise LabError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+def stop_daemon(what: str, pid: Callable[[], int | None], timeout: float) -> None:
+    """SIGTERM the daemon whose pid ``pid()`` reads, wait until it is gone, else SIGKILL."""
+    p = pid()
+    if p is None:
+        return
+    os.kill(p, signal.SIGTERM)
+    try:
+        wait_for(f"{what} to stop", lambda: pid() is None, timeout=timeout)
+    except LabError:
+        os.kill(p, signal.SIGKILL)
