@@ -22,7 +22,8 @@ help:
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
-	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md)"
+	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
+	@echo "                   LAB_OS=ubuntu-24.04 (default) or LAB_OS=debian-12"
 	@echo "make lab-down      remove the lab (containers, network, master, .lab state); keep the image"
 	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
 	@echo "make test-lab      the lab integration tests (bring the lab up themselves)"
@@ -88,6 +89,9 @@ clean:
 
 # --- the lab (docs/lab.md) ------------------------------------------------------------
 LAB_STAMP := .lab/.deps
+# the lab minions' OS: ubuntu-24.04 (the site's) or debian-12
+LAB_OS ?= ubuntu-24.04
+export LAB_OS
 
 $(LAB_STAMP): tools/install-lab-deps.sh
 	bash tools/install-lab-deps.sh

@@ -54,7 +54,7 @@ site:
     - name: ops
       ssh_keys:
         - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEyDceWfXu3BQy79KBbHKDGK3NaKXWu0LID7p3IMhgry ops@bench
-  salt: {{master: head-01, version: "3008.5"}}
+  salt: {{master: head-01, version: "3008.4"}}
   apt:
     mirror: http://10.1.0.10:3142/archive.ubuntu.com/ubuntu
     security_mirror: http://10.1.0.10:3142/security.ubuntu.com/ubuntu

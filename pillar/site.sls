@@ -44,5 +44,5 @@ site:
         recon_default: 1000
         recon_max: 14400
         recon_randomize: true
-    version: "3008.5"
+    version: "3008.4"
   timezone: America/Los_Angeles

@@ -16,9 +16,3 @@ base:
       salt_repo:
         # the lab's minions come from a wheelhouse; Salt's repository is not reachable
         enabled: false
-    # a container never boots its own kernel, and builds no modules: no headers (DKMS)
-    kernel_packages: [linux-image-amd64]
-nvidia:
-  lookup:
-    # the Debian 12 set without nvidia-open-kernel-dkms: no module build in a container
-    packages: [nvidia-smi, nvidia-persistenced, libcuda1, firmware-nvidia-gsp]

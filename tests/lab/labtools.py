@@ -68,7 +68,9 @@ class Lab:
 
     @property
     def lab_pillar(self) -> Any:
-        return yaml.safe_load((self.paths.lab_pillar / "lab.sls").read_text())
+        """lab/pillar/lab.sls with the lab OS's pillar merged over it, as top.sls does."""
+        merged = yaml.safe_load((self.paths.lab_pillar / "lab.sls").read_text())
+        return deep_merge(merged, yaml.safe_load(self.paths.os_pillar.read_text()) or {})
 
     @property
     def mkv_kind(self) -> str:
@@ -92,3 +94,13 @@ def podman_exec(lab: Lab, hostname: str, *argv: str,
                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return pm.exec_(lab.paths, lab.plan.node(hostname).container, *argv, check=False,
                     timeout=timeout)
+
+
+def deep_merge(base: Any, over: Any) -> Any:
+    """Salt's pillar merge (``recurse``): mappings merge, anything else replaces."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = deep_merge(base.get(key), value)
+        return out
+    return over

@@ -55,7 +55,7 @@ class Rig:
             port = bmc_port if bmc_port is not None else self.bmc_ports[node]
             bmc = f"127.0.0.1:{port}"
         return [sys.executable, "-m", "fleet", "reinstall", node, "--json",
-                "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab/overlay.yaml"),
+                "-i", str(ROOT / "inventory.yaml"), *self.lab.paths.overlay_args(),
                 "--state-dir", str(self.state), "--secrets", str(self.work / "secrets"),
                 "--salt-config", str(self.lab.paths.salt_etc),
                 "--callback", f"{self.lab.plan.gateway}:8470",

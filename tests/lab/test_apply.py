@@ -16,7 +16,7 @@ def fleet_apply(lab: Lab, *args: str, timeout: float = 1800) -> tuple[int, dict[
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
     proc = subprocess.run(
         [sys.executable, "-m", "fleet", "apply", *args, "--json",
-         "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab" / "overlay.yaml"),
+         "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
          "--salt-config", str(lab.paths.salt_etc)],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env, check=False)
     report = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}

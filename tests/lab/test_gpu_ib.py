@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from labtools import ROOT, Lab, node_ids
+from labtools import ROOT, Lab, deep_merge, node_ids
+
+from fleet.lab.paths import Paths
 
 GPU_NODES = node_ids("nvidia")
 IB_NODES = node_ids("infiniband")
@@ -21,18 +23,20 @@ NO_HARDWARE = ("lab containers have no GPU and no InfiniBand HCA (fleet:hardware
 
 
 def _role_defaults(role: str) -> dict:
-    """The role's values for Debian 12 (what the lab's minions run), as map.jinja merges
-    them: defaults.yaml values, then its osfinger block, then the lab pillar's lookup."""
+    """The role's values for the lab's OS (what the lab's minions run), as map.jinja
+    merges them: defaults.yaml values, then its osfinger block."""
     data = yaml.safe_load((ROOT / "salt" / role / "defaults.yaml").read_text())
-    values = dict(data["values"])
-    values.update(data["osfinger"].get("Debian-12") or {})
-    return values
+    return deep_merge(data["values"], data["osfinger"].get(Paths(ROOT).osfinger) or {})
 
 
 def _lookup(lab: Lab, role: str) -> dict:
-    values = _role_defaults(role)
-    values.update(lab.lab_pillar.get(role, {}).get("lookup", {}))
-    return values
+    """The role's values with the lab pillar's lookup merged over them."""
+    return deep_merge(_role_defaults(role), lab.lab_pillar.get(role, {}).get("lookup", {}))
+
+
+def _names(nv: dict, key: str) -> list[str]:
+    """nvidia package names with the branch and flavour filled in, as names.jinja does."""
+    return [name.format(branch=nv["branch"], flavour=nv["flavour"]) for name in nv[key]]
 
 
 def _installed(host, package: str) -> str | None:
@@ -54,14 +58,15 @@ def test_nvidia_packages_pinned_and_held(lab: Lab, node: str) -> None:
     host = lab.host(node)
     nv = _lookup(lab, "nvidia")
     held = set(host.check_output("apt-mark showhold").split())
-    for package in nv["packages"]:
+    for package in _names(nv, "packages"):
         version = _installed(host, package)
         assert version is not None, f"{package} is not installed on {node}"
         assert package in held, f"{package} is not held on {node}"
     # the pinned branch is the one installed (Debian names its packages without it)
-    smi = _installed(host, "nvidia-smi")
-    assert smi is not None and smi.startswith(nv["branch"] + "."), \
-        f"nvidia-smi {smi} on {node} is not from the pinned branch {nv['branch']}"
+    for package in _names(nv, "driver_packages"):
+        version = _installed(host, package)
+        assert version is not None and version.startswith(nv["branch"] + "."), \
+            f"{package} {version} on {node} is not from the pinned branch {nv['branch']}"
 
 
 @pytest.mark.parametrize("node", GPU_NODES)

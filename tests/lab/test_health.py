@@ -34,7 +34,7 @@ def fleet_health(lab: Lab, state: Path, *args: str, timeout: float = 600
                  ) -> tuple[int, dict[str, Any]]:
     head = lab.plan.node(HEAD).container
     argv = [sys.executable, "-m", "fleet", "health", *args, "--json",
-            "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab/overlay.yaml"),
+            "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
             "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
             "--slurm-command", f"{PODMAN} {head}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}

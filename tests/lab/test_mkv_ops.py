@@ -23,7 +23,7 @@ FLEET = [sys.executable, "-m", "fleet"]
 def fleet_mkv(lab: Lab, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*FLEET, "mkv", *args, "-i", str(ROOT / "inventory.yaml"),
-         "--overlay", str(lab.paths.overlay)],
+         *lab.paths.overlay_args()],
         capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
 
 
@@ -33,7 +33,7 @@ def main_pid(host: object, unit: str) -> int:
 
 @pytest.mark.parametrize("verb", ["rebuild", "rebalance"])
 def test_mkv_maintenance_runs_with_the_arrays_flags(lab: Lab, verb: str) -> None:
-    inv = load_inventory(ROOT / "inventory.yaml", lab.paths.overlay)
+    inv = load_inventory(ROOT / "inventory.yaml", lab.paths.overlays)
     flags = array_flags(inv, ARRAY)
     head = lab.host(flags.master)
     assert head.service(flags.unit).is_running
@@ -53,7 +53,7 @@ def test_mkv_maintenance_runs_with_the_arrays_flags(lab: Lab, verb: str) -> None
 
 
 def test_mkv_refuses_a_unit_whose_flags_are_not_the_inventorys(lab: Lab) -> None:
-    inv = load_inventory(ROOT / "inventory.yaml", lab.paths.overlay)
+    inv = load_inventory(ROOT / "inventory.yaml", lab.paths.overlays)
     flags = array_flags(inv, ARRAY)
     head = lab.host(flags.master)
     dropin = f"/run/systemd/system/{flags.unit}.d"

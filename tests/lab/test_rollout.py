@@ -37,7 +37,7 @@ def fleet_rollout(lab: Lab, state: Path, *args: str, timeout: float = 900
                   ) -> tuple[int, dict[str, Any], str]:
     head = lab.plan.node(HEAD).container
     argv = [sys.executable, "-m", "fleet", "rollout", *args, "--json",
-            "-i", str(ROOT / "inventory.yaml"), "--overlay", str(ROOT / "lab/overlay.yaml"),
+            "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
             "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
             "--slurm-command", f"{PODMAN} {head}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}

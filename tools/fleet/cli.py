@@ -155,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-i", "--inventory", type=Path,
                         default=Path(os.environ.get("FLEET_INVENTORY", "inventory.yaml")),
                         help="inventory file (default: $FLEET_INVENTORY or ./inventory.yaml)")
-    common.add_argument("--overlay", type=Path, metavar="FILE",
-                        help="apply a merge-patch overlay on the inventory (e.g. lab/overlay.yaml)")
+    common.add_argument("--overlay", type=Path, metavar="FILE", action="append",
+                        help="apply a merge-patch overlay on the inventory (e.g. "
+                             "lab/overlay.yaml); repeat to apply several, in order")
     common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     common.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     common.add_argument("-v", "--verbose", action="store_true",

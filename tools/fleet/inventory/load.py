@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,21 +153,29 @@ def _apply_selection(raw: schema.Inventory, nodes: dict[str, Node], only: list[s
     return {h: n for h, n in nodes.items() if h in keep}, problems
 
 
-def parse(text: str, file: str, overlay: tuple[str, str] | None = None, *,
+Overlay = tuple[str, str]  # (text, file name for messages)
+
+
+def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = None, *,
           secrets: Path | None = None) -> Inventory:
-    """Validate inventory ``text`` (named ``file`` in messages), with an optional overlay
-    given as ``(text, file)``; with ``secrets``, also that store's BMC passwords."""
-    for body, name in ((text, file), *([overlay] if overlay is not None else [])):
+    """Validate inventory ``text`` (named ``file`` in messages), with optional overlays
+    given as ``(text, file)`` and applied in order; with ``secrets``, also that store's
+    BMC passwords."""
+    overlays: list[Overlay] = ([] if overlay is None else
+                               [overlay] if isinstance(overlay, tuple) else list(overlay))
+    for body, name in ((text, file), *overlays):
         if len(body) > MAX_INPUT_BYTES:
             raise InventoryError([Problem(_nowhere(name), "", f"more than the limit of "
                                           f"{MAX_INPUT_BYTES:,} characters for an inventory",
                                           code="io")])
     src = _yaml(text, file)
-    osrc: Source | None = None
+    osrc: Source | None = None  # the overlay that selects the nodes (the last that does)
     only: Any = None
-    if overlay is not None:
-        osrc = _yaml(*overlay)
-        src, only = apply_overlay(src, osrc)
+    for body, name in overlays:
+        one = _yaml(body, name)
+        src, selected = apply_overlay(src, one)
+        if selected is not None:
+            only, osrc = selected, one
     selection, problems = _selection(only, osrc)
     if problems:
         raise InventoryError(problems)
@@ -235,12 +244,13 @@ def _read(path: Path) -> str:
 
 
 def load_inventory(path: str | os.PathLike[str],
-                   overlay: str | os.PathLike[str] | None = None, *,
-                   secrets: Path | None = None) -> Inventory:
+                   overlay: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+                   | None = None, *, secrets: Path | None = None) -> Inventory:
+    """The inventory at ``path`` with the overlay file(s), applied in order."""
     text = _read(Path(path))
-    extra = None
-    if overlay is not None:
-        extra = (_read(Path(overlay)), os.fspath(overlay))
+    files = ([] if overlay is None else
+             [overlay] if isinstance(overlay, (str, os.PathLike)) else list(overlay))
+    extra = [(_read(Path(f)), os.fspath(f)) for f in files]
     return parse(text, os.fspath(path), extra, secrets=secrets)
 
 

@@ -126,7 +126,7 @@ class SaltSpec(Model):
         default=None,
         description="the address minions and installers use to reach the master (a VIP, "
                     "or the lab's host); default: the master node's provisioning address")
-    version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = "3008.5"
+    version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = "3008.4"
     master_finger: Fingerprint | None = Field(
         default=None, description="the master's public key fingerprint (salt-key -F master)"
     )

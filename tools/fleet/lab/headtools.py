@@ -38,11 +38,22 @@ def wheels_dir(paths: Paths) -> Path:
     return paths.lab / "fleet-wheels"
 
 
+def _in_checkout(paths: Paths, f: Path) -> str:
+    return f"{CHECKOUT}/{f.relative_to(paths.repo)}"
+
+
 def mounts(paths: Paths) -> list[str]:
     """``podman create`` arguments for the head node (see the module docstring)."""
+    wheels_dir(paths).mkdir(parents=True, exist_ok=True)
     return ["-v", f"{paths.inventory}:{CHECKOUT}/inventory.yaml:ro",
-            "-v", f"{paths.overlay}:{CHECKOUT}/lab/overlay.yaml:ro",
+            *[a for f in paths.overlays for a in ("-v", f"{f}:{_in_checkout(paths, f)}:ro")],
             "-v", f"{wheels_dir(paths)}:{WHEELS}:ro"]
+
+
+def python_version(paths: Paths, node: LabNode) -> str:
+    """The node's python3 (X.Y): the wheels must be built for it."""
+    return pm.exec_(paths, node.container, "python3", "-c",
+                    "import sys; print('%d.%d' % sys.version_info[:2])").stdout.strip()
 
 
 def _source_hash(paths: Paths) -> str:
@@ -56,41 +67,50 @@ def _source_hash(paths: Paths) -> str:
     return h.hexdigest()[:16]
 
 
-def build_wheels(paths: Paths) -> str:
-    """fleet's wheel and its dependencies (pinned by requirements.txt) in
-    ``.lab/fleet-wheels``; rebuilt when fleet's sources change. Returns their hash."""
+def build_wheels(paths: Paths, python: str) -> str:
+    """fleet's wheel and its dependencies (pinned by requirements.txt) for Python
+    ``python`` (X.Y) in ``.lab/fleet-wheels``; rebuilt when fleet's sources change.
+    Returns their hash."""
     d = wheels_dir(paths)
-    digest = _source_hash(paths)
+    digest = f"{_source_hash(paths)}-py{python}"
     stamp = d / ".source"
     if stamp.exists() and stamp.read_text().strip() == digest:
         return digest
     d.mkdir(parents=True, exist_ok=True)
-    for old in d.glob("fleet-*.whl"):
+    for old in d.glob("*.whl"):
         old.unlink()
-    log.info("building fleet's wheelhouse for the head node in %s", d)
+    log.info("building fleet's wheelhouse for the head node (Python %s) in %s", python, d)
+    pip = str(paths.venv_bin / "pip")
+    quiet = ["--quiet", "--disable-pip-version-check"]
     # from a copy: setuptools' build/ in the checkout could carry files since removed
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "src"
         shutil.copytree(paths.repo / "tools", src / "tools",
                         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         shutil.copy2(paths.repo / "pyproject.toml", src / "pyproject.toml")
-        run([paths.venv_bin / "pip", "wheel", "--quiet", "--disable-pip-version-check",
-             "--no-build-isolation", "-w", d, "-c", paths.repo / "requirements.txt", src],
+        run([pip, "wheel", *quiet, "--no-build-isolation", "--no-deps", "-w", d, src],
             timeout=900)
+    fleet_wheel = next(d.glob("fleet-*.whl"))
+    # its dependencies as binary wheels for the node's Python (not this host's)
+    run([pip, "download", *quiet, "--only-binary=:all:", "--python-version", python,
+         "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+         "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+         "-d", d, "-c", paths.repo / "requirements.txt", fleet_wheel], timeout=900)
     stamp.write_text(digest + "\n")
     return digest
 
 
-def install(paths: Paths, node: LabNode, digest: str) -> bool:
-    """Install the wheelhouse's fleet into the head node's /opt/fleet unless that exact
-    build is there; returns True if it installed."""
+def install(paths: Paths, node: LabNode) -> bool:
+    """Install fleet (wheels built for the node's Python) into the head node's /opt/fleet
+    unless that exact build is there; returns True if it installed."""
+    digest = build_wheels(paths, python_version(paths, node))
     marker = f"{VENV}/.fleet-source"
     have = pm.exec_(paths, node.container, "cat", marker, check=False).stdout.strip()
     if have == digest:
         return False
     wrapper = (f"#!/bin/sh\n# fleet lab: fleet with the lab's inventory (tools/fleet/lab/"
                f"headtools.py)\nexec {VENV}/bin/fleet \"$@\" -i {CHECKOUT}/inventory.yaml "
-               f"--overlay {CHECKOUT}/lab/overlay.yaml\n")
+               f"{' '.join(f'--overlay {_in_checkout(paths, f)}' for f in paths.overlays)}\n")
     script = " && ".join([
         f"test -x {VENV}/bin/pip || python3 -m venv {VENV}",
         f"{VENV}/bin/pip install --quiet --disable-pip-version-check --no-index "

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.run import LabError, run
@@ -67,10 +69,14 @@ def debian_mirror() -> str:
 
 
 def salt_pin(paths: Paths) -> str:
-    for line in (paths.repo / "requirements.txt").read_text().splitlines():
-        if line.lower().startswith("salt=="):
-            return line.split("==", 1)[1].strip()
-    raise LabError("requirements.txt pins no salt==VERSION")
+    """The Salt the site pins (``site.salt.version``): the lab's minions run what the
+    nodes run (requirements.txt pins the same one for the master and the tests, checked
+    by tests/unit/test_salt_pin.py)."""
+    data = yaml.safe_load(paths.inventory.read_text())
+    try:
+        return str(data["site"]["salt"]["version"])
+    except (KeyError, TypeError):
+        raise LabError(f"{paths.inventory} has no site.salt.version") from None
 
 
 def wheelhouse(paths: Paths, version: str) -> Path:
@@ -132,14 +138,15 @@ def build(paths: Paths, *, force: bool = False) -> ImageResult:
     if proc.returncode != 0:
         raise LabError(f"podman import {tag} failed: {proc.stderr.decode()[-2000:]}")
     shutil.rmtree(rootfs)
-    _prune(paths, keep=tag)
+    prune(paths, keep=tag)
     return ImageResult(tag, True, time.monotonic() - t0)
 
 
-def _prune(paths: Paths, keep: str) -> None:
-    """Remove the lab images of older inputs (one still used by a container stays)."""
+def prune(paths: Paths, keep: str) -> None:
+    """Remove the images of older inputs of ``keep``'s repository (one still used by a
+    container stays)."""
     out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
-                    "--filter", f"reference={IMAGE}", check=False).stdout
+                    "--filter", f"reference={keep.rsplit(':', 1)[0]}", check=False).stdout
     for old in out.split():
         if old != keep:
             pm.podman(paths, "rmi", old, check=False)

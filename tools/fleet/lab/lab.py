@@ -9,7 +9,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from fleet.lab import headtools, highstate, image, master, net, nodes, ntp, plan
+from fleet.lab import headtools, highstate, image, master, net, nodes, ntp, plan, ubuntu_image
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.plan import Plan
@@ -56,18 +56,37 @@ def mkv_artifact(paths: Paths) -> str:
     return sha
 
 
+def build_image(paths: Paths) -> image.ImageResult:
+    """The minion image of the lab's OS (built once, cached by its inputs' hash)."""
+    if paths.os == ubuntu_image.OS_NAME:
+        return ubuntu_image.build(paths, ubuntu_image.work_dir(paths))
+    return image.build(paths)
+
+
+def check_os(paths: Paths) -> None:
+    """One lab at a time: a lab that is up keeps its OS until `make lab-down`."""
+    have = paths.os_marker.read_text().strip() if paths.os_marker.exists() else None
+    if have is None and nodes.all_lab_containers(paths):
+        have = "debian-12"  # a lab brought up before LAB_OS existed
+    if have is not None and have != paths.os:
+        raise LabError(f"the lab that is up runs {have}, not LAB_OS={paths.os}: "
+                       f"`make lab-down` first, or keep LAB_OS={have}")
+
+
 def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.NodeResult]]:
     t = Timings()
     t0 = start = time.monotonic()
-    img = image.build(paths)
+    check_os(paths)
+    log.info("lab OS: %s", paths.os)
+    img = build_image(paths)
+    paths.os_marker.parent.mkdir(parents=True, exist_ok=True)
+    paths.os_marker.write_text(paths.os + "\n")
     t0 = t.mark("image " + ("built" if img.built else "cached"), t0)
     p = plan.load(paths)
     plan.render(paths, p)
     master.write_lab_pillar(paths, mkv_artifact(paths))
     master.write_config(paths, p)
     t0 = t.mark("render", t0)
-    fleet_wheels = headtools.build_wheels(paths)
-    t0 = t.mark("fleet wheels", t0)
     net.ensure(paths, p)
     # the bridge (and the gateway address the master binds) exists once a container
     # is attached; the minions retry until the master answers
@@ -75,7 +94,7 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
     t0 = t.mark("containers", t0)
     for head in p.nodes:
         if "provisioning" in head.roles:
-            headtools.install(paths, head, fleet_wheels)
+            headtools.install(paths, head)
     t0 = t.mark("fleet on the head node", t0)
     master.start(paths, p)
     ntp.start(paths, p)  # the overlay's NTP server: the gateway, like the master
@@ -121,12 +140,14 @@ def down(paths: Paths, *, everything: bool = False) -> None:
     ntp.stop(paths)
     net.remove(paths)
     if everything:
-        out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
-                        "--filter", f"reference={IMAGE}", check=False).stdout
-        for tag in out.split():
-            pm.podman(paths, "rmi", "-f", tag, check=False)
-        if paths.lab.exists():
-            shutil.rmtree(paths.lab)
+        for ref in (IMAGE, ubuntu_image.TAG):
+            out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
+                            "--filter", f"reference={ref}", check=False).stdout
+            for tag in out.split():
+                pm.podman(paths, "rmi", "-f", tag, check=False)
+        for d in (paths.lab, ubuntu_image.work_dir(paths)):
+            if d.exists():
+                shutil.rmtree(d)
         return
     if paths.lab.exists():
         for entry in paths.lab.iterdir():
@@ -140,7 +161,8 @@ def down(paths: Paths, *, everything: bool = False) -> None:
 
 def status(paths: Paths) -> str:
     pid = master.pid(paths)
-    lines = [f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
+    lab_os = paths.os_marker.read_text().strip() if paths.os_marker.exists() else "-"
+    lines = [f"os: {lab_os}", f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
     npid = ntp.pid(paths)
     lines.append(f"ntp: {f'running, pid {npid}' if npid else 'stopped'}")
     for name in nodes.all_lab_containers(paths):

@@ -1,4 +1,4 @@
-"""The Ubuntu 24.04 minion image (issue 14 part 1; not yet the lab's default).
+"""The Ubuntu 24.04 minion image: the lab's default OS (`fleet lab up` builds it).
 
     python -m fleet.lab.ubuntu_image [--mirror URL] [--work DIR]
 
@@ -29,8 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from fleet.lab import image as debian_image
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
@@ -50,13 +48,13 @@ PACKAGES = [p for p in debian_image.PACKAGES if p != "linux-image-amd64"] + [
 BUILD_DEPS = ["gcc", "libc6-dev", "python3-dev"]
 
 
+def work_dir(paths: Paths) -> Path:
+    """Where the root is built (git-ignored; kept by `make lab-down`)."""
+    return paths.repo / ".lab-images" / OS_NAME
+
+
 def mirror() -> str:
     return os.environ.get("FLEET_LAB_UBUNTU_MIRROR", DEFAULT_MIRROR).rstrip("/")
-
-
-def site_salt_version(paths: Paths) -> str:
-    data = yaml.safe_load(paths.inventory.read_text())
-    return str(data["site"]["salt"]["version"])
 
 
 def probe(url: str) -> None:
@@ -78,11 +76,12 @@ def sources(url: str, ring: str) -> str:
             f"Components: {' '.join(COMPONENTS)}\nSigned-By: {ring}\n")
 
 
-def input_hash(version: str, url: str) -> str:
+def input_hash(version: str, url: str, constraints: bytes) -> str:
     h = hashlib.sha256()
     h.update(Path(__file__).read_bytes())
     h.update(" ".join(PACKAGES).encode())
     h.update(f"{url} {version}".encode())
+    h.update(constraints)
     return h.hexdigest()[:16]
 
 
@@ -94,8 +93,9 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
         ring = keyring("ubuntu", paths.repo / ".cache" / "packages")
     except ArchiveError as exc:
         raise LabError(f"{exc}; or run the Debian 12 lab: make lab LAB_OS=debian-12") from None
-    version = site_salt_version(paths)
-    tag = f"{TAG}:{input_hash(version, url)}"
+    version = debian_image.salt_pin(paths)
+    constraints = (paths.repo / "requirements.txt").read_bytes()
+    tag = f"{TAG}:{input_hash(version, url, constraints)}"
     if not force and pm.exists(paths, "image", tag):
         return debian_image.ImageResult(tag, False, time.monotonic() - t0)
     rootfs = work / "rootfs"
@@ -125,15 +125,19 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
     # this host's pip settings (find-links, CA paths) name host paths: replaced here
     pip_env = {"PIP_FIND_LINKS": "", "PIP_CERT": "/tmp/host-ca.crt",
                "SSL_CERT_FILE": "/tmp/host-ca.crt", "REQUESTS_CA_BUNDLE": "/tmp/host-ca.crt"}
+    # the versions of Salt's dependencies that the master and the tests run
+    shutil.copy(paths.repo / "requirements.txt", rootfs / "tmp" / "fleet-constraints.txt")
     try:
         run(["chroot", rootfs, "/opt/salt/bin/pip", "install", "--quiet",
-             "--disable-pip-version-check", "--no-cache-dir", f"salt=={version}"],
+             "--disable-pip-version-check", "--no-cache-dir",
+             "-c", "/tmp/fleet-constraints.txt", f"salt=={version}"],
             env=pip_env, timeout=3600)
     except LabError as exc:
         raise LabError(f"Salt {version} (site.salt.version) does not install for noble's "
                        f"Python 3.12 from the package index: {exc}") from None
     finally:
         cert.unlink(missing_ok=True)
+        (rootfs / "tmp" / "fleet-constraints.txt").unlink(missing_ok=True)
     run(["chroot", rootfs, "apt-get", "purge", "-y", "-q", "--auto-remove", *BUILD_DEPS],
         env=chroot_env, timeout=1800)
     run(["chroot", rootfs, "apt-get", "clean"], timeout=600)
@@ -148,6 +152,7 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
     if proc.returncode != 0:
         raise LabError(f"podman import {tag} failed: {proc.stderr.decode()[-2000:]}")
     shutil.rmtree(rootfs)
+    debian_image.prune(paths, keep=tag)
     return debian_image.ImageResult(tag, True, time.monotonic() - t0)
 
 
@@ -160,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     paths = Paths.find()
-    work = args.work or paths.repo / ".lab-images" / OS_NAME
+    work = args.work or work_dir(paths)
     try:
         result = build(paths, work, force=args.force)
     except LabError as exc:

@@ -451,7 +451,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(prog="python -m fleet.reinstall.server")
     ap.add_argument("-i", "--inventory", type=Path, default=Path("inventory.yaml"))
-    ap.add_argument("--overlay", type=Path)
+    ap.add_argument("--overlay", type=Path, action="append")
     ap.add_argument("--state-dir", type=Path, default=Path("/var/lib/fleet/reinstall"))
     ap.add_argument("--pxe-state", type=Path, help="default: the inventory's site.pxe_state")
     ap.add_argument("--pxe-root", type=Path, help="default: the inventory's site.pxe_root")

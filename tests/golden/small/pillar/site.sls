@@ -42,5 +42,5 @@ site:
         recon_default: 1000
         recon_max: 10000
         recon_randomize: true
-    version: "3008.5"
+    version: "3008.4"
   timezone: UTC
