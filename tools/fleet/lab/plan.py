@@ -38,7 +38,7 @@ class Plan:
 
 
 def load(paths: Paths) -> Plan:
-    inv = load_inventory(paths.inventory, paths.overlay)
+    inv = load_inventory(paths.inventory, paths.overlays)
     first = next(iter(inv.nodes.values()))
     prov = first.prov
     if prov.gateway is None:
