@@ -35,3 +35,11 @@ base-admins-file-managed-sudoers:
         admins: {{ admins | json }}
     - require:
       - pkg: base-apt-pkg-installed
+
+# the admins' way in: sshd listening (socket-activated on Ubuntu 24.04: ssh.socket)
+base-admins-service-running-sshd:
+  service.running:
+    - name: {{ mapdata.ssh_unit }}
+    - enable: true
+    - require:
+      - pkg: base-apt-pkg-installed

@@ -230,11 +230,10 @@ class Hardware:
         raise RuntimeError(f"{node.container}: systemd did not come up")
 
     def image(self) -> str:
-        from fleet.lab.paths import IMAGE
+        """The lab OS's image (cached: this never builds while the lab is up)."""
+        from fleet.lab.lab import build_image
 
-        out = pm.podman(self.paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
-                        "--filter", f"reference={IMAGE}").stdout.split()
-        return out[0]
+        return build_image(self.paths).tag
 
 
 def main() -> None:

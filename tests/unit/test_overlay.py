@@ -68,3 +68,15 @@ def test_only_nodes_must_be_a_list_of_names() -> None:
 def test_a_partition_emptied_by_the_selection_is_reported() -> None:
     found = problems("only_nodes: [head-01, gpu-01, stor-1, stor-2]\n")
     assert any(p.code == "empty" and "tbox2" in p.message for p in found)
+
+
+def test_overlays_apply_in_order_and_each_reports_its_own_lines() -> None:
+    first = "slurm: {version: '23.11'}\nsite: {timezone: UTC}\n"
+    second = "site:\n  timezone: Europe/Berlin\n"
+    inv = parse(SMALL, INV, [(first, "a.yaml"), (second, "b.yaml")])
+    assert inv.raw.site.timezone == "Europe/Berlin"  # the later overlay wins
+    assert inv.raw.slurm is not None and inv.raw.slurm.version == "23.11"
+    with pytest.raises(InventoryError) as info:
+        parse(SMALL, INV, [(first, "a.yaml"), ("slurm:\n  bogus: 1\n", "b.yaml")])
+    assert [(p.pos.file, p.pos.line, p.path) for p in info.value.problems] == [
+        ("b.yaml", 2, "slurm.bogus")]

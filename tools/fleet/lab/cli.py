@@ -9,8 +9,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fleet.exitcodes import Exit
 from fleet.lab import lab
-from fleet.lab.paths import Paths
+from fleet.lab.paths import LabOSError, Paths
 from fleet.lab.run import LabError
 
 
@@ -42,7 +43,11 @@ def run_lab(args: argparse.Namespace, *_: object) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="[lab] %(message)s")
     logging.getLogger("fleet.lab").setLevel(logging.INFO)
-    paths = Paths.find()
+    try:
+        paths = Paths.find()
+    except LabOSError as exc:
+        print(f"fleet lab: {exc}", file=sys.stderr)
+        return Exit.USAGE
     try:
         if args.lab_verb == "up":
             timings, results = lab.up(paths, apply=not args.no_apply)
@@ -50,7 +55,7 @@ def run_lab(args: argparse.Namespace, *_: object) -> int:
                 Path(args.json).write_text(json.dumps(
                     {"timings": timings.steps, "results": [r.__dict__ for r in results]},
                     indent=2))
-            return 1 if any(r.failed for r in results) else 0
+            return Exit.FAILED if any(r.failed for r in results) else Exit.OK
         if args.lab_verb == "down":
             lab.down(paths, everything=args.everything)
         elif args.lab_verb == "status":
@@ -59,8 +64,8 @@ def run_lab(args: argparse.Namespace, *_: object) -> int:
             lab.apply_all(paths)
     except LabError as exc:
         print(f"fleet lab: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return Exit.FAILED
+    return Exit.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,8 +43,10 @@ TAG = f"{IMAGE}-{OS_NAME}"
 DEFAULT_MIRROR = "http://archive.ubuntu.com/ubuntu"
 COMPONENTS = ["main", "restricted", "universe", "multiverse"]
 # the Debian image's list with Ubuntu's kernel package
+# (initramfs-tools: a server install has it, and Debian's kernel package depends on it,
+# but Ubuntu's only recommends it: without it `update-initramfs` does not exist)
 PACKAGES = [p for p in debian_image.PACKAGES if p != "linux-image-amd64"] + [
-    "linux-image-generic"]
+    "linux-image-generic", "initramfs-tools"]
 BUILD_DEPS = ["gcc", "libc6-dev", "python3-dev"]
 
 
