@@ -577,8 +577,8 @@ def check_apt_cache(c: Ctx) -> Iterator[Problem]:
         if first is None:
             first = u
         elif u.port != first.port:
-            yield c.problem(u.path, f"port {u.port} differs from {dotted(first.path)} "
-                            f"({first.port}, {c.src.pos(first.path)}): the apt cache on "
+            yield c.problem(u.path, f"port {u.port} differs from {dotted(first.path)}'s "
+                            f"port {first.port} ({c.src.pos(first.path)}): the apt cache on "
                             f"{prov.hostname} listens on one port", code="mismatch")
 
 
