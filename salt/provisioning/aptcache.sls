@@ -18,9 +18,11 @@ provisioning-aptcache-pkg-installed:
 # (acngtool cfgdump fails on an unknown directive) before it is written: a bad one fails
 # this state and the running cache keeps its old configuration (no restart: the watch
 # below is skipped). check_cmd appends the new file's temporary path ($4).
-provisioning-aptcache-file-managed-conf:
+{%- for part in ['remaps', 'conf'] %}
+
+provisioning-aptcache-file-managed-{{ part }}:
   file.managed:
-    - name: {{ acng.conf_dir }}/{{ acng.conf }}
+    - name: {{ acng.conf_dir }}/{{ acng[part] }}
     - source: salt://{{ tplroot }}/files/apt-cacher-ng.conf.jinja
     - template: jinja
     - user: root
@@ -29,13 +31,15 @@ provisioning-aptcache-file-managed-conf:
     - check_cmd: >-
         /bin/sh -c 'd=$(mktemp -d) || exit 1; cp -a "$1"/. "$d"/ && cp "$4" "$d/$2" &&
         "$3" cfgdump -c "$d" >/dev/null; r=$?; rm -rf "$d"; exit $r'
-        fleet-acng-check {{ acng.conf_dir }} {{ acng.conf }} {{ acng.acngtool }}
+        fleet-acng-check {{ acng.conf_dir }} {{ acng[part] }} {{ acng.acngtool }}
     - context:
+        part: {{ part }}
         address: {{ address | json }}
         port: {{ cache.port | json }}
         remaps: {{ cache.get('remaps', []) | json }}
     - require:
       - pkg: provisioning-aptcache-pkg-installed
+{%- endfor %}
 
 provisioning-aptcache-service-running:
   service.running:
@@ -44,4 +48,5 @@ provisioning-aptcache-service-running:
     - require:
       - pkg: provisioning-aptcache-pkg-installed
     - watch:
+      - file: provisioning-aptcache-file-managed-remaps
       - file: provisioning-aptcache-file-managed-conf

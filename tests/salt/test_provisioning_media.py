@@ -146,20 +146,22 @@ def test_unpack_runs_once_per_iso(rendered: saltrender.Rendered, tmp_path: Path)
     assert initrd.read_bytes() == b"initrd-2"              # and the old one stays
 
 
-def _conf(rendered: saltrender.Rendered) -> str:
-    return rendered.files["provisioning-aptcache-file-managed-conf"]
+def _conf(rendered: saltrender.Rendered, part: str = "conf") -> str:
+    return rendered.files[f"provisioning-aptcache-file-managed-{part}"]
 
 
 def test_the_cache_config_follows_the_inventory(rendered: saltrender.Rendered) -> None:
     text = _conf(rendered)
     assert "Port: 3142\n" in text                    # site.apt.mirror's port
     assert "BindAddress: 10.1.0.10\n" in text        # head-01's provisioning address
-    remaps = re.findall(r"^Remap-\S+: (\S+) ; (\S+)$", text, re.M)
+    assert not re.search(r"^Remap-", text, re.M)
+    remaps = re.findall(r"^Remap-\S+: (\S+) ; (\S+)$", _conf(rendered, "remaps"), re.M)
     assert sorted(u for u, _ in remaps) == [
         "http://archive.ubuntu.com/ubuntu", "http://security.ubuntu.com/ubuntu",
         "https://packages.broadcom.com/artifactory/saltproject-deb"]
     service = _state(rendered, "provisioning-aptcache-service-running")
     assert {"file": "provisioning-aptcache-file-managed-conf"} in service["watch"]
+    assert {"file": "provisioning-aptcache-file-managed-remaps"} in service["watch"]
 
 
 def _free_port() -> int:
@@ -183,9 +185,10 @@ def _get(url: str) -> tuple[int, bytes]:
         return exc.code, b""
 
 
-def _check(rendered: saltrender.Rendered, conf_dir: Path, new: Path) -> int:
+def _check(rendered: saltrender.Rendered, conf_dir: Path, new: Path,
+           part: str = "conf") -> int:
     """The state's check_cmd, with the scratch configuration directory."""
-    check = _state(rendered, "provisioning-aptcache-file-managed-conf")["check_cmd"]
+    check = _state(rendered, f"provisioning-aptcache-file-managed-{part}")["check_cmd"]
     argv = [*shlex.split(check.replace(" /etc/apt-cacher-ng ", f" {conf_dir} ")), str(new)]
     return subprocess.run(argv, capture_output=True).returncode
 
@@ -214,6 +217,14 @@ def test_apt_cacher_ng_serves_the_mirrors_with_the_rendered_config(
     assert _check(rendered, conf_dir, bad) != 0
 
     (conf_dir / "zzz_fleet.conf").write_text(text)
+    # the rendered remaps, and one more in their format: a Debian mirror, which
+    # acng.conf's own Debian remap would answer with 503 were ours read after it
+    debian = "http://deb.debian.org/debian"
+    remaps = (_conf(rendered, "remaps")
+              + f"\nRemap-fleet-deb-debian-org-debian: {debian} ; {debian}\n")
+    (tmp_path / "remaps.conf").write_text(remaps)
+    assert _check(rendered, conf_dir, tmp_path / "remaps.conf", "remaps") == 0
+    (conf_dir / "00fleet-remaps.conf").write_text(remaps)
     for d in ("cache", "log"):
         (tmp_path / d).mkdir()
     # scratch state only: read after zzz_fleet.conf (a socket path fits in 108 bytes)
@@ -241,6 +252,8 @@ def test_apt_cacher_ng_serves_the_mirrors_with_the_rendered_config(
         assert status == 200 and b"Origin: Ubuntu" in body
         status, body = _get(f"{base}/security.ubuntu.com/ubuntu/dists/noble-security/Release")
         assert status == 200 and b"Origin: Ubuntu" in body
+        status, body = _get(f"{base}/deb.debian.org/debian/dists/bookworm/Release")
+        assert status == 200 and b"Origin: Debian" in body
         # named in no Remap- line: refused (ForceManaged)
         assert _get(f"{base}/example.com/debian/dists/bookworm/Release")[0] == 403
         assert _get(f"{base}/HTTPS///example.com/x/dists/y/Release")[0] == 403
