@@ -63,6 +63,7 @@ site:
     initrd: images/ubuntu-24.04/initrd
     iso_url: http://10.1.0.10/images/ubuntu-24.04.1-live-server-amd64.iso
     iso_sha256: e240e4b801f7bb68c20d1356b60968ad0c33a41d00d828e74ceb3364a0317be9
+    iso_source: https://old-releases.ubuntu.com/releases/24.04.1/ubuntu-24.04.1-live-server-amd64.iso
   provisioning_host: head-01
   pxe_root: /srv/fleet/pxe
 """

@@ -10,6 +10,12 @@ slurm:
     # no cgroup delegation into the containers (docs/salt.md)
     proctrack: proctrack/linuxproc
     task_plugin: task/none
+provisioning:
+  lookup:
+    # no live-server ISO in the lab (2.6 GB, from outside): tests/lab/test_install_media.py
+    # applies provisioning.media with a stand-in ISO and this set to true
+    media:
+      enabled: false
 base:
   lookup:
     apt:

@@ -785,3 +785,57 @@ def test_sm_hosts_get_opensm_in_their_pillar(small_text: str) -> None:
         "subnet_manager": True}
     assert yaml.safe_load(files["pillar/nodes/gpu-04.sls"])["node"]["infiniband"] == {
         "subnet_manager": False}
+
+
+# --- the apt cache and the installer media (salt/provisioning aptcache.sls, media.sls) --
+
+MIRROR = "mirror: http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"
+
+
+def test_apt_urls_through_the_cache_share_its_port(small_text: str) -> None:
+    new = MIRROR + ", security_mirror: http://10.1.0.10:3143/security.ubuntu.com/ubuntu"
+    text, at = edit(small_text, MIRROR, new, mark="http://10.1.0.10:3143")
+    first = find(text, "http://10.1.0.10:3142/archive")
+    expect(text, "mismatch", "site.apt.security_mirror", at, "port 3143",
+           "site.apt.mirror's port 3142", ref(first), "one port")
+
+
+@pytest.mark.parametrize("url, says", [
+    ("http://10.1.0.10:3142/ubuntu", "names the upstream host"),
+    ("https://10.1.0.10:3142/archive.ubuntu.com/ubuntu", "plain HTTP"),
+    ("http://head-01:3142/HTTPS///", "names the upstream host"),
+])
+def test_an_apt_url_through_the_cache_in_acng_syntax(small_text: str, url: str,
+                                                     says: str) -> None:
+    text, at = edit(small_text, MIRROR, f"mirror: {url}", mark=url)
+    expect(text, "invalid", "site.apt.mirror", at, url, says)
+
+
+def test_the_apt_cache_port_is_not_nginx_port(small_text: str) -> None:
+    url = "http://10.1.0.10/archive.ubuntu.com/ubuntu"
+    text, at = edit(small_text, MIRROR, f"mirror: {url}", mark=url)
+    expect(text, "duplicate_port", "site.apt.mirror", at, "port 80 on head-01",
+           "nginx", "apt-cacher-ng")
+
+
+def test_an_apt_url_elsewhere_is_not_through_the_cache(small_text: str) -> None:
+    text, _ = edit(small_text, MIRROR, "mirror: http://archive.ubuntu.com/ubuntu")
+    parse(text, FILE)  # the lab's direct archive: valid
+
+
+def test_the_kernel_is_under_images(small_text: str) -> None:
+    old = "kernel: images/ubuntu-24.04/vmlinuz"
+    text, at = edit(small_text, old, "kernel: boot/vmlinuz", mark="boot/")
+    expect(text, "invalid", "site.install.kernel", at, "boot/vmlinuz", "images/")
+
+
+@pytest.mark.parametrize("url", [
+    "http://10.1.0.11/images/ubuntu.iso",           # another host
+    "http://10.1.0.10/iso/ubuntu.iso",              # not under /images/
+    "http://10.1.0.10/images/ubuntu%20x.iso",       # not a plain file name
+    "http://10.1.0.10/images/ubuntu-24.04/vmlinuz",  # the kernel itself
+])
+def test_the_iso_is_served_from_images(small_text: str, url: str) -> None:
+    old = "iso_url: http://10.1.0.10/images/ubuntu-24.04.1-live-server-amd64.iso"
+    text, at = edit(small_text, old, f"iso_url: {url}", mark=url)
+    expect(text, "invalid", "site.install.iso_url", at, url)

@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from fleet.inventory import schema
+from fleet.inventory import aptcache, schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
 from fleet.inventory.slurmcompat import check_slurm_versions
+from fleet.inventory.types import rel_path
 from fleet.problems import Problem, dotted, short
 from fleet.yamlsrc import Source
 
@@ -236,6 +237,9 @@ def check_service_ports(c: Ctx) -> Iterator[Problem]:
     prov = site.provisioning_host
     add(prov, DNS_PORT, "dnsmasq (DNS)", ("site", "provisioning_host"), True)
     add(prov, site.http_port, "nginx (the boot HTTP server)", ("site", "http_port"))
+    if prov in c.nodes:
+        add(prov, aptcache.port(site, c.nodes[prov]), "apt-cacher-ng (the apt cache)",
+            ("site", "apt", "mirror"))
     for port in SALT_PORTS:
         add(site.salt.master, port, "salt-master", ("site", "salt", "master"), True)
     add(site.salt.master, site.salt.reinstall_port, "fleet reinstall's endpoint",
@@ -556,12 +560,79 @@ def check_fabrics(c: Ctx) -> Iterator[Problem]:
                                 f"cabled to {sname}", code="mismatch")
 
 
+def check_apt_cache(c: Ctx) -> Iterator[Problem]:
+    """The apt URLs that name the provisioning host go through its apt-cacher-ng: acng's
+    URL syntax (the upstream host first), and all on the one port it listens on."""
+    site = c.raw.site
+    prov = c.nodes.get(site.provisioning_host)
+    if prov is None:
+        return
+    first: aptcache.AptUrl | None = None
+    for u in aptcache.classify(site, prov):
+        if not u.through:
+            continue
+        if u.error is not None:
+            yield c.problem(u.path, f"{short(u.url)}: {u.error}", code="invalid")
+            continue
+        if first is None:
+            first = u
+        elif u.port != first.port:
+            yield c.problem(u.path, f"port {u.port} differs from {dotted(first.path)}'s "
+                            f"port {first.port} ({c.src.pos(first.path)}): the apt cache on "
+                            f"{prov.hostname} listens on one port", code="mismatch")
+
+
+def _rel_ok(value: str) -> bool:
+    try:
+        rel_path(value)
+    except ValueError:
+        return False
+    return True
+
+
+def check_install_media(c: Ctx) -> Iterator[Problem]:
+    """The provisioning role puts the ISO and the kernel and initrd it unpacks into its
+    images directory, which the boot HTTP server serves as /images/: so that is where
+    site.install must name them."""
+    site = c.raw.site
+    prov = c.nodes.get(site.provisioning_host)
+    media = site.install
+    base: YamlPath = ("site", "install")
+    for key in ("kernel", "initrd"):
+        value = getattr(media, key)
+        if not value.startswith("images/") or value == "images/":
+            yield c.problem((*base, key), f"{value} is not under images/: the provisioning "
+                            "role unpacks it from the ISO into its images directory, served "
+                            "as images/", code="invalid")
+    if media.kernel == media.initrd:
+        yield c.problem((*base, "initrd"), f"{media.initrd} is also the kernel",
+                        code="invalid")
+    if prov is None:
+        return
+    port = "" if site.http_port == 80 else f":{site.http_port}"
+    want = f"http://{prov.address}{port}/images/"
+    if not media.iso_url.startswith(want) or len(media.iso_url) == len(want) \
+            or media.iso_url.endswith("/") or "?" in media.iso_url or "#" in media.iso_url:
+        yield c.problem((*base, "iso_url"), f"{short(media.iso_url)} is not a file under "
+                        f"{want}: the provisioning role serves the ISO from its images "
+                        "directory on the boot HTTP server", code="invalid")
+    elif not _rel_ok(media.iso_url[len(want):]):
+        yield c.problem((*base, "iso_url"), f"{short(media.iso_url)}: the file's path under "
+                        "/images/ must be plain (letters, digits, ._+-, no percent-encoding)",
+                        code="invalid")
+    elif media.iso_url[len(want):] in (media.kernel[7:], media.initrd[7:]):
+        yield c.problem((*base, "iso_url"), f"{short(media.iso_url)} is the kernel's or "
+                        "initrd's path", code="invalid")
+
+
 RULES: tuple[Rule, ...] = (
     check_networks,
     check_network_addresses,
     check_master_address,
     check_service_ports,
     check_paths,
+    check_apt_cache,
+    check_install_media,
     check_macs,
     check_serials,
     check_addresses,

@@ -100,6 +100,11 @@ class InstallMedia(Model):
     initrd: RelPath
     iso_url: Url = Field(description="live-server ISO that casper downloads into RAM")
     iso_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    iso_source: PathOrUrl = Field(
+        description="where the provisioning role fetches that ISO from (an http(s) URL, or "
+                    "an absolute path on the provisioning host); checked against "
+                    "iso_sha256, served at iso_url, its casper/vmlinuz and casper/initrd "
+                    "unpacked to kernel and initrd")
 
 
 class DebianImage(Model):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleet.inventory import aptcache
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import yamlout
 from fleet.render.header import header
@@ -279,6 +280,14 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
         "upstream_dns": [str(a) for a in site.upstream_dns],
         "http_port": site.http_port,
         "install": site.install.model_dump(),
+        # the same files relative to the role's images directory (served as /images/;
+        # fleet.inventory.checks.check_install_media holds them there)
+        "media": {
+            "iso": site.install.iso_url.split("/images/", 1)[1],
+            "kernel": site.install.kernel.removeprefix("images/"),
+            "initrd": site.install.initrd.removeprefix("images/"),
+        },
+        "apt_cache": aptcache.pillar(site, inv.nodes[site.provisioning_host]),
         "networks": {
             name: {"purpose": n.purpose, "cidr": str(n.cidr), "vlan": n.vlan,
                    "gateway": str(n.gateway) if n.gateway else None}

@@ -1,0 +1,52 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from tplroot ~ '/map.jinja' import mapdata with context %}
+{%- set acng = mapdata.apt_cache %}
+{#- the port and the upstreams come from the inventory's apt URLs (fleet.inventory.aptcache:
+    those naming this host go through the cache, on their port); the address is this
+    host's provisioning address, which those URLs name #}
+{%- set cache = salt['pillar.get']('provisioning:apt_cache', {}) %}
+{%- set address = salt['pillar.get']('site:provisioning:address', '') %}
+{%- if not cache.get('port') or not address %}
+{{- raise('provisioning: pillar provisioning:apt_cache:port or site:provisioning:address is missing for ' ~ opts['id']) }}
+{%- endif %}
+
+provisioning-aptcache-pkg-installed:
+  pkg.installed:
+    - name: {{ acng.package }}
+
+# acng's own parser reads the whole configuration directory with the new file in it
+# (acngtool cfgdump fails on an unknown directive) before it is written: a bad one fails
+# this state and the running cache keeps its old configuration (no restart: the watch
+# below is skipped). check_cmd appends the new file's temporary path ($4).
+{%- for part in ['remaps', 'conf'] %}
+
+provisioning-aptcache-file-managed-{{ part }}:
+  file.managed:
+    - name: {{ acng.conf_dir }}/{{ acng[part] }}
+    - source: salt://{{ tplroot }}/files/apt-cacher-ng.conf.jinja
+    - template: jinja
+    - user: root
+    - group: root
+    - mode: '0644'
+    - check_cmd: >-
+        /bin/sh -c 'd=$(mktemp -d) || exit 1; cp -a "$1"/. "$d"/ && cp "$4" "$d/$2" &&
+        "$3" cfgdump -c "$d" >/dev/null; r=$?; rm -rf "$d"; exit $r'
+        fleet-acng-check {{ acng.conf_dir }} {{ acng[part] }} {{ acng.acngtool }}
+    - context:
+        part: {{ part }}
+        address: {{ address | json }}
+        port: {{ cache.port | json }}
+        remaps: {{ cache.get('remaps', []) | json }}
+    - require:
+      - pkg: provisioning-aptcache-pkg-installed
+{%- endfor %}
+
+provisioning-aptcache-service-running:
+  service.running:
+    - name: {{ acng.service }}
+    - enable: true
+    - require:
+      - pkg: provisioning-aptcache-pkg-installed
+    - watch:
+      - file: provisioning-aptcache-file-managed-remaps
+      - file: provisioning-aptcache-file-managed-conf
