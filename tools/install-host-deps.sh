@@ -17,6 +17,11 @@ command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)   # the IPMI fallback of
 # (only its binary is used: the package's service must not start on this host)
 command -v nginx >/dev/null 2>&1 || { need+=(nginx-light); FLEET_APT_NO_START=1; }
 command -v grub-script-check >/dev/null 2>&1 || need+=(grub-common)
+# the provisioning role's installer media and apt cache (tests/salt/test_provisioning_media.py):
+# xorriso builds and reads the stand-in ISO; apt-cacher-ng's parser checks the rendered
+# config and the daemon runs in the foreground on a scratch port (its service must not run)
+command -v xorriso >/dev/null 2>&1 || need+=(xorriso)
+[[ -x /usr/sbin/apt-cacher-ng ]] || { need+=(apt-cacher-ng); FLEET_APT_NO_START=1; ACNG_NEW=1; }
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
@@ -36,3 +41,11 @@ echo "install-host-deps: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if [[ ${ACNG_NEW:-0} == 1 ]]; then
+  # installed only for its parser and a foreground test run: never as the host's service
+  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+    systemctl disable --now apt-cacher-ng >/dev/null 2>&1 || true
+  else
+    update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true
+  fi
+fi
