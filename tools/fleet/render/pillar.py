@@ -1,7 +1,8 @@
 """Render Salt pillar: ``pillar/top.sls`` (by minion id only) and the data it assigns.
 
-- ``nodes/<id>.sls``   that node only: roles, addresses, hardware, disks, BMC address
-- ``site.sls``         every node: domain, time, admins, Salt master, apt mirror
+- ``nodes/<id>.sls``   that node only: roles, addresses, hardware, disks, BMC address,
+                       its minion config (fleet.render.bootstrap)
+- ``site.sls``         every node: domain, time, admins, Salt master and repository, apt mirror
 - ``hosts.sls``        every node: the hosts table
 - ``slurm.sls``        Slurm nodes only: nodes, partitions, GRES, topology
 - ``mkv.sls``          mkv masters only: arrays and their volume lists
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.inventory.model import Interface, Inventory, Node
-from fleet.render import yamlout
+from fleet.render import bootstrap, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.names import host_names
@@ -143,6 +144,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
             "data": data_disks,
         },
         "ib_guid": node.ib_guid,
+        "salt": bootstrap.node_pillar(inv, node),
     }
     ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
     if ib:
@@ -177,8 +179,10 @@ def _site(inv: Inventory) -> dict[str, Any]:
             "master": site.salt.master,
             "master_address": str(inv.master_address),
             "version": site.salt.version,
+            "repo": site.salt.repo,
             "master_finger": site.salt.master_finger,
             "sizing": salt_sizing(len(inv.nodes)),
+            "bootstrap": bootstrap.site_pillar(inv),
         },
         "apt": site.apt.model_dump(),
         "provisioning": {"host": prov.hostname, "address": str(prov.address),
