@@ -42,8 +42,9 @@ def subvolume(i: int) -> str:
     return f"sv{i:02X}"
 
 
-def data_disk_count(node: Node) -> int:
-    return sum(d.count for d in node.profile.disks if d.role == "data")
+def data_mount(i: int) -> str:
+    """Where an mkv volume's i-th data disk is mounted."""
+    return f"{MKV_ROOT}/{subvolume(i)}"
 
 
 def render(inv: Inventory) -> dict[str, str]:
@@ -102,15 +103,11 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
     interfaces[node.boot_nic]["boot"] = True
     bmc = node.interfaces.get("bmc")
     data_disks: list[dict[str, Any]] = []
-    for disk in p.disks:
-        if disk.role != "data":
-            continue
-        for _ in range(disk.count):
-            i = len(data_disks)
-            entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
-            if node.mkv_array is not None:  # one mkv subvolume per data disk
-                entry |= {"name": subvolume(i), "mount": f"{MKV_ROOT}/{subvolume(i)}"}
-            data_disks.append(entry)
+    for i, disk in enumerate(p.data_disks):
+        entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
+        if node.mkv_array is not None:  # one mkv subvolume per data disk
+            entry |= {"name": subvolume(i), "mount": data_mount(i)}
+        data_disks.append(entry)
     boot = next(d for d in p.disks if d.role == "boot")
     d: dict[str, Any] = {
         "hostname": node.hostname,
@@ -257,7 +254,7 @@ def _mkv(inv: Inventory) -> dict[str, Any]:
     arrays = {}
     for aname, array in mkv.arrays.items():
         vols = inv.in_array(aname)
-        subvolumes = data_disk_count(vols[0]) if vols else 0
+        subvolumes = len(vols[0].profile.data_disks) if vols else 0
         arrays[aname] = {
             "master": array.master,
             "port": array.port,
