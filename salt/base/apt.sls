@@ -33,29 +33,24 @@ base-apt-file-absent-distro-{{ loop.index }}:
       - file: base-apt-file-managed-sources
 {%- endfor %}
 
-# Salt's own repository, exactly as the autoinstall late-commands wrote it.
+# Salt's own repository and pin: the bytes the installer wrote (pillar site:salt:bootstrap,
+# from fleet.render.bootstrap), so a highstate after an install changes neither.
+{%- set boot = salt['pillar.get']('site:salt:bootstrap') %}
+{%- if not boot %}
+{{- raise('base.apt: pillar site:salt:bootstrap is missing (make render)') }}
+{%- endif %}
+
 base-apt-file-managed-salt-repo:
   file.managed:
-    - name: {{ apt.salt_repo.file }}
+    - name: {{ boot.sources.path }}
     - mode: '0644'
-    - contents: |
-        Types: deb
-        URIs: {{ apt.salt_repo.uri }}
-        Suites: stable
-        Components: main
-        Signed-By: {{ apt.salt_repo.keyring }}
-{%- if not apt.salt_repo.enabled %}
-        Enabled: no
-{%- endif %}
+    - contents: {{ (boot.sources.contents if apt.salt_repo.enabled else boot.sources.disabled) | json }}
 
 base-apt-file-managed-salt-pin:
   file.managed:
-    - name: {{ apt.salt_repo.pin_file }}
+    - name: {{ boot.pin.path }}
     - mode: '0644'
-    - contents: |
-        Package: salt-*
-        Pin: version {{ salt['pillar.get']('site:salt:version') }}*
-        Pin-Priority: 1001
+    - contents: {{ boot.pin.contents | json }}
 
 base-apt-cmd-run-update:
   cmd.run:

@@ -2,28 +2,47 @@
 {%- from 'lib/map.jinja' import mapdata with context %}
 {%- set minion = mapdata.salt_minion %}
 
-# The minion's own configuration, as the autoinstall late-commands first wrote it,
-# plus master_finger (pins the master's key) and reconnect jitter for a fleet restart.
-# master_finger: the inventory's site.salt.master_finger (recorded with `fleet keys
-# finger`, never typed), else the fingerprint of the master key this minion already
-# authenticated (key.finger_master): from then on no other master is accepted.
+{%- set own = salt['pillar.get']('node:salt', {}) %}
+{%- if not own.get('minion_conf') or not own.get('minion_id') %}
+{{- raise('base.minion: pillar node:salt is missing (make render)') }}
+{%- endif %}
+{#- The minion's config, the bytes the installer wrote (pillar node:salt, from
+    fleet.render.bootstrap). Its id must be this minion's, and the id and the master are
+    plain scalars of a host name or an address only (any other text could be read as
+    something else, or add a key): checked here too, in case a pillar was edited by hand. #}
+{%- set conf = own.minion_conf.contents | load_yaml %}
+{%- for word in [conf.get('id'), conf.get('master')] %}
+{%-   if word is not string or not word or word | regex_search('[^A-Za-z0-9.:-]') %}
+{{- raise('base.minion: ' ~ word | json ~ ' is not a minion id or master address') }}
+{%-   endif %}
+{%- endfor %}
+{%- if conf.id != opts['id'] %}
+{{- raise('base.minion: pillar node:salt is for ' ~ conf.id ~ ', not ' ~ opts['id']) }}
+{%- endif %}
+{#- master_finger pins the master's key: the inventory's site.salt.master_finger
+    (recorded with `fleet keys finger`, never typed) is already in the file; else the
+    fingerprint of the master key this minion already authenticated (key.finger_master)
+    is appended, the way the bootstrap writes a recorded one: from then on no other
+    master is accepted. #}
+{%- set contents = own.minion_conf.contents %}
+{%- if not salt['pillar.get']('site:salt:master_finger') %}
+{%-   set finger = salt['key.finger_master']() %}
+{%-   if finger %}
+{%-     set contents = contents ~ 'master_finger: ' ~ (finger | yaml_squote) ~ '\n' %}
+{%-   endif %}
+{%- endif %}
+
 base-minion-file-managed-conf:
   file.managed:
-    - name: {{ minion.conf }}
-    - source: salt://{{ tplroot }}/files/minion.conf.jinja
-    - template: jinja
+    - name: {{ own.minion_conf.path }}
+    - contents: {{ contents | json }}
     - mode: '0644'
     - check_cmd: /usr/bin/python3 -c 'import sys, yaml; yaml.safe_load(open(sys.argv[1]))'
-    - context:
-        id: {{ opts['id'] | json }}
-        master: {{ salt['pillar.get']('site:salt:master_address') | json }}
-        sizing: {{ salt['pillar.get']('site:salt:sizing:minion') | json }}
-        master_finger: {{ (salt['pillar.get']('site:salt:master_finger') or salt['key.finger_master']()) | json }}
 
 base-minion-file-managed-id:
   file.managed:
-    - name: {{ minion.minion_id_file }}
-    - contents: {{ opts['id'] | json }}
+    - name: {{ own.minion_id.path }}
+    - contents: {{ own.minion_id.contents | json }}
     - mode: '0644'
 
 # Restart in the background once this run has returned: restarting in the foreground

@@ -69,6 +69,20 @@ class Rendered:
     files: dict[str, str] = field(default_factory=dict)  # state id -> rendered template
     errors: list[str] = field(default_factory=list)
 
+    def managed(self, state_id: str) -> tuple[str, str]:
+        """(path, text) that the file.managed state ``state_id`` writes: its rendered
+        template, or its ``contents`` as Salt writes them (a newline added at the end
+        unless ``contents_newline: false``)."""
+        (chunk,) = [c for c in self.lowstate if c["__id__"] == state_id]
+        assert (chunk["state"], chunk["fun"]) == ("file", "managed"), state_id
+        if state_id in self.files:
+            return chunk["name"], self.files[state_id]
+        contents = chunk["contents"]
+        text = "\n".join(contents) if isinstance(contents, list) else str(contents)
+        if chunk.get("contents_newline", True) and not text.endswith("\n"):
+            text += "\n"
+        return chunk["name"], text
+
 
 class Renderer:
     def __init__(self, file_root: Path, pillar_root: Path, secrets_root: Path, cachedir: Path):

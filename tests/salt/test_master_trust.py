@@ -32,7 +32,7 @@ def test_every_minion_pins_the_recorded_master_key(rendered: dict[str, Any]) -> 
     render has none of, so that case renders no pin)."""
     renderer = rendered["renderer"]
     for (node, _os), result in rendered["results"].items():
-        conf = yaml.safe_load(result.files[MINION_STATE])
+        conf = yaml.safe_load(result.managed(MINION_STATE)[1])
         recorded = renderer.pillar(node)["site"]["salt"]["master_finger"]
         assert conf.get("master_finger") == (recorded or None), node
         assert "auto_accept" not in conf and "open_mode" not in conf

@@ -5,8 +5,8 @@ provisioning node (Salt's own state compiler and template renderer, through
 tests/salt/saltrender.py, with that node's pillar and Ubuntu 24.04 grains). Only its
 paths are moved: the site's checkout (``/srv/fleet/checkout``) becomes this checkout's
 ``salt/``, the given pillar directory, and a dummy secrets root. Each minion's
-``minion.d/fleet.conf`` is ``base/files/minion.conf.jinja`` rendered with the context
-``base.minion`` gives it, for that minion's id.
+``minion.d/fleet.conf`` is the one ``base.minion`` manages for that minion's id (its
+pillar's ``node:salt``, the installer's bytes).
 
 Also a ``swarm`` file-server environment holding one cheap state (``swarm-cheap``: a
 file in the minion's own cache dir), so that a real ``state.apply`` runs on every minion
@@ -84,22 +84,14 @@ def render(tmp: Path, pillar_root: Path = ROOT / "pillar",
                    "checkout; plus file_roots env `swarm`\n"
                    + yaml.safe_dump(conf, sort_keys=False))
     mchunk = _chunk(res.lowstate, MINION_STATE)
-    context = dict(mchunk.get("context") or {})
-    template = salt_root / "base" / "files" / "minion.conf.jinja"
 
     def minion_conf(mid: str) -> str:
-        """Salt's own Jinja (its filters: regex_match, yaml_squote...), the state's context
-        with this id."""
-        import salt.utils.templates
+        """The file base.minion manages for ``mid``: its pillar's ``node:salt`` config
+        (fleet.render.bootstrap, as the installer writes it)."""
+        return str(renderer.pillar(mid)["node"]["salt"]["minion_conf"]["contents"])
 
-        out = salt.utils.templates.render_jinja_tmpl(
-            template.read_text(), {**context, "id": mid, "opts": renderer.opts,
-                                   "saltenv": "base", "grains": {}, "pillar": {}},
-            tmplpath=str(template))
-        return str(out)
-
-    if minion_conf(head) != res.files[MINION_STATE]:
-        raise RuntimeError("minion.conf.jinja renders differently here than in the state: "
+    if minion_conf(head) != mchunk["contents"]:
+        raise RuntimeError("base.minion manages another minion config than the pillar's: "
                            "the swarm would not run the base role's minion config")
 
     return SiteConfigs(master_conf=master_conf, rendered_master_conf=rendered,

@@ -4,7 +4,7 @@ the health checks and the lab (which gives each data-disk mount point a real mou
 from __future__ import annotations
 
 from fleet.inventory.model import Node
-from fleet.render.pillar import MKV_ROOT, subvolume
+from fleet.render.pillar import data_mount
 
 
 def data_mounts(node: Node) -> list[str]:
@@ -12,5 +12,4 @@ def data_mounts(node: Node) -> list[str]:
     (``node:disks:data``): one ``/srv/mkv/svNN`` per data disk; none off an array."""
     if node.mkv_array is None:
         return []
-    count = sum(d.count for d in node.profile.disks if d.role == "data")
-    return [f"{MKV_ROOT}/{subvolume(i)}" for i in range(count)]
+    return [data_mount(i) for i in range(len(node.profile.data_disks))]

@@ -389,7 +389,7 @@ def check_roles(c: Ctx) -> Iterator[Problem]:
                 known = ", ".join(raw.mkv.arrays) if raw.mkv else "none (no mkv section)"
                 yield c.problem((*gpath, "mkv_array"), f"unknown mkv array {group.mkv_array!r}",
                                 code="unknown_ref", hint=f"known arrays: {known}")
-            elif profile is not None and not any(d.role == "data" for d in profile.disks):
+            elif profile is not None and not profile.data_disks:
                 yield c.problem((*gpath, "mkv_array"),
                                 f"profile {group.profile!r} has no data disks for mkv",
                                 code="mismatch")
@@ -413,7 +413,7 @@ def check_profiles(c: Ctx) -> Iterator[Problem]:
                             code="boot_disk")
             continue
         i, boot = boots[0]
-        data = [d for d in profile.disks if d.role == "data"]
+        data = profile.data_disks
         if not data:
             continue
         match = boot.match
@@ -502,7 +502,7 @@ def check_services(c: Ctx) -> Iterator[Problem]:
                 yield c.problem((*apath, "replicas"), f"{array.replicas} replicas need at least "
                                 f"{array.replicas} volumes, array {aname} has {len(vols)}",
                                 code="replicas")
-            counts = {sum(d.count for d in n.profile.disks if d.role == "data") for n in vols}
+            counts = {len(n.profile.data_disks) for n in vols}
             if len(counts) > 1:
                 yield c.problem(apath, f"all volumes of array {aname} need the same number of "
                                 f"data disks (mkv -subvolumes), found {sorted(counts)}",

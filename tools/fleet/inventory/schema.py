@@ -264,6 +264,12 @@ class Profile(Model):
         default=None, ge=0, description="sustained network read rate of one storage node"
     )
 
+    @property
+    def data_disks(self) -> list[Disk]:
+        """One entry per data disk (an entry of ``disks`` repeated ``count`` times), in
+        order: on an mkv volume the i-th is subvolume i."""
+        return [d for d in self.disks if d.role == "data" for _ in range(d.count)]
+
 
 # --- node groups and nodes -------------------------------------------------------------
 

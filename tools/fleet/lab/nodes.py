@@ -15,17 +15,11 @@ from fleet.lab import podman as pm
 from fleet.lab.paths import NETWORK, Paths
 from fleet.lab.plan import LabNode, Plan
 from fleet.lab.run import LabError, wait_for
+from fleet.render import bootstrap
 
 # which checkout's lab a container belongs to: container names are global to podman,
 # and a node bind-mounts files of its own checkout
 CHECKOUT_LABEL = "fleet-lab.checkout"
-
-MINION_CONF = """\
-# Written at install time (fleet lab: as the autoinstall late-commands do).
-id: {id}
-master: {master}
-"""
-
 
 def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
            identity: bool = True) -> None:
@@ -64,7 +58,9 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
     pem, pub = keys.ensure(paths, node.hostname)
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "fleet.conf"
-        conf.write_text(MINION_CONF.format(id=node.hostname, master=plan.gateway))
+        # as the installers write it (the highstate then finds it unchanged)
+        inv = plan.inventory
+        conf.write_text(bootstrap.minion_conf(inv, inv.nodes[node.hostname]))
         for src, dst in ((conf, "/etc/salt/minion.d/fleet.conf"),
                          (pem, "/etc/salt/pki/minion/minion.pem"),
                          (pub, "/etc/salt/pki/minion/minion.pub")):

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleet.inventory.model import Inventory
-from fleet.render.pillar import data_disk_count
 
 VERBS = ("server", "rebuild", "rebalance")
 
@@ -50,7 +49,7 @@ def array_flags(inv: Inventory, name: str) -> ArrayFlags:
     return ArrayFlags(name=name, master=array.master, port=array.port,
                       volumes=tuple(f"{n.hostname}:{array.volume_port}" for n in vols),
                       replicas=array.replicas,
-                      subvolumes=data_disk_count(vols[0]) if vols else 0,
+                      subvolumes=len(vols[0].profile.data_disks) if vols else 0,
                       index_path=array.index_path)
 
 

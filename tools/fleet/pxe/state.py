@@ -40,14 +40,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 from fleet.inventory.model import Inventory
 from fleet.inventory.netutil import try_normalize_mac
-
-Mode = Literal["install", "local"]
-MODES: tuple[str, ...] = get_args(Mode)
-DEFAULT: Mode = "local"
+from fleet.pxe.modes import DEFAULT as DEFAULT
+from fleet.pxe.modes import LOADERS, Loader, script_name
+from fleet.pxe.modes import MODES as MODES
+from fleet.pxe.modes import Mode as Mode
 
 
 class StateError(Exception):
@@ -77,9 +76,8 @@ class Target:
         the node's address only, see ``fleet.render.pxe``)."""
         return self.mac.replace(":", "-") + ".token"
 
-    def script(self, mode: Mode, loader: Literal["ipxe", "grub"]) -> Path:
-        name = f"{mode}.ipxe" if loader == "ipxe" else f"grub-{mode}.cfg"
-        return self.hosts_dir / self.hostname / name
+    def script(self, mode: Mode, loader: Loader) -> Path:
+        return self.hosts_dir / self.hostname / script_name(mode, loader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +192,7 @@ def _mode_of(link: Path) -> tuple[Mode | None, str | None]:
     except OSError as exc:  # a plain file where a link belongs: not ours
         raise StateError(f"{link}: not a link ({exc.strerror})") from exc
     name = Path(dest).name
-    mode: Mode = "install" if name in ("install.ipxe", "grub-install.cfg") else "local"
+    mode: Mode = "install" if name in {script_name("install", x) for x in LOADERS} else "local"
     return mode, dest
 
 

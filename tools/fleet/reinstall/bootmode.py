@@ -7,11 +7,12 @@ flow only needs this interface, so that it can be tested and wired independently
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from fleet.inventory.model import Inventory
+from fleet.pxe.modes import Mode
 
-BootMode = Literal["install", "local"]
+BootMode = Mode
 
 
 class BootModeSetter(Protocol):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fleet.bmc.base import BmcClient
 from fleet.inventory.model import Inventory, Node
+from fleet.reinstall import layout
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.commands import Runner
 from fleet.reinstall.journal import Journal
@@ -58,7 +59,7 @@ class Context:
 
     @property
     def node_dir(self) -> Path:
-        return self.state_root / self.node.hostname
+        return layout.node_dir(self.state_root, self.node.hostname)
 
     @property
     def journal(self) -> Journal:
@@ -71,11 +72,15 @@ class Context:
     @property
     def token_file(self) -> Path:
         """The token in clear, 0600, for the delivery to the installer; removed once used."""
-        return self.node_dir / "install-token"
+        return layout.token_file(self.node_dir)
 
     @property
     def key_file(self) -> Path:
-        return self.node_dir / "keys" / "minion.pem"
+        return layout.private_key(self.node_dir)
+
+    @property
+    def public_key_file(self) -> Path:
+        return layout.public_key(self.node_dir)
 
     def is_slurm_node(self) -> bool:
         return self.node.has("slurm.compute")

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fleet.reinstall import layout
+
 Entry = dict[str, Any]
 
 
 class Journal:
     def __init__(self, node_dir: Path) -> None:
-        self.path = node_dir / "journal.jsonl"
+        self.path = layout.journal(node_dir)
 
     def append(self, event: str, **fields: Any) -> Entry:
         entry: Entry = {"ts": time.time(), "event": event, **fields}

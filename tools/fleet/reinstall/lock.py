@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from fleet.reinstall import layout
+
 
 class BusyError(Exception):
     pass
@@ -15,7 +17,7 @@ class BusyError(Exception):
 
 class NodeLock:
     def __init__(self, node_dir: Path) -> None:
-        self.path = node_dir / "lock"
+        self.path = layout.lock(node_dir)
         self._fd: int | None = None
 
     def __enter__(self) -> NodeLock:

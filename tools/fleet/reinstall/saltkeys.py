@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+from fleet.reinstall import layout
 from fleet.reinstall.commands import Runner
 
 KEY_LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
@@ -57,8 +58,8 @@ class MinionKeys:
 
     def generate(self, node: str, node_dir: Path) -> tuple[Path, bytes]:
         """A new key pair; returns (private key path, public key)."""
-        keys = node_dir / "keys"
-        work = node_dir / "keys.new"
+        keys = layout.keys_dir(node_dir)
+        work = layout.keys_work_dir(node_dir)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(mode=0o700, parents=True)
         keys.mkdir(mode=0o700, exist_ok=True)
@@ -67,7 +68,7 @@ class MinionKeys:
         if not (pem.is_file() and pub.is_file()):
             raise FileNotFoundError(f"salt-key --gen-keys wrote no {pem.name}/{pub.name} in "
                                     f"{work}")
-        dest = keys / "minion.pem"
+        dest = layout.private_key(node_dir)
         pem.replace(dest)
         dest.chmod(0o600)
         public = pub.read_bytes()

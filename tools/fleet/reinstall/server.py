@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from fleet.reinstall import layout
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.journal import Journal
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
@@ -273,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         node = m.group(2)
         allowed = self.server.addresses.get(node)
-        node_dir = self.server.state_root / node
+        node_dir = layout.node_dir(self.server.state_root, node)
         if allowed is None:
             self._reply(403, b"refused: unknown node\n")
             return
@@ -304,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _key(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
         tokens = TokenStore(node_dir)
-        key = node_dir / "keys" / "minion.pem"
+        key = layout.private_key(node_dir)
         try:
             tokens.consume(token, "key_fetched", peer=self._peer_name())
         except TokenError as exc:
@@ -370,7 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
             left.append("boot mode local")
         except Exception as exc:
             left.append(f"boot mode UNKNOWN ({_printable(str(exc), 120)})")
-        (node_dir / "keys" / "minion.pem").unlink(missing_ok=True)
+        layout.private_key(node_dir).unlink(missing_ok=True)
         if self.server.revoke_key is not None:
             try:
                 self.server.revoke_key(node)
@@ -421,7 +422,7 @@ def _signed_by_node(node_dir: Path, message: bytes, signature: bytes) -> bool:
         return False
     try:
         public = serialization.load_pem_public_key(
-            (node_dir / "keys" / "minion.pub").read_bytes())
+            layout.public_key(node_dir).read_bytes())
     except (OSError, ValueError):
         return False
     if not isinstance(public, rsa.RSAPublicKey):

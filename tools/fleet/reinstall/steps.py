@@ -80,7 +80,7 @@ def rotate_key(ctx: Context) -> str:
     accepted = ctx.keys.accept_in_advance(ctx.name, public)
     # the public half stays here too: the install-finished callback must be signed with
     # the private half (fleet.reinstall.server)
-    pub = ctx.key_file.with_name("minion.pub")
+    pub = ctx.public_key_file
     pub.write_bytes(public)
     pub.chmod(0o600)
     token = ctx.tokens.issue(ctx.options.token_ttl)

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from fleet.reinstall import layout
+
 
 class TokenError(Exception):
     """Why a presented token is refused (forged, expired, reused, revoked)."""
@@ -32,8 +34,8 @@ def _hash(token: str) -> str:
 
 class TokenStore:
     def __init__(self, node_dir: Path) -> None:
-        self.path = node_dir / "token.json"
-        self._lock = node_dir / "token.lock"
+        self.path = layout.token_record(node_dir)
+        self._lock = layout.token_lock(node_dir)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import Admin
-from fleet.render import installkey, yamlout
+from fleet.render import bootstrap, installkey, yamlout
 from fleet.render.header import header
 
 # the live installer's curl (the late-commands run there, the target under /target)
@@ -48,29 +48,14 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
     if site.dns_servers:
         eth["nameservers"] = {"addresses": [str(a) for a in site.dns_servers],
                               "search": [site.domain]}
-    minion_conf = [f"id: {node.hostname}", f"master: {inv.master_address}"]
-    if site.salt.master_finger:
-        minion_conf.append(f"master_finger: '{site.salt.master_finger}'")
-    salt_sources = [
-        "Types: deb",
-        f"URIs: {site.salt.repo}",
-        "Suites: stable",
-        "Components: main",
-        "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp",
-    ]
-    salt_pin = ["Package: salt-*", f"Pin: version {site.salt.version}*", "Pin-Priority: 1001"]
-
-    def write(lines: list[str], path: str) -> str:
-        return f"printf '%s\\n' {_sh(*lines)} > /target{path}"
+    def write(text: str, path: str) -> str:
+        return f"printf '%s\\n' {_sh(*text.splitlines())} > /target{path}"
 
     late = [
-        "curtin in-target -- install -d -m 0755 /etc/apt/keyrings /etc/salt/minion.d",
-        "curtin in-target -- curl -fsSL -o /etc/apt/keyrings/salt-archive-keyring.pgp "
+        f"curtin in-target -- install -d -m 0755 {' '.join(bootstrap.DIRS)}",
+        f"curtin in-target -- curl -fsSL -o {bootstrap.KEYRING} "
         + shlex.quote(f"{http}/{site.salt.keyring}"),
-        write(salt_sources, "/etc/apt/sources.list.d/salt.sources"),
-        write(salt_pin, "/etc/apt/preferences.d/salt.pref"),
-        write(minion_conf, "/etc/salt/minion.d/fleet.conf"),
-        write([node.hostname], "/etc/salt/minion_id"),
+        *(write(text, path) for path, text in bootstrap.files(inv, node).items()),
         installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",
         "curtin in-target -- env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",

@@ -1,7 +1,8 @@
 """Render Salt pillar: ``pillar/top.sls`` (by minion id only) and the data it assigns.
 
-- ``nodes/<id>.sls``   that node only: roles, addresses, hardware, disks, BMC address
-- ``site.sls``         every node: domain, time, admins, Salt master, apt mirror
+- ``nodes/<id>.sls``   that node only: roles, addresses, hardware, disks, BMC address,
+                       its minion config (fleet.render.bootstrap)
+- ``site.sls``         every node: domain, time, admins, Salt master and repository, apt mirror
 - ``hosts.sls``        every node: the hosts table
 - ``slurm.sls``        Slurm nodes only: nodes, partitions, GRES, topology
 - ``mkv.sls``          mkv masters only: arrays and their volume lists
@@ -15,7 +16,7 @@ from typing import Any
 
 from fleet.inventory import aptcache
 from fleet.inventory.model import Interface, Inventory, Node
-from fleet.render import yamlout
+from fleet.render import bootstrap, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.names import host_names
@@ -42,8 +43,9 @@ def subvolume(i: int) -> str:
     return f"sv{i:02X}"
 
 
-def data_disk_count(node: Node) -> int:
-    return sum(d.count for d in node.profile.disks if d.role == "data")
+def data_mount(i: int) -> str:
+    """Where an mkv volume's i-th data disk is mounted."""
+    return f"{MKV_ROOT}/{subvolume(i)}"
 
 
 def render(inv: Inventory) -> dict[str, str]:
@@ -102,15 +104,11 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
     interfaces[node.boot_nic]["boot"] = True
     bmc = node.interfaces.get("bmc")
     data_disks: list[dict[str, Any]] = []
-    for disk in p.disks:
-        if disk.role != "data":
-            continue
-        for _ in range(disk.count):
-            i = len(data_disks)
-            entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
-            if node.mkv_array is not None:  # one mkv subvolume per data disk
-                entry |= {"name": subvolume(i), "mount": f"{MKV_ROOT}/{subvolume(i)}"}
-            data_disks.append(entry)
+    for i, disk in enumerate(p.data_disks):
+        entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
+        if node.mkv_array is not None:  # one mkv subvolume per data disk
+            entry |= {"name": subvolume(i), "mount": data_mount(i)}
+        data_disks.append(entry)
     boot = next(d for d in p.disks if d.role == "boot")
     d: dict[str, Any] = {
         "hostname": node.hostname,
@@ -144,6 +142,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
             "data": data_disks,
         },
         "ib_guid": node.ib_guid,
+        "salt": bootstrap.node_pillar(inv, node),
     }
     ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
     if ib:
@@ -178,8 +177,10 @@ def _site(inv: Inventory) -> dict[str, Any]:
             "master": site.salt.master,
             "master_address": str(inv.master_address),
             "version": site.salt.version,
+            "repo": site.salt.repo,
             "master_finger": site.salt.master_finger,
             "sizing": salt_sizing(len(inv.nodes)),
+            "bootstrap": bootstrap.site_pillar(inv),
         },
         "apt": site.apt.model_dump(),
         "provisioning": {"host": prov.hostname, "address": str(prov.address),
@@ -254,7 +255,7 @@ def _mkv(inv: Inventory) -> dict[str, Any]:
     arrays = {}
     for aname, array in mkv.arrays.items():
         vols = inv.in_array(aname)
-        subvolumes = data_disk_count(vols[0]) if vols else 0
+        subvolumes = len(vols[0].profile.data_disks) if vols else 0
         arrays[aname] = {
             "master": array.master,
             "port": array.port,

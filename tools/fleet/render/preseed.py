@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import DebianImage
-from fleet.render import escape, installkey
+from fleet.render import bootstrap, escape, installkey
 from fleet.render.autoinstall import http_base
 from fleet.render.header import header
 
@@ -68,21 +68,12 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
     site = inv.raw.site
     http = http_base(inv)
 
-    minion_conf = [f"id: {node.hostname}", f"master: {inv.master_address}"]
-    if site.salt.master_finger:
-        minion_conf.append(f"master_finger: '{site.salt.master_finger}'")
     cmds = [
-        "in-target install -d -m 0755 /etc/apt/keyrings /etc/salt/minion.d",
-        "in-target curl -fsSL -o /etc/apt/keyrings/salt-archive-keyring.pgp "
+        f"in-target install -d -m 0755 {' '.join(bootstrap.DIRS)}",
+        f"in-target curl -fsSL -o {bootstrap.KEYRING} "
         + shlex.quote(f"{http}/{site.salt.keyring}"),
-        write_file(["Types: deb", f"URIs: {site.salt.repo}", "Suites: stable",
-                    "Components: main",
-                    "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp"],
-                   "/etc/apt/sources.list.d/salt.sources"),
-        write_file(["Package: salt-*", f"Pin: version {site.salt.version}*",
-                    "Pin-Priority: 1001"], "/etc/apt/preferences.d/salt.pref"),
-        write_file(minion_conf, "/etc/salt/minion.d/fleet.conf"),
-        write_file([node.hostname], "/etc/salt/minion_id"),
+        *(write_file(text.splitlines(), path)
+          for path, text in bootstrap.files(inv, node).items()),
         installkey.fetch_key(inv, node, CURL),
     ]
     for admin in site.admins:

@@ -25,6 +25,7 @@ from importlib import resources
 import jinja2
 
 from fleet.inventory.model import Inventory, Node
+from fleet.pxe.modes import script_name
 from fleet.render import escape, installkey, preseed, yamlout
 from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
 from fleet.render.header import TEXT
@@ -123,11 +124,13 @@ def render(inv: Inventory) -> dict[str, str]:
             ipxe_line, grub_line = _words(words, grub=False), _words(words, grub=True)
             efi_dir = "debian"
             out[f"pxe/http/hosts/{h}/preseed.cfg"] = preseed.render_preseed(inv, node, image)
-        out[f"pxe/http/hosts/{h}/install.ipxe"] = install_ipxe.render(**ctx, cmdline=ipxe_line)
-        out[f"pxe/http/hosts/{h}/local.ipxe"] = local_ipxe.render(**ctx)
-        out[f"pxe/http/hosts/{h}/grub-install.cfg"] = install_grub.render(
+        d = f"pxe/http/hosts/{h}"
+        out[f"{d}/{script_name('install', 'ipxe')}"] = install_ipxe.render(**ctx,
+                                                                           cmdline=ipxe_line)
+        out[f"{d}/{script_name('local', 'ipxe')}"] = local_ipxe.render(**ctx)
+        out[f"{d}/{script_name('install', 'grub')}"] = install_grub.render(
             **ctx, http_host=http_host, grub_cmdline=grub_line)
-        out[f"pxe/http/hosts/{h}/grub-local.cfg"] = local_grub.render(**ctx, efi_dir=efi_dir)
+        out[f"{d}/{script_name('local', 'grub')}"] = local_grub.render(**ctx, efi_dir=efi_dir)
     out["pxe/nginx/tokens.conf"] = _token_rules(inv)
     return out
 

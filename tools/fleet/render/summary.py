@@ -6,7 +6,6 @@ from collections import Counter
 from typing import Any
 
 from fleet.inventory.model import Inventory
-from fleet.render.pillar import data_disk_count
 
 
 def summarize(inv: Inventory) -> dict[str, Any]:
@@ -23,12 +22,11 @@ def summarize(inv: Inventory) -> dict[str, Any]:
     if inv.raw.mkv is not None:
         for name, array in inv.raw.mkv.arrays.items():
             vols = inv.in_array(name)
-            raw_tb = sum(d.size_gb * d.count for n in vols for d in n.profile.disks
-                         if d.role == "data") / 1000
+            raw_tb = sum(d.size_gb for n in vols for d in n.profile.data_disks) / 1000
             gbps = sum(n.profile.read_gbps or 0 for n in vols)
             arrays[name] = {
                 "volumes": len(vols),
-                "disks_per_volume": data_disk_count(vols[0]) if vols else 0,
+                "disks_per_volume": len(vols[0].profile.data_disks) if vols else 0,
                 "replicas": array.replicas,
                 "raw_tb": round(raw_tb, 2),
                 "usable_tb": round(raw_tb / array.replicas, 2),

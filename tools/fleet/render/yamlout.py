@@ -16,9 +16,9 @@ from typing import Any
 
 # Starts with a letter, '_' or '/', then only characters that never start YAML syntax
 # (inner spaces are fine: no ':' or '#' can follow them).
-_PLAIN = re.compile(r"^[A-Za-z_/]([A-Za-z0-9_./@+ -]*[A-Za-z0-9_./@+-])?$")
+_PLAIN = re.compile(r"[A-Za-z_/]([A-Za-z0-9_./@+ -]*[A-Za-z0-9_./@+-])?\Z")
 # Dotted quads and CIDRs: never an int, float or timestamp in YAML 1.1.
-_DOTTED = re.compile(r"^\d+\.\d+\.\d+\.\d+(/\d+)?$")
+_DOTTED = re.compile(r"\d+\.\d+\.\d+\.\d+(/\d+)?\Z")
 # Characters YAML readers mangle or reject even inside double quotes: escape them.
 _UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff]")
 _RESERVED = frozenset({

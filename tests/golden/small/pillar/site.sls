@@ -23,9 +23,19 @@ site:
     host: head-01
     http_port: 80
   salt:
+    bootstrap:
+      keyring: /etc/apt/keyrings/salt-archive-keyring.pgp
+      pin:
+        contents: "Package: salt-*\nPin: version 3008.4*\nPin-Priority: 1001\n"
+        path: /etc/apt/preferences.d/salt.pref
+      sources:
+        contents: "Types: deb\nURIs: https://packages.broadcom.com/artifactory/saltproject-deb\nSuites: stable\nComponents: main\nSigned-By: /etc/apt/keyrings/salt-archive-keyring.pgp\n"
+        disabled: "Types: deb\nURIs: https://packages.broadcom.com/artifactory/saltproject-deb\nSuites: stable\nComponents: main\nSigned-By: /etc/apt/keyrings/salt-archive-keyring.pgp\nEnabled: no\n"
+        path: /etc/apt/sources.list.d/salt.sources
     master: head-01
     master_address: 10.1.0.10
     master_finger: null
+    repo: "https://packages.broadcom.com/artifactory/saltproject-deb"
     sizing:
       master:
         gather_job_timeout: 30

@@ -1,0 +1,100 @@
+"""The salt-minion bootstrap, defined once: the files that make an installed node a minion.
+
+Both installers' late-commands (``autoinstall.py``, ``preseed.py``) write these files, and
+the base role's states (``base.apt``, ``base.minion``) keep them, with the contents the
+pillar carries from here (``site:salt:bootstrap`` for the site-wide files, ``node:salt``
+for the node's own), so that a highstate after an install finds the same bytes:
+
+- ``salt.sources``: deb822 source of Salt's repository (``site.salt.repo``), signed by
+  the keyring the installer fetches from the boot HTTP root (``site.salt.keyring``);
+- ``salt.pref``: pins ``salt-*`` to ``site.salt.version``;
+- ``minion.d/fleet.conf``: id, master, the reconnect sizing, ``master_finger`` (last,
+  where the state appends the authenticated master's finger when the inventory records
+  none);
+- ``minion_id``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet.inventory.model import Inventory, Node
+from fleet.inventory.schema import SaltSpec
+from fleet.render.saltsize import salt_sizing
+
+KEYRING = "/etc/apt/keyrings/salt-archive-keyring.pgp"
+SOURCES = "/etc/apt/sources.list.d/salt.sources"
+PIN = "/etc/apt/preferences.d/salt.pref"
+MINION_CONF = "/etc/salt/minion.d/fleet.conf"
+MINION_ID = "/etc/salt/minion_id"
+# the directories the files above need that a fresh install does not have
+DIRS = ("/etc/apt/keyrings", "/etc/salt/minion.d")
+
+
+def _text(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def salt_sources(salt: SaltSpec, *, enabled: bool = True) -> str:
+    """Salt's deb822 source; ``enabled=False`` (pillar ``base:lookup:apt:salt_repo:
+    enabled``, the lab's minions come from a wheelhouse) keeps the file, switched off."""
+    return _text(["Types: deb", f"URIs: {salt.repo}", "Suites: stable", "Components: main",
+                  f"Signed-By: {KEYRING}", *([] if enabled else ["Enabled: no"])])
+
+
+def salt_pin(salt: SaltSpec) -> str:
+    return _text(["Package: salt-*", f"Pin: version {salt.version}*", "Pin-Priority: 1001"])
+
+
+def finger_line(finger: str) -> str:
+    return f"master_finger: '{finger}'\n"
+
+
+def minion_conf(inv: Inventory, node: Node) -> str:
+    """``minion.d/fleet.conf``. The id and master are plain host names or addresses (the
+    schema's types), the fingerprint is quoted. The reconnect keys are sized from the
+    node count so that a fleet-wide reconnect does not arrive all at once."""
+    salt = inv.raw.site.salt
+    sizing = salt_sizing(len(inv.nodes))["minion"]
+    lines = [
+        "# Managed by fleet: written by the installer, then kept by Salt (base.minion). "
+        "Do not edit.",
+        f"id: {node.hostname}",
+        f"master: {inv.master_address}",
+        "# a fleet-wide reconnect must not arrive all at once: sized from the inventory's "
+        "node",
+        "# count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)",
+        *(f"{key}: {str(sizing[key]).lower()}" for key in (  # ints and one bool
+            "random_reauth_delay", "auth_timeout", "recon_default", "recon_max",
+            "recon_randomize", "acceptance_wait_time", "acceptance_wait_time_max")),
+    ]
+    text = _text(lines)
+    return text + finger_line(salt.master_finger) if salt.master_finger else text
+
+
+def minion_id(node: Node) -> str:
+    return f"{node.hostname}\n"
+
+
+def files(inv: Inventory, node: Node) -> dict[str, str]:
+    """path -> contents of every file the installer writes, in the order it writes them."""
+    salt = inv.raw.site.salt
+    return {SOURCES: salt_sources(salt), PIN: salt_pin(salt),
+            MINION_CONF: minion_conf(inv, node), MINION_ID: minion_id(node)}
+
+
+def site_pillar(inv: Inventory) -> dict[str, Any]:
+    """``site:salt:bootstrap``: the site-wide files, for base.apt."""
+    salt = inv.raw.site.salt
+    return {
+        "keyring": KEYRING,
+        "sources": {"path": SOURCES, "contents": salt_sources(salt),
+                    "disabled": salt_sources(salt, enabled=False)},
+        "pin": {"path": PIN, "contents": salt_pin(salt)},
+    }
+
+
+def node_pillar(inv: Inventory, node: Node) -> dict[str, Any]:
+    """``node:salt``: the node's own files, for base.minion."""
+    return {"minion_conf": {"path": MINION_CONF, "contents": minion_conf(inv, node)},
+            "minion_id": {"path": MINION_ID, "contents": minion_id(node)}}
