@@ -12,8 +12,8 @@ base-apt-file-managed-sources:
     - mode: '0644'
     - context:
         apt: {{ apt | json }}
-        mirror: {{ salt['pillar.get']('site:apt:mirror') | json }}
-        security_mirror: {{ salt['pillar.get']('site:apt:security_mirror') | json }}
+        mirror: {{ salt['pillar.get']('node:apt:mirror') | json }}
+        security_mirror: {{ salt['pillar.get']('node:apt:security_mirror') | json }}
         codename: {{ grains['oscodename'] | json }}
 
 base-apt-file-managed-legacy-list:

@@ -104,3 +104,16 @@ def pillar(site: schema.Site, prov: Node) -> dict[str, object]:
     upstreams = sorted({u.upstream for u in urls if u.error is None})
     return {"port": port(site, prov),
             "remaps": [{"name": remap_name(u), "upstream": u} for u in upstreams]}
+
+
+def node_apt(site: schema.Site, prov: Node, node: Node) -> dict[str, str | None]:
+    """The apt mirrors ``node`` installs from and keeps: the inventory's, except on the
+    provisioning host itself, which fetches from their upstreams (its own cache is not
+    there before its first highstate, nor while it is being installed)."""
+    mirrors: dict[str, str | None] = {"mirror": site.apt.mirror,
+                                      "security_mirror": site.apt.security_mirror}
+    if node.hostname != prov.hostname:
+        return mirrors
+    upstream = {u.path[-1]: u.upstream for u in classify(site, prov)
+                if u.through and u.error is None and u.path[:2] == ("site", "apt")}
+    return {key: upstream.get(key, value) for key, value in mirrors.items()}

@@ -66,14 +66,17 @@ def summarize(minion: str, ret: Any) -> NodeResult:
 
 def apply(paths: Paths, minions: list[str], *, target: str = "*",
           timeout: float = 3600) -> tuple[list[NodeResult], float]:
-    """``salt TARGET state.apply``, published asynchronously and collected from the
+    """``salt TARGET state.apply`` (TARGET: ``*`` or a comma-separated list of minions),
+    published asynchronously and collected from the
     master's job cache. The CLI's own wait gives up on a minion that does not answer
     ``find_job`` within gather_job_timeout, which a minion busy with dpkg on a 2-core
     host often does not: here a minion is given up only when it answered that the job
     no longer runs (twice, a return may land in between) or when ``timeout`` is spent."""
     t0 = time.monotonic()
-    wanted = [m for m in minions if target == "*" or m == target]
-    out = run([paths.bin / "salt", "--async", target, "state.apply"], timeout=120).stdout
+    named = target.split(",")
+    wanted = [m for m in minions if target == "*" or m in named]
+    tgt = [target] if target == "*" else ["-L", target]
+    out = run([paths.bin / "salt", "--async", *tgt, "state.apply"], timeout=120).stdout
     m = re.search(r"\b(\d{20})\b", out)
     if not m:
         raise LabError(f"salt --async {target} state.apply gave no job id: {out!r}")
@@ -125,3 +128,19 @@ def format_results(results: list[NodeResult], took: float) -> str:
             lines += [f"    changed {c}" for c in r.changes]
     lines.append(f"highstate wall time {took:.1f}s")
     return "\n".join(lines)
+
+
+def converge(paths: Paths, minions: list[str], first: list[str],
+             ) -> tuple[list[NodeResult], float]:
+    """The highstate on ``first`` (the provisioning host: its apt cache serves the
+    others' packages), then on the rest, as a site is brought up."""
+    results: list[NodeResult] = []
+    took = 0.0
+    rest = [m for m in minions if m not in first]
+    for group in ([m for m in minions if m in first], rest):
+        if group:
+            r, t = apply(paths, group, target=",".join(group))
+            results += r
+            took += t
+    order = {m: i for i, m in enumerate(minions)}
+    return sorted(results, key=lambda r: order[r.minion]), took

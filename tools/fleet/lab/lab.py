@@ -63,6 +63,10 @@ def build_image(paths: Paths) -> image.ImageResult:
     return image.build(paths)
 
 
+def provisioning_hosts(p: Plan) -> list[str]:
+    return [n.hostname for n in p.nodes if "provisioning" in n.roles]
+
+
 def check_os(paths: Paths) -> None:
     """One lab at a time: a lab that is up keeps its OS until `make lab-down`."""
     have = paths.os_marker.read_text().strip() if paths.os_marker.exists() else None
@@ -104,7 +108,8 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
     t.steps["bring-up"] = time.monotonic() - start
     results: list[highstate.NodeResult] = []
     if apply:
-        results, took = highstate.apply(paths, [n.hostname for n in p.nodes])
+        results, took = highstate.converge(paths, [n.hostname for n in p.nodes],
+                                           first=provisioning_hosts(p))
         t.steps["highstate"] = took
         print(highstate.format_results(results, took), flush=True)
         t0 = time.monotonic()
@@ -174,7 +179,8 @@ def status(paths: Paths) -> str:
 def apply_all(paths: Paths) -> list[highstate.NodeResult]:
     p = plan.load(paths)
     plan.render(paths, p)
-    results, took = highstate.apply(paths, [n.hostname for n in p.nodes])
+    results, took = highstate.converge(paths, [n.hostname for n in p.nodes],
+                                       first=provisioning_hosts(p))
     print(highstate.format_results(results, took), flush=True)
     settle(paths, p)
     if any(r.failed for r in results):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from fleet.inventory import aptcache
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import Admin
 from fleet.render import bootstrap, installkey, yamlout
@@ -63,6 +64,7 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
         installkey.callback(inv, node, CURL),  # last: the install is done
     ]
     match = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else {"size": "largest"}
+    apt = aptcache.node_apt(site, inv.nodes[site.provisioning_host], node)
     ai: dict[str, Any] = {
         "version": 1,
         "locale": "en_US.UTF-8",
@@ -72,9 +74,9 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
         "apt": {
             "preserve_sources_list": False,
             "geoip": False,
-            "primary": [{"arches": ["default"], "uri": site.apt.mirror}],
-            **({"security": [{"arches": ["default"], "uri": site.apt.security_mirror}]}
-               if site.apt.security_mirror else {}),
+            "primary": [{"arches": ["default"], "uri": apt["mirror"]}],
+            **({"security": [{"arches": ["default"], "uri": apt["security_mirror"]}]}
+               if apt["security_mirror"] else {}),
         },
         "network": {"version": 2, "ethernets": {node.boot_nic: eth}},
         # Only the boot disk: data disks (mkv volumes) are never touched by an install.

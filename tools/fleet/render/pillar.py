@@ -143,6 +143,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         },
         "ib_guid": node.ib_guid,
         "salt": bootstrap.node_pillar(inv, node),
+        "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
     }
     ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
     if ib:
