@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fleet.inventory import aptcache
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory, Node
 from fleet.problems import InventoryError
@@ -82,7 +83,10 @@ def test_user_data_is_valid_autoinstall(rendered: tuple[Inventory, dict[str, str
             assert user["lock_passwd"] is True and "passwd" not in user
             assert user["ssh_authorized_keys"]
         apt = ai["apt"]
-        assert apt["primary"] == [{"arches": ["default"], "uri": inv.raw.site.apt.mirror}]
+        # the inventory's mirrors; the provisioning host's own: their upstreams
+        mirrors = aptcache.node_apt(inv.raw.site, inv.nodes[inv.raw.site.provisioning_host],
+                                    node)
+        assert apt["primary"] == [{"arches": ["default"], "uri": mirrors["mirror"]}]
         assert isinstance(apt["preserve_sources_list"], bool)
 
 

@@ -57,7 +57,7 @@ def test_clean_pillar_renders(pillar_dir: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("node", "file", "old", "new", "says"), [
     ("gpu-01", "site.sls", "- ntp.lab.test", '- "ntp.lab.test iburst\\nallow all"',
      "NTP server"),
-    ("gpu-01", "site.sls", 'mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"',
+    ("gpu-01", "nodes/gpu-01.sls", 'mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"',
      'mirror: "http://x/ubuntu\\nTypes: deb"', "is not one URI"),
     ("gpu-01", "nodes/gpu-01.sls", "\\nmaster: 10.1.0.10\\n", "\\nmaster: 10.1.0.10 x\\n",
      "master address"),
