@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from ipaddress import IPv4Address
+from typing import Unpack
 
 from fleet.inventory import schema
 from fleet.inventory.model import Interface, Node, YamlPath
 from fleet.inventory.netutil import try_normalize_mac
 from fleet.inventory.types import host_name
-from fleet.problems import Problem, dotted, short
+from fleet.problems import Problem, ProblemOptions, Reporter, short
 from fleet.yamlsrc import Source
 
 _RANGE = re.compile(r"^(?P<prefix>[a-z0-9-]*)\[(?P<lo>\d+)-(?P<hi>\d+)\](?P<suffix>[a-z0-9-]*)$")
@@ -57,17 +58,13 @@ def _bad_host_name(hosts: list[tuple[str, int | None]]) -> str | None:
     return None
 
 
-class _Ctx:
+class _Ctx(Reporter):
     def __init__(self, src: Source) -> None:
         self.src = src
         self.problems: list[Problem] = []
 
-    def err(self, path: YamlPath, message: str, *, shown: str | None = None,
-            code: str = "invalid", hint: str | None = None, key: bool = False) -> None:
-        self.problems.append(
-            Problem(self.src.pos(path, key=key), shown if shown is not None else dotted(path),
-                    message, code=code, hint=hint)
-        )
+    def err(self, path: YamlPath, message: str, **opts: Unpack[ProblemOptions]) -> None:
+        self.problems.append(self.problem(path, message, **opts))
 
 
 def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Problem]]:
