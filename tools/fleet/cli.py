@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fleet import __version__
+from fleet.cliparts import add_modes
 from fleet.exitcodes import Exit
 from fleet.exitcodes import summary as exit_summary
 from fleet.inventory.load import load_inventory
@@ -188,11 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Render pillar/ and pxe/ from the inventory. Output is built "
                                    "aside and swapped in atomically; unchanged files are not "
                                    "rewritten; an invalid inventory writes nothing.")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true",
-                      help="write nothing; exit 3 and list files if the output is out of date")
-    mode.add_argument("--diff", action="store_true",
-                      help="write nothing; show what a render would change (same as `fleet diff`)")
+    add_modes(p, ("--check", "write nothing; exit 3 and list files if the output is out of date"),
+              ("--diff", "write nothing; show what a render would change (same as `fleet diff`)"))
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("secrets", help="manage the git-ignored secrets store",

@@ -12,26 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fleet.apply.target import TargetError, resolve
+from fleet.cliparts import Loader, add_salt_options, add_target, target_nodes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 
 DEFAULT_STATE = "/var/lib/fleet/health"
-
-Loader = Callable[[argparse.Namespace, Any], Inventory]
-
-
-def add_common_salt(p: argparse.ArgumentParser) -> None:
-    """Where Salt and Slurm are asked (shared with ``fleet rollout``)."""
-    p.add_argument("--salt-config", type=Path,
-                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
-                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
-                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
-    p.add_argument("--slurm-command", metavar="CMD",
-                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
-                        "slurmctld's host has no Slurm client here")
-    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
-                   help="seconds each salt call waits for the minions (default 60)")
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
@@ -50,9 +35,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
         epilog="exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target "
                "item that names no node), 4 the Salt master could not be reached, "
                "5 a node is unhealthy (with --drain: and drained if it is a Slurm node)")
-    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
-                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('stor-*'), "
-                        "comma-separated (default: every node)")
+    add_target(p)
     p.add_argument("--drain", action="store_true",
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
@@ -61,7 +44,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    default=Path(os.environ.get("FLEET_HEALTH_STATE", DEFAULT_STATE)),
                    help=f"the journal of drains and resumes (default $FLEET_HEALTH_STATE or "
                         f"{DEFAULT_STATE})")
-    add_common_salt(p)
+    add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
 
 
@@ -82,10 +65,8 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
     from fleet.health.checks import MasterError
     from fleet.health.run import gate
 
-    try:
-        names = resolve(args.target, inv.nodes)
-    except TargetError as exc:
-        print(f"fleet: target: {exc}", file=sys.stderr)
+    names = target_nodes(args, inv)
+    if names is None:
         return Exit.USAGE
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fleet.cliparts import add_force, add_modes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
@@ -43,14 +44,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("node", help="the node's hostname in the inventory, or several: "
                                 "comma-separated names, ranges (tbox-[001-010], the "
                                 "inventory's syntax) and globs, reinstalled in parallel")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the node's unfinished reinstall")
-    mode.add_argument("--abort", action="store_true",
-                      help="end the unfinished reinstall: boot mode local, token revoked; "
-                           "report what is left (drained, key state)")
-    p.add_argument("--force", action="store_true",
-                   help="drain without waiting for running jobs to finish")
+    add_modes(p, ("--resume", "continue the node's unfinished reinstall"),
+              ("--abort", "end the unfinished reinstall: boot mode local, token revoked; "
+                          "report what is left (drained, key state)"))
+    add_force(p)
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
     p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")

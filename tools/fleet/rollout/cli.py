@@ -11,14 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fleet.apply.target import TargetError, resolve
+from fleet.cliparts import Loader, add_force, add_modes, add_salt_options, add_target, target_nodes
 from fleet.exitcodes import Exit
-from fleet.health.cli import add_common_salt, runner_for
+from fleet.health.cli import runner_for
 from fleet.inventory.model import Inventory
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
-
-Loader = Callable[[argparse.Namespace, Any], Inventory]
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
@@ -36,22 +34,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                "5 a node failed (left drained; fix it, then --resume), 6 busy (another "
                "rollout runs) or an unfinished rollout needs --resume or --abort; "
                "130 / 143 interrupted (the nodes in flight are left drained, --resume)")
-    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
-                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('tbox-*'), "
-                        "comma-separated (default: every node)")
+    add_target(p, "'tbox-*'")
     p.add_argument("--states", metavar="S,...",
                    help="apply these states (state.apply S,...) instead of the highstate")
     p.add_argument("--wave", type=int, default=1, metavar="K",
                    help="at most K nodes of each partition out at once (default 1)")
     p.add_argument("--reboot", action="store_true",
                    help="power-cycle each node through its BMC after the apply")
-    p.add_argument("--force", action="store_true",
-                   help="drain without waiting for running jobs to finish")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the unfinished rollout (its own target and options)")
-    mode.add_argument("--abort", action="store_true",
-                      help="end the unfinished rollout; the nodes it drained stay drained")
+    add_force(p)
+    add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
+              ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
     p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
     p.add_argument("--apply-timeout", type=float, default=1800.0, metavar="S")
     p.add_argument("--boot-timeout", type=float, default=900.0, metavar="S")
@@ -67,7 +59,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--bmc-address", metavar="HOST[:PORT]", help=argparse.SUPPRESS)
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
-    add_common_salt(p)
+    add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_rollout(a, load(a, pr), pr))
 
 
@@ -80,10 +72,8 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
     from fleet.rollout.flow import Options, Parts, Rollout, RolloutError
     from fleet.rollout.steps import BmcReboot, SaltApply
 
-    try:
-        names = resolve(args.target, inv.nodes)
-    except TargetError as exc:
-        print(f"fleet: target: {exc}", file=sys.stderr)
+    names = target_nodes(args, inv)
+    if names is None:
         return Exit.USAGE
     if args.wave < 1:
         print("fleet: --wave must be at least 1", file=sys.stderr)
