@@ -61,3 +61,34 @@ def add_modes(p: argparse.ArgumentParser, *flags: tuple[str, str]) -> None:
 def add_force(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="drain without waiting for running jobs to finish")
+
+
+def add_command(sub: Any, common: argparse.ArgumentParser, name: str, short: str,
+                description: str, epilog: str, *,
+                target: str | None = None) -> argparse.ArgumentParser:
+    """The subcommand ``name`` with the options every command has (``common``); with
+    ``target`` (a glob for its help) the optional TARGET of :func:`add_target`. argparse
+    refills ``description`` and ``epilog`` (white space runs become one space), so they
+    can be written as triple-quoted paragraphs."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, parents=[common], help=short, description=description, epilog=epilog)
+    if target is not None:
+        add_target(parser, target)
+    return parser
+
+
+def add_state_dir(p: argparse.ArgumentParser, env: str, default: str, what: str) -> None:
+    """``--state-dir``: ``$env`` (read when the parser is built) or ``default``."""
+    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get(env, default)),
+                   help=f"{what} (default ${env} or {default})")
+
+
+_TIMEOUT_HELP = {"health": "retry the health checks this long before failing (default {:g})"}
+
+
+def add_timeouts(p: argparse.ArgumentParser, **defaults: float) -> None:
+    """``--NAME-timeout S`` for each ``NAME=default`` (in that order: --help's)."""
+    for name, default in defaults.items():
+        text = _TIMEOUT_HELP.get(name)
+        p.add_argument(f"--{name}-timeout", type=float, default=default, metavar="S",
+                       help=None if text is None else text.format(default))

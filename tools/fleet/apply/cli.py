@@ -10,26 +10,27 @@ from collections.abc import Callable
 from typing import Any
 
 from fleet.apply.result import NodeResult, Status
-from fleet.cliparts import Loader, add_salt_config, add_target, target_nodes
+from fleet.cliparts import Loader, add_command, add_salt_config, target_nodes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 
+HELP = "run the highstate from the master, every node accounted for"
+DESCRIPTION = """
+Run state.apply (the highstate) on the inventory nodes TARGET names, through the Salt
+master, and report every one of them: ok, changed, failed (which state, and why), no-return,
+lost (the minion dropped the job), no-key (not accepted on the master: not published).
+Returns come from the master's event bus and its job cache; Salt's batch mode is not used.
+See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 every node ok or changed, 1 invalid inventory, 2 usage (a target item that
+names no node), 4 the master could not be reached, 5 a node failed, did not return, or has
+no accepted key; 130 interrupted (jobs already published keep running on the nodes)
+"""
+
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "apply", parents=[common], help="run the highstate from the master, every node "
-                                        "accounted for",
-        description="Run state.apply (the highstate) on the inventory nodes TARGET names, "
-                    "through the Salt master, and report every one of them: ok, changed, "
-                    "failed (which state, and why), no-return, lost (the minion dropped "
-                    "the job), no-key (not accepted on the master: not published). "
-                    "Returns come from the master's event bus and its job cache; Salt's "
-                    "batch mode is not used. See docs/operations.md.",
-        epilog="exit codes: 0 every node ok or changed, 1 invalid inventory, 2 usage (a "
-               "target item that names no node), 4 the master could not be reached, "
-               "5 a node failed, did not return, or has no accepted key; "
-               "130 interrupted (jobs already published keep running on the nodes)")
-    add_target(p)
+    p = add_command(sub, common, "apply", HELP, DESCRIPTION, EPILOG, target="'stor-*'")
     p.add_argument("--test", action="store_true",
                    help="state.apply test=True: report what would change, change nothing")
     p.add_argument("--batch", type=int, metavar="N",

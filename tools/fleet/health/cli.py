@@ -9,41 +9,45 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Loader, add_salt_options, add_target, target_nodes
+from fleet.cliparts import (
+    Loader,
+    add_command,
+    add_salt_options,
+    add_state_dir,
+    target_nodes,
+)
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 
 DEFAULT_STATE = "/var/lib/fleet/health"
 
 
+HELP = "check nodes: GPUs, Xid, IB, slurmd, munge, time, mkv disks, head services"
+DESCRIPTION = """
+The health gate of the inventory nodes TARGET names, one Salt call per check across all of
+them: GPU count and persistence mode, NVIDIA Xid errors since boot, InfiniBand ports (these
+three skipped, and said so, where pillar fleet:hardware is false), slurmd active and
+registered with its GRES, munge, time sync (chrony), mkv volumes answering with every data
+disk mounted, and the head node's services. --drain drains unhealthy Slurm nodes (reason
+'fleet health: ...'); --resume resumes nodes drained that way once they pass, never a node
+drained otherwise. See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target item that names no
+node), 4 the Salt master could not be reached, 5 a node is unhealthy (with --drain: and
+drained if it is a Slurm node)
+"""
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "health", parents=[common], help="check nodes: GPUs, Xid, IB, slurmd, munge, time, "
-                                         "mkv disks, head services",
-        description="The health gate of the inventory nodes TARGET names, one Salt call "
-                    "per check across all of them: GPU count and persistence mode, NVIDIA "
-                    "Xid errors since boot, InfiniBand ports (these three skipped, and said "
-                    "so, where pillar fleet:hardware is false), slurmd active and "
-                    "registered with its GRES, munge, time sync (chrony), mkv volumes "
-                    "answering with every data disk mounted, and the head node's services. "
-                    "--drain drains unhealthy Slurm nodes (reason 'fleet health: ...'); "
-                    "--resume resumes nodes drained that way once they pass, never a node "
-                    "drained otherwise. See docs/operations.md.",
-        epilog="exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target "
-               "item that names no node), 4 the Salt master could not be reached, "
-               "5 a node is unhealthy (with --drain: and drained if it is a Slurm node)")
-    add_target(p)
+    p = add_command(sub, common, "health", HELP, DESCRIPTION, EPILOG, target="'stor-*'")
     p.add_argument("--drain", action="store_true",
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
                    help="resume the healthy nodes that `fleet health --drain` drained")
-    p.add_argument("--state-dir", type=Path,
-                   default=Path(os.environ.get("FLEET_HEALTH_STATE", DEFAULT_STATE)),
-                   help=f"the journal of drains and resumes (default $FLEET_HEALTH_STATE or "
-                        f"{DEFAULT_STATE})")
+    add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE, "the journal of drains and resumes")
     add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleet.cliparts import add_force, add_modes
+from fleet.cliparts import add_force, add_modes, add_state_dir, add_timeouts
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
@@ -50,14 +50,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     add_force(p)
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
-    p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
-    p.add_argument("--converge-timeout", type=float, default=1800.0, metavar="S")
-    p.add_argument("--health-timeout", type=float, default=300.0, metavar="S",
-                   help="retry the health checks this long before failing (default 300)")
-    p.add_argument("--state-dir", type=Path,
-                   default=Path(os.environ.get("FLEET_REINSTALL_STATE", DEFAULT_STATE)),
-                   help=f"journals, locks, tokens, keys (default $FLEET_REINSTALL_STATE or "
-                        f"{DEFAULT_STATE})")
+    add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
+    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
     p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
                    help="the secrets store with bmc/<password_secret> (default ./secrets)")
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",

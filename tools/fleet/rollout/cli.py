@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Loader, add_force, add_modes, add_salt_options, add_target, target_nodes
+from fleet.cliparts import (
+    Loader,
+    add_command,
+    add_force,
+    add_modes,
+    add_salt_options,
+    add_state_dir,
+    add_timeouts,
+    target_nodes,
+)
 from fleet.exitcodes import Exit
 from fleet.health.cli import runner_for
 from fleet.inventory.model import Inventory
@@ -19,22 +27,24 @@ from fleet.inventory.model import Inventory
 DEFAULT_STATE = "/var/lib/fleet/rollout"
 
 
+HELP = "apply a change wave by wave: drain, apply, (reboot), health, resume"
+DESCRIPTION = """
+Apply the highstate (or --states) to the nodes TARGET names, wave by wave: at most K nodes
+of each Slurm partition at once, each drained (waiting for its jobs unless --force),
+applied, rebooted through its BMC with --reboot, health-checked (fleet health's checks) and
+resumed. The first failed node stops the rollout after its wave, left drained with the
+reason. Journal and lock under --state-dir. See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a node failed (left
+drained; fix it, then --resume), 6 busy (another rollout runs) or an unfinished rollout
+needs --resume or --abort; 130 / 143 interrupted (the nodes in flight are left drained,
+--resume)
+"""
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "rollout", parents=[common], help="apply a change wave by wave: drain, apply, "
-                                          "(reboot), health, resume",
-        description="Apply the highstate (or --states) to the nodes TARGET names, wave by "
-                    "wave: at most K nodes of each Slurm partition at once, each drained "
-                    "(waiting for its jobs unless --force), applied, rebooted through its "
-                    "BMC with --reboot, health-checked (fleet health's checks) and resumed. "
-                    "The first failed node stops the rollout after its wave, left drained "
-                    "with the reason. Journal and lock under --state-dir. See "
-                    "docs/operations.md.",
-        epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
-               "5 a node failed (left drained; fix it, then --resume), 6 busy (another "
-               "rollout runs) or an unfinished rollout needs --resume or --abort; "
-               "130 / 143 interrupted (the nodes in flight are left drained, --resume)")
-    add_target(p, "'tbox-*'")
+    p = add_command(sub, common, "rollout", HELP, DESCRIPTION, EPILOG, target="'tbox-*'")
     p.add_argument("--states", metavar="S,...",
                    help="apply these states (state.apply S,...) instead of the highstate")
     p.add_argument("--wave", type=int, default=1, metavar="K",
@@ -44,14 +54,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_force(p)
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
-    p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
-    p.add_argument("--apply-timeout", type=float, default=1800.0, metavar="S")
-    p.add_argument("--boot-timeout", type=float, default=900.0, metavar="S")
-    p.add_argument("--health-timeout", type=float, default=300.0, metavar="S",
-                   help="retry the health checks this long before failing (default 300)")
-    p.add_argument("--state-dir", type=Path,
-                   default=Path(os.environ.get("FLEET_ROLLOUT_STATE", DEFAULT_STATE)),
-                   help=f"journal and lock (default $FLEET_ROLLOUT_STATE or {DEFAULT_STATE})")
+    add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
+    add_state_dir(p, "FLEET_ROLLOUT_STATE", DEFAULT_STATE, "journal and lock")
     p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
                    help="the secrets store with the BMC passwords (--reboot)")
     p.add_argument("--bmc-ca-file", metavar="FILE")
