@@ -21,7 +21,6 @@ Which node gets which check follows its roles and profile (:func:`plan`):
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +32,7 @@ from fleet.health import parse
 from fleet.health.expect import data_mounts
 from fleet.inventory.model import Inventory, Node
 from fleet.reinstall.commands import Runner
+from fleet.reinstall.saltjobs import json_dict
 
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
@@ -152,12 +152,7 @@ class Salt:
         res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args,
                                f"-t{self.timeout:g}", "--out=json", "--static"],
                               timeout=self.timeout + 60)
-        try:
-            data = json.loads(res.stdout) if res.stdout.strip() else {}
-        except ValueError:
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
+        data = json_dict(res)
         if not data and res.returncode != 0:
             last = (res.stderr.strip() or res.stdout.strip()).splitlines()
             raise MasterError(f"`salt` exited {res.returncode}"

@@ -9,22 +9,27 @@ from __future__ import annotations
 import json
 import re
 import time
+from typing import Any
 
-from fleet.reinstall.commands import CommandError, Runner
+from fleet.reinstall.commands import CommandError, Result, Runner
 
 FIND_JOB_EVERY = 30.0  # seconds between saltutil.find_job questions while a job runs
 LOST_AFTER = 2  # "not running it" answers in a row that give a job up
 
 
-def salt_json(runner: Runner, target: str, *args: str, timeout: float) -> dict[str, object]:
-    """``salt TARGET ARGS --out=json --static`` as a dict."""
-    res = runner.run(["salt", target, *args, "--out=json", "--static"], timeout=timeout)
+def json_dict(res: Result) -> dict[str, Any]:
+    """A salt CLI's ``--out=json`` output as a dict; {} for none, or anything else."""
     try:
         data = json.loads(res.stdout) if res.stdout.strip() else {}
     except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def salt_json(runner: Runner, target: str, *args: str, timeout: float) -> dict[str, object]:
+    """``salt TARGET ARGS --out=json --static`` as a dict."""
+    res = runner.run(["salt", target, *args, "--out=json", "--static"], timeout=timeout)
+    data = json_dict(res)
     if not data and res.returncode != 0:
         res.check()  # no answer at all: the master is down, or salt is missing
     return data
@@ -70,12 +75,8 @@ def publish(runner: Runner, node: str, fun: str) -> str:
 
 def lookup(runner: Runner, jid: str) -> dict[str, object]:
     """``salt-run jobs.lookup_jid``: the returns the job cache holds, by minion."""
-    look = runner.run(["salt-run", "jobs.lookup_jid", jid, "--out=json"], timeout=120)
-    try:
-        data = json.loads(look.stdout) if look.stdout.strip() else {}
-    except ValueError:
-        data = {}
-    return data if isinstance(data, dict) else {}
+    return json_dict(runner.run(["salt-run", "jobs.lookup_jid", jid, "--out=json"],
+                                timeout=120))
 
 
 def highstate(runner: Runner, node: str, deadline: float, poll: float) -> object:
