@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import TypeVar, Unpack
 
 from fleet.inventory import schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
 from fleet.inventory.slurmcompat import check_slurm_versions
-from fleet.problems import Problem, Reporter, short
+from fleet.problems import Problem, ProblemOptions, Reporter, short
 from fleet.yamlsrc import Source
 
 
@@ -27,6 +28,19 @@ class Ctx(Reporter):
 
 
 Rule = Callable[[Ctx], Iterator[Problem]]
+
+K = TypeVar("K")
+
+
+def _claim(c: Ctx, seen: dict[K, tuple[str, YamlPath]], value: K, owner: str, path: YamlPath,
+           said: str, **opts: Unpack[ProblemOptions]) -> Iterator[Problem]:
+    """``value`` (``said`` in a message) taken for ``owner`` at ``path``, or, when an earlier
+    owner has it, the problem that names that one."""
+    if value in seen:
+        other, opath = seen[value]
+        yield c.problem(path, f"{said} is already used by {other} ({c.src.pos(opath)})", **opts)
+    else:
+        seen[value] = (owner, path)
 
 
 def check_macs(c: Ctx) -> Iterator[Problem]:
@@ -52,33 +66,20 @@ def check_macs(c: Ctx) -> Iterator[Problem]:
             if mac == "00:00:00:00:00:00":
                 yield c.problem(path, f"{mac} is not a real MAC", code="mac_format")
                 continue
-            if mac in seen:
-                other, opath = seen[mac]
-                yield c.problem(path, f"{value} is already used by {other} "
-                                f"({c.src.pos(opath)})", code="duplicate_mac")
-                continue
-            seen[mac] = (node.hostname, path)
+            yield from _claim(c, seen, mac, node.hostname, path, str(value), code="duplicate_mac")
 
 
 def check_serials(c: Ctx) -> Iterator[Problem]:
     seen: dict[str, tuple[str, YamlPath]] = {}
     guids: dict[str, tuple[str, YamlPath]] = {}
     for node in c.nodes.values():
-        path: YamlPath = ("nodes", node.hostname, "serial")
-        if node.serial in seen:
-            other, opath = seen[node.serial]
-            yield c.problem(path, f"{node.serial} is already used by {other} "
-                            f"({c.src.pos(opath)})", code="duplicate_serial")
-        else:
-            seen[node.serial] = (node.hostname, path)
+        yield from _claim(c, seen, node.serial, node.hostname,
+                          ("nodes", node.hostname, "serial"), node.serial,
+                          code="duplicate_serial")
         if node.ib_guid:
-            gpath: YamlPath = ("nodes", node.hostname, "ib_guid")
-            if node.ib_guid in guids:
-                other, opath = guids[node.ib_guid]
-                yield c.problem(gpath, f"{node.ib_guid} is already used by {other} "
-                                f"({c.src.pos(opath)})", code="duplicate_guid")
-            else:
-                guids[node.ib_guid] = (node.hostname, gpath)
+            yield from _claim(c, guids, node.ib_guid, node.hostname,
+                              ("nodes", node.hostname, "ib_guid"), node.ib_guid,
+                              code="duplicate_guid")
 
 
 def check_addresses(c: Ctx) -> Iterator[Problem]:
@@ -120,12 +121,8 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
                 yield c.problem(origin, f"{addr} is {what} ({c.src.pos(rpath)})", shown=shown,
                                 code="duplicate_ip")
                 continue
-            if addr in seen:
-                other, opath = seen[addr]
-                yield c.problem(origin, f"{addr} is already used by {other} "
-                                f"({c.src.pos(opath)})", shown=shown, code="duplicate_ip")
-                continue
-            seen[addr] = (f"{node.hostname} ({nic})", origin)
+            yield from _claim(c, seen, addr, f"{node.hostname} ({nic})", origin, str(addr),
+                              shown=shown, code="duplicate_ip")
 
 
 def check_networks(c: Ctx) -> Iterator[Problem]:
@@ -326,14 +323,9 @@ def check_switch_ports(c: Ctx) -> Iterator[Problem]:
                                 f"({iface.switch} has {sw.ports} ports)", shown=shown,
                                 code="port_range")
                 continue
-            key = (iface.switch, iface.port)
-            if key in seen:
-                other, opath = seen[key]
-                yield c.problem(origin, f"{iface.switch} port {iface.port} is already used by "
-                                f"{other} ({c.src.pos(opath)})", shown=shown,
-                                code="duplicate_port")
-                continue
-            seen[key] = (f"{node.hostname} ({nic})", origin)
+            yield from _claim(c, seen, (iface.switch, iface.port), f"{node.hostname} ({nic})",
+                              origin, f"{iface.switch} port {iface.port}", shown=shown,
+                              code="duplicate_port")
 
 
 def check_hardware(c: Ctx) -> Iterator[Problem]:
