@@ -44,11 +44,15 @@ def add_salt_config(p: argparse.ArgumentParser) -> None:
 def add_salt_options(p: argparse.ArgumentParser) -> None:
     """Where Salt and Slurm are asked (``fleet health``, ``fleet rollout``)."""
     add_salt_config(p)
+    add_slurm_command(p)
+    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
+                   help="seconds each salt call waits for the minions (default 60)")
+
+
+def add_slurm_command(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slurm-command", metavar="CMD",
                    help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
                         "slurmctld's host has no Slurm client here")
-    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
-                   help="seconds each salt call waits for the minions (default 60)")
 
 
 def add_modes(p: argparse.ArgumentParser, *flags: tuple[str, str]) -> None:

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleet.cliparts import add_force, add_modes, add_state_dir, add_timeouts
+from fleet.cliparts import (
+    add_command,
+    add_force,
+    add_modes,
+    add_slurm_command,
+    add_state_dir,
+    add_timeouts,
+)
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
@@ -27,20 +34,24 @@ if TYPE_CHECKING:
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
 
+HELP = "reinstall one node: drain, new key, PXE, converge"
+DESCRIPTION = """
+Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a one-shot PXE
+install, power-cycle it through its BMC, wait for the installer's callback, converge, check,
+resume. Journal and lock under --state-dir/NODE. Several nodes (a range, list or glob):
+their reinstalls in parallel (--parallel). See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a step failed (node
+left drained, boot mode local; see the journal), 6 busy (another run holds the node, or an
+unfinished run needs --resume or --abort), 130 / 143 SIGINT / SIGTERM ended the run (128 +
+the signal: the step that ran is journaled failed 'interrupted by the operator', the node is
+left as after a failure; a second signal does not cut that short)
+"""
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "reinstall", parents=[common], help="reinstall one node: drain, new key, PXE, converge",
-        description="Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a "
-                    "one-shot PXE install, power-cycle it through its BMC, wait for the "
-                    "installer's callback, converge, check, resume. Journal and lock under "
-                    "--state-dir/NODE. Several nodes (a range, list or glob): their "
-                    "reinstalls in parallel (--parallel). See docs/operations.md.",
-        epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
-               "5 a step failed (node left drained, boot mode local; see the journal), "
-               "6 busy (another run holds the node, or an unfinished run needs --resume or "
-               "--abort), 130 / 143 SIGINT / SIGTERM ended the run (128 + the signal: the "
-               "step that ran is journaled failed 'interrupted by the operator', the node is "
-               "left as after a failure; a second signal does not cut that short)")
+    p = add_command(sub, common, "reinstall", HELP, DESCRIPTION, EPILOG)
     p.add_argument("node", help="the node's hostname in the inventory, or several: "
                                 "comma-separated names, ranges (tbox-[001-010], the "
                                 "inventory's syntax) and globs, reinstalled in parallel")
@@ -56,6 +67,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the secrets store with bmc/<password_secret> (default ./secrets)")
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
                    help="the Salt master's config dir (-c of salt and salt-key)")
+    _add_boot_options(p)
+    add_slurm_command(p)
+    _add_bmc_options(p)
+    p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
+    p.add_argument("--parallel", type=int, metavar="N",
+                   help="with several nodes: at most N reinstalls at once (default and "
+                        "most: what the provisioning host's link carries, see "
+                        "docs/operations.md); each node has its own journal, lock and "
+                        "token, one failing does not stop the others; a summary at the "
+                        "end, exit 5 when any node failed")
+    p.set_defaults(func=cmd_reinstall)
+
+
+def _add_boot_options(p: argparse.ArgumentParser) -> None:
+    """The installer's endpoint and where boot modes are set."""
     p.add_argument("--callback", metavar="HOST:PORT",
                    help="where the installer's key/callback endpoint listens (default "
                         "<site.salt.master_address>:<site.salt.reinstall_port>, 8470 unless "
@@ -70,9 +96,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="set boot modes by running `CMD pxe set ...` instead of writing "
                         "the links here, e.g. 'ssh head-01 fleet' when the provisioning "
                         "host is not the master (the token goes over stdin)")
-    p.add_argument("--slurm-command", metavar="CMD",
-                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
-                        "slurmctld's host has no Slurm client here")
+
+
+def _add_bmc_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
@@ -83,14 +109,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         "lab); with several nodes NODE=HOST[:PORT],...")
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
-    p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
-    p.add_argument("--parallel", type=int, metavar="N",
-                   help="with several nodes: at most N reinstalls at once (default and "
-                        "most: what the provisioning host's link carries, see "
-                        "docs/operations.md); each node has its own journal, lock and "
-                        "token, one failing does not stop the others; a summary at the "
-                        "end, exit 5 when any node failed")
-    p.set_defaults(func=cmd_reinstall)
 
 
 def boot_mode_store(args: argparse.Namespace, inv: Inventory) -> BootModeSetter:
