@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from fleet.cliparts import (
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
+from fleet.reinstall.cli import runner_for
 
 DEFAULT_STATE = "/var/lib/fleet/health"
 
@@ -50,18 +49,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE, "the journal of drains and resumes")
     add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
-
-
-def runner_for(args: argparse.Namespace) -> Any:
-    from fleet.reinstall.cli import _tool
-    from fleet.reinstall.commands import SubprocessRunner
-
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    return SubprocessRunner(prefix)
 
 
 def cmd_health(args: argparse.Namespace, inv: Inventory,

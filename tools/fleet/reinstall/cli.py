@@ -28,8 +28,10 @@ from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
 
 if TYPE_CHECKING:
+    from fleet.reinstall.commands import SubprocessRunner
     from fleet.reinstall.context import Context
-    from fleet.reinstall.flow import Interrupts
+    from fleet.reinstall.flow import Interrupts, Report
+    from fleet.reinstall.parallel import NodeInterrupts, NodeResult
 
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
@@ -125,6 +127,19 @@ def _tool(name: str) -> str:
     return os.fspath(beside) if beside.exists() else name
 
 
+def runner_for(args: argparse.Namespace) -> SubprocessRunner:
+    """The commands through --salt-config (salt, salt-key, salt-run) and --slurm-command
+    (scontrol, sinfo); shared by fleet health and fleet rollout."""
+    from fleet.reinstall.commands import SubprocessRunner
+
+    conf = os.fspath(args.salt_config)
+    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
+    if args.slurm_command:
+        for tool in ("scontrol", "sinfo"):
+            prefix[tool] = [*shlex.split(args.slurm_command), tool]
+    return SubprocessRunner(prefix)
+
+
 @functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
 def _pki_dir(config_dir: Path) -> Path:
     import salt.config  # type: ignore[import-untyped]  # heavy; only here
@@ -138,17 +153,11 @@ def _context(args: argparse.Namespace, inv: Inventory, name: str,
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
     from fleet.bmc.connect import BmcOptions, client_for
-    from fleet.reinstall.commands import SubprocessRunner
     from fleet.reinstall.context import Context, Options
     from fleet.reinstall.saltkeys import MinionKeys
 
     node = inv.nodes[name]
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    runner = SubprocessRunner(prefix)
+    runner = runner_for(args)
     bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
                           insecure=args.bmc_insecure, protocol=args.bmc_protocol,
                           address=_bmc_address(args, name), scheme=args.bmc_scheme)
@@ -191,8 +200,7 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
     from contextlib import nullcontext
 
     from fleet.reinstall import parallel
-    from fleet.reinstall.flow import Flow, FlowError, endpoint
-    from fleet.reinstall.lock import BusyError
+    from fleet.reinstall.flow import FlowError, endpoint
     from fleet.reinstall.server import node_addresses
 
     quiet = args.quiet
@@ -216,34 +224,14 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
     bind = _bind(args, inv)
     hub = parallel.SignalHub(lambda msg: print(f"fleet reinstall: {msg}", file=sys.stderr,
                                                flush=True)).install()
-
-    def job(name: str, interrupts: parallel.NodeInterrupts) -> parallel.NodeResult:
-        # no endpoint of its own: the run's one serves every node
-        flow = Flow(_context(args, inv, name, interrupts.say), callback_bind=None,
-                    interrupts=interrupts)
-        try:
-            report = flow.abort() if args.abort else flow.run(resume=args.resume)
-        except BusyError as exc:
-            return parallel.NodeResult(name, "busy", Exit.BUSY, message=str(exc))
-        except FlowError as exc:
-            # the exit code one node's run has for it
-            return parallel.NodeResult(name, "refused", Exit.BUSY if "unfinished" in
-                                       str(exc) else Exit.USAGE, message=str(exc))
-        except OSError as exc:
-            return parallel.NodeResult(name, "error", Exit.IO, message=str(exc))
-        unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
-        code = 128 + signal.Signals[report.signal] if report.signal else \
-            Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
-        why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
-        return parallel.NodeResult(name, report.outcome, code, report=report, message=why)
-
     try:
         serving: Any = nullcontext()
         if bind is not None and not args.abort:
             ctx = _context(args, inv, names[0], say)
             _url, serving = endpoint(ctx, bind, node_addresses(inv))
         with serving:
-            run = parallel.run_all(names, job, used, hub, say)
+            run = parallel.run_all(names, functools.partial(_node_job, args, inv), used, hub,
+                                   say)
     except FlowError as exc:  # the endpoint's port is taken by something else
         print(f"fleet reinstall: {exc}", file=sys.stderr)
         return Exit.USAGE
@@ -259,6 +247,33 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
             for w in r.report.warnings if r.report else []:
                 print(f"warning: {r.node}: {w}")
     return run.exit
+
+
+def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
+              interrupts: NodeInterrupts) -> NodeResult:
+    """One node's flow in a parallel run, its outcome as the exit code a run of it alone
+    would have."""
+    from fleet.reinstall.flow import Flow, FlowError
+    from fleet.reinstall.lock import BusyError
+    from fleet.reinstall.parallel import NodeResult
+
+    # no endpoint of its own: the run's one serves every node
+    flow = Flow(_context(args, inv, name, interrupts.say), callback_bind=None,
+                interrupts=interrupts)
+    try:
+        report = flow.abort() if args.abort else flow.run(resume=args.resume)
+    except BusyError as exc:
+        return NodeResult(name, "busy", Exit.BUSY, message=str(exc))
+    except FlowError as exc:
+        return NodeResult(name, "refused", Exit.BUSY if "unfinished" in str(exc)
+                          else Exit.USAGE, message=str(exc))
+    except OSError as exc:
+        return NodeResult(name, "error", Exit.IO, message=str(exc))
+    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
+    code = 128 + signal.Signals[report.signal] if report.signal else \
+        Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
+    why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
+    return NodeResult(name, report.outcome, code, report=report, message=why)
 
 
 def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
@@ -288,25 +303,15 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     if args.parallel is not None and args.parallel < 1:
         print("fleet reinstall: --parallel must be at least 1", file=sys.stderr)
         return Exit.USAGE
-    node = inv.nodes.get(args.node)
-    if node is None and any(c in args.node for c in ",[*?"):
-        from fleet.apply.target import TargetError, resolve
-
-        try:
-            names = resolve(args.node, inv.nodes)
-        except TargetError as exc:
-            print(f"fleet reinstall: {exc}", file=sys.stderr)
-            return Exit.USAGE
-        if len(names) > 1:
-            interrupts.restore()  # the many-node run has its own handlers
-            return _reinstall_many(args, inv, names)
-        node = inv.nodes[names[0]]
-    if node is None:
-        print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
-        return Exit.USAGE
+    names = _nodes(args, inv)
+    if isinstance(names, int):
+        return names
+    if len(names) > 1:
+        interrupts.restore()  # the many-node run has its own handlers
+        return _reinstall_many(args, inv, names)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(msg, file=sys.stderr, flush=True))
-    ctx = _context(args, inv, node.hostname, say)
+    ctx = _context(args, inv, names[0], say)
     bind = _bind(args, inv)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     flow = Flow(ctx, callback_bind=bind, interrupts=interrupts)
@@ -318,6 +323,34 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     except FlowError as exc:
         print(f"fleet reinstall: {exc}", file=sys.stderr)
         return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
+    _print_report(args, report)
+    if report.signal:
+        return 128 + signal.Signals[report.signal]
+    if interrupts.received is not None:
+        print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
+              "interrupted", file=sys.stderr)
+    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
+    return Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
+
+
+def _nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | int:
+    """The nodes NODE names (a name, or a list, range or glob), or the exit code of a NODE
+    that names none."""
+    if args.node in inv.nodes:
+        return [args.node]
+    if any(c in args.node for c in ",[*?"):
+        from fleet.apply.target import TargetError, resolve
+
+        try:
+            return resolve(args.node, inv.nodes)
+        except TargetError as exc:
+            print(f"fleet reinstall: {exc}", file=sys.stderr)
+            return Exit.USAGE
+    print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
+    return Exit.USAGE
+
+
+def _print_report(args: argparse.Namespace, report: Report) -> None:
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
@@ -329,10 +362,3 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
             print(report.message)
         for k, v in report.left.items():
             print(f"  {k}: {v}")
-    if report.signal:
-        return 128 + signal.Signals[report.signal]
-    if interrupts.received is not None:
-        print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
-              "interrupted", file=sys.stderr)
-    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
-    return Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK

@@ -21,8 +21,8 @@ from fleet.cliparts import (
     target_nodes,
 )
 from fleet.exitcodes import Exit
-from fleet.health.cli import runner_for
 from fleet.inventory.model import Inventory
+from fleet.reinstall.cli import runner_for
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
 
