@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
     Loader,
@@ -23,6 +23,9 @@ from fleet.cliparts import (
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.cli import runner_for
+
+if TYPE_CHECKING:
+    from fleet.rollout.flow import Parts
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
 
@@ -69,36 +72,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
 
 def cmd_rollout(args: argparse.Namespace, inv: Inventory,
                 progress: Callable[[str], None]) -> int:
-    from fleet.bmc.connect import BmcOptions, client_for
-    from fleet.health.run import check
     from fleet.reinstall.lock import BusyError
-    from fleet.rollout import plan
-    from fleet.rollout.flow import Options, Parts, Rollout, RolloutError
-    from fleet.rollout.steps import BmcReboot, SaltApply
+    from fleet.rollout.flow import Options, Rollout, RolloutError
 
     names = target_nodes(args, inv)
-    if names is None:
+    if names is None or _refused(args, inv, names):
         return Exit.USAGE
-    if args.wave < 1:
-        print("fleet: --wave must be at least 1", file=sys.stderr)
-        return Exit.USAGE
-    if args.reboot and (bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names])):
-        print(f"fleet: --reboot refused for {', '.join(bad)}: leave them out of TARGET",
-              file=sys.stderr)
-        return Exit.USAGE
-    runner = runner_for(args)
-    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
-                          insecure=args.bmc_insecure, address=args.bmc_address,
-                          scheme=args.bmc_scheme)
     quiet = args.quiet
 
-    def health(node: str) -> list[str]:
-        return check(inv, [node], runner, lambda _m: None,
-                     salt_timeout=args.salt_timeout)[0].problems
-
-    parts = Parts(runner=runner, apply=SaltApply(runner),
-                  reboot=BmcReboot(runner, lambda n: client_for(inv.nodes[n], bmc_opts)),
-                  health=health)
     def say(msg: str) -> None:
         if not quiet:
             print(f"fleet rollout: {msg}", file=sys.stderr, flush=True)
@@ -109,7 +90,7 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
                    drain_timeout=args.drain_timeout, apply_timeout=args.apply_timeout,
                    boot_timeout=args.boot_timeout, health_timeout=args.health_timeout)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    rollout = Rollout(inv, parts, args.state_dir, say)
+    rollout = Rollout(inv, _parts(args, inv), args.state_dir, say)
     got: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -139,6 +120,41 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
     if got:
         return 128 + got[0]
     return Exit.FAILED if report.outcome == "failed" else Exit.OK
+
+
+def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool:
+    """--wave below 1, or --reboot of nodes that must not be power-cycled (said why)."""
+    from fleet.rollout import plan
+
+    if args.wave < 1:
+        print("fleet: --wave must be at least 1", file=sys.stderr)
+        return True
+    if args.reboot and (bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names])):
+        print(f"fleet: --reboot refused for {', '.join(bad)}: leave them out of TARGET",
+              file=sys.stderr)
+        return True
+    return False
+
+
+def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
+    """Salt, the BMCs and the health gate as the command line sets them."""
+    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.health.run import check
+    from fleet.rollout.flow import Parts
+    from fleet.rollout.steps import BmcReboot, SaltApply
+
+    runner = runner_for(args)
+    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
+                          insecure=args.bmc_insecure, address=args.bmc_address,
+                          scheme=args.bmc_scheme)
+
+    def health(node: str) -> list[str]:
+        return check(inv, [node], runner, lambda _m: None,
+                     salt_timeout=args.salt_timeout)[0].problems
+
+    return Parts(runner=runner, apply=SaltApply(runner),
+                 reboot=BmcReboot(runner, lambda n: client_for(inv.nodes[n], bmc_opts)),
+                 health=health)
 
 
 def format_table(report: Any) -> str:
