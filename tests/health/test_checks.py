@@ -152,7 +152,7 @@ def test_drain_then_resume_only_our_own(inv: Inventory, tmp_path: Path) -> None:
 
 
 def test_target_resolution() -> None:
-    from fleet.health.cli import TargetError, resolve
+    from fleet.apply.target import TargetError, resolve
 
     names = ["head-01", "gpu-01", "gpu-02", "stor-1"]
     assert resolve("gpu-[01-02]", names) == ["gpu-01", "gpu-02"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,6 +96,28 @@ def podman_exec(lab: Lab, hostname: str, *argv: str,
                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return pm.exec_(lab.paths, lab.plan.node(hostname).container, *argv, check=False,
                     timeout=timeout)
+
+
+def fleet_json(lab: Lab, verb: str, state: Path, *args: str, timeout: float,
+               empty_ok: bool = False) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """`fleet VERB ARGS --json` (the real CLI, this checkout's tools) against the lab's
+    Salt master, with head-01's Slurm client and its state in ``state``: the process and
+    its JSON report ({} for no output where ``empty_ok``; the test fails on anything else
+    that is not JSON)."""
+    head = lab.plan.node("head-01").container
+    argv = [sys.executable, "-m", "fleet", verb, *args, "--json",
+            "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
+            "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
+            "--slurm-command", f"podman --runtime runc exec {head}"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    try:
+        report = json.loads(proc.stdout) if proc.stdout.strip() or not empty_ok else {}
+    except ValueError:
+        pytest.fail(f"fleet {verb} printed no JSON (exit {proc.returncode}): "
+                    f"{proc.stdout[-2000:]} {proc.stderr[-3000:]}")
+    return proc, report
 
 
 def deep_merge(base: Any, over: Any) -> Any:

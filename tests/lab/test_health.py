@@ -13,38 +13,23 @@ say so. Without MKV_BINARY the mkv masters are a stub that serves nothing: head-
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labtools import ROOT, Lab, podman_exec, poll
+from labtools import Lab, fleet_json, podman_exec, poll
 
 from fleet.lab import podman as pm
 
 HEAD, GPU, HAND, STOR = "head-01", "tbox-001", "tbox-002", "stor-001"
 DISK = "/srv/mkv/sv03"
-PODMAN = "podman --runtime runc exec"
 
 
 def fleet_health(lab: Lab, state: Path, *args: str, timeout: float = 600
                  ) -> tuple[int, dict[str, Any]]:
-    head = lab.plan.node(HEAD).container
-    argv = [sys.executable, "-m", "fleet", "health", *args, "--json",
-            "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
-            "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
-            "--slurm-command", f"{PODMAN} {head}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    try:
-        report = json.loads(proc.stdout)
-    except ValueError:
-        pytest.fail(f"fleet health printed no JSON (exit {proc.returncode}): "
-                    f"{proc.stdout[-2000:]} {proc.stderr[-2000:]}")
+    proc, report = fleet_json(lab, "health", state, *args, timeout=timeout)
     return proc.returncode, report
 
 

@@ -18,36 +18,20 @@ place in the flow."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-from labtools import ROOT, Lab, podman_exec, poll
+from labtools import ROOT, Lab, fleet_json, podman_exec, poll
 
 HEAD, BUSY, OTHER, FAILING = "head-01", "tbox-001", "tbox-002", "tbox-039"
 GPUS = (BUSY, OTHER, FAILING)
-PODMAN = "podman --runtime runc exec"
 JOB_S = 240  # long enough for the other two nodes' whole flow on a loaded 2-core host
 
 
 def fleet_rollout(lab: Lab, state: Path, *args: str, timeout: float = 900
                   ) -> tuple[int, dict[str, Any], str]:
-    head = lab.plan.node(HEAD).container
-    argv = [sys.executable, "-m", "fleet", "rollout", *args, "--json",
-            "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
-            "--salt-config", str(lab.paths.salt_etc), "--state-dir", str(state),
-            "--slurm-command", f"{PODMAN} {head}"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    try:
-        report = json.loads(proc.stdout) if proc.stdout.strip() else {}
-    except ValueError:
-        pytest.fail(f"fleet rollout printed no JSON (exit {proc.returncode}): "
-                    f"{proc.stdout[-2000:]} {proc.stderr[-3000:]}")
+    proc, report = fleet_json(lab, "rollout", state, *args, timeout=timeout, empty_ok=True)
     return proc.returncode, report, proc.stderr
 
 

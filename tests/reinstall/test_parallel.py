@@ -27,14 +27,7 @@ from fleet.reinstall.parallel import (
     run_all,
     summary,
 )
-from reinstall.helpers import (
-    ROOT,
-    http,
-    journal,
-    run_fleet,
-    salt_key_bin,
-    salt_master_config,
-)
+from reinstall.helpers import ROOT, http, journal, run_fleet, salt_key_bin, salt_master_config
 
 NODES = [f"n{i}" for i in range(6)]
 

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
+from fleet.apply.swarm import gen_key_pair
 from fleet.inventory.load import load_inventory
 from fleet.reinstall.server import (
     JOURNALED_REFUSALS,
@@ -52,16 +51,6 @@ class Served:
             return out
 
 
-def _keypair() -> tuple[bytes, bytes]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM,
-                            serialization.PrivateFormat.TraditionalOpenSSL,
-                            serialization.NoEncryption())
-    pub = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                        serialization.PublicFormat.SubjectPublicKeyInfo)
-    return pem, pub
-
-
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     boot = RecordingBootMode()
@@ -71,7 +60,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
                             max_connections=4, timeout=1.0, master_finger="ab:cd").start()
     node_dir = tmp_path / NODE
     (node_dir / "keys").mkdir(parents=True)
-    pem, pub = _keypair()
+    pem, pub = gen_key_pair()
     (node_dir / "keys" / "minion.pem").write_bytes(pem)
     (node_dir / "keys" / "minion.pub").write_bytes(pub)
     yield Served(server, boot, node_dir, pem, revoked)
@@ -119,7 +108,7 @@ def test_a_bare_or_forged_token_cannot_call_back(served: Served) -> None:
     done = f"{served.url}/v1/done/{NODE}"
     status, body = http("POST", done, token, source=NODE_ADDR)  # the token alone
     assert status == 403 and b"no proof of the node's new key" in body
-    other, _ = _keypair()  # signed, but not with the node's key
+    other, _ = gen_key_pair()  # signed, but not with the node's key
     assert http("POST", done, token, sign_done(other, NODE, token), source=NODE_ADDR)[0] \
         == 403
     # signed with the node's key, but over another token (a replay from another run)

@@ -15,8 +15,10 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from fleet import __version__
+from fleet.cliparts import add_modes
 from fleet.exitcodes import Exit
 from fleet.exitcodes import summary as exit_summary
 from fleet.inventory.load import load_inventory
@@ -150,7 +152,8 @@ def cmd_secrets_init(args: argparse.Namespace, progress: Progress) -> int:
     return Exit.OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _common_options() -> argparse.ArgumentParser:
+    """The options every command has (a parent parser)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-i", "--inventory", type=Path,
                         default=Path(os.environ.get("FLEET_INVENTORY", "inventory.yaml")),
@@ -163,7 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="store_true",
                         help="show progress with timings even when not on a terminal")
     common.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return common
 
+
+def _output_option() -> argparse.ArgumentParser:
+    """-o DIR of render and diff (a parent parser)."""
+    out = argparse.ArgumentParser(add_help=False)
+    out.add_argument("-o", "--output", default=".", metavar="DIR",
+                     help="directory holding pillar/ and pxe/ (default: .)")
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common_options()
     parser = argparse.ArgumentParser(
         prog="fleet",
         description="Declarative provisioning for a GPU datacenter: validate inventory.yaml "
@@ -171,7 +186,23 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"exit codes: {exit_summary()}")
     parser.add_argument("--version", action="version", version=f"fleet {__version__}")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    # in the order --help lists them
+    _add_validate_render(sub, common)
+    _add_secrets(sub, common)
+    from fleet.reinstall.cli import add_parser as add_reinstall
 
+    add_reinstall(sub, common)
+    p = sub.add_parser("diff", parents=[common, _output_option()],
+                       help="show what a render would change",
+                       description="Show a unified diff of what `fleet render` would change; "
+                                   "exit 3 if anything would.")
+    p.set_defaults(func=cmd_diff)
+    add_pxe_parser(sub, common, _load)
+    _add_day_two(sub, common)
+    return parser
+
+
+def _add_validate_render(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("validate", parents=[common], help="check the inventory, report all errors",
                        description="Check the inventory and report every error as "
                                    "file:line:column: path: message.")
@@ -179,22 +210,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also check that every password_secret has a value in DIR/bmc "
                         "(default: ./secrets if it exists)")
     p.set_defaults(func=cmd_validate)
-
-    out = argparse.ArgumentParser(add_help=False)
-    out.add_argument("-o", "--output", default=".", metavar="DIR",
-                     help="directory holding pillar/ and pxe/ (default: .)")
-
-    p = sub.add_parser("render", parents=[common, out], help="write pillar/ and pxe/",
+    p = sub.add_parser("render", parents=[common, _output_option()],
+                       help="write pillar/ and pxe/",
                        description="Render pillar/ and pxe/ from the inventory. Output is built "
                                    "aside and swapped in atomically; unchanged files are not "
                                    "rewritten; an invalid inventory writes nothing.")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true",
-                      help="write nothing; exit 3 and list files if the output is out of date")
-    mode.add_argument("--diff", action="store_true",
-                      help="write nothing; show what a render would change (same as `fleet diff`)")
+    add_modes(p, ("--check", "write nothing; exit 3 and list files if the output is out of date"),
+              ("--diff", "write nothing; show what a render would change (same as `fleet diff`)"))
     p.set_defaults(func=cmd_render)
 
+
+def _add_secrets(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("secrets", help="manage the git-ignored secrets store",
                        description="The secrets store holds the munge key (a pillar root of "
                                    "the Salt master) and BMC passwords; see docs/secrets.md.")
@@ -208,38 +234,22 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the store (default: ./secrets)")
     sp.set_defaults(func=cmd_secrets_init)
 
-    from fleet.reinstall.cli import add_parser as add_reinstall
 
-    add_reinstall(sub, common)
-
-    p = sub.add_parser("diff", parents=[common, out], help="show what a render would change",
-                       description="Show a unified diff of what `fleet render` would change; "
-                                   "exit 3 if anything would.")
-    p.set_defaults(func=cmd_diff)
-    add_pxe_parser(sub, common, _load)
-
+def _add_day_two(sub: Any, common: argparse.ArgumentParser) -> None:
+    """keys, mkv, health, rollout, apply and lab (imported only as the parser is built)."""
+    from fleet.apply.cli import add_parser as add_apply
+    from fleet.health.cli import add_parser as add_health
     from fleet.keys.cli import add_parser as add_keys
-
-    add_keys(sub, common, _load)
-
     from fleet.lab.cli import add_parser as add_lab
     from fleet.mkv.cli import add_parser as add_mkv
-
-    add_mkv(sub, common)
-
-    from fleet.health.cli import add_parser as add_health
-
-    add_health(sub, common, _load)
-
     from fleet.rollout.cli import add_parser as add_rollout
 
+    add_keys(sub, common, _load)
+    add_mkv(sub, common)
+    add_health(sub, common, _load)
     add_rollout(sub, common, _load)
-
-    from fleet.apply.cli import add_parser as add_apply
-
     add_apply(sub, common, _load)
     add_lab(sub)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

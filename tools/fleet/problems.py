@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:
-    from fleet.yamlsrc import Pos
+    from fleet.yamlsrc import Pos, Source
 
 
 MAX_SHOWN = 60
@@ -72,6 +72,29 @@ class Problem:
             "message": self.message,
             "hint": self.hint,
         }
+
+
+class ProblemOptions(TypedDict, total=False):
+    """The optional parts of :meth:`Reporter.problem`."""
+
+    shown: str | None  # the path as printed, when it is not the dotted ``path``
+    code: str
+    hint: str | None
+    key: bool  # at the key of ``path``, not at its value
+
+
+class Reporter:
+    """Builds the :class:`Problem` at a data path of one source: the shared part of the
+    inventory's rule contexts (``checks.Ctx``, ``expand``'s context)."""
+
+    src: Source
+
+    def problem(self, path: tuple[str | int, ...], message: str,
+                **opts: Unpack[ProblemOptions]) -> Problem:
+        shown = opts.get("shown")
+        return Problem(self.src.pos(path, key=opts.get("key", False)),
+                       shown if shown is not None else dotted(path), message,
+                       code=opts.get("code", "invalid"), hint=opts.get("hint"))
 
 
 class InventoryError(Exception):

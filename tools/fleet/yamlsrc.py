@@ -267,9 +267,21 @@ def _load_nodes(text: str, file: str) -> Source:
     """:func:`load` through PyYAML's node tree: every document, and the reference for
     every problem."""
     src = Source(file=file, data=None)
-    problems: list[Problem] = []
+    root = _compose(text, file)
+    if root is None:
+        src.data = None
+        return src
+    tree = _Tree(src)
+    src.data = tree.build(root, ())
+    if tree.problems:
+        raise YamlLoadError(tree.problems)
+    return src
+
+
+def _compose(text: str, file: str) -> yaml.Node | None:
+    """PyYAML's node tree of ``text``; a syntax error as the one problem of a YamlLoadError."""
     try:
-        root = yaml.compose(text, Loader=_Loader)
+        node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -281,62 +293,69 @@ def _load_nodes(text: str, file: str) -> Source:
         raise YamlLoadError(
             [Problem(Pos(file, 1, 1), "", f"YAML error: {exc}", code="yaml_syntax")]
         ) from None
-    if root is None:
-        src.data = None
-        return src
+    return node
 
-    seen: set[int] = set()
 
-    def build(node: yaml.Node, path: Path) -> Any:
-        src.values[path] = _mark(file, node)
-        if id(node) in seen:  # the composer hands out the same node again for an alias
-            problems.append(Problem(src.keys.get(path, src.values[path]), _dotted(path),
-                                    "YAML anchors and aliases are not supported; use a profile "
-                                    "or node group to share settings", code="yaml_alias"))
+class _Tree:
+    """Values (and their positions into ``src``) built from a node tree, with every
+    problem found on the way."""
+
+    def __init__(self, src: Source) -> None:
+        self.src, self.file = src, src.file
+        self.problems: list[Problem] = []
+        self.seen: set[int] = set()
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        src = self.src
+        src.values[path] = _mark(self.file, node)
+        if id(node) in self.seen:  # the composer hands out the same node again for an alias
+            self.problems.append(Problem(
+                src.keys.get(path, src.values[path]), _dotted(path),
+                "YAML anchors and aliases are not supported; use a profile "
+                "or node group to share settings", code="yaml_alias"))
             return None
-        seen.add(id(node))
+        self.seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
             src.texts[path] = node.value
             return _scalar(node)
         if isinstance(node, yaml.SequenceNode):
-            return [build(child, (*path, i)) for i, child in enumerate(node.value)]
+            return [self.build(child, (*path, i)) for i, child in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
-            out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    problems.append(
-                        Problem(_mark(file, key_node), _dotted(path),
-                                "YAML merge keys ('<<') are not supported; "
-                                "use a profile or node group instead", code="yaml_merge")
-                    )
-                    continue
-                if not isinstance(key_node, yaml.ScalarNode):
-                    problems.append(
-                        Problem(_mark(file, key_node), _dotted(path),
-                                "mapping keys must be plain scalars", code="yaml_key")
-                    )
-                    continue
-                key = _scalar(key_node)
-                key = key if isinstance(key, str | int) else str(key)
-                kpath = (*path, key)
-                if key in out:
-                    first = src.keys[kpath]
-                    problems.append(
-                        Problem(_mark(file, key_node), _dotted(kpath),
-                                f"duplicate key {key!r} (first defined at {first}); "
-                                "YAML keeps only one of them, so remove or rename one",
-                                code="duplicate_key")
-                    )
-                    continue
-                src.keys[kpath] = _mark(file, key_node)
-                out[key] = build(value_node, kpath)
-            return out
+            return self._mapping(node, path)
         raise AssertionError(f"unknown YAML node {node!r}")  # pragma: no cover
 
-    src.data = build(root, ())
-    if problems:
-        raise YamlLoadError(problems)
-    return src
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[Any, Any]:
+        file, problems = self.file, self.problems
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                problems.append(
+                    Problem(_mark(file, key_node), _dotted(path),
+                            "YAML merge keys ('<<') are not supported; "
+                            "use a profile or node group instead", code="yaml_merge")
+                )
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                problems.append(
+                    Problem(_mark(file, key_node), _dotted(path),
+                            "mapping keys must be plain scalars", code="yaml_key")
+                )
+                continue
+            key = _scalar(key_node)
+            key = key if isinstance(key, str | int) else str(key)
+            kpath = (*path, key)
+            if key in out:
+                first = self.src.keys[kpath]
+                problems.append(
+                    Problem(_mark(file, key_node), _dotted(kpath),
+                            f"duplicate key {key!r} (first defined at {first}); "
+                            "YAML keeps only one of them, so remove or rename one",
+                            code="duplicate_key")
+                )
+                continue
+            self.src.keys[kpath] = _mark(file, key_node)
+            out[key] = self.build(value_node, kpath)
+        return out
 
 
 def _dotted(path: Path) -> str:

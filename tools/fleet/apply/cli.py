@@ -4,38 +4,33 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from fleet.apply.result import NodeResult, Status
-from fleet.apply.target import TargetError, resolve
+from fleet.cliparts import Loader, add_command, add_salt_config, target_nodes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 
-Loader = Callable[[argparse.Namespace, Any], Inventory]
+HELP = "run the highstate from the master, every node accounted for"
+DESCRIPTION = """
+Run state.apply (the highstate) on the inventory nodes TARGET names, through the Salt
+master, and report every one of them: ok, changed, failed (which state, and why), no-return,
+lost (the minion dropped the job), no-key (not accepted on the master: not published).
+Returns come from the master's event bus and its job cache; Salt's batch mode is not used.
+See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 every node ok or changed, 1 invalid inventory, 2 usage (a target item that
+names no node), 4 the master could not be reached, 5 a node failed, did not return, or has
+no accepted key; 130 interrupted (jobs already published keep running on the nodes)
+"""
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "apply", parents=[common], help="run the highstate from the master, every node "
-                                        "accounted for",
-        description="Run state.apply (the highstate) on the inventory nodes TARGET names, "
-                    "through the Salt master, and report every one of them: ok, changed, "
-                    "failed (which state, and why), no-return, lost (the minion dropped "
-                    "the job), no-key (not accepted on the master: not published). "
-                    "Returns come from the master's event bus and its job cache; Salt's "
-                    "batch mode is not used. See docs/operations.md.",
-        epilog="exit codes: 0 every node ok or changed, 1 invalid inventory, 2 usage (a "
-               "target item that names no node), 4 the master could not be reached, "
-               "5 a node failed, did not return, or has no accepted key; "
-               "130 interrupted (jobs already published keep running on the nodes)")
-    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
-                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('stor-*'), "
-                        "comma-separated (default: every node)")
+    p = add_command(sub, common, "apply", HELP, DESCRIPTION, EPILOG, target="'stor-*'")
     p.add_argument("--test", action="store_true",
                    help="state.apply test=True: report what would change, change nothing")
     p.add_argument("--batch", type=int, metavar="N",
@@ -43,10 +38,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                         "starts when one returns)")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="S",
                    help="give up on a node S seconds after its publish (default 1800)")
-    p.add_argument("--salt-config", type=Path,
-                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
-                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
-                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
+    add_salt_config(p)
     p.set_defaults(func=lambda a, pr: cmd_apply(a, load(a, pr), pr))
 
 
@@ -54,10 +46,8 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
     from fleet.apply.master import MasterError, SaltMaster
     from fleet.apply.run import Options, apply
 
-    try:
-        nodes = resolve(args.target, inv.nodes)
-    except TargetError as exc:
-        print(f"fleet: target: {exc}", file=sys.stderr)
+    nodes = target_nodes(args, inv)
+    if nodes is None:
         return Exit.USAGE
     if args.batch is not None and args.batch < 1:
         print("fleet: --batch must be at least 1", file=sys.stderr)

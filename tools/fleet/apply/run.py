@@ -46,80 +46,110 @@ Progress = Callable[[str], None]
 def apply(master: Master, nodes: list[str], opts: Options, progress: Progress,
           clock: Callable[[], float] = time.monotonic) -> list[NodeResult]:
     """One result per node of ``nodes``, in that order."""
-    t0 = clock()
-    keys = master.keys()
-    results: dict[str, NodeResult] = {}
-    todo: deque[str] = deque()
-    for n in nodes:
-        if n in keys.accepted:
-            todo.append(n)
-        else:
-            why = ("key pending, not accepted (salt-key -a)" if n in keys.pending else
-                   "key rejected or denied" if n in keys.rejected else
-                   "no key on the master (never installed, or deleted)")
-            results[n] = NodeResult(node=n, status=Status.NO_KEY, why=why)
-    if results:
-        progress(f"{len(results)} node(s) without an accepted key: "
-                 + ", ".join(list(results)[:8]) + (" ..." if len(results) > 8 else ""))
-    window = opts.batch or len(todo) or 1
-    kwargs: dict[str, Any] = {"test": True} if opts.test else {}
-    flying: dict[str, _Flight] = {}
-    last_lookup = clock()
-    last_note = 0.0
-    total = len(todo)
+    run = _Run(master, opts, progress, clock)
+    run.sort_keys(nodes)
+    while run.todo or run.flying:
+        run.publish()
+        for r in master.events(wait=0.5):
+            run.take(r)
+        run.lookups()
+        _find_jobs(master, run.flying, opts, clock, run.done)
+        run.expire()
+    return [run.results[n] for n in nodes]
 
-    def done(node: str, res: NodeResult) -> None:
-        fl = flying.pop(node)
+
+class _Run:
+    """One :func:`apply`: the nodes still to publish, the jobs in flight, the results."""
+
+    def __init__(self, master: Master, opts: Options, progress: Progress,
+                 clock: Callable[[], float]) -> None:
+        self.master, self.opts, self.progress, self.clock = master, opts, progress, clock
+        self.t0 = clock()
+        self.results: dict[str, NodeResult] = {}
+        self.todo: deque[str] = deque()
+        self.flying: dict[str, _Flight] = {}
+        self.kwargs: dict[str, Any] = {"test": True} if opts.test else {}
+        self.window = self.total = 0
+        self.last_lookup = self.last_note = 0.0
+
+    def sort_keys(self, nodes: list[str]) -> None:
+        """Nodes with an accepted key are to publish; the others are NO_KEY at once."""
+        keys = self.master.keys()
+        for n in nodes:
+            if n in keys.accepted:
+                self.todo.append(n)
+            else:
+                why = ("key pending, not accepted (salt-key -a)" if n in keys.pending else
+                       "key rejected or denied" if n in keys.rejected else
+                       "no key on the master (never installed, or deleted)")
+                self.results[n] = NodeResult(node=n, status=Status.NO_KEY, why=why)
+        if self.results:
+            self.progress(f"{len(self.results)} node(s) without an accepted key: "
+                          + ", ".join(list(self.results)[:8])
+                          + (" ..." if len(self.results) > 8 else ""))
+        self.window = self.opts.batch or len(self.todo) or 1
+        self.last_lookup = self.clock()
+        self.total = len(self.todo)
+
+    def done(self, node: str, res: NodeResult) -> None:
+        fl = self.flying.pop(node)
         res.jid = fl.jid
         if res.returned_s is None and res.status not in (Status.NO_RETURN, Status.LOST):
-            res.returned_s = clock() - fl.published
-        results[node] = res
+            res.returned_s = self.clock() - fl.published
+        self.results[node] = res
         if res.status.bad:
-            progress(f"{node}: {res.status.value}: {res.summary()}")
+            self.progress(f"{node}: {res.status.value}: {res.summary()}")
 
-    def take(r: Return) -> None:
-        fl = flying.get(r.node)
+    def take(self, r: Return) -> None:
+        fl = self.flying.get(r.node)
         if fl is None or fl.jid != r.jid:
             return
-        done(r.node, _classify(r, opts))
+        self.done(r.node, _classify(r, self.opts))
 
-    while todo or flying:
-        if todo and len(flying) < window:
-            batch = [todo.popleft() for _ in range(min(window - len(flying), len(todo)))]
-            jid, expected = master.publish(batch, opts.fun, list(opts.args), kwargs)
-            now = clock()
-            for n in batch:
-                flying[n] = _Flight(jid=jid, published=now, asked=now)
-            for n in sorted(set(batch) - set(expected)):
-                done(n, NodeResult(node=n, status=Status.NO_RETURN,
-                                   why="the master did not target it (key accepted, but "
-                                       "not in the publish's minion list)"))
-            progress(f"published {opts.fun}{' test=True' if opts.test else ''} to "
-                     f"{len(batch)} node(s), job {jid}")
-        for r in master.events(wait=0.5):
-            take(r)
-        now = clock()
-        if flying and now - last_lookup >= opts.lookup_every:
-            last_lookup = now
-            for jid in sorted({f.jid for f in flying.values()}):
-                for r in master.lookup(jid).values():
-                    take(r)
-        _find_jobs(master, flying, opts, clock, done)
-        now = clock()
-        for n in [n for n, f in flying.items() if now - f.published > opts.timeout]:
-            f = flying[n]
-            late = master.lookup(f.jid).get(n)
+    def publish(self) -> None:
+        """The next nodes, as many as the window has room for."""
+        flying, todo, opts = self.flying, self.todo, self.opts
+        if not todo or len(flying) >= self.window:
+            return
+        batch = [todo.popleft() for _ in range(min(self.window - len(flying), len(todo)))]
+        jid, expected = self.master.publish(batch, opts.fun, list(opts.args), self.kwargs)
+        now = self.clock()
+        for n in batch:
+            flying[n] = _Flight(jid=jid, published=now, asked=now)
+        for n in sorted(set(batch) - set(expected)):
+            self.done(n, NodeResult(node=n, status=Status.NO_RETURN,
+                                    why="the master did not target it (key accepted, but "
+                                        "not in the publish's minion list)"))
+        self.progress(f"published {opts.fun}{' test=True' if opts.test else ''} to "
+                      f"{len(batch)} node(s), job {jid}")
+
+    def lookups(self) -> None:
+        """Every ``lookup_every``: the job cache's returns of the jobs in flight."""
+        now = self.clock()
+        if self.flying and now - self.last_lookup >= self.opts.lookup_every:
+            self.last_lookup = now
+            for jid in sorted({f.jid for f in self.flying.values()}):
+                for r in self.master.lookup(jid).values():
+                    self.take(r)
+
+    def expire(self) -> None:
+        """NO_RETURN for the nodes past ``timeout`` (unless the cache has it by now); and
+        a progress note every 5 s."""
+        now = self.clock()
+        for n in [n for n, f in self.flying.items() if now - f.published > self.opts.timeout]:
+            f = self.flying[n]
+            late = self.master.lookup(f.jid).get(n)
             if late is not None:
-                take(late)
+                self.take(late)
                 continue
             what = ("it still answered find_job" if f.answered else
                     "it never answered find_job either")
-            done(n, NodeResult(node=n, status=Status.NO_RETURN,
-                               why=f"no return within {opts.timeout:g}s ({what})"))
-        if now - last_note >= 5.0 and (flying or todo):
-            last_note = now
-            progress(_note(results, flying, todo, total, now - t0))
-    return [results[n] for n in nodes]
+            self.done(n, NodeResult(node=n, status=Status.NO_RETURN,
+                                    why=f"no return within {self.opts.timeout:g}s ({what})"))
+        if now - self.last_note >= 5.0 and (self.flying or self.todo):
+            self.last_note = now
+            self.progress(_note(self.results, self.flying, self.todo, self.total,
+                                now - self.t0))
 
 
 def _classify(r: Return, opts: Options) -> NodeResult:

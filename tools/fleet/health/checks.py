@@ -21,7 +21,6 @@ Which node gets which check follows its roles and profile (:func:`plan`):
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +32,7 @@ from fleet.health import parse
 from fleet.health.expect import data_mounts
 from fleet.inventory.model import Inventory, Node
 from fleet.reinstall.commands import Runner
+from fleet.reinstall.saltjobs import json_dict
 
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
@@ -152,12 +152,7 @@ class Salt:
         res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args,
                                f"-t{self.timeout:g}", "--out=json", "--static"],
                               timeout=self.timeout + 60)
-        try:
-            data = json.loads(res.stdout) if res.stdout.strip() else {}
-        except ValueError:
-            data = {}
-        if not isinstance(data, dict):
-            data = {}
+        data = json_dict(res)
         if not data and res.returncode != 0:
             last = (res.stderr.strip() or res.stdout.strip()).splitlines()
             raise MasterError(f"`salt` exited {res.returncode}"
@@ -299,19 +294,26 @@ def evaluate(inv: Inventory, nodes: list[Node], answers: Answers) -> list[NodeRe
 
 def _node(inv: Inventory, node: Node, a: Answers) -> NodeReport:
     r = NodeReport(node.hostname)
-    name = node.hostname
+    _hardware(node, a, r)
+    _services(inv, node, a, r)
+    _storage(inv, node, a, r)
+    return r
 
-    def out(check: str) -> str | None:
-        """The node's stdout for ``check``; None (and a problem) when it did not answer."""
-        if check in a.errors:
-            r.add(check, False, f"{check} not checked: {a.errors[check]}")
-            return None
-        got = stdout_of(a.get(check, name))
-        if got is None:
-            r.add(check, False, f"{check} not checked: {NO_ANSWER}")
-        return got
 
-    hw_value = a.get("hardware", name)
+def _out(a: Answers, r: NodeReport, check: str) -> str | None:
+    """The node's stdout for ``check``; None (and a problem) when it did not answer."""
+    if check in a.errors:
+        r.add(check, False, f"{check} not checked: {a.errors[check]}")
+        return None
+    got = stdout_of(a.get(check, r.node))
+    if got is None:
+        r.add(check, False, f"{check} not checked: {NO_ANSWER}")
+    return got
+
+
+def _hardware(node: Node, a: Answers, r: NodeReport) -> None:
+    """GPUs, Xid errors and IB ports: skipped, and said so, where fleet:hardware is false."""
+    hw_value = a.get("hardware", r.node)
     hardware = hw_value not in (False, "False")
     if (node.has("nvidia") or ib_count(node)) and hw_value not in (True, False, "True",
                                                                     "False"):
@@ -322,13 +324,13 @@ def _node(inv: Inventory, node: Node, a: Answers) -> NodeReport:
         if not hardware:
             r.findings.append(Finding("gpu", SKIPPED, "GPU count and persistence mode not "
                                                       "checked (fleet:hardware false)"))
-        elif (text := out("gpu")) is not None:
+        elif (text := _out(a, r, "gpu")) is not None:
             r.add("gpu", *parse.gpu_verdict(parse.gpus(text), expected_gpus))
     if node.has("nvidia"):
         if not hardware:
             r.findings.append(Finding("xid", SKIPPED, "Xid errors not checked "
                                                       "(fleet:hardware false)"))
-        elif (text := out("xid")) is not None:
+        elif (text := _out(a, r, "xid")) is not None:
             good, warn, detail = parse.xid_verdict(parse.xids(text))
             r.findings.append(Finding("xid", WARNING if warn else OK if good else PROBLEM,
                                       detail))
@@ -336,10 +338,14 @@ def _node(inv: Inventory, node: Node, a: Answers) -> NodeReport:
         if not hardware:
             r.findings.append(Finding("ib", SKIPPED, "IB ports not checked "
                                                      "(fleet:hardware false)"))
-        elif (text := out("ib")) is not None:
+        elif (text := _out(a, r, "ib")) is not None:
             r.add("ib", *parse.ib_verdict(parse.ib_ports(text), ib_count(node), text))
+
+
+def _services(inv: Inventory, node: Node, a: Answers, r: NodeReport) -> None:
+    """The node's units, slurmd's registration, munge and time sync."""
     units = units_of(inv, node)
-    if units and (text := out("units")) is not None:
+    if units and (text := _out(a, r, "units")) is not None:
         shown = parse.systemctl_show(text)
         for unit in units:
             r.add(unit.removesuffix(".service"), *parse.unit_verdict(unit, shown.get(unit)))
@@ -347,19 +353,23 @@ def _node(inv: Inventory, node: Node, a: Answers) -> NodeReport:
         if "slurm" in a.errors:
             r.add("slurm", False, f"slurmd registration not checked: {a.errors['slurm']}")
         elif a.scontrol is not None:
-            r.slurm = a.scontrol.get(name)
-            r.add("slurm", *parse.slurmd_verdict(r.slurm, expected_gpus))
+            r.slurm = a.scontrol.get(r.node)
+            r.add("slurm", *parse.slurmd_verdict(r.slurm, gpu_count(node)))
     if (node.has("slurm.compute") or node.has("slurm.controller")) and \
-            (text := out("munge")) is not None:
+            (text := _out(a, r, "munge")) is not None:
         r.add("munge", *parse.munge_verdict(text))
-    if (text := out("time")) is not None:
+    if (text := _out(a, r, "time")) is not None:
         r.add("time", *parse.chrony_verdict(text))
+
+
+def _storage(inv: Inventory, node: Node, a: Answers, r: NodeReport) -> None:
+    """An mkv volume's data disks mounted and its HTTP; an mkv master's HTTP."""
     mounts = data_mounts(node) if node.has("mkv.volume") else []
     if mounts:
         if "mounts" in a.errors:
             r.add("mounts", False, f"mounts not checked: {a.errors['mounts']}")
         else:
-            active = a.get("mounts", name)
+            active = a.get("mounts", r.node)
             if not isinstance(active, dict):  # absent, or salt's "did not return" text
                 r.add("mounts", False, f"mounts not checked: {NO_ANSWER}")
             else:
@@ -367,7 +377,6 @@ def _node(inv: Inventory, node: Node, a: Answers) -> NodeReport:
         _volume_http(inv, node, a, r)
     if node.has("mkv.master"):
         _master_http(inv, node, a, r)
-    return r
 
 
 def _probe(inv: Inventory, master: str, a: Answers) -> tuple[dict[str, int] | None, str]:

@@ -4,77 +4,51 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from fleet.apply.target import TargetError, resolve
+from fleet.cliparts import (
+    Loader,
+    add_command,
+    add_salt_options,
+    add_state_dir,
+    target_nodes,
+)
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
+from fleet.reinstall.cli import runner_for
 
 DEFAULT_STATE = "/var/lib/fleet/health"
 
-Loader = Callable[[argparse.Namespace, Any], Inventory]
 
-
-def add_common_salt(p: argparse.ArgumentParser) -> None:
-    """Where Salt and Slurm are asked (shared with ``fleet rollout``)."""
-    p.add_argument("--salt-config", type=Path,
-                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
-                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
-                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
-    p.add_argument("--slurm-command", metavar="CMD",
-                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
-                        "slurmctld's host has no Slurm client here")
-    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
-                   help="seconds each salt call waits for the minions (default 60)")
+HELP = "check nodes: GPUs, Xid, IB, slurmd, munge, time, mkv disks, head services"
+DESCRIPTION = """
+The health gate of the inventory nodes TARGET names, one Salt call per check across all of
+them: GPU count and persistence mode, NVIDIA Xid errors since boot, InfiniBand ports (these
+three skipped, and said so, where pillar fleet:hardware is false), slurmd active and
+registered with its GRES, munge, time sync (chrony), mkv volumes answering with every data
+disk mounted, and the head node's services. --drain drains unhealthy Slurm nodes (reason
+'fleet health: ...'); --resume resumes nodes drained that way once they pass, never a node
+drained otherwise. See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target item that names no
+node), 4 the Salt master could not be reached, 5 a node is unhealthy (with --drain: and
+drained if it is a Slurm node)
+"""
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "health", parents=[common], help="check nodes: GPUs, Xid, IB, slurmd, munge, time, "
-                                         "mkv disks, head services",
-        description="The health gate of the inventory nodes TARGET names, one Salt call "
-                    "per check across all of them: GPU count and persistence mode, NVIDIA "
-                    "Xid errors since boot, InfiniBand ports (these three skipped, and said "
-                    "so, where pillar fleet:hardware is false), slurmd active and "
-                    "registered with its GRES, munge, time sync (chrony), mkv volumes "
-                    "answering with every data disk mounted, and the head node's services. "
-                    "--drain drains unhealthy Slurm nodes (reason 'fleet health: ...'); "
-                    "--resume resumes nodes drained that way once they pass, never a node "
-                    "drained otherwise. See docs/operations.md.",
-        epilog="exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target "
-               "item that names no node), 4 the Salt master could not be reached, "
-               "5 a node is unhealthy (with --drain: and drained if it is a Slurm node)")
-    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
-                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('stor-*'), "
-                        "comma-separated (default: every node)")
+    p = add_command(sub, common, "health", HELP, DESCRIPTION, EPILOG, target="'stor-*'")
     p.add_argument("--drain", action="store_true",
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
                    help="resume the healthy nodes that `fleet health --drain` drained")
-    p.add_argument("--state-dir", type=Path,
-                   default=Path(os.environ.get("FLEET_HEALTH_STATE", DEFAULT_STATE)),
-                   help=f"the journal of drains and resumes (default $FLEET_HEALTH_STATE or "
-                        f"{DEFAULT_STATE})")
-    add_common_salt(p)
+    add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE, "the journal of drains and resumes")
+    add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
-
-
-def runner_for(args: argparse.Namespace) -> Any:
-    from fleet.reinstall.cli import _tool
-    from fleet.reinstall.commands import SubprocessRunner
-
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    return SubprocessRunner(prefix)
 
 
 def cmd_health(args: argparse.Namespace, inv: Inventory,
@@ -82,10 +56,8 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
     from fleet.health.checks import MasterError
     from fleet.health.run import gate
 
-    try:
-        names = resolve(args.target, inv.nodes)
-    except TargetError as exc:
-        print(f"fleet: target: {exc}", file=sys.stderr)
+    names = target_nodes(args, inv)
+    if names is None:
         return Exit.USAGE
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")

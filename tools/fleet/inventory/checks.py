@@ -10,29 +10,38 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import TypeVar, Unpack
 
 from fleet.inventory import aptcache, schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
 from fleet.inventory.slurmcompat import check_slurm_versions
 from fleet.inventory.types import rel_path
-from fleet.problems import Problem, dotted, short
+from fleet.problems import Problem, ProblemOptions, Reporter, dotted, short
 from fleet.yamlsrc import Source
 
 
 @dataclass(frozen=True)
-class Ctx:
+class Ctx(Reporter):
     raw: schema.Inventory
     nodes: dict[str, Node]
     src: Source
 
-    def problem(self, path: YamlPath, message: str, *, shown: str | None = None,
-                code: str = "invalid", hint: str | None = None, key: bool = False) -> Problem:
-        return Problem(self.src.pos(path, key=key), shown if shown is not None else dotted(path),
-                       message, code=code, hint=hint)
-
 
 Rule = Callable[[Ctx], Iterator[Problem]]
+
+K = TypeVar("K")
+
+
+def _claim(c: Ctx, seen: dict[K, tuple[str, YamlPath]], value: K, owner: str, path: YamlPath,
+           said: str, **opts: Unpack[ProblemOptions]) -> Iterator[Problem]:
+    """``value`` (``said`` in a message) taken for ``owner`` at ``path``, or, when an earlier
+    owner has it, the problem that names that one."""
+    if value in seen:
+        other, opath = seen[value]
+        yield c.problem(path, f"{said} is already used by {other} ({c.src.pos(opath)})", **opts)
+    else:
+        seen[value] = (owner, path)
 
 
 def check_macs(c: Ctx) -> Iterator[Problem]:
@@ -58,33 +67,20 @@ def check_macs(c: Ctx) -> Iterator[Problem]:
             if mac == "00:00:00:00:00:00":
                 yield c.problem(path, f"{mac} is not a real MAC", code="mac_format")
                 continue
-            if mac in seen:
-                other, opath = seen[mac]
-                yield c.problem(path, f"{value} is already used by {other} "
-                                f"({c.src.pos(opath)})", code="duplicate_mac")
-                continue
-            seen[mac] = (node.hostname, path)
+            yield from _claim(c, seen, mac, node.hostname, path, str(value), code="duplicate_mac")
 
 
 def check_serials(c: Ctx) -> Iterator[Problem]:
     seen: dict[str, tuple[str, YamlPath]] = {}
     guids: dict[str, tuple[str, YamlPath]] = {}
     for node in c.nodes.values():
-        path: YamlPath = ("nodes", node.hostname, "serial")
-        if node.serial in seen:
-            other, opath = seen[node.serial]
-            yield c.problem(path, f"{node.serial} is already used by {other} "
-                            f"({c.src.pos(opath)})", code="duplicate_serial")
-        else:
-            seen[node.serial] = (node.hostname, path)
+        yield from _claim(c, seen, node.serial, node.hostname,
+                          ("nodes", node.hostname, "serial"), node.serial,
+                          code="duplicate_serial")
         if node.ib_guid:
-            gpath: YamlPath = ("nodes", node.hostname, "ib_guid")
-            if node.ib_guid in guids:
-                other, opath = guids[node.ib_guid]
-                yield c.problem(gpath, f"{node.ib_guid} is already used by {other} "
-                                f"({c.src.pos(opath)})", code="duplicate_guid")
-            else:
-                guids[node.ib_guid] = (node.hostname, gpath)
+            yield from _claim(c, guids, node.ib_guid, node.hostname,
+                              ("nodes", node.hostname, "ib_guid"), node.ib_guid,
+                              code="duplicate_guid")
 
 
 def check_addresses(c: Ctx) -> Iterator[Problem]:
@@ -126,12 +122,8 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
                 yield c.problem(origin, f"{addr} is {what} ({c.src.pos(rpath)})", shown=shown,
                                 code="duplicate_ip")
                 continue
-            if addr in seen:
-                other, opath = seen[addr]
-                yield c.problem(origin, f"{addr} is already used by {other} "
-                                f"({c.src.pos(opath)})", shown=shown, code="duplicate_ip")
-                continue
-            seen[addr] = (f"{node.hostname} ({nic})", origin)
+            yield from _claim(c, seen, addr, f"{node.hostname} ({nic})", origin, str(addr),
+                              shown=shown, code="duplicate_ip")
 
 
 def check_networks(c: Ctx) -> Iterator[Problem]:
@@ -222,11 +214,14 @@ SALT_PORTS = (4505, 4506)
 SLURMCTLD_PORT, SLURMD_PORT = 6817, 6818
 
 
-def check_service_ports(c: Ctx) -> Iterator[Problem]:
-    """Two services of one host on one TCP port: the second one would not start."""
+_Service = tuple[str, int, str, YamlPath, bool]  # host, port, what, path, fixed port
+
+
+def _services(c: Ctx) -> list[_Service]:
+    """Every TCP service of every node, with the field that places it there."""
     raw = c.raw
     site = raw.site
-    services: list[tuple[str, int, str, YamlPath, bool]] = []  # host, port, what, path, fixed
+    services: list[_Service] = []
 
     def add(host: str, port: int, what: str, path: YamlPath, fixed: bool = False) -> None:
         if host in c.nodes:
@@ -257,6 +252,12 @@ def check_service_ports(c: Ctx) -> Iterator[Problem]:
                 if node.mkv_array == aname:
                     add(node.hostname, array.volume_port, f"mkv volume of array {aname}",
                         (*apath, "volume_port"))
+    return services
+
+
+def check_service_ports(c: Ctx) -> Iterator[Problem]:
+    """Two services of one host on one TCP port: the second one would not start."""
+    services = _services(c)
     seen: dict[tuple[str, int], tuple[str, YamlPath, bool]] = {}
     reported: set[tuple[YamlPath, str]] = set()
     for host, port, what, path, fixed in sorted(services, key=lambda s: not s[4]):
@@ -266,7 +267,7 @@ def check_service_ports(c: Ctx) -> Iterator[Problem]:
             continue
         fwhat, fpath, _ = first
         if fwhat.startswith("mkv ") and what.startswith("mkv "):
-            continue  # check_services reports these, by array
+            continue  # check_mkv_ports reports these, by array
         if (path, fwhat) in reported:
             continue  # once per field and clash, not once per volume host
         reported.add((path, fwhat))
@@ -326,14 +327,9 @@ def check_switch_ports(c: Ctx) -> Iterator[Problem]:
                                 f"({iface.switch} has {sw.ports} ports)", shown=shown,
                                 code="port_range")
                 continue
-            key = (iface.switch, iface.port)
-            if key in seen:
-                other, opath = seen[key]
-                yield c.problem(origin, f"{iface.switch} port {iface.port} is already used by "
-                                f"{other} ({c.src.pos(opath)})", shown=shown,
-                                code="duplicate_port")
-                continue
-            seen[key] = (f"{node.hostname} ({nic})", origin)
+            yield from _claim(c, seen, (iface.switch, iface.port), f"{node.hostname} ({nic})",
+                              origin, f"{iface.switch} port {iface.port}", shown=shown,
+                              code="duplicate_port")
 
 
 def check_hardware(c: Ctx) -> Iterator[Problem]:
@@ -358,49 +354,77 @@ def check_hardware(c: Ctx) -> Iterator[Problem]:
                                 hint="repair the machine, or give it a profile that matches")
 
 
+@dataclass(frozen=True)
+class _Membership:
+    """A role whose node groups name one entry of a top-level table, and the words for it."""
+
+    role: str  # slurm.compute
+    field: str  # the node group's field: slurm_partition
+    needs: str  # a slurm_partition
+    place: str  # a partition
+    what: str  # partition (unknown partition 'x')
+    section: str  # the top-level section: slurm
+    table: str  # its table of entries: partitions
+
+
+MEMBERSHIPS = (
+    _Membership("slurm.compute", "slurm_partition", "a slurm_partition", "a partition",
+                "partition", "slurm", "partitions"),
+    _Membership("mkv.volume", "mkv_array", "an mkv_array", "an mkv array", "mkv array", "mkv",
+                "arrays"),
+)
+
+
+def _entries(raw: schema.Inventory, m: _Membership) -> dict[str, object] | None:
+    section = getattr(raw, m.section)
+    return None if section is None else dict(getattr(section, m.table))
+
+
+def check_memberships(c: Ctx) -> Iterator[Problem]:
+    """A group with the role names an existing entry; a group without it names none."""
+    for gname, group in c.raw.node_groups.items():
+        gpath: YamlPath = ("node_groups", gname)
+        for m in MEMBERSHIPS:
+            value = getattr(group, m.field)
+            has_role = m.role in group.roles
+            if has_role and value is None:
+                yield c.problem((*gpath, "roles"), f"{m.role} nodes need {m.needs}",
+                                code="missing")
+            if value is None:
+                continue
+            if not has_role:
+                yield c.problem((*gpath, m.field),
+                                f"only groups with role {m.role} can be in {m.place}",
+                                code="mismatch")
+            entries = _entries(c.raw, m)
+            if entries is None or value not in entries:
+                known = ", ".join(entries) if entries is not None \
+                    else f"none (no {m.section} section)"
+                yield c.problem((*gpath, m.field), f"unknown {m.what} {value!r}",
+                                code="unknown_ref", hint=f"known {m.table}: {known}")
+
+
 def check_roles(c: Ctx) -> Iterator[Problem]:
+    """What a role needs of the group's hardware profile."""
     raw = c.raw
     for gname, group in raw.node_groups.items():
         gpath: YamlPath = ("node_groups", gname)
-        roles = set(group.roles)
         profile = raw.profiles.get(group.profile)
-        if "slurm.compute" in roles and group.slurm_partition is None:
-            yield c.problem((*gpath, "roles"), "slurm.compute nodes need a slurm_partition",
-                            code="missing")
-        if group.slurm_partition is not None:
-            if "slurm.compute" not in roles:
-                yield c.problem((*gpath, "slurm_partition"),
-                                "only groups with role slurm.compute can be in a partition",
-                                code="mismatch")
-            if raw.slurm is None or group.slurm_partition not in raw.slurm.partitions:
-                known = ", ".join(raw.slurm.partitions) if raw.slurm else "none (no slurm section)"
-                yield c.problem((*gpath, "slurm_partition"),
-                                f"unknown partition {group.slurm_partition!r}",
-                                code="unknown_ref", hint=f"known partitions: {known}")
-        if "mkv.volume" in roles and group.mkv_array is None:
-            yield c.problem((*gpath, "roles"), "mkv.volume nodes need an mkv_array",
-                            code="missing")
-        if group.mkv_array is not None:
-            if "mkv.volume" not in roles:
-                yield c.problem((*gpath, "mkv_array"),
-                                "only groups with role mkv.volume can be in an mkv array",
-                                code="mismatch")
-            if raw.mkv is None or group.mkv_array not in raw.mkv.arrays:
-                known = ", ".join(raw.mkv.arrays) if raw.mkv else "none (no mkv section)"
-                yield c.problem((*gpath, "mkv_array"), f"unknown mkv array {group.mkv_array!r}",
-                                code="unknown_ref", hint=f"known arrays: {known}")
-            elif profile is not None and not profile.data_disks:
-                yield c.problem((*gpath, "mkv_array"),
-                                f"profile {group.profile!r} has no data disks for mkv",
-                                code="mismatch")
-        if profile is not None:
-            if "nvidia" in roles and profile.gpu is None:
-                yield c.problem((*gpath, "roles"), f"role nvidia needs GPUs, but profile "
-                                f"{group.profile!r} has none", code="mismatch")
-            if "infiniband" in roles and not any(
-                    n.kind == "infiniband" for n in profile.nics.values()):
-                yield c.problem((*gpath, "roles"), f"role infiniband needs an InfiniBand NIC, "
-                                f"but profile {group.profile!r} has none", code="mismatch")
+        if profile is None:
+            continue
+        if (group.mkv_array is not None and raw.mkv is not None
+                and group.mkv_array in raw.mkv.arrays
+                and not profile.data_disks):
+            yield c.problem((*gpath, "mkv_array"),
+                            f"profile {group.profile!r} has no data disks for mkv",
+                            code="mismatch")
+        if "nvidia" in group.roles and profile.gpu is None:
+            yield c.problem((*gpath, "roles"), f"role nvidia needs GPUs, but profile "
+                            f"{group.profile!r} has none", code="mismatch")
+        if "infiniband" in group.roles and not any(
+                n.kind == "infiniband" for n in profile.nics.values()):
+            yield c.problem((*gpath, "roles"), f"role infiniband needs an InfiniBand NIC, "
+                            f"but profile {group.profile!r} has none", code="mismatch")
 
 
 def check_profiles(c: Ctx) -> Iterator[Problem]:
@@ -439,95 +463,126 @@ def _host_with_role(c: Ctx, path: YamlPath, host: str, role: str) -> Iterator[Pr
                         hint=f"add {role} to the roles of node group {node.group!r}")
 
 
-def check_services(c: Ctx) -> Iterator[Problem]:
+def check_salt_master(c: Ctx) -> Iterator[Problem]:
+    """The provisioning host and the Salt master are nodes (the first with its role)."""
     raw = c.raw
     yield from _host_with_role(c, ("site", "provisioning_host"), raw.site.provisioning_host,
                                "provisioning")
     if raw.site.salt.master not in raw.nodes:
         yield c.problem(("site", "salt", "master"), f"unknown node {raw.site.salt.master!r}",
                         code="unknown_ref")
-    if raw.slurm is not None:
-        yield from _host_with_role(c, ("slurm", "controller"), raw.slurm.controller,
-                                   "slurm.controller")
-        defaults = [p for p, part in raw.slurm.partitions.items() if part.default]
-        if len(defaults) > 1:
-            yield c.problem(("slurm", "partitions", defaults[1], "default"),
-                            f"only one partition can be the default (also {defaults[0]})")
-        members: dict[str, list[Node]] = {p: [] for p in raw.slurm.partitions}
-        for node in c.nodes.values():
-            if node.partition in members:
-                members[node.partition].append(node)
-        for pname, part in raw.slurm.partitions.items():
-            ppath: YamlPath = ("slurm", "partitions", pname)
-            sw = raw.switches.get(part.ib_switch)
-            if sw is None:
-                yield c.problem((*ppath, "ib_switch"), f"unknown switch {part.ib_switch!r}",
-                                code="unknown_ref")
-            elif sw.kind != "infiniband":
-                yield c.problem((*ppath, "ib_switch"),
-                                f"{part.ib_switch} is an {sw.kind} switch, not InfiniBand",
-                                code="mismatch")
-            if not members[pname]:
-                yield c.problem(ppath, f"partition {pname} has no nodes", code="empty", key=True,
-                                hint="put a node group in it (slurm_partition) or remove it")
-            for node in members[pname]:
-                ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
-                if ib and sw is not None and all(i.switch != part.ib_switch for i in ib):
-                    yield c.problem(("node_groups", node.group, "slurm_partition"),
-                                    f"{node.hostname} is in partition {pname} but not cabled "
-                                    f"to its fabric {part.ib_switch}", code="mismatch",
-                                    hint="a partition's jobs must never span IB fabrics")
-                    break
-    else:
+
+
+def check_slurm(c: Ctx) -> Iterator[Problem]:
+    """The controller, one default partition, and each partition's nodes on its fabric; Slurm
+    roles only with a ``slurm`` section."""
+    raw = c.raw
+    if raw.slurm is None:
         for gname, group in raw.node_groups.items():
             if {"slurm.compute", "slurm.controller"} & set(group.roles):
                 yield c.problem(("node_groups", gname, "roles"),
                                 "nodes have Slurm roles but there is no 'slurm' section",
                                 code="missing", hint="add a top-level 'slurm:' section")
                 break
-    if raw.mkv is not None:
-        volumes: dict[str, list[Node]] = {}
-        for node in c.nodes.values():
-            if node.mkv_array is not None:
-                volumes.setdefault(node.mkv_array, []).append(node)
-        for aname, array in raw.mkv.arrays.items():
-            apath: YamlPath = ("mkv", "arrays", aname)
-            yield from _host_with_role(c, (*apath, "master"), array.master, "mkv.master")
-            vols = volumes.get(aname, [])
-            if not vols:
-                yield c.problem(apath, f"mkv array {aname} has no volumes", code="empty",
-                                key=True, hint="put a node group in it (mkv_array) or remove it")
-                continue
-            if array.replicas > len(vols):
-                yield c.problem((*apath, "replicas"), f"{array.replicas} replicas need at least "
-                                f"{array.replicas} volumes, array {aname} has {len(vols)}",
-                                code="replicas")
-            counts = {len(n.profile.data_disks) for n in vols}
-            if len(counts) > 1:
-                yield c.problem(apath, f"all volumes of array {aname} need the same number of "
-                                f"data disks (mkv -subvolumes), found {sorted(counts)}",
-                                code="mismatch", key=True)
-            elif counts == {1}:
-                # mkv -subvolumes 1 puts keys under the volume's root, not under sv00,
-                # which is where the one data disk is mounted: writes would fill the OS disk
-                yield c.problem(apath, f"the volumes of array {aname} have one data disk "
-                                "each: mkv -subvolumes 1 writes under the volume's root "
-                                "(the OS disk), not on the data disk",
-                                code="single_disk", key=True,
-                                hint="give the profile at least 2 data disks, or put these "
-                                     "nodes in no mkv array")
-        ports: dict[tuple[str, int], str] = {}
-        for aname, array in raw.mkv.arrays.items():
-            for host, port, what in ((array.master, array.port, "port"),
-                                     (None, array.volume_port, "volume_port")):
-                hosts = [host] if host else [n.hostname for n in volumes.get(aname, [])]
-                for h in hosts:
-                    if (h, port) in ports:
-                        yield c.problem(("mkv", "arrays", aname, what),
-                                        f"port {port} on {h} is already used by array "
-                                        f"{ports[(h, port)]}", code="duplicate_port")
-                        break
-                    ports[(h, port)] = aname
+        return
+    yield from _host_with_role(c, ("slurm", "controller"), raw.slurm.controller,
+                               "slurm.controller")
+    defaults = [p for p, part in raw.slurm.partitions.items() if part.default]
+    if len(defaults) > 1:
+        yield c.problem(("slurm", "partitions", defaults[1], "default"),
+                        f"only one partition can be the default (also {defaults[0]})")
+    members: dict[str, list[Node]] = {p: [] for p in raw.slurm.partitions}
+    for node in c.nodes.values():
+        if node.partition in members:
+            members[node.partition].append(node)
+    for pname, part in raw.slurm.partitions.items():
+        yield from _partition(c, pname, part, members[pname])
+
+
+def _partition(c: Ctx, pname: str, part: schema.Partition,
+               members: list[Node]) -> Iterator[Problem]:
+    ppath: YamlPath = ("slurm", "partitions", pname)
+    sw = c.raw.switches.get(part.ib_switch)
+    if sw is None:
+        yield c.problem((*ppath, "ib_switch"), f"unknown switch {part.ib_switch!r}",
+                        code="unknown_ref")
+    elif sw.kind != "infiniband":
+        yield c.problem((*ppath, "ib_switch"),
+                        f"{part.ib_switch} is an {sw.kind} switch, not InfiniBand",
+                        code="mismatch")
+    if not members:
+        yield c.problem(ppath, f"partition {pname} has no nodes", code="empty", key=True,
+                        hint="put a node group in it (slurm_partition) or remove it")
+    for node in members:
+        ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
+        if ib and sw is not None and all(i.switch != part.ib_switch for i in ib):
+            yield c.problem(("node_groups", node.group, "slurm_partition"),
+                            f"{node.hostname} is in partition {pname} but not cabled "
+                            f"to its fabric {part.ib_switch}", code="mismatch",
+                            hint="a partition's jobs must never span IB fabrics")
+            break
+
+
+def _mkv_volumes(c: Ctx) -> dict[str, list[Node]]:
+    volumes: dict[str, list[Node]] = {}
+    for node in c.nodes.values():
+        if node.mkv_array is not None:
+            volumes.setdefault(node.mkv_array, []).append(node)
+    return volumes
+
+
+def check_mkv(c: Ctx) -> Iterator[Problem]:
+    """Each array's master has the role; its volumes are enough for the replicas and have the
+    same number (at least 2) of data disks."""
+    if c.raw.mkv is None:
+        return
+    volumes = _mkv_volumes(c)
+    for aname, array in c.raw.mkv.arrays.items():
+        apath: YamlPath = ("mkv", "arrays", aname)
+        yield from _host_with_role(c, (*apath, "master"), array.master, "mkv.master")
+        vols = volumes.get(aname, [])
+        if not vols:
+            yield c.problem(apath, f"mkv array {aname} has no volumes", code="empty",
+                            key=True, hint="put a node group in it (mkv_array) or remove it")
+            continue
+        if array.replicas > len(vols):
+            yield c.problem((*apath, "replicas"), f"{array.replicas} replicas need at least "
+                            f"{array.replicas} volumes, array {aname} has {len(vols)}",
+                            code="replicas")
+        counts = {len(n.profile.data_disks) for n in vols}
+        if len(counts) > 1:
+            yield c.problem(apath, f"all volumes of array {aname} need the same number of "
+                            f"data disks (mkv -subvolumes), found {sorted(counts)}",
+                            code="mismatch", key=True)
+        elif counts == {1}:
+            # mkv -subvolumes 1 puts keys under the volume's root, not under sv00,
+            # which is where the one data disk is mounted: writes would fill the OS disk
+            yield c.problem(apath, f"the volumes of array {aname} have one data disk "
+                            "each: mkv -subvolumes 1 writes under the volume's root "
+                            "(the OS disk), not on the data disk",
+                            code="single_disk", key=True,
+                            hint="give the profile at least 2 data disks, or put these "
+                                 "nodes in no mkv array")
+
+
+def check_mkv_ports(c: Ctx) -> Iterator[Problem]:
+    """Two arrays on one port of one host (a master's port, or the volume port of its
+    volumes)."""
+    if c.raw.mkv is None:
+        return
+    volumes = _mkv_volumes(c)
+    ports: dict[tuple[str, int], str] = {}
+    for aname, array in c.raw.mkv.arrays.items():
+        for host, port, what in ((array.master, array.port, "port"),
+                                 (None, array.volume_port, "volume_port")):
+            hosts = [host] if host else [n.hostname for n in volumes.get(aname, [])]
+            for h in hosts:
+                if (h, port) in ports:
+                    yield c.problem(("mkv", "arrays", aname, what),
+                                    f"port {port} on {h} is already used by array "
+                                    f"{ports[(h, port)]}", code="duplicate_port")
+                    break
+                ports[(h, port)] = aname
 
 
 def check_fabrics(c: Ctx) -> Iterator[Problem]:
@@ -638,9 +693,13 @@ RULES: tuple[Rule, ...] = (
     check_addresses,
     check_switch_ports,
     check_hardware,
+    check_memberships,
     check_roles,
     check_profiles,
-    check_services,
+    check_salt_master,
+    check_slurm,
+    check_mkv,
+    check_mkv_ports,
     check_fabrics,
     check_slurm_versions,
 )

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import Unpack
 
 from fleet.inventory import schema
 from fleet.inventory.model import Interface, Node, YamlPath
 from fleet.inventory.netutil import try_normalize_mac
 from fleet.inventory.types import host_name
-from fleet.problems import Problem, dotted, short
+from fleet.problems import Problem, ProblemOptions, Reporter, short
 from fleet.yamlsrc import Source
 
 _RANGE = re.compile(r"^(?P<prefix>[a-z0-9-]*)\[(?P<lo>\d+)-(?P<hi>\d+)\](?P<suffix>[a-z0-9-]*)$")
@@ -57,17 +59,13 @@ def _bad_host_name(hosts: list[tuple[str, int | None]]) -> str | None:
     return None
 
 
-class _Ctx:
+class _Ctx(Reporter):
     def __init__(self, src: Source) -> None:
         self.src = src
         self.problems: list[Problem] = []
 
-    def err(self, path: YamlPath, message: str, *, shown: str | None = None,
-            code: str = "invalid", hint: str | None = None, key: bool = False) -> None:
-        self.problems.append(
-            Problem(self.src.pos(path, key=key), shown if shown is not None else dotted(path),
-                    message, code=code, hint=hint)
-        )
+    def err(self, path: YamlPath, message: str, **opts: Unpack[ProblemOptions]) -> None:
+        self.problems.append(self.problem(path, message, **opts))
 
 
 def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Problem]]:
@@ -77,53 +75,20 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
     total = 0
     for gname, group in inv.node_groups.items():
         gpath: YamlPath = ("node_groups", gname)
-        try:
-            hosts = expand_hosts(group.hosts)
-        except ValueError as exc:
-            ctx.err((*gpath, "hosts"), str(exc))
-            hosts = []
-        members: list[tuple[int, str, int | None]] = []
-        missing: list[str] = []
-        bad = _bad_host_name(hosts)
-        if bad is not None:
-            ctx.err((*gpath, "hosts"), bad, code="host_name")
-            hosts = []
+        hosts = _hosts(ctx, gpath, group)
         total += len(hosts)
         if total > MAX_NODES:
             ctx.err((*gpath, "hosts"), f"the node groups up to this one expand to {total:,} "
                     f"machines, more than fleet's limit of {MAX_NODES:,}", code="too_many")
             break
-        for position, (hostname, index) in enumerate(hosts):
-            if hostname in claimed:
-                ctx.err((*gpath, "hosts"),
-                        f"{hostname} is already in node group {claimed[hostname]!r}",
-                        shown=f"node_groups.{gname}.hosts", code="duplicate")
-                continue
-            claimed[hostname] = gname
-            if hostname in inv.nodes:
-                members.append((position, hostname, index))
-            else:
-                missing.append(hostname)
-        if missing:
-            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more"
-                                              if len(missing) > 5 else "")
-            ctx.err((*gpath, "hosts"),
-                    f"{shown} {'has' if len(missing) == 1 else 'have'} no entry under 'nodes'",
-                    code="missing_node",
-                    hint=f"add 'nodes: {missing[0]}: {{serial: ..., mac: ..., bmc_mac: ...}}'")
-        profile = inv.profiles.get(group.profile)
-        if profile is None:
-            ctx.err((*gpath, "profile"), f"unknown profile {group.profile!r}",
-                    code="unknown_ref", hint=f"known profiles: {', '.join(inv.profiles) or 'none'}")
-            continue
-        if group.image is not None and group.image not in inv.site.images:
-            ctx.err((*gpath, "image"), f"unknown image {group.image!r}", code="unknown_ref",
-                    hint=f"known images (site.images): {', '.join(inv.site.images) or 'none'}")
-        if not _group_nics_ok(ctx, inv, gpath, group, profile):
+        members = _claim(ctx, inv, gname, hosts, claimed)
+        profile = _profile(ctx, inv, gpath, group)
+        if profile is None or not _group_nics_ok(ctx, inv, gpath, group, profile):
             continue
         for position, hostname, index in members:
-            facts = inv.nodes[hostname]
-            node = _node(ctx, inv, gname, group, profile, hostname, index, position, facts)
+            member = _Member(gname, group, profile, hostname, index, position,
+                             inv.nodes[hostname])
+            node = _node(ctx, inv, member)
             if node is not None:
                 nodes[hostname] = node
     for hostname in inv.nodes:
@@ -132,6 +97,62 @@ def expand(inv: schema.Inventory, src: Source) -> tuple[dict[str, Node], list[Pr
                     code="unknown_ref", key=True,
                     hint="add it to a node group's 'hosts' range or remove the entry")
     return nodes, ctx.problems
+
+
+def _hosts(ctx: _Ctx, gpath: YamlPath, group: schema.NodeGroup) -> list[tuple[str, int | None]]:
+    """The group's machines (name, index); none when its ``hosts`` is wrong."""
+    try:
+        hosts = expand_hosts(group.hosts)
+    except ValueError as exc:
+        ctx.err((*gpath, "hosts"), str(exc))
+        return []
+    bad = _bad_host_name(hosts)
+    if bad is not None:
+        ctx.err((*gpath, "hosts"), bad, code="host_name")
+        return []
+    return hosts
+
+
+def _claim(ctx: _Ctx, inv: schema.Inventory, gname: str, hosts: list[tuple[str, int | None]],
+           claimed: dict[str, str]) -> list[tuple[int, str, int | None]]:
+    """The group's members (position, hostname, index): its hosts that no earlier group
+    has and that have an entry under ``nodes``."""
+    gpath: YamlPath = ("node_groups", gname)
+    members: list[tuple[int, str, int | None]] = []
+    missing: list[str] = []
+    for position, (hostname, index) in enumerate(hosts):
+        if hostname in claimed:
+            ctx.err((*gpath, "hosts"),
+                    f"{hostname} is already in node group {claimed[hostname]!r}",
+                    shown=f"node_groups.{gname}.hosts", code="duplicate")
+            continue
+        claimed[hostname] = gname
+        if hostname in inv.nodes:
+            members.append((position, hostname, index))
+        else:
+            missing.append(hostname)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more"
+                                          if len(missing) > 5 else "")
+        ctx.err((*gpath, "hosts"),
+                f"{shown} {'has' if len(missing) == 1 else 'have'} no entry under 'nodes'",
+                code="missing_node",
+                hint=f"add 'nodes: {missing[0]}: {{serial: ..., mac: ..., bmc_mac: ...}}'")
+    return members
+
+
+def _profile(ctx: _Ctx, inv: schema.Inventory, gpath: YamlPath,
+             group: schema.NodeGroup) -> schema.Profile | None:
+    """The group's profile (None when unknown); its image checked too."""
+    profile = inv.profiles.get(group.profile)
+    if profile is None:
+        ctx.err((*gpath, "profile"), f"unknown profile {group.profile!r}",
+                code="unknown_ref", hint=f"known profiles: {', '.join(inv.profiles) or 'none'}")
+        return None
+    if group.image is not None and group.image not in inv.site.images:
+        ctx.err((*gpath, "image"), f"unknown image {group.image!r}", code="unknown_ref",
+                hint=f"known images (site.images): {', '.join(inv.site.images) or 'none'}")
+    return profile
 
 
 def _group_nics_ok(ctx: _Ctx, inv: schema.Inventory, gpath: YamlPath,
@@ -181,71 +202,49 @@ def _group_nics_ok(ctx: _Ctx, inv: schema.Inventory, gpath: YamlPath,
     return ok
 
 
-def _node(ctx: _Ctx, inv: schema.Inventory, gname: str, group: schema.NodeGroup,
-          profile: schema.Profile, hostname: str, index: int | None, position: int,
-          facts: schema.NodeFacts) -> Node | None:
-    npath: YamlPath = ("nodes", hostname)
-    gpath: YamlPath = ("node_groups", gname)
-    origin: dict[str, YamlPath] = {"node": npath, "hostname": (*gpath, "hosts")}
+@dataclass(frozen=True)
+class _Member:
+    """One machine of a node group, as :func:`_node` expands it."""
+
+    gname: str
+    group: schema.NodeGroup
+    profile: schema.Profile
+    hostname: str
+    index: int | None  # the number in its name
+    position: int  # its 0-based place in the group
+    facts: schema.NodeFacts
+
+    @property
+    def npath(self) -> YamlPath:
+        return ("nodes", self.hostname)
+
+    @property
+    def gpath(self) -> YamlPath:
+        return ("node_groups", self.gname)
+
+
+def _node(ctx: _Ctx, inv: schema.Inventory, m: _Member) -> Node | None:
+    facts, group, profile = m.facts, m.group, m.profile
+    origin: dict[str, YamlPath] = {"node": m.npath, "hostname": (*m.gpath, "hosts")}
     for key, table in (("ip", facts.ip), ("port", facts.port)):
         for nic in table:
             if nic not in group.nics:
-                ctx.err((*npath, key, nic), f"node has no NIC {nic!r}", code="unknown_ref",
+                ctx.err((*m.npath, key, nic), f"node has no NIC {nic!r}", code="unknown_ref",
                         key=True, hint=f"its NICs are: {', '.join(group.nics)}")
     interfaces: dict[str, Interface] = {}
     boot_nic = ""
     for nic, rule in group.nics.items():
-        net = inv.networks[rule.network]
-        address: IPv4Address | None
-        if nic in facts.ip:
-            address = facts.ip[nic]
-            origin[f"ip.{nic}"] = (*npath, "ip", nic)
-        elif rule.ip_base is not None:
-            if index is None:
-                ctx.err((*gpath, "nics", nic, "ip_base"),
-                        f"{hostname} has no number to add to ip_base",
-                        hint=f"give nodes.{hostname}.ip.{nic} instead")
-                return None
-            try:
-                address = rule.ip_base + index
-            except ValueError:
-                ctx.err((*gpath, "nics", nic, "ip_base"),
-                        f"{rule.ip_base} + {index} is not an IPv4 address")
-                return None
-            origin[f"ip.{nic}"] = (*gpath, "nics", nic, "ip_base")
-        else:
-            ctx.err((*gpath, "nics", nic), f"{hostname}: NIC {nic!r} has no address",
-                    shown=f"nodes.{hostname}.ip.{nic}", code="missing",
-                    hint=f"set node_groups.{gname}.nics.{nic}.ip_base or nodes.{hostname}.ip.{nic}")
+        iface = _interface(ctx, inv, m, nic, rule, origin)
+        if iface is None:
             return None
-        port: int | None = None
-        if nic in facts.port:
-            port = facts.port[nic]
-            origin[f"port.{nic}"] = (*npath, "port", nic)
-        elif rule.first_port is not None:
-            port = rule.first_port + position
-            origin[f"port.{nic}"] = (*gpath, "nics", nic, "first_port")
-        if port is not None and rule.switch is None:
-            ctx.err((*gpath, "nics", nic), f"NIC {nic!r} has a port but no switch",
-                    hint="add 'switch:'")
-        kind = "bmc" if nic == "bmc" else profile.nics[nic].kind
-        mac: str | None = None
-        if nic == "bmc":
-            mac = try_normalize_mac(facts.bmc_mac)
-        elif net.purpose == "provisioning":
-            mac = try_normalize_mac(facts.mac)
-        if net.purpose == "provisioning":
+        interfaces[nic] = iface
+        if inv.networks[rule.network].purpose == "provisioning":
             boot_nic = nic
-        interfaces[nic] = Interface(
-            name=nic, kind=kind, network=rule.network, address=address, cidr=net.cidr,
-            gateway=net.gateway, vlan=net.vlan, mtu=net.mtu, mac=mac, switch=rule.switch,
-            port=port, speed_gbps=None if nic == "bmc" else profile.nics[nic].speed_gbps,
-        )
-    origin["mac"] = (*npath, "mac")
-    origin["bmc_mac"] = (*npath, "bmc_mac")
+    origin["mac"] = (*m.npath, "mac")
+    origin["bmc_mac"] = (*m.npath, "bmc_mac")
     roles = (*schema.IMPLICIT_ROLES, *group.roles)
     return Node(
-        hostname=hostname, index=index, position=position, group=gname,
+        hostname=m.hostname, index=m.index, position=m.position, group=m.gname,
         profile_name=group.profile, profile=profile, roles=roles, serial=facts.serial,
         mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac),
         ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
@@ -253,6 +252,64 @@ def _node(ctx: _Ctx, inv: schema.Inventory, gname: str, group: schema.NodeGroup,
         boot_disk=facts.boot_disk or _profile_boot_match(profile), facts=facts, origin=origin,
         image=group.image,
     )
+
+
+def _interface(ctx: _Ctx, inv: schema.Inventory, m: _Member, nic: str, rule: schema.NicRule,
+               origin: dict[str, YamlPath]) -> Interface | None:
+    """NIC ``nic`` of the machine by the group's ``rule`` (None: it has no address);
+    ``origin`` gains where its address and port come from."""
+    net = inv.networks[rule.network]
+    address = _address(ctx, m, nic, rule, origin)
+    if address is None:
+        return None
+    port: int | None = None
+    if nic in m.facts.port:
+        port = m.facts.port[nic]
+        origin[f"port.{nic}"] = (*m.npath, "port", nic)
+    elif rule.first_port is not None:
+        port = rule.first_port + m.position
+        origin[f"port.{nic}"] = (*m.gpath, "nics", nic, "first_port")
+    if port is not None and rule.switch is None:
+        ctx.err((*m.gpath, "nics", nic), f"NIC {nic!r} has a port but no switch",
+                hint="add 'switch:'")
+    kind = "bmc" if nic == "bmc" else m.profile.nics[nic].kind
+    mac: str | None = None
+    if nic == "bmc":
+        mac = try_normalize_mac(m.facts.bmc_mac)
+    elif net.purpose == "provisioning":
+        mac = try_normalize_mac(m.facts.mac)
+    return Interface(
+        name=nic, kind=kind, network=rule.network, address=address, cidr=net.cidr,
+        gateway=net.gateway, vlan=net.vlan, mtu=net.mtu, mac=mac, switch=rule.switch,
+        port=port, speed_gbps=None if nic == "bmc" else m.profile.nics[nic].speed_gbps,
+    )
+
+
+def _address(ctx: _Ctx, m: _Member, nic: str, rule: schema.NicRule,
+             origin: dict[str, YamlPath]) -> IPv4Address | None:
+    """The NIC's own ``ip``, else ``ip_base + index``; None (said) when there is none."""
+    if nic in m.facts.ip:
+        origin[f"ip.{nic}"] = (*m.npath, "ip", nic)
+        return m.facts.ip[nic]
+    if rule.ip_base is None:
+        ctx.err((*m.gpath, "nics", nic), f"{m.hostname}: NIC {nic!r} has no address",
+                shown=f"nodes.{m.hostname}.ip.{nic}", code="missing",
+                hint=f"set node_groups.{m.gname}.nics.{nic}.ip_base or "
+                     f"nodes.{m.hostname}.ip.{nic}")
+        return None
+    if m.index is None:
+        ctx.err((*m.gpath, "nics", nic, "ip_base"),
+                f"{m.hostname} has no number to add to ip_base",
+                hint=f"give nodes.{m.hostname}.ip.{nic} instead")
+        return None
+    try:
+        address = rule.ip_base + m.index
+    except ValueError:
+        ctx.err((*m.gpath, "nics", nic, "ip_base"),
+                f"{rule.ip_base} + {m.index} is not an IPv4 address")
+        return None
+    origin[f"ip.{nic}"] = (*m.gpath, "nics", nic, "ip_base")
+    return address
 
 
 def _profile_boot_match(profile: schema.Profile) -> schema.DiskMatch | None:

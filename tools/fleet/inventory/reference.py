@@ -48,28 +48,28 @@ def _first_line(obj: Any) -> str:
     return " ".join(doc.split("\n\n", 1)[0].split())
 
 
+# (metadata type, what it says, the attribute that holds its value)
+_BOUNDS: tuple[tuple[type, str, str], ...] = (
+    (annotated_types.Ge, ">= {}", "ge"),
+    (annotated_types.Gt, "> {}", "gt"),
+    (annotated_types.Le, "<= {}", "le"),
+    (annotated_types.Lt, "< {}", "lt"),
+    (annotated_types.MinLen, "at least {} item(s)", "min_length"),
+    (annotated_types.MaxLen, "at most {} item(s)", "max_length"),
+)
+_STRING_BOUNDS = (("pattern `{}`", "pattern"), ("length >= {}", "min_length"),
+                  ("length <= {}", "max_length"))
+
+
 def _constraints(metadata: Sequence[Any]) -> list[str]:
     out: list[str] = []
     for m in metadata:
+        bound = next((b for b in _BOUNDS if isinstance(m, b[0])), None)
         if isinstance(m, StringConstraints):
-            if m.pattern is not None:
-                out.append(f"pattern `{m.pattern}`")
-            if m.min_length is not None:
-                out.append(f"length >= {m.min_length}")
-            if m.max_length is not None:
-                out.append(f"length <= {m.max_length}")
-        elif isinstance(m, annotated_types.Ge):
-            out.append(f">= {m.ge}")
-        elif isinstance(m, annotated_types.Gt):
-            out.append(f"> {m.gt}")
-        elif isinstance(m, annotated_types.Le):
-            out.append(f"<= {m.le}")
-        elif isinstance(m, annotated_types.Lt):
-            out.append(f"< {m.lt}")
-        elif isinstance(m, annotated_types.MinLen):
-            out.append(f"at least {m.min_length} item(s)")
-        elif isinstance(m, annotated_types.MaxLen):
-            out.append(f"at most {m.max_length} item(s)")
+            out += [text.format(getattr(m, attr)) for text, attr in _STRING_BOUNDS
+                    if getattr(m, attr) is not None]
+        elif bound is not None:
+            out.append(bound[1].format(getattr(m, bound[2])))
         elif type(m).__name__ in ("AfterValidator", "BeforeValidator", "PlainValidator"):
             text = _first_line(m.func)
             out.append(text or f"checked by `{m.func.__name__}`")

@@ -86,15 +86,7 @@ def check_slurm_versions(c: Ctx) -> Iterator[Problem]:
         if os_name in SHIPPED and any(node.has(r) for r in SLURM_ROLES):
             by_os.setdefault(os_name, []).append(node)
     if isinstance(version, dict):
-        for os_name, entry in sorted(version.items()):
-            if major(entry) != SHIPPED[os_name]:
-                yield c.problem((*path, os_name), f"{entry} is not the Slurm of {os_name}, "
-                                f"which ships {SHIPPED[os_name]}: apt would ignore the pin",
-                                code="slurm_version", hint=f"the Slurm of each OS: {_shipped()}")
-        for os_name, nodes in sorted(by_os.items()):
-            if os_name not in version:
-                yield c.problem(path, f"no version for {os_name}, which {_names(nodes)} "
-                                f"run (it ships {SHIPPED[os_name]})", code="slurm_version")
+        yield from _per_os(c, path, version, by_os)
     controller = c.nodes.get(slurm.controller)
     ctl_os = node_os(c, controller) if controller is not None else None
     if controller is None or ctl_os not in SHIPPED:
@@ -122,6 +114,20 @@ def check_slurm_versions(c: Ctx) -> Iterator[Problem]:
             yield c.problem(path, f"{where} would be {distance} major releases behind {ctl}:"
                             f" Slurm supports at most {MAX_APART}", code="slurm_skew",
                             hint=hint)
+
+
+def _per_os(c: Ctx, path: tuple[str, ...], version: dict[str, str],
+            by_os: dict[str, list[Node]]) -> Iterator[Problem]:
+    """The per-OS form: each entry what its OS ships, an entry for each OS nodes run."""
+    for os_name, entry in sorted(version.items()):
+        if major(entry) != SHIPPED[os_name]:
+            yield c.problem((*path, os_name), f"{entry} is not the Slurm of {os_name}, "
+                            f"which ships {SHIPPED[os_name]}: apt would ignore the pin",
+                            code="slurm_version", hint=f"the Slurm of each OS: {_shipped()}")
+    for os_name, nodes in sorted(by_os.items()):
+        if os_name not in version:
+            yield c.problem(path, f"no version for {os_name}, which {_names(nodes)} "
+                            f"run (it ships {SHIPPED[os_name]})", code="slurm_version")
 
 
 def _shipped() -> str:

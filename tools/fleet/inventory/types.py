@@ -73,23 +73,26 @@ def domain_name(value: str) -> str:
     return value
 
 
+def _dotted_quad(text: str, problem: str) -> bool:
+    """Whether ``text`` is digits and dots only, which must then be an IPv4 address
+    (else ValueError ``problem``)."""
+    if not re.fullmatch(r"[0-9.]+", text):
+        return False
+    try:
+        IPv4Address(text)
+    except AddressValueError:
+        raise ValueError(problem) from None
+    return True
+
+
 def host_or_address(value: str) -> str:
     """An NTP server: a DNS name or an IPv4 address."""
-    if re.fullmatch(r"[0-9.]+", value):
-        try:
-            IPv4Address(value)
-        except AddressValueError:
-            raise ValueError(f"{short(value)} is not an IPv4 address") from None
+    if _dotted_quad(value, f"{short(value)} is not an IPv4 address"):
         return value
     if len(value) > 253 or not re.fullmatch(rf"{_LABEL}(\.{_LABEL})*", value.lower()):
         raise ValueError(f"{short(value)} is neither a host name (RFC 1123) nor an IPv4 "
                          "address")
     return value
-
-
-HostName = Annotated[str, AfterValidator(host_name)]
-DomainName = Annotated[str, AfterValidator(domain_name)]
-Server = Annotated[str, AfterValidator(host_or_address)]
 
 
 # --- paths ------------------------------------------------------------------------------
@@ -156,11 +159,6 @@ def rel_path(value: str) -> str:
     return value
 
 
-AbsPath = Annotated[str, AfterValidator(abs_path)]
-DeployDir = Annotated[str, AfterValidator(deploy_dir)]
-RelPath = Annotated[str, AfterValidator(rel_path)]
-
-
 # --- URLs -------------------------------------------------------------------------------
 
 # RFC 3986 characters less those that a shell, iPXE, GRUB or Salt's Jinja would read
@@ -196,13 +194,9 @@ def url(value: str) -> str:
     if port == 0:
         raise ValueError(f"{short(value)}: port 0 is not a port")
     host = parts.hostname
-    if not host.startswith("[") and not re.fullmatch(r"[0-9.]+", host):
+    if not host.startswith("[") and \
+            not _dotted_quad(host, f"{short(value)}: {host} is not an IPv4 address"):
         domain_name(host)
-    elif re.fullmatch(r"[0-9.]+", host):
-        try:
-            IPv4Address(host)
-        except AddressValueError:
-            raise ValueError(f"{short(value)}: {host} is not an IPv4 address") from None
     return value
 
 
@@ -211,10 +205,6 @@ def path_or_url(value: str) -> str:
     if value.startswith("/"):
         return abs_path(value)
     return url(value)
-
-
-Url = Annotated[str, AfterValidator(url)]
-PathOrUrl = Annotated[str, AfterValidator(path_or_url)]
 
 
 # --- versions, time limits, fingerprints, kernel arguments ------------------------------
@@ -248,3 +238,15 @@ PATTERN_HINTS = {
     KERNEL_ARG: "a kernel argument is one word of letters, digits and ._,:=/+@-",
     TIMEZONE: "expected a time zone name such as UTC or America/Los_Angeles",
 }
+
+
+# --- the checked types of the schema: each one's function above ------------------------
+
+HostName = Annotated[str, AfterValidator(host_name)]
+DomainName = Annotated[str, AfterValidator(domain_name)]
+Server = Annotated[str, AfterValidator(host_or_address)]
+AbsPath = Annotated[str, AfterValidator(abs_path)]
+DeployDir = Annotated[str, AfterValidator(deploy_dir)]
+RelPath = Annotated[str, AfterValidator(rel_path)]
+Url = Annotated[str, AfterValidator(url)]
+PathOrUrl = Annotated[str, AfterValidator(path_or_url)]

@@ -21,20 +21,17 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fleet.cliparts import Loader
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.commands import CommandError, SubprocessRunner
 
 LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
          "minions_denied": "denied"}
-
-Loader = Callable[[argparse.Namespace, Any], Inventory]
-
 
 @dataclass
 class KeyReport:

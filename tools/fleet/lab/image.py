@@ -112,9 +112,7 @@ def build(paths: Paths, *, force: bool = False) -> ImageResult:
     if not force and pm.exists(paths, "image", tag):
         return ImageResult(tag, False, time.monotonic() - t0)
     rootfs = paths.image_dir / "rootfs"
-    if rootfs.exists():
-        shutil.rmtree(rootfs)
-    rootfs.parent.mkdir(parents=True, exist_ok=True)
+    fresh_root(rootfs)
     log.info("debootstrap %s from %s", SUITE, mirror)
     run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
          rootfs, mirror], timeout=1800)
@@ -126,6 +124,20 @@ def build(paths: Paths, *, force: bool = False) -> ImageResult:
         timeout=1800)
     shutil.rmtree(dst)
     _configure(rootfs)
+    import_root(paths, rootfs, tag)
+    return ImageResult(tag, True, time.monotonic() - t0)
+
+
+def fresh_root(rootfs: Path) -> None:
+    """An empty place for a new root file system: what an interrupted build left goes."""
+    if rootfs.exists():
+        shutil.rmtree(rootfs)
+    rootfs.parent.mkdir(parents=True, exist_ok=True)
+
+
+def import_root(paths: Paths, rootfs: Path, tag: str) -> None:
+    """``podman import`` of ``rootfs`` as ``tag`` (systemd as its command); then the root is
+    removed and the older images of the tag's repository pruned."""
     log.info("importing %s", tag)
     tar = run(["tar", "-C", rootfs, "-c", "."], text=False, timeout=600).stdout
     conf = pm.ensure_conf(paths)
@@ -139,7 +151,6 @@ def build(paths: Paths, *, force: bool = False) -> ImageResult:
         raise LabError(f"podman import {tag} failed: {proc.stderr.decode()[-2000:]}")
     shutil.rmtree(rootfs)
     prune(paths, keep=tag)
-    return ImageResult(tag, True, time.monotonic() - t0)
 
 
 def prune(paths: Paths, keep: str) -> None:

@@ -3,7 +3,6 @@ gateway, keeps config/pki/cache/logs under .lab/, serves salt/ and the lab rende
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import yaml
 
 from fleet.lab.paths import Paths
 from fleet.lab.plan import Plan
-from fleet.lab.run import LabError, run, stop_daemon, wait_for
+from fleet.lab.run import LabError, live_pid, run, stop_daemon, wait_for
 
 WRAPPED = ("salt", "salt-key", "salt-run", "salt-cp")
 
@@ -67,13 +66,7 @@ def write_config(paths: Paths, plan: Plan) -> None:
 
 
 def pid(paths: Paths) -> int | None:
-    f = paths.master_root / "run" / "salt-master.pid"
-    try:
-        p = int(f.read_text().strip())
-        os.kill(p, 0)
-    except (OSError, ValueError):
-        return None
-    return p
+    return live_pid(paths.master_root / "run" / "salt-master.pid")
 
 
 def _listening(host: str, port: int) -> bool:

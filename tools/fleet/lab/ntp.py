@@ -7,11 +7,9 @@ nodes' chronyd synchronise for real, and `fleet health`'s time check can pass in
 
 from __future__ import annotations
 
-import os
-
 from fleet.lab.paths import Paths
 from fleet.lab.plan import Plan
-from fleet.lab.run import LabError, run, stop_daemon, wait_for
+from fleet.lab.run import LabError, live_pid, run, stop_daemon, wait_for
 
 CONF = """\
 # Written by `fleet lab up`: the lab's NTP server on the gateway (tools/fleet/lab/ntp.py).
@@ -25,13 +23,7 @@ driftfile {drift}
 
 
 def pid(paths: Paths) -> int | None:
-    f = paths.lab / "ntp" / "chronyd.pid"
-    try:
-        p = int(f.read_text().strip())
-        os.kill(p, 0)
-    except (OSError, ValueError):
-        return None
-    return p
+    return live_pid(paths.lab / "ntp" / "chronyd.pid")
 
 
 def start(paths: Paths, plan: Plan) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 PREFIX = "fleet-lab"
 NETWORK = f"{PREFIX}-prov"
@@ -27,6 +28,26 @@ def lab_os_from_env() -> str:
     return name
 
 
+class _Below:
+    """A read-only attribute of :class:`Paths`: ``parts`` joined below its attribute
+    ``base`` (``render = _Below("lab", "render")`` is ``self.lab / "render"``)."""
+
+    def __init__(self, base: str, *parts: str) -> None:
+        self.base, self.parts = base, parts
+
+    @overload
+    def __get__(self, obj: None, owner: type[Paths]) -> _Below: ...
+
+    @overload
+    def __get__(self, obj: Paths, owner: type[Paths]) -> Path: ...
+
+    def __get__(self, obj: Paths | None, owner: type[Paths]) -> Path | _Below:
+        if obj is None:
+            return self
+        base: Path = getattr(obj, self.base)
+        return base.joinpath(*self.parts)
+
+
 @dataclass(frozen=True)
 class Paths:
     repo: Path
@@ -37,14 +58,9 @@ class Paths:
         root = Path(os.environ.get("FLEET_CHECKOUT", Path.cwd())).resolve()
         return cls(root)
 
-    @property
-    def lab(self) -> Path:
-        return self.repo / ".lab"
-
-    @property
-    def overlay(self) -> Path:
-        """What every lab OS shares; `os_overlay` is applied after it."""
-        return self.repo / "lab" / "overlay.yaml"
+    lab = _Below("repo", ".lab")
+    # what every lab OS shares; `os_overlay` is applied after it
+    overlay = _Below("repo", "lab", "overlay.yaml")
 
     @property
     def os_overlay(self) -> Path:
@@ -74,46 +90,15 @@ class Paths:
         """The OS of the lab that is up (written by `fleet lab up`)."""
         return self.lab / "os"
 
-    @property
-    def lab_pillar(self) -> Path:
-        return self.repo / "lab" / "pillar"
-
-    @property
-    def inventory(self) -> Path:
-        return self.repo / "inventory.yaml"
-
-    @property
-    def render(self) -> Path:
-        return self.lab / "render"
-
-    @property
-    def secrets(self) -> Path:
-        return self.lab / "secrets"
-
-    @property
-    def salt_etc(self) -> Path:
-        return self.lab / "etc" / "salt"
-
-    @property
-    def master_root(self) -> Path:
-        return self.lab / "master"
-
-    @property
-    def keys(self) -> Path:
-        return self.lab / "keys"
-
-    @property
-    def image_dir(self) -> Path:
-        return self.lab / "image"
-
-    @property
-    def bin(self) -> Path:
-        return self.lab / "bin"
-
-    @property
-    def containers_conf(self) -> Path:
-        return self.lab / "containers.conf"
-
-    @property
-    def venv_bin(self) -> Path:
-        return self.repo / ".venv" / "bin"
+    # the plain places, each a path below the checkout or below .lab
+    lab_pillar = _Below("repo", "lab", "pillar")
+    inventory = _Below("repo", "inventory.yaml")
+    render = _Below("lab", "render")
+    secrets = _Below("lab", "secrets")
+    salt_etc = _Below("lab", "etc", "salt")
+    master_root = _Below("lab", "master")
+    keys = _Below("lab", "keys")
+    image_dir = _Below("lab", "image")
+    bin = _Below("lab", "bin")
+    containers_conf = _Below("lab", "containers.conf")
+    venv_bin = _Below("repo", ".venv", "bin")

@@ -61,6 +61,16 @@ def wait_for(what: str, probe: Callable[[], bool], timeout: float,
         time.sleep(interval)
 
 
+def live_pid(pidfile: Path) -> int | None:
+    """The process ``pidfile`` names, if it runs."""
+    try:
+        p = int(pidfile.read_text().strip())
+        os.kill(p, 0)
+    except (OSError, ValueError):
+        return None
+    return p
+
+
 def stop_daemon(what: str, pid: Callable[[], int | None], timeout: float) -> None:
     """SIGTERM the daemon whose pid ``pid()`` reads, wait until it is gone, else SIGKILL."""
     p = pid()

@@ -48,6 +48,7 @@ COMPONENTS = ["main", "restricted", "universe", "multiverse"]
 PACKAGES = [p for p in debian_image.PACKAGES if p != "linux-image-amd64"] + [
     "linux-image-generic", "initramfs-tools"]
 BUILD_DEPS = ["gcc", "libc6-dev", "python3-dev"]
+CHROOT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
 
 
 def work_dir(paths: Paths) -> Path:
@@ -101,9 +102,22 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
     if not force and pm.exists(paths, "image", tag):
         return debian_image.ImageResult(tag, False, time.monotonic() - t0)
     rootfs = work / "rootfs"
-    if rootfs.exists():
-        shutil.rmtree(rootfs)
-    rootfs.parent.mkdir(parents=True, exist_ok=True)
+    debian_image.fresh_root(rootfs)
+    _bootstrap(rootfs, url, ring)
+    run(["chroot", rootfs, "apt-get", "install", "-y", "-q", "--no-install-recommends",
+         *BUILD_DEPS], env=CHROOT_ENV, timeout=1800)
+    run(["chroot", rootfs, "python3", "-m", "venv", "/opt/salt"], timeout=600)
+    _install_salt(paths, rootfs, version)
+    run(["chroot", rootfs, "apt-get", "purge", "-y", "-q", "--auto-remove", *BUILD_DEPS],
+        env=CHROOT_ENV, timeout=1800)
+    run(["chroot", rootfs, "apt-get", "clean"], timeout=600)
+    debian_image._configure(rootfs)
+    debian_image.import_root(paths, rootfs, tag)
+    return debian_image.ImageResult(tag, True, time.monotonic() - t0)
+
+
+def _bootstrap(rootfs: Path, url: str, ring: Path) -> None:
+    """debootstrap noble, then the apt sources base.apt renders, and ``apt-get update``."""
     log.info("debootstrap %s from %s", SUITE, url)
     run(["debootstrap", "--variant=minbase", f"--keyring={ring}",
          f"--components={','.join(COMPONENTS)}", f"--include={','.join(PACKAGES)}",
@@ -115,11 +129,11 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
         shutil.copy(ring, keydir / "ubuntu-archive-keyring.gpg")
     (rootfs / "etc" / "apt" / "sources.list.d" / "ubuntu.sources").write_text(
         sources(url, "/usr/share/keyrings/ubuntu-archive-keyring.gpg"))
-    chroot_env = {"DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
-    run(["chroot", rootfs, "apt-get", "update", "-q"], env=chroot_env, timeout=1800)
-    run(["chroot", rootfs, "apt-get", "install", "-y", "-q", "--no-install-recommends",
-         *BUILD_DEPS], env=chroot_env, timeout=1800)
-    run(["chroot", rootfs, "python3", "-m", "venv", "/opt/salt"], timeout=600)
+    run(["chroot", rootfs, "apt-get", "update", "-q"], env=CHROOT_ENV, timeout=1800)
+
+
+def _install_salt(paths: Paths, rootfs: Path, version: str) -> None:
+    """Salt ``version`` into /opt/salt by the root's own pip, under the site's constraints."""
     # pip in the root runs on the host's network, which trusts one more CA than a fresh
     # system: the host's bundle, for this build only (removed below, never in the image)
     cert = rootfs / "tmp" / "host-ca.crt"
@@ -140,22 +154,6 @@ def build(paths: Paths, work: Path, *, force: bool = False) -> debian_image.Imag
     finally:
         cert.unlink(missing_ok=True)
         (rootfs / "tmp" / "fleet-constraints.txt").unlink(missing_ok=True)
-    run(["chroot", rootfs, "apt-get", "purge", "-y", "-q", "--auto-remove", *BUILD_DEPS],
-        env=chroot_env, timeout=1800)
-    run(["chroot", rootfs, "apt-get", "clean"], timeout=600)
-    debian_image._configure(rootfs)
-    log.info("importing %s", tag)
-    tar = run(["tar", "-C", rootfs, "-c", "."], text=False, timeout=600).stdout
-    conf = pm.ensure_conf(paths)
-    proc = subprocess.run(["podman", "import", "--change", 'CMD ["/sbin/init"]', "-", tag],
-                          input=tar, capture_output=True, check=False,
-                          env={"CONTAINERS_CONF": str(conf),
-                               "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
-    if proc.returncode != 0:
-        raise LabError(f"podman import {tag} failed: {proc.stderr.decode()[-2000:]}")
-    shutil.rmtree(rootfs)
-    debian_image.prune(paths, keep=tag)
-    return debian_image.ImageResult(tag, True, time.monotonic() - t0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,8 +11,8 @@ from typing import Any
 
 from fleet.exitcodes import Exit
 from fleet.inventory.load import load_inventory
-from fleet.mkv.flags import UnknownArrayError, array_flags
-from fleet.mkv.ops import MasterHost, MkvOpError, StaleUnitError, run_maintenance
+from fleet.mkv.flags import ArrayFlags, UnknownArrayError, array_flags
+from fleet.mkv.ops import MasterHost, MkvOpError, OpReport, StaleUnitError, run_maintenance
 from fleet.salttools import tool_path
 
 
@@ -54,19 +54,7 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
         print(f"fleet mkv: array {flags.name} has no volumes", file=sys.stderr)
         return Exit.USAGE
     if args.mkv_verb == "show":
-        shown = {"array": flags.name, "master": flags.master, "unit": flags.unit,
-                 "volumes": list(flags.volumes), "replicas": flags.replicas,
-                 "subvolumes": flags.subvolumes, "index_path": flags.index_path,
-                 "argv": {v: flags.argv("MKV", v) for v in ("server", "rebuild",
-                                                            "rebalance")}}
-        if args.json:
-            print(json.dumps(shown, indent=2))
-        else:
-            for key in ("array", "master", "unit", "replicas", "subvolumes", "index_path"):
-                print(f"{key}: {shown[key]}")
-            print(f"volumes: {','.join(flags.volumes)}")
-            for verb in ("rebuild", "rebalance"):
-                print(f"{verb}: {' '.join(flags.argv('MKV', verb))}  (MKV: the unit's binary)")
+        _show(args, flags)
         return Exit.OK
     conf = os.fspath(args.salt_config)
     host = MasterHost(SubprocessRunner({"salt": [tool_path("salt"), "-c", conf]}),
@@ -89,6 +77,28 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
     except MkvOpError as exc:
         print(f"fleet mkv: {exc}", file=sys.stderr)
         return Exit.FAILED
+    _print_report(args, flags, report)
+    return Exit.OK if report.ok else Exit.FAILED
+
+
+def _show(args: argparse.Namespace, flags: ArrayFlags) -> None:
+    """The array as fleet mkv would run it: master, unit, volumes, flags, command lines."""
+    shown = {"array": flags.name, "master": flags.master, "unit": flags.unit,
+             "volumes": list(flags.volumes), "replicas": flags.replicas,
+             "subvolumes": flags.subvolumes, "index_path": flags.index_path,
+             "argv": {v: flags.argv("MKV", v) for v in ("server", "rebuild",
+                                                        "rebalance")}}
+    if args.json:
+        print(json.dumps(shown, indent=2))
+    else:
+        for key in ("array", "master", "unit", "replicas", "subvolumes", "index_path"):
+            print(f"{key}: {shown[key]}")
+        print(f"volumes: {','.join(flags.volumes)}")
+        for verb in ("rebuild", "rebalance"):
+            print(f"{verb}: {' '.join(flags.argv('MKV', verb))}  (MKV: the unit's binary)")
+
+
+def _print_report(args: argparse.Namespace, flags: ArrayFlags, report: OpReport) -> None:
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
@@ -97,4 +107,3 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
         tail = (report.stderr.strip() or report.stdout.strip()).splitlines()[-5:]
         for line in tail:
             print(f"  {line}")
-    return Exit.OK if report.ok else Exit.FAILED

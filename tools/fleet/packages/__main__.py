@@ -62,35 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                                        Path(tmp) / "cache")
         sets = role_sets(renderer)
         for os_name in oses:
-            release = OSES[os_name]
-            t0 = time.monotonic()
-            try:
-                apt = ScratchApt(args.cache / os_name, release,
-                                 keyring(release.distro, args.cache))
-            except ArchiveError as exc:
-                archive_errors.append(str(exc))
-                continue
-            updated = False
-            for roles, node in sets.items():
-                rendered = renderer.render(node, os_name)
-                if rendered.errors:
-                    print("\n".join(rendered.errors), file=sys.stderr)
-                    return 4
-                result = Result(os_name, node, roles,
-                                from_lowstate(rendered.lowstate, rendered.files))
-                if not updated:
-                    # the archive list the states render decides what is fetched
-                    apt.write_sources(result.facts.sources)
-                    try:
-                        apt.update()
-                    except ArchiveError as exc:
-                        archive_errors.append(str(exc))
-                        break
-                    updated = True
-                check_node(apt, result)
-                results.append(result)
-                _report(result, args.verbose)
-            print(f"{os_name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+            if not _check_os(args, renderer, sets, os_name, results, archive_errors):
+                return 4
     for line in archive_errors:
         print(f"ARCHIVE UNREACHABLE: {line}")
     bad = sum(len(r.problems) for r in results)
@@ -100,6 +73,40 @@ def main(argv: list[str] | None = None) -> int:
     if archive_errors:
         return 2
     return 1 if bad else 0
+
+
+def _check_os(args: argparse.Namespace, renderer: Any, sets: dict[tuple[str, ...], str],
+              os_name: str, results: list[Result], archive_errors: list[str]) -> bool:
+    """Every role set's packages against the archive of ``os_name``; False when a highstate
+    does not render (its errors printed)."""
+    release = OSES[os_name]
+    t0 = time.monotonic()
+    try:
+        apt = ScratchApt(args.cache / os_name, release, keyring(release.distro, args.cache))
+    except ArchiveError as exc:
+        archive_errors.append(str(exc))
+        return True
+    updated = False
+    for roles, node in sets.items():
+        rendered = renderer.render(node, os_name)
+        if rendered.errors:
+            print("\n".join(rendered.errors), file=sys.stderr)
+            return False
+        result = Result(os_name, node, roles, from_lowstate(rendered.lowstate, rendered.files))
+        if not updated:
+            # the archive list the states render decides what is fetched
+            apt.write_sources(result.facts.sources)
+            try:
+                apt.update()
+            except ArchiveError as exc:
+                archive_errors.append(str(exc))
+                break
+            updated = True
+        check_node(apt, result)
+        results.append(result)
+        _report(result, args.verbose)
+    print(f"{os_name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return True
 
 
 def _report(result: Result, verbose: bool) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 from fleet.packages.archive import ScratchApt
 from fleet.packages.facts import NodeFacts, records, simulated, transitional, unmet
@@ -33,6 +34,22 @@ def check_node(apt: ScratchApt, result: Result) -> None:
                                "nothing to check against")
         return
     prefs = apt.preferences(result.node, facts.pins)
+    found = _check_names(apt, result, prefs)
+    sim = apt.simulate(facts.installs, [r for r in facts.removes if r in found], prefs)
+    if sim.returncode != 0:
+        lines = unmet(sim.stdout + sim.stderr) or [sim.stderr.strip()[-500:]]
+        result.problems.append(f"{where}: the whole set does not install: "
+                               + "; ".join(lines[:12]))
+        return
+    versions = simulated(sim.stdout)
+    result.resolved = len(versions)
+    _check_pins(result, versions)
+
+
+def _check_names(apt: ScratchApt, result: Result, prefs: Path) -> dict[str, dict[str, str]]:
+    """Every package the states name exists in the archive, and none installed or held is
+    a transitional one; the archive's records of them."""
+    facts, where = result.facts, f"{result.os} {result.node}"
     named = list(dict.fromkeys(facts.installs + facts.holds + facts.removes))
     found = records(apt.show(named, prefs))
     for name in named:
@@ -49,15 +66,13 @@ def check_node(apt: ScratchApt, result: Result) -> None:
         if why:
             result.problems.append(f"{where}: {name} {record.get('Version', '')} ({kind}) is "
                                    f"a transitional package: {why}")
-    sim = apt.simulate(facts.installs, [r for r in facts.removes if r in found], prefs)
-    if sim.returncode != 0:
-        lines = unmet(sim.stdout + sim.stderr) or [sim.stderr.strip()[-500:]]
-        result.problems.append(f"{where}: the whole set does not install: "
-                               + "; ".join(lines[:12]))
-        return
-    versions = simulated(sim.stdout)
-    result.resolved = len(versions)
-    for pin in facts.pins:
+    return found
+
+
+def _check_pins(result: Result, versions: dict[str, str]) -> None:
+    """Each pin matches a package the simulated install installs, at a version it has."""
+    where = f"{result.os} {result.node}"
+    for pin in result.facts.pins:
         pinned = sorted(p for p in versions if pin.matches(p))
         if not pinned:
             if any(name_is_salt(g) for g in pin.packages):

@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleet.cliparts import Loader
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.pxe import state
-
-Loader = Callable[[argparse.Namespace, Any], Inventory]
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:

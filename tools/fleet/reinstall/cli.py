@@ -15,56 +15,75 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fleet.cliparts import (
+    add_command,
+    add_force,
+    add_modes,
+    add_slurm_command,
+    add_state_dir,
+    add_timeouts,
+)
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
 
 if TYPE_CHECKING:
+    from fleet.reinstall.commands import SubprocessRunner
     from fleet.reinstall.context import Context
-    from fleet.reinstall.flow import Interrupts
+    from fleet.reinstall.flow import Interrupts, Report
+    from fleet.reinstall.parallel import NodeInterrupts, NodeResult
 
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
 
+HELP = "reinstall one node: drain, new key, PXE, converge"
+DESCRIPTION = """
+Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a one-shot PXE
+install, power-cycle it through its BMC, wait for the installer's callback, converge, check,
+resume. Journal and lock under --state-dir/NODE. Several nodes (a range, list or glob):
+their reinstalls in parallel (--parallel). See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a step failed (node
+left drained, boot mode local; see the journal), 6 busy (another run holds the node, or an
+unfinished run needs --resume or --abort), 130 / 143 SIGINT / SIGTERM ended the run (128 +
+the signal: the step that ran is journaled failed 'interrupted by the operator', the node is
+left as after a failure; a second signal does not cut that short)
+"""
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser(
-        "reinstall", parents=[common], help="reinstall one node: drain, new key, PXE, converge",
-        description="Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a "
-                    "one-shot PXE install, power-cycle it through its BMC, wait for the "
-                    "installer's callback, converge, check, resume. Journal and lock under "
-                    "--state-dir/NODE. Several nodes (a range, list or glob): their "
-                    "reinstalls in parallel (--parallel). See docs/operations.md.",
-        epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
-               "5 a step failed (node left drained, boot mode local; see the journal), "
-               "6 busy (another run holds the node, or an unfinished run needs --resume or "
-               "--abort), 130 / 143 SIGINT / SIGTERM ended the run (128 + the signal: the "
-               "step that ran is journaled failed 'interrupted by the operator', the node is "
-               "left as after a failure; a second signal does not cut that short)")
+    p = add_command(sub, common, "reinstall", HELP, DESCRIPTION, EPILOG)
     p.add_argument("node", help="the node's hostname in the inventory, or several: "
                                 "comma-separated names, ranges (tbox-[001-010], the "
                                 "inventory's syntax) and globs, reinstalled in parallel")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the node's unfinished reinstall")
-    mode.add_argument("--abort", action="store_true",
-                      help="end the unfinished reinstall: boot mode local, token revoked; "
-                           "report what is left (drained, key state)")
-    p.add_argument("--force", action="store_true",
-                   help="drain without waiting for running jobs to finish")
+    add_modes(p, ("--resume", "continue the node's unfinished reinstall"),
+              ("--abort", "end the unfinished reinstall: boot mode local, token revoked; "
+                          "report what is left (drained, key state)"))
+    add_force(p)
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
-    p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
-    p.add_argument("--converge-timeout", type=float, default=1800.0, metavar="S")
-    p.add_argument("--health-timeout", type=float, default=300.0, metavar="S",
-                   help="retry the health checks this long before failing (default 300)")
-    p.add_argument("--state-dir", type=Path,
-                   default=Path(os.environ.get("FLEET_REINSTALL_STATE", DEFAULT_STATE)),
-                   help=f"journals, locks, tokens, keys (default $FLEET_REINSTALL_STATE or "
-                        f"{DEFAULT_STATE})")
+    add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
+    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
     p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
                    help="the secrets store with bmc/<password_secret> (default ./secrets)")
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
                    help="the Salt master's config dir (-c of salt and salt-key)")
+    _add_boot_options(p)
+    add_slurm_command(p)
+    _add_bmc_options(p)
+    p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
+    p.add_argument("--parallel", type=int, metavar="N",
+                   help="with several nodes: at most N reinstalls at once (default and "
+                        "most: what the provisioning host's link carries, see "
+                        "docs/operations.md); each node has its own journal, lock and "
+                        "token, one failing does not stop the others; a summary at the "
+                        "end, exit 5 when any node failed")
+    p.set_defaults(func=cmd_reinstall)
+
+
+def _add_boot_options(p: argparse.ArgumentParser) -> None:
+    """The installer's endpoint and where boot modes are set."""
     p.add_argument("--callback", metavar="HOST:PORT",
                    help="where the installer's key/callback endpoint listens (default "
                         "<site.salt.master_address>:<site.salt.reinstall_port>, 8470 unless "
@@ -79,9 +98,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="set boot modes by running `CMD pxe set ...` instead of writing "
                         "the links here, e.g. 'ssh head-01 fleet' when the provisioning "
                         "host is not the master (the token goes over stdin)")
-    p.add_argument("--slurm-command", metavar="CMD",
-                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
-                        "slurmctld's host has no Slurm client here")
+
+
+def _add_bmc_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
@@ -92,14 +111,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         "lab); with several nodes NODE=HOST[:PORT],...")
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
-    p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
-    p.add_argument("--parallel", type=int, metavar="N",
-                   help="with several nodes: at most N reinstalls at once (default and "
-                        "most: what the provisioning host's link carries, see "
-                        "docs/operations.md); each node has its own journal, lock and "
-                        "token, one failing does not stop the others; a summary at the "
-                        "end, exit 5 when any node failed")
-    p.set_defaults(func=cmd_reinstall)
 
 
 def boot_mode_store(args: argparse.Namespace, inv: Inventory) -> BootModeSetter:
@@ -116,6 +127,19 @@ def _tool(name: str) -> str:
     return os.fspath(beside) if beside.exists() else name
 
 
+def runner_for(args: argparse.Namespace) -> SubprocessRunner:
+    """The commands through --salt-config (salt, salt-key, salt-run) and --slurm-command
+    (scontrol, sinfo); shared by fleet health and fleet rollout."""
+    from fleet.reinstall.commands import SubprocessRunner
+
+    conf = os.fspath(args.salt_config)
+    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
+    if args.slurm_command:
+        for tool in ("scontrol", "sinfo"):
+            prefix[tool] = [*shlex.split(args.slurm_command), tool]
+    return SubprocessRunner(prefix)
+
+
 @functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
 def _pki_dir(config_dir: Path) -> Path:
     import salt.config  # type: ignore[import-untyped]  # heavy; only here
@@ -129,17 +153,11 @@ def _context(args: argparse.Namespace, inv: Inventory, name: str,
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
     from fleet.bmc.connect import BmcOptions, client_for
-    from fleet.reinstall.commands import SubprocessRunner
     from fleet.reinstall.context import Context, Options
     from fleet.reinstall.saltkeys import MinionKeys
 
     node = inv.nodes[name]
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    runner = SubprocessRunner(prefix)
+    runner = runner_for(args)
     bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
                           insecure=args.bmc_insecure, protocol=args.bmc_protocol,
                           address=_bmc_address(args, name), scheme=args.bmc_scheme)
@@ -182,8 +200,7 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
     from contextlib import nullcontext
 
     from fleet.reinstall import parallel
-    from fleet.reinstall.flow import Flow, FlowError, endpoint
-    from fleet.reinstall.lock import BusyError
+    from fleet.reinstall.flow import FlowError, endpoint
     from fleet.reinstall.server import node_addresses
 
     quiet = args.quiet
@@ -207,34 +224,14 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
     bind = _bind(args, inv)
     hub = parallel.SignalHub(lambda msg: print(f"fleet reinstall: {msg}", file=sys.stderr,
                                                flush=True)).install()
-
-    def job(name: str, interrupts: parallel.NodeInterrupts) -> parallel.NodeResult:
-        # no endpoint of its own: the run's one serves every node
-        flow = Flow(_context(args, inv, name, interrupts.say), callback_bind=None,
-                    interrupts=interrupts)
-        try:
-            report = flow.abort() if args.abort else flow.run(resume=args.resume)
-        except BusyError as exc:
-            return parallel.NodeResult(name, "busy", Exit.BUSY, message=str(exc))
-        except FlowError as exc:
-            # the exit code one node's run has for it
-            return parallel.NodeResult(name, "refused", Exit.BUSY if "unfinished" in
-                                       str(exc) else Exit.USAGE, message=str(exc))
-        except OSError as exc:
-            return parallel.NodeResult(name, "error", Exit.IO, message=str(exc))
-        unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
-        code = 128 + signal.Signals[report.signal] if report.signal else \
-            Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
-        why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
-        return parallel.NodeResult(name, report.outcome, code, report=report, message=why)
-
     try:
         serving: Any = nullcontext()
         if bind is not None and not args.abort:
             ctx = _context(args, inv, names[0], say)
             _url, serving = endpoint(ctx, bind, node_addresses(inv))
         with serving:
-            run = parallel.run_all(names, job, used, hub, say)
+            run = parallel.run_all(names, functools.partial(_node_job, args, inv), used, hub,
+                                   say)
     except FlowError as exc:  # the endpoint's port is taken by something else
         print(f"fleet reinstall: {exc}", file=sys.stderr)
         return Exit.USAGE
@@ -250,6 +247,33 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
             for w in r.report.warnings if r.report else []:
                 print(f"warning: {r.node}: {w}")
     return run.exit
+
+
+def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
+              interrupts: NodeInterrupts) -> NodeResult:
+    """One node's flow in a parallel run, its outcome as the exit code a run of it alone
+    would have."""
+    from fleet.reinstall.flow import Flow, FlowError
+    from fleet.reinstall.lock import BusyError
+    from fleet.reinstall.parallel import NodeResult
+
+    # no endpoint of its own: the run's one serves every node
+    flow = Flow(_context(args, inv, name, interrupts.say), callback_bind=None,
+                interrupts=interrupts)
+    try:
+        report = flow.abort() if args.abort else flow.run(resume=args.resume)
+    except BusyError as exc:
+        return NodeResult(name, "busy", Exit.BUSY, message=str(exc))
+    except FlowError as exc:
+        return NodeResult(name, "refused", Exit.BUSY if "unfinished" in str(exc)
+                          else Exit.USAGE, message=str(exc))
+    except OSError as exc:
+        return NodeResult(name, "error", Exit.IO, message=str(exc))
+    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
+    code = 128 + signal.Signals[report.signal] if report.signal else \
+        Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
+    why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
+    return NodeResult(name, report.outcome, code, report=report, message=why)
 
 
 def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
@@ -279,25 +303,15 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     if args.parallel is not None and args.parallel < 1:
         print("fleet reinstall: --parallel must be at least 1", file=sys.stderr)
         return Exit.USAGE
-    node = inv.nodes.get(args.node)
-    if node is None and any(c in args.node for c in ",[*?"):
-        from fleet.apply.target import TargetError, resolve
-
-        try:
-            names = resolve(args.node, inv.nodes)
-        except TargetError as exc:
-            print(f"fleet reinstall: {exc}", file=sys.stderr)
-            return Exit.USAGE
-        if len(names) > 1:
-            interrupts.restore()  # the many-node run has its own handlers
-            return _reinstall_many(args, inv, names)
-        node = inv.nodes[names[0]]
-    if node is None:
-        print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
-        return Exit.USAGE
+    names = _nodes(args, inv)
+    if isinstance(names, int):
+        return names
+    if len(names) > 1:
+        interrupts.restore()  # the many-node run has its own handlers
+        return _reinstall_many(args, inv, names)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(msg, file=sys.stderr, flush=True))
-    ctx = _context(args, inv, node.hostname, say)
+    ctx = _context(args, inv, names[0], say)
     bind = _bind(args, inv)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     flow = Flow(ctx, callback_bind=bind, interrupts=interrupts)
@@ -309,6 +323,34 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     except FlowError as exc:
         print(f"fleet reinstall: {exc}", file=sys.stderr)
         return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
+    _print_report(args, report)
+    if report.signal:
+        return 128 + signal.Signals[report.signal]
+    if interrupts.received is not None:
+        print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
+              "interrupted", file=sys.stderr)
+    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
+    return Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
+
+
+def _nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | int:
+    """The nodes NODE names (a name, or a list, range or glob), or the exit code of a NODE
+    that names none."""
+    if args.node in inv.nodes:
+        return [args.node]
+    if any(c in args.node for c in ",[*?"):
+        from fleet.apply.target import TargetError, resolve
+
+        try:
+            return resolve(args.node, inv.nodes)
+        except TargetError as exc:
+            print(f"fleet reinstall: {exc}", file=sys.stderr)
+            return Exit.USAGE
+    print(f"fleet reinstall: no node {args.node!r} in {args.inventory}", file=sys.stderr)
+    return Exit.USAGE
+
+
+def _print_report(args: argparse.Namespace, report: Report) -> None:
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
@@ -320,10 +362,3 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
             print(report.message)
         for k, v in report.left.items():
             print(f"  {k}: {v}")
-    if report.signal:
-        return 128 + signal.Signals[report.signal]
-    if interrupts.received is not None:
-        print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
-              "interrupted", file=sys.stderr)
-    unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
-    return Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, Self
 
 from fleet.bmc.base import BmcError
 from fleet.reinstall import slurm
@@ -51,7 +51,45 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-class Interrupts:
+class SignalCatcher:
+    """SIGINT and SIGTERM caught from ``install()`` to ``restore()``: the first one's number
+    is kept and handed to ``_stop``; any further one is only reported (``AGAIN`` says
+    what is still going on)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    AGAIN = "the node is being left safe first"
+
+    def __init__(self, say: Callable[[str], None] = lambda msg: None) -> None:
+        self.say = say
+        self.received: int | None = None  # the first signal's number
+        self._old: dict[int, Any] = {}
+
+    @property
+    def name(self) -> str | None:
+        return signal.Signals(self.received).name if self.received is not None else None
+
+    def install(self) -> Self:
+        for sig in self.SIGNALS:
+            self._old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is not None:
+            self.say(f"{signal.Signals(signum).name} again: already stopping; {self.AGAIN}")
+            return
+        self.received = signum
+        self._stop(signum)
+
+    def _stop(self, signum: int) -> None:
+        raise NotImplementedError
+
+
+class Interrupts(SignalCatcher):
     """SIGINT and SIGTERM for the length of a reinstall, whatever the process inherited.
 
     A job that a non-interactive shell starts in the background inherits SIGINT ignored,
@@ -67,35 +105,12 @@ class Interrupts:
     Without ``install()`` nothing changes (Python's own SIGINT handling applies).
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
     def __init__(self, say: Callable[[str], None] = lambda msg: None) -> None:
-        self.say = say
-        self.received: int | None = None  # the first signal's number
+        super().__init__(say)
         self.raised = False
         self._live = True  # before the flow starts nothing needs protecting
-        self._old: dict[int, Any] = {}
 
-    @property
-    def name(self) -> str | None:
-        return signal.Signals(self.received).name if self.received is not None else None
-
-    def install(self) -> Interrupts:
-        for sig in self.SIGNALS:
-            self._old[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def restore(self) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is not None:
-            self.say(f"{signal.Signals(signum).name} again: already stopping; the node is "
-                     "being left safe first")
-            return
-        self.received = signum
+    def _stop(self, signum: int) -> None:
         self.say(f"{signal.Signals(signum).name}: stopping")
         if self._live:
             self.raised = True

@@ -15,14 +15,13 @@ containers and VMs); as in the existing GPU check, a missing pillar value means 
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fleet.health import parse
-from fleet.reinstall import slurm
+from fleet.reinstall import saltjobs, slurm
 from fleet.reinstall.commands import CommandError
 from fleet.reinstall.context import Context, StepFailedError
 
@@ -42,17 +41,8 @@ class Findings:
 
 
 def salt_json(ctx: Context, target: str, *args: str, timeout: float) -> dict[str, object]:
-    """``salt TARGET ARGS --out=json --static`` as a dict (steps._salt_json, any target)."""
-    res = ctx.runner.run(["salt", target, *args, "--out=json", "--static"], timeout=timeout)
-    try:
-        data = json.loads(res.stdout) if res.stdout.strip() else {}
-    except ValueError:
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
-    if not data and res.returncode != 0:
-        res.check()  # no answer at all: the master is down, or salt is missing
-    return data
+    """``salt TARGET ARGS --out=json --static`` as a dict (fleet.reinstall.saltjobs)."""
+    return saltjobs.salt_json(ctx.runner, target, *args, timeout=timeout)
 
 
 class _Hardware:

@@ -65,16 +65,28 @@ class RunState:
         return self.run_id is not None and self.finished not in ("done", "aborted")
 
 
-def latest_run(entries: list[Entry]) -> RunState:
-    """Runs are numbered by their ``new`` start; resumes and aborts continue that run."""
-    state = RunState()
+def latest_entries(entries: list[Entry]) -> tuple[Entry | None, list[Entry]]:
+    """The ``new`` start of the latest run (None before any) and the entries after it
+    that belong to that run: runs are numbered by their ``new`` start; resumes and aborts
+    continue that run (shared by fleet.rollout's journal)."""
+    start: Entry | None = None
+    rest: list[Entry] = []
     for e in entries:
+        if e.get("event") == "run" and e.get("mode") == "new":
+            start, rest = e, []
+        elif e.get("run") == (start.get("run") if start is not None else None):
+            rest.append(e)
+    return start, rest
+
+
+def latest_run(entries: list[Entry]) -> RunState:
+    """The state of the latest run (:func:`latest_entries`)."""
+    start, rest = latest_entries(entries)
+    state = RunState() if start is None else RunState(run_id=start.get("run"),
+                                                      started=start.get("ts"))
+    for e in rest:
         ev = e.get("event")
-        if ev == "run" and e.get("mode") == "new":
-            state = RunState(run_id=e.get("run"), started=e.get("ts"))
-        elif e.get("run") != state.run_id:
-            continue
-        elif ev == "run":
+        if ev == "run":
             state.finished = None
             state.failed_step = None
         elif ev == "step" and e.get("phase") == "end":

@@ -28,13 +28,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-from fleet.reinstall.flow import Interrupted, Interrupts, Report
+from fleet.reinstall.flow import Interrupted, Interrupts, Report, SignalCatcher
 
 LINK_SHARE = 0.5
 IMAGE_WINDOW_S = 60.0
@@ -106,7 +105,7 @@ class NodeInterrupts(Interrupts):
         """The calling thread runs this node's flow."""
         self._thread = threading.get_ident()
 
-    def install(self) -> Interrupts:
+    def install(self) -> NoReturn:
         raise RuntimeError("NodeInterrupts get their signals from a SignalHub")
 
     def deliver(self, signum: int) -> None:
@@ -147,29 +146,15 @@ class NodeInterrupts(Interrupts):
             self._live = before
 
 
-class SignalHub:
+class SignalHub(SignalCatcher):
     """SIGINT/SIGTERM for a parallel run (main thread): the first goes to every node."""
 
+    AGAIN = "every node is being left safe first"
+
     def __init__(self, say: Callable[[str], None] = lambda msg: None) -> None:
-        self.say = say
-        self.received: int | None = None
+        super().__init__(say)
         self.nodes: list[NodeInterrupts] = []
         self._lock = threading.RLock()  # the handler may run while interrupts() holds it
-        self._old: dict[int, Any] = {}
-
-    @property
-    def name(self) -> str | None:
-        return signal.Signals(self.received).name if self.received is not None else None
-
-    def install(self) -> SignalHub:
-        for sig in Interrupts.SIGNALS:
-            self._old[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def restore(self) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
 
     def interrupts(self, say: Callable[[str], None]) -> NodeInterrupts:
         node = NodeInterrupts(say)
@@ -179,12 +164,7 @@ class SignalHub:
                 node.deliver(self.received)
         return node
 
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is not None:
-            self.say(f"{signal.Signals(signum).name} again: already stopping; every node "
-                     "is being left safe first")
-            return
-        self.received = signum
+    def _stop(self, signum: int) -> None:
         self.say(f"{signal.Signals(signum).name}: stopping every node (each journals the "
                  "step it was in and is left safe); nodes not started are not started")
         with self._lock:

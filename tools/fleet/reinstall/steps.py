@@ -6,15 +6,12 @@ did not end)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
 import time
 from collections.abc import Callable
 
 from fleet.reinstall import health as health_checks
-from fleet.reinstall import slurm
-from fleet.reinstall.commands import CommandError
+from fleet.reinstall import saltjobs, slurm
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
 # Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
@@ -154,10 +151,6 @@ def check_claim(ctx: Context) -> None:
         raise StepFailedError(claim_failure(status))
 
 
-def _salt_json(ctx: Context, *args: str, timeout: float) -> dict[str, object]:
-    return health_checks.salt_json(ctx, ctx.name, *args, timeout=timeout)
-
-
 def converge(ctx: Context) -> str:
     deadline = time.monotonic() + ctx.options.converge_timeout
     check_claim(ctx)
@@ -171,7 +164,7 @@ def converge(ctx: Context) -> str:
         time.sleep(ctx.options.poll)
     check_claim(ctx)  # the pillar (the munge key) goes only to the node's own installer
     ret = _highstate(ctx, deadline)
-    if isinstance(ret, _Lost):
+    if isinstance(ret, saltjobs.Lost):
         # a minion restarting (base.minion restarts it after a config change, in the
         # background after a run) drops a job published meanwhile: a highstate is safe
         # to apply again
@@ -190,55 +183,17 @@ def converge(ctx: Context) -> str:
 
 
 def _answers(ctx: Context) -> str | None:
-    """One ``test.ping``: None when the minion answers, else why not. A minion still
-    starting (or authenticating) is just not there yet; a missing salt CLI is not worth
-    waiting for."""
-    try:
-        got = _salt_json(ctx, "test.ping", "-t", "15", timeout=120).get(ctx.name)
-    except CommandError as exc:
-        if exc.result.returncode == 127:
-            raise
-        return str(exc)
-    return None if got is True else f"test.ping returned {got!r}"
-
-
-class _Lost(str):
-    """The minion answered, twice, that it is not running the job, and it never returned."""
+    return saltjobs.ping(ctx.runner, ctx.name)
 
 
 def _highstate(ctx: Context, deadline: float) -> object:
-    """``state.apply`` published asynchronously and collected from the master's job cache.
-    The salt CLI's own wait gives up on a minion that does not answer ``find_job`` within
-    gather_job_timeout, which a minion busy installing packages often does not; here the
-    minion is given up on only when it twice says the job no longer runs, or at the
-    deadline."""
-    res = ctx.runner.run(["salt", "--async", ctx.name, "state.apply"], timeout=120).check()
-    m = re.search(r"\b(\d{20})\b", res.stdout)
-    if m is None:
-        raise StepFailedError(f"salt --async state.apply gave no job id: {res.stdout!r}")
-    jid, gone, last_check = m.group(1), 0, time.monotonic()
-    while time.monotonic() < deadline:
-        look = ctx.runner.run(["salt-run", "jobs.lookup_jid", jid, "--out=json"],
-                              timeout=120)
-        try:
-            data = json.loads(look.stdout) if look.stdout.strip() else {}
-        except ValueError:
-            data = {}
-        if isinstance(data, dict) and ctx.name in data:
-            return data[ctx.name]
-        if time.monotonic() - last_check > 30:
-            last_check = time.monotonic()
-            try:
-                running = _salt_json(ctx, "saltutil.find_job", jid, "-t", "15", timeout=120)
-            except CommandError:
-                running = {}  # no answer: busy or restarting
-            # {} = answered, not running it; no answer = busy or restarting: wait
-            gone = gone + 1 if running.get(ctx.name) == {} else 0
-            if gone >= 2:
-                return _Lost(f"job {jid} ended on {ctx.name} without a return")
-        time.sleep(min(ctx.options.poll, 3.0))
-    raise StepFailedError(f"highstate (job {jid}) did not return within "
-                          f"{ctx.options.converge_timeout:g}s")
+    try:
+        return saltjobs.highstate(ctx.runner, ctx.name, deadline, ctx.options.poll)
+    except saltjobs.NoJobError as exc:
+        raise StepFailedError(str(exc)) from None
+    except saltjobs.NoReturnError as exc:
+        raise StepFailedError(f"highstate (job {exc.jid}) did not return within "
+                              f"{ctx.options.converge_timeout:g}s") from None
 
 
 def health(ctx: Context) -> str:

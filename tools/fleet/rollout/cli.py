@@ -4,62 +4,61 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fleet.apply.target import TargetError, resolve
+from fleet.cliparts import (
+    Loader,
+    add_command,
+    add_force,
+    add_modes,
+    add_salt_options,
+    add_state_dir,
+    add_timeouts,
+    target_nodes,
+)
 from fleet.exitcodes import Exit
-from fleet.health.cli import add_common_salt, runner_for
 from fleet.inventory.model import Inventory
+from fleet.reinstall.cli import runner_for
+
+if TYPE_CHECKING:
+    from fleet.rollout.flow import Parts
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
 
-Loader = Callable[[argparse.Namespace, Any], Inventory]
+
+HELP = "apply a change wave by wave: drain, apply, (reboot), health, resume"
+DESCRIPTION = """
+Apply the highstate (or --states) to the nodes TARGET names, wave by wave: at most K nodes
+of each Slurm partition at once, each drained (waiting for its jobs unless --force),
+applied, rebooted through its BMC with --reboot, health-checked (fleet health's checks) and
+resumed. The first failed node stops the rollout after its wave, left drained with the
+reason. Journal and lock under --state-dir. See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a node failed (left
+drained; fix it, then --resume), 6 busy (another rollout runs) or an unfinished rollout
+needs --resume or --abort; 130 / 143 interrupted (the nodes in flight are left drained,
+--resume)
+"""
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "rollout", parents=[common], help="apply a change wave by wave: drain, apply, "
-                                          "(reboot), health, resume",
-        description="Apply the highstate (or --states) to the nodes TARGET names, wave by "
-                    "wave: at most K nodes of each Slurm partition at once, each drained "
-                    "(waiting for its jobs unless --force), applied, rebooted through its "
-                    "BMC with --reboot, health-checked (fleet health's checks) and resumed. "
-                    "The first failed node stops the rollout after its wave, left drained "
-                    "with the reason. Journal and lock under --state-dir. See "
-                    "docs/operations.md.",
-        epilog="exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, "
-               "5 a node failed (left drained; fix it, then --resume), 6 busy (another "
-               "rollout runs) or an unfinished rollout needs --resume or --abort; "
-               "130 / 143 interrupted (the nodes in flight are left drained, --resume)")
-    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
-                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('tbox-*'), "
-                        "comma-separated (default: every node)")
+    p = add_command(sub, common, "rollout", HELP, DESCRIPTION, EPILOG, target="'tbox-*'")
     p.add_argument("--states", metavar="S,...",
                    help="apply these states (state.apply S,...) instead of the highstate")
     p.add_argument("--wave", type=int, default=1, metavar="K",
                    help="at most K nodes of each partition out at once (default 1)")
     p.add_argument("--reboot", action="store_true",
                    help="power-cycle each node through its BMC after the apply")
-    p.add_argument("--force", action="store_true",
-                   help="drain without waiting for running jobs to finish")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the unfinished rollout (its own target and options)")
-    mode.add_argument("--abort", action="store_true",
-                      help="end the unfinished rollout; the nodes it drained stay drained")
-    p.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S")
-    p.add_argument("--apply-timeout", type=float, default=1800.0, metavar="S")
-    p.add_argument("--boot-timeout", type=float, default=900.0, metavar="S")
-    p.add_argument("--health-timeout", type=float, default=300.0, metavar="S",
-                   help="retry the health checks this long before failing (default 300)")
-    p.add_argument("--state-dir", type=Path,
-                   default=Path(os.environ.get("FLEET_ROLLOUT_STATE", DEFAULT_STATE)),
-                   help=f"journal and lock (default $FLEET_ROLLOUT_STATE or {DEFAULT_STATE})")
+    add_force(p)
+    add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
+              ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
+    add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
+    add_state_dir(p, "FLEET_ROLLOUT_STATE", DEFAULT_STATE, "journal and lock")
     p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
                    help="the secrets store with the BMC passwords (--reboot)")
     p.add_argument("--bmc-ca-file", metavar="FILE")
@@ -67,44 +66,20 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--bmc-address", metavar="HOST[:PORT]", help=argparse.SUPPRESS)
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
-    add_common_salt(p)
+    add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_rollout(a, load(a, pr), pr))
 
 
 def cmd_rollout(args: argparse.Namespace, inv: Inventory,
                 progress: Callable[[str], None]) -> int:
-    from fleet.bmc.connect import BmcOptions, client_for
-    from fleet.health.run import check
     from fleet.reinstall.lock import BusyError
-    from fleet.rollout import plan
-    from fleet.rollout.flow import Options, Parts, Rollout, RolloutError
-    from fleet.rollout.steps import BmcReboot, SaltApply
+    from fleet.rollout.flow import Options, Rollout, RolloutError
 
-    try:
-        names = resolve(args.target, inv.nodes)
-    except TargetError as exc:
-        print(f"fleet: target: {exc}", file=sys.stderr)
+    names = target_nodes(args, inv)
+    if names is None or _refused(args, inv, names):
         return Exit.USAGE
-    if args.wave < 1:
-        print("fleet: --wave must be at least 1", file=sys.stderr)
-        return Exit.USAGE
-    if args.reboot and (bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names])):
-        print(f"fleet: --reboot refused for {', '.join(bad)}: leave them out of TARGET",
-              file=sys.stderr)
-        return Exit.USAGE
-    runner = runner_for(args)
-    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
-                          insecure=args.bmc_insecure, address=args.bmc_address,
-                          scheme=args.bmc_scheme)
     quiet = args.quiet
 
-    def health(node: str) -> list[str]:
-        return check(inv, [node], runner, lambda _m: None,
-                     salt_timeout=args.salt_timeout)[0].problems
-
-    parts = Parts(runner=runner, apply=SaltApply(runner),
-                  reboot=BmcReboot(runner, lambda n: client_for(inv.nodes[n], bmc_opts)),
-                  health=health)
     def say(msg: str) -> None:
         if not quiet:
             print(f"fleet rollout: {msg}", file=sys.stderr, flush=True)
@@ -115,7 +90,7 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
                    drain_timeout=args.drain_timeout, apply_timeout=args.apply_timeout,
                    boot_timeout=args.boot_timeout, health_timeout=args.health_timeout)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    rollout = Rollout(inv, parts, args.state_dir, say)
+    rollout = Rollout(inv, _parts(args, inv), args.state_dir, say)
     got: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -145,6 +120,41 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
     if got:
         return 128 + got[0]
     return Exit.FAILED if report.outcome == "failed" else Exit.OK
+
+
+def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool:
+    """--wave below 1, or --reboot of nodes that must not be power-cycled (said why)."""
+    from fleet.rollout import plan
+
+    if args.wave < 1:
+        print("fleet: --wave must be at least 1", file=sys.stderr)
+        return True
+    if args.reboot and (bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names])):
+        print(f"fleet: --reboot refused for {', '.join(bad)}: leave them out of TARGET",
+              file=sys.stderr)
+        return True
+    return False
+
+
+def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
+    """Salt, the BMCs and the health gate as the command line sets them."""
+    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.health.run import check
+    from fleet.rollout.flow import Parts
+    from fleet.rollout.steps import BmcReboot, SaltApply
+
+    runner = runner_for(args)
+    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
+                          insecure=args.bmc_insecure, address=args.bmc_address,
+                          scheme=args.bmc_scheme)
+
+    def health(node: str) -> list[str]:
+        return check(inv, [node], runner, lambda _m: None,
+                     salt_timeout=args.salt_timeout)[0].problems
+
+    return Parts(runner=runner, apply=SaltApply(runner),
+                 reboot=BmcReboot(runner, lambda n: client_for(inv.nodes[n], bmc_opts)),
+                 health=health)
 
 
 def format_table(report: Any) -> str:

@@ -24,7 +24,7 @@ from fleet.health import parse
 from fleet.inventory.model import Inventory
 from fleet.reinstall import slurm
 from fleet.reinstall.commands import CommandError, Runner
-from fleet.reinstall.journal import Entry, Journal
+from fleet.reinstall.journal import Entry, Journal, latest_entries
 from fleet.reinstall.lock import NodeLock
 from fleet.rollout import plan
 
@@ -143,14 +143,12 @@ class RunState:
 
 
 def latest(entries: list[Entry]) -> RunState:
-    st = RunState()
-    for e in entries:
+    start, rest = latest_entries(entries)
+    st = RunState() if start is None else RunState(
+        run_id=start.get("run"), options=Options.from_json(start.get("options", {})))
+    for e in rest:
         ev = e.get("event")
-        if ev == "run" and e.get("mode") == "new":
-            st = RunState(run_id=e.get("run"), options=Options.from_json(e.get("options", {})))
-        elif e.get("run") != st.run_id:
-            continue
-        elif ev == "run":
+        if ev == "run":
             st.finished = None
             st.failed = []
         elif ev == "node":
