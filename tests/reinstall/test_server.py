@@ -86,6 +86,25 @@ def test_key_once_then_a_signed_callback_sets_local(served: Served) -> None:
     assert whats == ["key-fetched", "install-finished"]
 
 
+def test_a_repeated_signed_callback_is_answered_ok_and_changes_nothing(
+        served: Served) -> None:
+    """The installer retries a callback whose answer it lost: the same signed request is
+    answered ok once the install finished; unsigned or signed by another key, refused."""
+    token = TokenStore(served.node_dir).issue(60)
+    assert http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)[0] == 200
+    done = f"{served.url}/v1/done/{NODE}"
+    signed = sign_done(served.pem, NODE, token)
+    assert http("POST", done, token, signed, source=NODE_ADDR)[0] == 200
+    status, body = http("POST", done, token, signed, source=NODE_ADDR)
+    assert status == 200 and b"already finished" in body
+    other, _ = gen_key_pair()
+    # refused as a used token (409), not answered ok
+    assert http("POST", done, token, sign_done(other, NODE, token), source=NODE_ADDR)[0] \
+        == 409
+    assert http("POST", done, token, source=NODE_ADDR)[0] == 409
+    assert served.boot.history == [(NODE, "local")]  # set once
+
+
 def test_the_endpoint_enforces_the_nodes_address(served: Served) -> None:
     """The right token, from any other address (a neighbour, this host), is refused and
     not spent; nginx's rule is not the only guard."""

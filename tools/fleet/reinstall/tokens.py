@@ -105,6 +105,14 @@ class TokenStore:
                 data["closed"] = time.time()
                 self._write(data)
 
+    def finished_with(self, token: str) -> bool:
+        """``token`` is this run's and its install already called back (nothing since
+        revoked it or reported an error): a repeated callback, its answer lost."""
+        with self._locked():
+            data = self._read()
+        return bool(data and hmac.compare_digest(_hash(token), data["sha256"])
+                    and data["done"] and not data["revoked"] and not data.get("error"))
+
     def check(self, token: str, use: str) -> None:
         """Refuse ``token`` for ``use`` (``key_fetched`` or ``done``) unless valid and unused
         for that use. Does not consume it (see ``consume``)."""

@@ -117,7 +117,11 @@ def callback(inv: Inventory, node: Node, curl: str) -> str:
         "printf 'fleet-install-done:%s:%s' \"$n\" \"$t\" | chroot $r openssl dgst -sha256 "
         f"-sign {PKI}/minion.pem > {sig} || "
         'fail "could not sign the install-finished callback with the node\'s key"',
-        f"{curl} -sS --fail-with-body --max-time 60 -X POST -H \"Authorization: Bearer $t\" "
+        # retried on a lost connection or answer (a repeat of a callback that was
+        # taken is answered ok); a refusal (4xx) is final
+        f"{curl} -sS --fail-with-body --connect-timeout 10 --max-time 60 --retry 5 "
+        "--retry-delay 3 --retry-connrefused "
+        f"-X POST -H \"Authorization: Bearer $t\" "
         "-H 'Content-Type: application/octet-stream' --data-binary @- "
         f"\"$ep/v1/done/$n\" < {sig} > {out} || "
         f'fail "the install-finished callback was refused: $(head -c 300 {out}); '
