@@ -120,14 +120,14 @@ test-pxe: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	FLEET_PXE=1 $(BIN)/pytest tests/pxe -v --durations=5
 
-# fleet reinstall against a QEMU guest behind a fake Redfish BMC (issue 6), on its own
+# fleet reinstall against a QEMU guest behind a fake Redfish BMC, on its own
 # (test-pxe runs it too). Its one CI failure (2026-11-30: no exit within 60 s of SIGINT)
 # was a SIGINT inherited as ignored; fleet reinstall now handles SIGINT/SIGTERM itself.
 test-reinstall-vm: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	FLEET_PXE=1 $(BIN)/pytest tests/pxe/test_reinstall_vm.py -v --durations=5
 
-# the whole reinstall of a QEMU guest (issue 6, docs/pxe.md): PXE, the Debian installer
+# the whole reinstall of a QEMU guest (docs/pxe.md): PXE, the Debian installer
 # with a caching proxy of deb.debian.org as its mirror (an installer stand-in in the guest
 # does the part that needs .udeb files, which that proxy cannot serve), key, callback,
 # reboot from disk, minion with the rotated key, converge. About 25 min under TCG, so not

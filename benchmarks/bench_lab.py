@@ -99,6 +99,7 @@ def build_text(runs: list[tuple[Run, dict[str, Run]]], cold_s: float | None,
              "### Machine", "",
              f"- CPU: {report.cpu_model()}, 2 logical CPUs; memory {report.mem_total()}",
              f"- OS: {report.os_name()}; podman with runc, systemd containers",
+             f"- lab minions: {Paths.find().os} (LAB_OS)",
              f"- fleet at commit {report.commit()}",
              f"- load average before: {load_before}; after: {report.load_average()} "
              "(other work on the machine inflates these figures)",

@@ -1,5 +1,5 @@
 """`fleet keys check [--remove]` and `fleet keys finger` against the real salt-key on a
-throw-away master pki dir (issue 13)."""
+throw-away master pki dir."""
 
 from __future__ import annotations
 

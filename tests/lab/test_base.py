@@ -69,7 +69,7 @@ def test_minion_config(lab: Lab, node: str) -> None:
     assert conf["master"] == lab.pillar("site")["site"]["salt"]["master_address"] == \
         str(lab.plan.gateway)
     # pinned: the recorded site.salt.master_finger, else (the lab records none) the
-    # finger of the lab master's own public key, as minions compute it (issue 13)
+    # finger of the lab master's own public key, as minions compute it
     from fleet.reinstall.saltkeys import master_finger
 
     real = master_finger(lab.paths.master_root / "pki")

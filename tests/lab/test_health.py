@@ -1,4 +1,4 @@
-"""`fleet health` in the lab (issue 17): the real CLI against the lab's Salt master and
+"""`fleet health` in the lab: the real CLI against the lab's Salt master and
 head-01's slurmctld. It finds a stopped slurmd and an unmounted mkv data disk (each data
 disk of a lab volume is a tmpfs mount, tools/fleet/lab/nodes.py; the test unmounts one
 from the host, in the container's mount namespace), `--drain` drains the Slurm node with

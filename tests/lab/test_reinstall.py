@@ -1,4 +1,4 @@
-"""`fleet reinstall` in the lab (issue 6): the real CLI against the lab's Salt master,
+"""`fleet reinstall` in the lab: the real CLI against the lab's Salt master,
 Slurm controller and PXE state on head-01, with one FAKE BMC per lab node (sushy-tools'
 Redfish emulator, fake driver: tests/bmc/fake_redfish_bmc.py) whose power actions are
 acted out on the node's container by FAKE hardware (tests/lab/fake_lab_hardware.py): a
@@ -170,7 +170,7 @@ def _hostile_neighbour_is_refused(rig: Rig, lab: Lab, node: Any, token: str, end
     """While GPU_NODE is armed, the neighbour (BYSTANDER, from its own address) tries the
     token over TFTP and HTTP, then the endpoint with the token it stole (read here from
     head-01, as a sniffer would have it) or forged, and an early callback: all refused,
-    none of it spends the token (issue 13)."""
+    none of it spends the token."""
     name = installkey.token_name(node)
     state = PXE_STATE
     # published next to the state directory, never in it (TFTP serves that one), 0640

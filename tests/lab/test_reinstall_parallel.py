@@ -1,4 +1,4 @@
-"""Several `fleet reinstall`s at once in the lab (issue 17 part 3): one CLI run, one flow
+"""Several `fleet reinstall`s at once in the lab: one CLI run, one flow
 per node in threads, ONE installer endpoint for all of them, each node's own journal, lock
 and token; the same FAKE BMCs and FAKE hardware as tests/lab/test_reinstall.py
 (reinstall_rig.py). Runs after the read-only lab tests (conftest.py orders it); each run

@@ -1,4 +1,4 @@
-"""`fleet rollout` in the lab (issue 17): the real CLI across the three GPU nodes
+"""`fleet rollout` in the lab: the real CLI across the three GPU nodes
 (tbox-001, tbox-002 in partition tbox1, tbox-039 in tbox2) against the lab's Salt master
 and head-01's slurmctld, applying `base.time` (quick, and a real state.apply).
 

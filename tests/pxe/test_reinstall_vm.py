@@ -1,4 +1,4 @@
-"""`fleet reinstall` against a QEMU guest (issue 6, the part that fits in CI; docs/pxe.md).
+"""`fleet reinstall` against a QEMU guest (the part that fits in CI; docs/pxe.md).
 
 The real CLI runs in the test's network namespace with the rendered pxe/ tree served by
 dnsmasq and nginx (as tests/pxe/conftest.py), a real salt-key on a temp master config,

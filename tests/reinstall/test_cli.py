@@ -74,7 +74,7 @@ def test_endpoint_refuses_other_addresses_and_a_timeout_removes_the_key(
     """Through the real CLI: the endpoint enforces the node's inventory address itself
     (this test calls from 127.0.0.1, not stor-001's address: the right token is refused,
     and not spent), and an install that never completes leaves no pre-accepted key on the
-    master (issue 13)."""
+    master."""
     node = "stor-001"
     n, fake = _node_behind_fake_bmc(tmp_path, node)
     port = free_port()

@@ -326,7 +326,7 @@ def test_a_signal_is_held_outside_a_step_and_a_second_one_only_reported() -> Non
 def test_a_claimed_key_stops_the_run_naming_the_claimant(rig: Rig) -> None:
     """Someone at the node's address fetched the key first; the real installer reports
     it: wait_install fails naming the claimant, the key is gone from the master (the real
-    salt-key), the token is spent, boot mode local (issue 13)."""
+    salt-key), the token is spent, boot mode local."""
     flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
                 addresses=ADDRESSES)
     thread, out = run_in_thread(flow)

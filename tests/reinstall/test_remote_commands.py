@@ -1,5 +1,5 @@
 """`--slurm-command` / `--pxe-command` through ssh: no value fleet adds is re-parsed by the
-remote shell (issue 13). The stand-in `ssh` does what ssh does with its command words:
+remote shell. The stand-in `ssh` does what ssh does with its command words:
 joins them with spaces and hands the line to the remote user's shell (`sh -c`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The installer's endpoint over real HTTP (issue 13): the node's own address only, the key
+"""The installer's endpoint over real HTTP: the node's own address only, the key
 once, a callback only with a signature by the node's new key, an installer's error
 report stops the reinstall and revokes the key, and a hostile client gets bounded,
 traceback-free refusals."""

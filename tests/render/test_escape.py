@@ -1,4 +1,4 @@
-"""Issue 13 part 2, defence in depth: each renderer escapes for its own language, or
+"""Defence in depth: each renderer escapes for its own language, or
 refuses, even when a hostile value got past validation (here: put into the validated
 model by hand, as a bug in a future check would)."""
 

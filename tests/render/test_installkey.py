@@ -296,7 +296,7 @@ def test_master_address_override_reaches_every_output(tmp_path: Path) -> None:
 
 def test_a_recorded_master_finger_pins_both_installers_minions(tmp_path: Path) -> None:
     """``site.salt.master_finger`` (recorded with `fleet keys finger`) is in the minion
-    config each installer writes, Ubuntu and Debian (issue 13)."""
+    config each installer writes, Ubuntu and Debian."""
     finger = ":".join(["ab"] * 32)
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE},

@@ -1,4 +1,4 @@
-"""CI render check (issue 3): every node's highstate renders, role snapshots, secrets.
+"""CI render check: every node's highstate renders, role snapshots, secrets.
 
 Every node of the default inventory (pillar/ as rendered) is rendered with Ubuntu 24.04
 grains, and the first node of each role with Ubuntu 22.04 and Debian 12 grains, with a

@@ -1,4 +1,4 @@
-"""salt-lint and yamllint on the Salt tree (issue 3, CI check 1), and proof they bite."""
+"""salt-lint and yamllint on the Salt tree (CI check 1), and proof they bite."""
 
 from __future__ import annotations
 

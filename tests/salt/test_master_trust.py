@@ -1,4 +1,4 @@
-"""Salt's side of the install identity (issue 13 part 7), on every node's rendered
+"""Salt's side of the install identity, on every node's rendered
 highstate: the master listens on its provisioning address only, never auto-accepts, and
 every minion's config pins the master's key when the inventory recorded it."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 part 2, defence in depth on the minions: the config templates of the Salt
+"""Defence in depth on the minions: the config templates of the Salt
 states refuse (or neutralize) a pillar value that would add a directive, even if one got
 past `fleet validate` (here: written into the rendered pillar by hand)."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 part 2: hostile strings in every free-text and typed string field of the
+"""Hostile strings in every free-text and typed string field of the
 inventory. Each inventory either fails validation with a position at the edited field, or
 renders files that their own parsers accept (dnsmasq --test, nginx -t, grub-script-check,
 debconf-set-selections --checkonly, sh -n, systemd-analyze verify), with each value intact

@@ -1,4 +1,4 @@
-"""Issue 13 part 8: limits on what `fleet validate` reads, and the network and service
+"""Limits on what `fleet validate` reads, and the network and service
 rules that catch a broken (or hostile) inventory before it is rendered."""
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def test_the_token_is_never_in_the_tftp_served_state_dir(
     """The TFTP root links to the state directory (GRUB without HTTP reads state/ there)
     and TFTP serves anyone: no token, under any name, is ever written there. It goes to
     the sibling tokens directory, 0640 with that directory's group (setgid: nginx's),
-    renamed into place from a dot-name that nginx never serves (issue 13)."""
+    renamed into place from a dot-name that nginx never serves."""
     import grp
     import stat
 

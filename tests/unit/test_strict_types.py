@@ -1,4 +1,4 @@
-"""Issue 13 part 2: every inventory value that reaches a root-run config or command has a
+"""Every inventory value that reaches a root-run config or command has a
 strict type, checked by `fleet validate` at the value's own line:column.
 
 Each test makes one hostile or mistaken edit to the small inventory that validated before

@@ -1,4 +1,4 @@
-"""`fleet reinstall stor-1` reinstalls a QEMU guest, end to end (issue 6, `make test-vm`,
+"""`fleet reinstall stor-1` reinstalls a QEMU guest, end to end (`make test-vm`,
 docs/pxe.md; times in docs/benchmarks.md).
 
 The bed of tests/pxe/test_reinstall_vm.py (the rendered pxe/ tree served by dnsmasq and
