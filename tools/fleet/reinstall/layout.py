@@ -14,6 +14,7 @@ there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -21,37 +22,20 @@ def node_dir(state_root: Path, node: str) -> Path:
     return state_root / node
 
 
-def journal(node_dir: Path) -> Path:
-    return node_dir / "journal.jsonl"
+def _in_node_dir(*parts: str) -> Callable[[Path], Path]:
+    """``f(node_dir)``: the path ``parts`` below a node's directory."""
+    def path(node_dir: Path) -> Path:
+        return node_dir.joinpath(*parts)
+    path.__doc__ = f"<node_dir>/{'/'.join(parts)}"
+    return path
 
 
-def lock(node_dir: Path) -> Path:
-    return node_dir / "lock"
-
-
-def token_record(node_dir: Path) -> Path:
-    return node_dir / "token.json"
-
-
-def token_lock(node_dir: Path) -> Path:
-    return node_dir / "token.lock"
-
-
-def token_file(node_dir: Path) -> Path:
-    return node_dir / "install-token"
-
-
-def keys_dir(node_dir: Path) -> Path:
-    return node_dir / "keys"
-
-
-def keys_work_dir(node_dir: Path) -> Path:
-    return node_dir / "keys.new"
-
-
-def private_key(node_dir: Path) -> Path:
-    return keys_dir(node_dir) / "minion.pem"
-
-
-def public_key(node_dir: Path) -> Path:
-    return keys_dir(node_dir) / "minion.pub"
+journal = _in_node_dir("journal.jsonl")
+lock = _in_node_dir("lock")
+token_record = _in_node_dir("token.json")
+token_lock = _in_node_dir("token.lock")
+token_file = _in_node_dir("install-token")
+keys_dir = _in_node_dir("keys")
+keys_work_dir = _in_node_dir("keys.new")
+private_key = _in_node_dir("keys", "minion.pem")
+public_key = _in_node_dir("keys", "minion.pub")
