@@ -34,10 +34,36 @@ def _sh(*words: str) -> str:
 
 def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
     site = inv.raw.site
-    http = http_base(inv)
-    prov = node.prov
-    fqdn = f"{node.hostname}.{site.domain}"
     keys = sorted({k for a in site.admins for k in a.ssh_keys})
+    match = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else {"size": "largest"}
+    ai: dict[str, Any] = {
+        "version": 1,
+        "locale": "en_US.UTF-8",
+        "keyboard": {"layout": "us"},
+        "timezone": site.timezone,
+        "refresh-installer": {"update": False},
+        "apt": _apt(inv, node),
+        "network": {"version": 2, "ethernets": {node.boot_nic: _ethernet(inv, node)}},
+        # Only the boot disk: data disks (mkv volumes) are never touched by an install.
+        "storage": {"layout": {"name": "lvm", "sizing-policy": "all", "match": match}},
+        "ssh": {"install-server": True, "allow-pw": False, "authorized-keys": keys},
+        "packages": ["curl", "ca-certificates"],
+        "user-data": {
+            "hostname": node.hostname,
+            "fqdn": f"{node.hostname}.{site.domain}",
+            "disable_root": True,
+            "users": [_user(a) for a in site.admins],
+        },
+        "late-commands": _late_commands(inv, node),
+        "shutdown": "reboot",
+    }
+    return {"autoinstall": ai}
+
+
+def _ethernet(inv: Inventory, node: Node) -> dict[str, Any]:
+    """The provisioning NIC, static, as the node keeps it."""
+    site = inv.raw.site
+    prov = node.prov
     eth: dict[str, Any] = {
         "match": {"macaddress": node.mac},
         "set-name": node.boot_nic,
@@ -49,13 +75,30 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
     if site.dns_servers:
         eth["nameservers"] = {"addresses": [str(a) for a in site.dns_servers],
                               "search": [site.domain]}
+    return eth
+
+
+def _apt(inv: Inventory, node: Node) -> dict[str, Any]:
+    site = inv.raw.site
+    apt = aptcache.node_apt(site, inv.nodes[site.provisioning_host], node)
+    return {
+        "preserve_sources_list": False,
+        "geoip": False,
+        "primary": [{"arches": ["default"], "uri": apt["mirror"]}],
+        **({"security": [{"arches": ["default"], "uri": apt["security_mirror"]}]}
+           if apt["security_mirror"] else {}),
+    }
+
+
+def _late_commands(inv: Inventory, node: Node) -> list[str]:
+    """The salt-minion bootstrap's files, the node's key, salt-minion, then the callback."""
     def write(text: str, path: str) -> str:
         return f"printf '%s\\n' {_sh(*text.splitlines())} > /target{path}"
 
-    late = [
+    return [
         f"curtin in-target -- install -d -m 0755 {' '.join(bootstrap.DIRS)}",
         f"curtin in-target -- curl -fsSL -o {bootstrap.KEYRING} "
-        + shlex.quote(f"{http}/{site.salt.keyring}"),
+        + shlex.quote(f"{http_base(inv)}/{inv.raw.site.salt.keyring}"),
         *(write(text, path) for path, text in bootstrap.files(inv, node).items()),
         installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",
@@ -63,36 +106,6 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
         "curtin in-target -- systemctl enable salt-minion",
         installkey.callback(inv, node, CURL),  # last: the install is done
     ]
-    match = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else {"size": "largest"}
-    apt = aptcache.node_apt(site, inv.nodes[site.provisioning_host], node)
-    ai: dict[str, Any] = {
-        "version": 1,
-        "locale": "en_US.UTF-8",
-        "keyboard": {"layout": "us"},
-        "timezone": site.timezone,
-        "refresh-installer": {"update": False},
-        "apt": {
-            "preserve_sources_list": False,
-            "geoip": False,
-            "primary": [{"arches": ["default"], "uri": apt["mirror"]}],
-            **({"security": [{"arches": ["default"], "uri": apt["security_mirror"]}]}
-               if apt["security_mirror"] else {}),
-        },
-        "network": {"version": 2, "ethernets": {node.boot_nic: eth}},
-        # Only the boot disk: data disks (mkv volumes) are never touched by an install.
-        "storage": {"layout": {"name": "lvm", "sizing-policy": "all", "match": match}},
-        "ssh": {"install-server": True, "allow-pw": False, "authorized-keys": keys},
-        "packages": ["curl", "ca-certificates"],
-        "user-data": {
-            "hostname": node.hostname,
-            "fqdn": fqdn,
-            "disable_root": True,
-            "users": [_user(a) for a in site.admins],
-        },
-        "late-commands": late,
-        "shutdown": "reboot",
-    }
-    return {"autoinstall": ai}
 
 
 def _user(admin: Admin) -> dict[str, Any]:

@@ -102,14 +102,6 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
     site = inv.raw.site
     interfaces = {name: _iface(i, inv) for name, i in node.interfaces.items() if name != "bmc"}
     interfaces[node.boot_nic]["boot"] = True
-    bmc = node.interfaces.get("bmc")
-    data_disks: list[dict[str, Any]] = []
-    for i, disk in enumerate(p.data_disks):
-        entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
-        if node.mkv_array is not None:  # one mkv subvolume per data disk
-            entry |= {"name": subvolume(i), "mount": data_mount(i)}
-        data_disks.append(entry)
-    boot = next(d for d in p.disks if d.role == "boot")
     d: dict[str, Any] = {
         "hostname": node.hostname,
         "fqdn": f"{node.hostname}.{site.domain}",
@@ -127,24 +119,49 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
             "gpu": p.gpu.model_dump() if p.gpu else None,
         },
         "interfaces": interfaces,
-        "bmc": {
-            "address": str(bmc.address) if bmc and bmc.address else None,
-            "mac": node.bmc_mac,
-            "kind": p.bmc.kind,
-            "protocol": p.bmc.protocol,
-            "switch": bmc.switch if bmc else None,
-            "port": bmc.port if bmc else None,
-        },
-        "disks": {
-            "boot": {"kind": boot.kind, "size_gb": boot.size_gb,
-                     "match": node.boot_disk.model_dump(exclude_none=True)
-                     if node.boot_disk else {}},
-            "data": data_disks,
-        },
+        "bmc": _bmc(node),
+        "disks": _disks(node),
         "ib_guid": node.ib_guid,
         "salt": bootstrap.node_pillar(inv, node),
         "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
     }
+    return d | _node_services(inv, node)
+
+
+def _bmc(node: Node) -> dict[str, Any]:
+    bmc = node.interfaces.get("bmc")
+    return {
+        "address": str(bmc.address) if bmc and bmc.address else None,
+        "mac": node.bmc_mac,
+        "kind": node.profile.bmc.kind,
+        "protocol": node.profile.bmc.protocol,
+        "switch": bmc.switch if bmc else None,
+        "port": bmc.port if bmc else None,
+    }
+
+
+def _disks(node: Node) -> dict[str, Any]:
+    """The boot disk the installer matches, and the data disks (one mkv subvolume each on
+    a volume node)."""
+    p = node.profile
+    data_disks: list[dict[str, Any]] = []
+    for i, disk in enumerate(p.data_disks):
+        entry: dict[str, Any] = {"index": i, "kind": disk.kind, "size_gb": disk.size_gb}
+        if node.mkv_array is not None:
+            entry |= {"name": subvolume(i), "mount": data_mount(i)}
+        data_disks.append(entry)
+    boot = next(d for d in p.disks if d.role == "boot")
+    return {
+        "boot": {"kind": boot.kind, "size_gb": boot.size_gb,
+                 "match": node.boot_disk.model_dump(exclude_none=True)
+                 if node.boot_disk else {}},
+        "data": data_disks,
+    }
+
+
+def _node_services(inv: Inventory, node: Node) -> dict[str, Any]:
+    """What the node's InfiniBand, Slurm partition and mkv array add to its pillar."""
+    d: dict[str, Any] = {}
     ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
     if ib:
         d["infiniband"] = {"subnet_manager": any(
@@ -158,7 +175,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
             "port": array.volume_port,
             "volume": f"{node.hostname}:{array.volume_port}",
             "root": f"{MKV_ROOT}",
-            "subvolumes": len(data_disks),
+            "subvolumes": len(node.profile.data_disks),
         }
     return d
 
