@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory import aptcache
+from fleet.inventory import aptcache, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, yamlout
 from fleet.render.header import header
@@ -215,17 +215,16 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
     slurm = inv.raw.slurm
     assert slurm is not None
     controller = inv.nodes[slurm.controller]
-    computes = inv.with_role("slurm.compute")
     # One NodeName line per profile: the hardware that slurmd -C must report.
     by_profile: dict[str, list[Node]] = {}
-    for node in computes:
+    for node in inv.with_role("slurm.compute"):
         by_profile.setdefault(node.profile_name, []).append(node)
     node_lines = []
     gres = []
     for pname, nodes in by_profile.items():
         p = nodes[0].profile
         names = compress(n.hostname for n in nodes)
-        line: dict[str, Any] = {
+        node_lines.append({
             "names": names,
             "sockets": p.cpu.sockets,
             "cores_per_socket": p.cpu.cores_per_socket,
@@ -233,22 +232,8 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
             "real_memory_mb": p.memory_gb * 1024 * (100 - slurm.memory_reserve_percent) // 100,
             "features": [pname],
             "gres": f"gpu:{p.gpu.model}:{p.gpu.count}" if p.gpu else None,
-        }
-        node_lines.append(line)
-        if p.gpu:
-            # Explicit File= lines (Debian/Ubuntu slurm-wlm has no NVML), GPUs split
-            # evenly over sockets so jobs get cores local to their GPUs.
-            per_socket = -(-p.gpu.count // p.cpu.sockets)  # ceil: every GPU listed once
-            cores = p.cpu.cores_per_socket
-            for s in range(p.cpu.sockets):
-                first = s * per_socket
-                last = min(first + per_socket, p.gpu.count) - 1
-                if first > last:
-                    break
-                files = (f"/dev/nvidia{first}" if first == last
-                         else f"/dev/nvidia[{first}-{last}]")
-                gres.append({"names": names, "name": "gpu", "type": p.gpu.model,
-                             "file": files, "cores": f"{s * cores}-{(s + 1) * cores - 1}"})
+        })
+        gres += _gres_lines(names, p)
     partitions = []
     topology = []
     for pname, part in slurm.partitions.items():
@@ -266,6 +251,24 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
         "topology": topology,
     }
 
+
+def _gres_lines(names: str, p: schema.Profile) -> list[dict[str, Any]]:
+    """Explicit File= lines (Debian/Ubuntu slurm-wlm has no NVML), GPUs split evenly over
+    sockets so jobs get cores local to their GPUs."""
+    if not p.gpu:
+        return []
+    out = []
+    per_socket = -(-p.gpu.count // p.cpu.sockets)  # ceil: every GPU listed once
+    cores = p.cpu.cores_per_socket
+    for s in range(p.cpu.sockets):
+        first = s * per_socket
+        last = min(first + per_socket, p.gpu.count) - 1
+        if first > last:
+            break
+        files = f"/dev/nvidia{first}" if first == last else f"/dev/nvidia[{first}-{last}]"
+        out.append({"names": names, "name": "gpu", "type": p.gpu.model,
+                    "file": files, "cores": f"{s * cores}-{(s + 1) * cores - 1}"})
+    return out
 
 def _mkv(inv: Inventory) -> dict[str, Any]:
     mkv = inv.raw.mkv

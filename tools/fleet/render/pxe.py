@@ -78,60 +78,68 @@ def render(inv: Inventory) -> dict[str, str]:
     site = inv.raw.site
     http = http_base(inv)
     prov_node = inv.nodes[site.provisioning_host]
-    os_name = f"Ubuntu {site.os.release}"
     out: dict[str, str] = {}
-    networks = []
-    for name, net in inv.raw.networks.items():
-        if net.purpose == "ipoib":
-            continue
-        networks.append({
-            "name": name, "purpose": net.purpose, "vlan": net.vlan,
-            "network": net.cidr.network_address, "netmask": net.cidr.netmask,
-            "gateway": net.gateway, "mtu": net.mtu,
-            "pool": (net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
-            "relayed": name != prov_node.prov.network,
-        })
     common = {"header": TEXT, "http": http, "tftp_server": str(prov_node.address)}
-    http_host = http.removeprefix("http://")
     out["pxe/dnsmasq/dnsmasq.conf"] = _t("dnsmasq.conf.j2").render(
         **common, prov_host=prov_node.hostname, interface=prov_node.boot_nic,
-        domain=site.domain, networks=networks, pxe_root=site.pxe_root,
+        domain=site.domain, networks=_dhcp_networks(inv), pxe_root=site.pxe_root,
         dns_servers=",".join(str(a) for a in site.dns_servers),
         upstream_dns=[str(a) for a in site.upstream_dns],
     )
     out["pxe/dnsmasq/dns-hosts"] = _dns_hosts(inv)
     out["pxe/http/boot.ipxe"] = _t("boot.ipxe.j2").render(**common)
-    out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(**common, http_host=http_host)
-    install_ipxe, local_ipxe = _t("install.ipxe.j2"), _t("local.ipxe.j2")
-    install_grub, local_grub = _t("grub-install.cfg.j2"), _t("grub-local.cfg.j2")
+    out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(
+        **common, http_host=http.removeprefix("http://"))
     memo = yamlout.Memo()
     for node in inv.nodes.values():
-        h = node.hostname
-        out[f"pxe/dnsmasq/hosts/{h}"] = _dhcp_hosts(node)
-        image = preseed.image_of(inv, node)
-        if image is None:
-            ctx = {**common, "hostname": h, "mac": node.mac, "os_name": os_name,
-                   "kernel": site.install.kernel, "initrd": site.install.initrd}
-            ipxe_line, grub_line = cmdline(inv, node, grub=False), cmdline(inv, node, grub=True)
-            efi_dir: str = site.os.distro
-            out[f"pxe/http/hosts/{h}/user-data"] = render_user_data(inv, node, memo)
-            out[f"pxe/http/hosts/{h}/meta-data"] = render_meta_data(inv, node)
-        else:
-            ctx = {**common, "hostname": h, "mac": node.mac,
-                   "os_name": f"Debian ({node.image})",
-                   "kernel": image.kernel, "initrd": image.initrd}
-            words = preseed.cmdline(inv, node, image).split(" ")
-            ipxe_line, grub_line = _words(words, grub=False), _words(words, grub=True)
-            efi_dir = "debian"
-            out[f"pxe/http/hosts/{h}/preseed.cfg"] = preseed.render_preseed(inv, node, image)
-        d = f"pxe/http/hosts/{h}"
-        out[f"{d}/{script_name('install', 'ipxe')}"] = install_ipxe.render(**ctx,
-                                                                           cmdline=ipxe_line)
-        out[f"{d}/{script_name('local', 'ipxe')}"] = local_ipxe.render(**ctx)
-        out[f"{d}/{script_name('install', 'grub')}"] = install_grub.render(
-            **ctx, http_host=http_host, grub_cmdline=grub_line)
-        out[f"{d}/{script_name('local', 'grub')}"] = local_grub.render(**ctx, efi_dir=efi_dir)
+        out[f"pxe/dnsmasq/hosts/{node.hostname}"] = _dhcp_hosts(node)
+        out |= _node_boot_files(inv, node, common, memo)
     out["pxe/nginx/tokens.conf"] = _token_rules(inv)
+    return out
+
+
+def _dhcp_networks(inv: Inventory) -> list[dict[str, object]]:
+    """The networks dnsmasq serves (all but IPoIB); relayed: not the head's own."""
+    prov_net = inv.nodes[inv.raw.site.provisioning_host].prov.network
+    return [{
+        "name": name, "purpose": net.purpose, "vlan": net.vlan,
+        "network": net.cidr.network_address, "netmask": net.cidr.netmask,
+        "gateway": net.gateway, "mtu": net.mtu,
+        "pool": (net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
+        "relayed": name != prov_net,
+    } for name, net in inv.raw.networks.items() if net.purpose != "ipoib"]
+
+
+def _node_boot_files(inv: Inventory, node: Node, common: dict[str, str],
+                     memo: yamlout.Memo) -> dict[str, str]:
+    """The node's installer seed and its install/local scripts for iPXE and GRUB."""
+    site = inv.raw.site
+    h = node.hostname
+    d = f"pxe/http/hosts/{h}"
+    out: dict[str, str] = {}
+    image = preseed.image_of(inv, node)
+    if image is None:
+        ctx = {**common, "hostname": h, "mac": node.mac, "os_name": f"Ubuntu {site.os.release}",
+               "kernel": site.install.kernel, "initrd": site.install.initrd}
+        ipxe_line, grub_line = cmdline(inv, node, grub=False), cmdline(inv, node, grub=True)
+        efi_dir: str = site.os.distro
+        out[f"{d}/user-data"] = render_user_data(inv, node, memo)
+        out[f"{d}/meta-data"] = render_meta_data(inv, node)
+    else:
+        ctx = {**common, "hostname": h, "mac": node.mac, "os_name": f"Debian ({node.image})",
+               "kernel": image.kernel, "initrd": image.initrd}
+        words = preseed.cmdline(inv, node, image).split(" ")
+        ipxe_line, grub_line = _words(words, grub=False), _words(words, grub=True)
+        efi_dir = "debian"
+        out[f"{d}/preseed.cfg"] = preseed.render_preseed(inv, node, image)
+    http_host = common["http"].removeprefix("http://")
+    out[f"{d}/{script_name('install', 'ipxe')}"] = _t("install.ipxe.j2").render(
+        **ctx, cmdline=ipxe_line)
+    out[f"{d}/{script_name('local', 'ipxe')}"] = _t("local.ipxe.j2").render(**ctx)
+    out[f"{d}/{script_name('install', 'grub')}"] = _t("grub-install.cfg.j2").render(
+        **ctx, http_host=http_host, grub_cmdline=grub_line)
+    out[f"{d}/{script_name('local', 'grub')}"] = _t("grub-local.cfg.j2").render(
+        **ctx, efi_dir=efi_dir)
     return out
 
 
