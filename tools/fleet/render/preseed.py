@@ -97,32 +97,24 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
     return cmds
 
 
-def render_preseed(inv: Inventory, node: Node, image: DebianImage) -> str:
-    site = inv.raw.site
+Answer = tuple[str, str, str]  # debconf question, type, value
+
+
+def _mirror(image: DebianImage) -> list[Answer]:
     mirror = urlsplit(image.mirror)
-    first = site.admins[0]
-    d = [
-        ("debian-installer/locale", "string", "en_US.UTF-8"),
-        ("keyboard-configuration/xkb-keymap", "select", "us"),
-        ("netcfg/choose_interface", "select", "auto"),
-        ("netcfg/get_hostname", "string", node.hostname),
-        ("netcfg/get_domain", "string", site.domain),
-        ("netcfg/hostname", "string", node.hostname),
+    return [
         ("mirror/country", "string", "manual"),
         ("mirror/protocol", "string", mirror.scheme),
         (f"mirror/{mirror.scheme}/hostname", "string", mirror.netloc),
         (f"mirror/{mirror.scheme}/directory", "string", mirror.path or "/"),
         (f"mirror/{mirror.scheme}/proxy", "string", ""),
         ("mirror/suite", "string", image.suite),
-        ("passwd/root-login", "boolean", "false"),
-        ("passwd/user-fullname", "string", first.name),
-        ("passwd/username", "string", first.name),
-        ("passwd/user-password-crypted", "password", "!"),  # ssh keys only
-        ("clock-setup/utc", "boolean", "true"),
-        ("time/zone", "string", site.timezone),
-        ("clock-setup/ntp", "boolean", "true"),
-        ("clock-setup/ntp-server", "string", site.ntp_servers[0]),
-        # only the boot disk: data disks (mkv volumes) are never touched by an install
+    ]
+
+
+def _partman(node: Node) -> list[Answer]:
+    """Only the boot disk: data disks (mkv volumes) are never touched by an install."""
+    return [
         ("partman/early_command", "string",
          f'disk="$({_disk_script(node)})"; debconf-set partman-auto/disk "$disk"; '
          'debconf-set grub-installer/bootdev "$disk"'),
@@ -137,6 +129,29 @@ def render_preseed(inv: Inventory, node: Node, image: DebianImage) -> str:
         ("partman/choose_partition", "select", "finish"),
         ("partman/confirm", "boolean", "true"),
         ("partman/confirm_nooverwrite", "boolean", "true"),
+    ]
+
+
+def render_preseed(inv: Inventory, node: Node, image: DebianImage) -> str:
+    site = inv.raw.site
+    first = site.admins[0]
+    d: list[Answer] = [
+        ("debian-installer/locale", "string", "en_US.UTF-8"),
+        ("keyboard-configuration/xkb-keymap", "select", "us"),
+        ("netcfg/choose_interface", "select", "auto"),
+        ("netcfg/get_hostname", "string", node.hostname),
+        ("netcfg/get_domain", "string", site.domain),
+        ("netcfg/hostname", "string", node.hostname),
+        *_mirror(image),
+        ("passwd/root-login", "boolean", "false"),
+        ("passwd/user-fullname", "string", first.name),
+        ("passwd/username", "string", first.name),
+        ("passwd/user-password-crypted", "password", "!"),  # ssh keys only
+        ("clock-setup/utc", "boolean", "true"),
+        ("time/zone", "string", site.timezone),
+        ("clock-setup/ntp", "boolean", "true"),
+        ("clock-setup/ntp-server", "string", site.ntp_servers[0]),
+        *_partman(node),
         ("tasksel/first", "multiselect", "standard, ssh-server"),
         ("pkgsel/include", "string", "curl ca-certificates openssh-server"),
         ("popularity-contest/participate", "boolean", "false"),
