@@ -8,11 +8,13 @@ names the offending value.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from fleet.inventory import aptcache
 from fleet.inventory.load import load_inventory, parse
 from fleet.problems import InventoryError, Problem
 
@@ -821,6 +823,22 @@ def test_the_apt_cache_port_is_not_nginx_port(small_text: str) -> None:
 def test_an_apt_url_elsewhere_is_not_through_the_cache(small_text: str) -> None:
     text, _ = edit(small_text, MIRROR, "mirror: http://archive.ubuntu.com/ubuntu")
     parse(text, FILE)  # the lab's direct archive: valid
+
+
+def test_an_image_mirror_on_the_heads_nginx_is_files_not_the_cache(small_text: str) -> None:
+    """A Debian installer image's mirror served by head-01's nginx (the PXE test bed's
+    caching proxy of deb.debian.org) is valid and gets no apt-cacher-ng remap."""
+    image = {"type": "debian-preseed", "kernel": "images/debian-12/linux",
+             "initrd": "images/debian-12/initrd.gz", "mirror": "http://10.1.0.10/debian"}
+    inv = parse(small_text, FILE, (json.dumps({"site": {"images": {"debian-12": image}}}),
+                                   "overlay.yaml"))
+    site = inv.raw.site
+    prov = inv.nodes[site.provisioning_host]
+    (url,) = [u for u in aptcache.classify(site, prov) if u.path[1] == "images"]
+    assert not url.through and url.error is None
+    remaps = aptcache.pillar(site, prov)["remaps"]
+    assert isinstance(remaps, list)
+    assert "http://10.1.0.10/debian" not in [r["upstream"] for r in remaps]
 
 
 def test_the_kernel_is_under_images(small_text: str) -> None:

@@ -2,8 +2,9 @@
 
 The site's apt URLs (``site.apt.mirror``, ``site.apt.security_mirror``, ``site.salt.repo``
 and each ``site.images.*.mirror``) that name the provisioning host go through its
-apt-cacher-ng, in acng's own URL syntax: the upstream's host is the first path segment,
-``HTTPS///`` before it for an https upstream::
+apt-cacher-ng (except an image's mirror on its boot HTTP port, ``site.http_port``: files
+its nginx serves), in acng's own URL syntax: the upstream's host is the first path
+segment, ``HTTPS///`` before it for an https upstream::
 
     http://10.1.0.10:3142/archive.ubuntu.com/ubuntu          -> http://archive.ubuntu.com/ubuntu
     http://10.1.0.10:3142/HTTPS///packages.broadcom.com/x    -> https://packages.broadcom.com/x
@@ -58,7 +59,10 @@ def classify(site: schema.Site, prov: Node) -> list[AptUrl]:
     for path, value in apt_urls(site):
         parts = urlsplit(value)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        if parts.hostname not in names:
+        # an installer image's mirror may be files the provisioning host's nginx serves
+        # (its boot HTTP port); the apt and Salt URLs on that host are always the cache's
+        served = path[1] == "images" and parts.scheme == "http" and port == site.http_port
+        if parts.hostname not in names or served:
             out.append(AptUrl(path, value, False, port, value.rstrip("/"), None))
             continue
         error = None
@@ -100,8 +104,11 @@ def port(site: schema.Site, prov: Node) -> int:
 
 
 def pillar(site: schema.Site, prov: Node) -> dict[str, object]:
+    names = _names(prov, site.domain)
     urls = classify(site, prov)
-    upstreams = sorted({u.upstream for u in urls if u.error is None})
+    # not the provisioning host's own nginx: the cache never fetches from itself
+    upstreams = sorted({u.upstream for u in urls if u.error is None
+                        and (u.through or urlsplit(u.url).hostname not in names)})
     return {"port": port(site, prov),
             "remaps": [{"name": remap_name(u), "upstream": u} for u in upstreams]}
 
