@@ -85,6 +85,7 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("site", "apt", "mirror"): "pillar",
     ("site", "install", "kernel"): "pillar",
     ("site", "install", "iso_url"): "pillar",
+    ("site", "install", "iso_source"): "pillar",
     ("site", "salt", "repo"): "user-data",
     ("site", "salt", "master_finger"): "pillar",
     ("site", "images", "deb", "args", 0): "kernel",

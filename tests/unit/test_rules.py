@@ -841,6 +841,20 @@ def test_an_image_mirror_on_the_heads_nginx_is_files_not_the_cache(small_text: s
     assert "http://10.1.0.10/debian" not in [r["upstream"] for r in remaps]
 
 
+def test_an_apt_url_that_would_break_the_cache_config_is_refused(small_text: str) -> None:
+    """A ';' (the Remap- line's separator) or '#' is refused by the URL type already;
+    what a URL allows but a Remap- word does not (',', '!', '@') is refused by the cache
+    rule, at the mirror's position."""
+    for bad in (";file:///etc", "#x"):
+        quoted = MIRROR.replace(": ", ": '")
+        text, _ = edit(small_text, MIRROR, f"{quoted}{bad}'")
+        assert any(p.path == "site.apt.mirror" for p in problems_of(text)), bad
+    for bad in (",x", "!x", "@x"):
+        url = f"http://10.1.0.10:3142/archive.ubuntu.com/ubuntu{bad}"
+        text, at = edit(small_text, MIRROR, f"mirror: '{url}'", mark="'")
+        expect(text, "invalid", "site.apt.mirror", at, "Remap- line")
+
+
 def test_the_kernel_is_under_images(small_text: str) -> None:
     old = "kernel: images/ubuntu-24.04/vmlinuz"
     text, at = edit(small_text, old, "kernel: boot/vmlinuz", mark="boot/")

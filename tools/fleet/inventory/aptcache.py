@@ -63,7 +63,8 @@ def classify(site: schema.Site, prov: Node) -> list[AptUrl]:
         # (its boot HTTP port); the apt and Salt URLs on that host are always the cache's
         served = path[1] == "images" and parts.scheme == "http" and port == site.http_port
         if parts.hostname not in names or served:
-            out.append(AptUrl(path, value, False, port, value.rstrip("/"), None))
+            out.append(AptUrl(path, value, False, port, value.rstrip("/"),
+                              _remap_safe(value.rstrip("/"))))
             continue
         error = None
         rest = parts.path.lstrip("/")
@@ -85,8 +86,20 @@ def classify(site: schema.Site, prov: Node) -> list[AptUrl]:
                 error = ("through the apt cache the path names the upstream host, then its "
                          "path: http://HOST:PORT/archive.ubuntu.com/ubuntu (HTTPS/// before "
                          "the host for an https upstream)")
-        out.append(AptUrl(path, value, True, port, upstream, error))
+        out.append(AptUrl(path, value, True, port, upstream, error or _remap_safe(upstream)))
     return out
+
+
+# what a Remap- line of apt-cacher-ng's config can hold as one word (" ; " separates its
+# front end from its back ends, "#" starts a comment)
+_REMAP_WORD = re.compile(r"[A-Za-z0-9._~:/%+-]+")
+
+
+def _remap_safe(upstream: str) -> str | None:
+    if _REMAP_WORD.fullmatch(upstream):
+        return None
+    return ("the upstream has characters an apt-cacher-ng Remap- line cannot hold "
+            "(only letters, digits and ._~:/%+-)")
 
 
 def remap_name(upstream: str) -> str:
