@@ -67,9 +67,14 @@ def provisioning_hosts(p: Plan) -> list[str]:
     return [n.hostname for n in p.nodes if "provisioning" in n.roles]
 
 
+def running_os(paths: Paths) -> str | None:
+    """The OS of the lab that is up (what `fleet lab up` recorded), if any."""
+    return paths.os_marker.read_text().strip() if paths.os_marker.exists() else None
+
+
 def check_os(paths: Paths) -> None:
     """One lab at a time: a lab that is up keeps its OS until `make lab-down`."""
-    have = paths.os_marker.read_text().strip() if paths.os_marker.exists() else None
+    have = running_os(paths)
     if have is None and nodes.all_lab_containers(paths):
         have = "debian-12"  # a lab brought up before LAB_OS existed
     if have is not None and have != paths.os:
@@ -166,8 +171,8 @@ def down(paths: Paths, *, everything: bool = False) -> None:
 
 def status(paths: Paths) -> str:
     pid = master.pid(paths)
-    lab_os = paths.os_marker.read_text().strip() if paths.os_marker.exists() else "-"
-    lines = [f"os: {lab_os}", f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
+    lines = [f"os: {running_os(paths) or '-'}",
+             f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
     npid = ntp.pid(paths)
     lines.append(f"ntp: {f'running, pid {npid}' if npid else 'stopped'}")
     for name in nodes.all_lab_containers(paths):
