@@ -6,6 +6,10 @@ operator drained is never resumed."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,8 +19,10 @@ import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
+from fleet.reinstall import layout
 from fleet.reinstall.commands import Result
 from fleet.reinstall.journal import Journal
+from fleet.reinstall.lock import BusyError, NodeLock
 from fleet.rollout import plan
 from fleet.rollout.flow import Options, Parts, Rollout, RolloutError, StepFailedError, latest
 from health.fakesite import scontrol_line
@@ -110,7 +116,7 @@ class Rig:
 
     def rollout(self) -> Rollout:
         return Rollout(self.inv, Parts(self.slurm, self.apply, self.reboot, self.health),
-                       self.state, say=lambda _m: None)
+                       self.state, self.state / "reinstall", say=lambda _m: None)
 
 
 def opts(**kw: object) -> Options:
@@ -130,8 +136,8 @@ def test_busy_node_waits_for_its_job_while_the_others_proceed(inv: Inventory,
         assert log.index((other, "resume")) < log.index(("gpu-01", "job ended"))
     assert rig.slurm.drain == {}
     assert "after waiting" in report.nodes["gpu-01"].detail["drain"]
-    assert set(report.nodes["gpu-01"].steps) == {"drain", "apply", "reboot", "health",
-                                                  "resume"}
+    assert set(report.nodes["gpu-01"].steps) == {"lock", "drain", "apply", "reboot",
+                                                  "health", "resume"}
 
 
 def test_never_more_than_k_of_a_partition_out(inv: Inventory, tmp_path: Path) -> None:
@@ -262,3 +268,62 @@ def test_reboot_waits_for_a_new_boot_id() -> None:
     reboot = BmcReboot(Runner(), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
     assert reboot("gpu-01", 10).startswith("redfish https://10.0.0.100: power reset; back")
     assert resets == ["reset"]
+
+
+def test_a_node_a_reinstall_holds_fails_at_its_lock_untouched(inv: Inventory,
+                                                              tmp_path: Path) -> None:
+    """fleet reinstall holds gpu-02's lock (another process, as in production): the
+    rollout leaves gpu-02 alone (no drain, no apply), names the holder and stops after
+    the wave; the other nodes of the wave finish."""
+    rig = Rig(inv, tmp_path)
+    node_dir = layout.node_dir(tmp_path / "reinstall", "gpu-02")
+    node_dir.mkdir(parents=True, mode=0o700)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from fleet.reinstall.lock import NodeLock\n"
+         "with NodeLock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(30)",
+         str(node_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        report = rig.rollout().start(GPUS, opts(wave=2))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert report.outcome == "failed"
+    r = report.nodes["gpu-02"]
+    assert r.failed_step == "lock"
+    assert re.search(rf"another `fleet reinstall` \(pid {holder.pid}\) is running for "
+                     "gpu-02", r.message), r.message
+    assert not [w for n, w in rig.slurm.log if n == "gpu-02"]  # not drained, not applied
+    assert "gpu-02" not in rig.slurm.drain and "gpu-02" not in report.left
+    assert {report.nodes[n].outcome for n in ("gpu-01", "gpu-03", "gpu-04")} == {"done"}
+
+
+def test_a_reinstall_is_refused_while_the_rollout_works_on_the_node(
+        inv: Inventory, tmp_path: Path) -> None:
+    """While the rollout waits for gpu-01's job, the reinstall's own lock of gpu-01 is
+    refused, naming the rollout; once the rollout is done it is free again."""
+    rig = Rig(inv, tmp_path)
+    rig.slurm.jobs["gpu-01"] = 10_000
+    node_dir = layout.node_dir(tmp_path / "reinstall", "gpu-01")
+    seen: list[str] = []
+    real = rig.slurm.run
+
+    def sinfo(argv: Sequence[str], *, timeout: float = 120) -> Result:
+        if argv[0] == "sinfo" and not seen:
+            try:
+                with NodeLock(node_dir):
+                    seen.append("taken")
+            except BusyError as exc:
+                seen.append(str(exc))
+            rig.slurm.jobs["gpu-01"] = 1
+        return real(argv, timeout=timeout)
+
+    rig.slurm.run = sinfo  # type: ignore[method-assign]
+    report = rig.rollout().start(["gpu-01"], opts())
+    assert report.outcome == "done", report.message
+    assert len(seen) == 1 and re.match(
+        rf"another `fleet rollout {report.run_id}` \(pid {os.getpid()}\) is running for "
+        "gpu-01", seen[0]), seen
+    with NodeLock(node_dir):  # released
+        pass

@@ -31,7 +31,8 @@ JOB_S = 240  # long enough for the other two nodes' whole flow on a loaded 2-cor
 
 def fleet_rollout(lab: Lab, state: Path, *args: str, timeout: float = 900
                   ) -> tuple[int, dict[str, Any], str]:
-    proc, report = fleet_json(lab, "rollout", state, *args, timeout=timeout, empty_ok=True)
+    proc, report = fleet_json(lab, "rollout", state, *args, "--reinstall-state-dir",
+                              str(state.parent / "reinstall"), timeout=timeout, empty_ok=True)
     return proc.returncode, report, proc.stderr
 
 

@@ -1,5 +1,7 @@
-"""One reinstall per node at a time: an exclusive flock on ``<state>/<node>/lock``, held for
-the life of the process (the kernel drops it if the process dies)."""
+"""One flow per node at a time: an exclusive flock on ``<state>/<node>/lock``, held for the
+life of the process (the kernel drops it if the process dies). ``fleet reinstall`` takes it
+for its node, and ``fleet rollout`` for each node it works on, so the two never act on one
+node at once; the file names its holder (pid and command) for the refusal's message."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ class BusyError(Exception):
 
 
 class NodeLock:
-    def __init__(self, node_dir: Path) -> None:
+    def __init__(self, node_dir: Path, holder: str = "fleet reinstall") -> None:
         self.path = layout.lock(node_dir)
+        self.holder = holder
         self._fd: int | None = None
 
     def __enter__(self) -> NodeLock:
@@ -26,12 +29,12 @@ class NodeLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+            pid, _, command = os.read(fd, 256).decode(errors="replace").strip().partition(" ")
             os.close(fd)
-            raise BusyError(f"another `fleet reinstall` (pid {holder}) is running for "
-                            f"{self.path.parent.name} (lock {self.path})") from None
+            raise BusyError(f"another `{command or 'fleet reinstall'}` (pid {pid or '?'}) is "
+                            f"running for {self.path.parent.name} (lock {self.path})") from None
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, f"{os.getpid()} {self.holder}\n".encode())
         self._fd = fd
         return self
 

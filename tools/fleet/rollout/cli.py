@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from fleet.cliparts import (
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
+from fleet.reinstall.cli import DEFAULT_STATE as REINSTALL_STATE
 from fleet.reinstall.cli import runner_for
 
 if TYPE_CHECKING:
@@ -40,7 +42,8 @@ reason. Journal and lock under --state-dir. See docs/operations.md.
 """
 EPILOG = """
 exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a node failed (left
-drained; fix it, then --resume), 6 busy (another rollout runs) or an unfinished rollout
+drained; fix it, then --resume; a node a reinstall is working on fails at its lock,
+untouched), 6 busy (another rollout runs) or an unfinished rollout
 needs --resume or --abort; 130 / 143 interrupted (the nodes in flight are left drained,
 --resume)
 """
@@ -59,6 +62,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
     add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
     add_state_dir(p, "FLEET_ROLLOUT_STATE", DEFAULT_STATE, "journal and lock")
+    p.add_argument("--reinstall-state-dir", type=Path, metavar="DIR",
+                   default=Path(os.environ.get("FLEET_REINSTALL_STATE", REINSTALL_STATE)),
+                   help="fleet reinstall's state dir, whose per-node locks the rollout "
+                        "takes so the two never work on one node at once (default "
+                        f"$FLEET_REINSTALL_STATE or {REINSTALL_STATE})")
     p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
                    help="the secrets store with the BMC passwords (--reboot)")
     p.add_argument("--bmc-ca-file", metavar="FILE")
@@ -90,7 +98,8 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
                    drain_timeout=args.drain_timeout, apply_timeout=args.apply_timeout,
                    boot_timeout=args.boot_timeout, health_timeout=args.health_timeout)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    rollout = Rollout(inv, _parts(args, inv), args.state_dir, say)
+    rollout = Rollout(inv, _parts(args, inv), args.state_dir, args.reinstall_state_dir,
+                      say)
     got: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:

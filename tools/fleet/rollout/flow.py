@@ -3,7 +3,10 @@ through drain -> apply -> reboot (``--reboot``) -> health -> resume; the next wa
 starts when the whole wave is back; the first failed node stops the rollout, drained
 with the reason. Shares the reinstall's machinery: its journal (JSON lines, fsynced),
 its lock, its scontrol/sinfo calls and its command runner; the health gate is
-``fleet health``'s (fleet.health.run.check) for that one node.
+``fleet health``'s (fleet.health.run.check) for that one node. Each node's steps run under
+that node's reinstall lock (``<node_locks>/<node>/lock``, fleet.reinstall.lock): a node
+that ``fleet reinstall`` is working on fails the rollout at ``lock``, untouched, and a
+reinstall started while the rollout works on a node is refused.
 
 Journal (``<state>/journal.jsonl``): ``run`` (mode new|resume|abort; a new run carries
 its options), ``wave`` (phase start|end, index, nodes), ``step`` (node, step, phase
@@ -22,14 +25,14 @@ from typing import Any, Protocol
 
 from fleet.health import parse
 from fleet.inventory.model import Inventory
-from fleet.reinstall import slurm
+from fleet.reinstall import layout, slurm
 from fleet.reinstall.commands import CommandError, Runner
 from fleet.reinstall.journal import Entry, Journal, latest_entries
-from fleet.reinstall.lock import NodeLock
+from fleet.reinstall.lock import BusyError, NodeLock
 from fleet.rollout import plan
 
 PREFIX = "fleet rollout"
-STEPS = ("drain", "apply", "reboot", "health", "resume")
+STEPS = ("lock", "drain", "apply", "reboot", "health", "resume")
 
 
 @dataclass(frozen=True)
@@ -173,11 +176,13 @@ def latest(entries: list[Entry]) -> RunState:
 
 
 class Rollout:
-    def __init__(self, inv: Inventory, parts: Parts, state_dir: Path,
+    def __init__(self, inv: Inventory, parts: Parts, state_dir: Path, node_locks: Path,
                  say: Callable[[str], None] = print) -> None:
+        """``node_locks``: the reinstall's state root, where each node's lock lives."""
         self.inv = inv
         self.parts = parts
         self.state_dir = state_dir
+        self.node_locks = node_locks
         self.journal = Journal(state_dir)
         self.say = say
         self.t0 = time.monotonic()
@@ -199,7 +204,7 @@ class Rollout:
     # -- entry points
 
     def start(self, names: list[str], opts: Options, *, resume: bool = False) -> Report:
-        with NodeLock(self.state_dir):
+        with NodeLock(self.state_dir, "fleet rollout"):
             st = latest(self.journal.entries())
             if resume:
                 if not st.unfinished or st.options is None or st.run_id is None:
@@ -217,7 +222,7 @@ class Rollout:
             return self._run(run_id, names, opts)
 
     def abort(self) -> Report:
-        with NodeLock(self.state_dir):
+        with NodeLock(self.state_dir, "fleet rollout"):
             st = latest(self.journal.entries())
             if not st.unfinished or st.run_id is None or st.options is None:
                 raise RolloutError(f"nothing to abort in {self.state_dir}")
@@ -292,8 +297,26 @@ class Rollout:
     # -- one node
 
     def _node(self, run_id: str, opts: Options, r: NodeRun) -> None:
-        node = self.inv.nodes[r.node]
         t_node = time.monotonic()
+        lock = NodeLock(layout.node_dir(self.node_locks, r.node), f"fleet rollout {run_id}")
+        self._note("step", run=run_id, node=r.node, step="lock", phase="start")
+        try:
+            with lock:
+                r.steps["lock"] = time.monotonic() - t_node
+                self._note("step", run=run_id, node=r.node, step="lock", phase="end",
+                           outcome="ok", detail="", seconds=round(r.steps["lock"], 3))
+                self._node_steps(run_id, opts, r)
+        except BusyError as exc:  # nothing done to the node: it is the other command's
+            r.steps["lock"], r.detail["lock"] = time.monotonic() - t_node, str(exc)
+            r.outcome, r.failed_step, r.message = "failed", "lock", str(exc)
+            self._note("step", run=run_id, node=r.node, step="lock", phase="end",
+                       outcome="failed", detail=str(exc), seconds=round(r.steps["lock"], 3))
+            self._say(f"{r.node}: lock failed: {exc}")
+        self._note("node", run=run_id, node=r.node, outcome=r.outcome,
+                   seconds=round(time.monotonic() - t_node, 3))
+
+    def _node_steps(self, run_id: str, opts: Options, r: NodeRun) -> None:
+        node = self.inv.nodes[r.node]
         is_slurm = node.has("slurm.compute")
         ours = {"drained": False}
         steps: list[tuple[str, Callable[[], str]]] = [
@@ -335,8 +358,6 @@ class Rollout:
         # failed before it drained anything leaves the node as it was)
         if r.outcome == "failed" and is_slurm and (ours["drained"] or r.failed_step != "drain"):
             self._fail_drain(run_id, r, ours)
-        self._note("node", run=run_id, node=r.node, outcome=r.outcome,
-                   seconds=round(time.monotonic() - t_node, 3))
 
     def _fail_drain(self, run_id: str, r: NodeRun, ours: dict[str, bool]) -> None:
         """The failed node stays (or becomes) drained, the failure as the reason; a node
