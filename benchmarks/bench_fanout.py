@@ -139,7 +139,8 @@ def timed_job(sw: Swarm, fun: str, args: list[Any], kwargs: dict[str, Any],
 def one_run(conf: swarmconf.SiteConfigs, ids: list[str], tmp: Path, args: argparse.Namespace,
             log: Callable[[str], None], run_index: int) -> dict[str, Any]:
     sw = Swarm(root=tmp / "s", ids=ids, master_conf=conf.master_conf,
-               minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS)
+               minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
+               minion_nice=args.minion_nice)
     sw.write()
     out: dict[str, Any] = {"n": len(ids)}
     with sw, Sampler(sw.master_pids) as sampler:
@@ -365,6 +366,9 @@ def main() -> int:
                     help="how many of the runs (the first ones) include the highstate "
                          "(default 1: at 144 nodes on 2 cores it takes minutes)")
     ap.add_argument("--hs-timeout", type=float, default=1800)
+    ap.add_argument("--minion-nice", type=int, default=10,
+                    help="the minions' nice value (default 10): on this one host they share "
+                         "the master's CPUs, which real nodes do not; 0 as before 2026-12-01")
     ap.add_argument("--ready-timeout", type=float, default=600)
     ap.add_argument("--write", type=Path, metavar="MD")
     ap.add_argument("--json", type=Path, metavar="FILE")
@@ -377,6 +381,7 @@ def main() -> int:
                "memory": report.mem_total(), "OS": report.os_name(),
                "Salt": _salt_version(), "fleet at commit": report.commit(),
                "salt/ and pillar/ from": args.rev,
+               "minions' nice value": str(args.minion_nice),
                "load average before": report.load_average(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     site_n = len(swarmconf.render_ids())

@@ -72,6 +72,9 @@ class Swarm:
     key_store: Path | None = None    # reuse key pairs across runs (generating 500 takes a while)
     host: str = "127.0.0.1"
     ports: tuple[int, int] = field(default_factory=free_port_pair)
+    # on one host the minions share the master's CPUs, which real nodes do not: a nice
+    # value above 0 keeps the master's own work from queueing behind theirs
+    minion_nice: int = 0
     master_proc: subprocess.Popen[bytes] | None = None
     minions: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -183,8 +186,9 @@ class Swarm:
         env = {**os.environ, "PATH": f"{self.root / 'shim'}:{os.environ.get('PATH', '')}"}
         for mid in list(ids or self.ids):
             d = self.minion_dir(mid)
+            nice = ["nice", "-n", str(self.minion_nice)] if self.minion_nice else []
             self.minions[mid] = subprocess.Popen(
-                [os.fspath(self.bin_dir / "salt-minion"), "-c", os.fspath(d / "etc"),
+                [*nice, os.fspath(self.bin_dir / "salt-minion"), "-c", os.fspath(d / "etc"),
                  "--disable-keepalive", "-l", "quiet"], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                 env=env)
