@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_rules import edit, expect, find, problems_of, ref
 
 from fleet.inventory import expand
 from fleet.inventory.load import MAX_INPUT_BYTES, load_inventory, parse
 from fleet.problems import InventoryError, Problem
 from fleet.yamlsrc import MAX_DEPTH, Pos
+from support.inventory_edits import edit, expect, find, problems_of, ref
 
 FILE = "inventory.yaml"
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,31 +181,6 @@ def test_two_networks_never_share_a_vlan(small_text: str) -> None:
            ref((first[0], first[1] + 6)))
 
 
-def test_a_node_port_override_is_at_least_1(small_text: str) -> None:
-    text, at = edit(small_text, '  stor-1: {serial: STOR0001,',
-                    '  stor-1: {serial: STOR0001, port: {prov: 0},', mark="0}")
-    expect(text, "greater_than_equal", "nodes.stor-1.port.prov", at)
-
-
-def test_master_address_outside_every_network(small_text: str) -> None:
-    text, at = edit(small_text, "salt: {master: head-01}",
-                    "salt: {master: head-01, master_address: 192.168.7.1}", mark="192")
-    expect(text, "outside_network", "site.salt.master_address", at, "192.168.7.1")
-
-
-def test_master_address_is_never_the_network_address(small_text: str) -> None:
-    text, at = edit(small_text, "salt: {master: head-01}",
-                    "salt: {master: head-01, master_address: 10.1.0.0}", mark="10.1")
-    expect(text, "outside_network", "site.salt.master_address", at, "network or broadcast")
-
-
-def test_master_address_is_never_another_nodes_address(small_text: str) -> None:
-    # gpu-01's provisioning address: ip_base 10.1.0.100 + 1
-    text, at = edit(small_text, "salt: {master: head-01}",
-                    "salt: {master: head-01, master_address: 10.1.0.101}", mark="10.1")
-    expect(text, "duplicate_ip", "site.salt.master_address", at, "gpu-01")
-
-
 def test_master_address_may_be_the_masters_own_or_a_free_one(small_text: str) -> None:
     for addr in ("10.1.0.10", "10.1.0.5"):  # head-01's own, a free host address
         text, _ = edit(small_text, "salt: {master: head-01}",
@@ -232,12 +207,6 @@ def test_two_services_never_share_a_port_of_one_host(small_text: str, line: str,
     value = line.split(": ")[1]
     text, at = edit(small_text, end, f"{end}  {line}\n", mark=value)
     expect(text, "duplicate_port", path, at, says)
-
-
-def test_reinstall_endpoint_never_on_a_salt_port(small_text: str) -> None:
-    text, at = edit(small_text, "salt: {master: head-01}",
-                    "salt: {master: head-01, reinstall_port: 4506}", mark="4506")
-    expect(text, "duplicate_port", "site.salt.reinstall_port", at, "salt-master")
 
 
 def test_an_mkv_volume_never_on_slurmd_or_ssh(small_text: str) -> None:

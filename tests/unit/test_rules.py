@@ -1,4 +1,5 @@
-"""One test per validation rule of `fleet validate`.
+"""The validation rules of `fleet validate` that one table row cannot show (a rule whose
+single edit and problem fit one row is in test_single_edits.py).
 
 Each test takes the small inventory, makes one targeted bad edit, and checks that
 parse() raises InventoryError with the expected problem: code, dotted path, exact
@@ -16,97 +17,12 @@ import yaml
 
 from fleet.inventory import aptcache
 from fleet.inventory.load import load_inventory, parse
-from fleet.problems import InventoryError, Problem
+from support.inventory_edits import FILE, edit, expect, find, problems_of, ref, set_in_node
 
-FILE = "inventory.yaml"
 ROOT = Path(__file__).resolve().parents[2]
-
-Where = tuple[int, int]
-
-
-# --- helpers -------------------------------------------------------------------------------
-
-
-def line_col(text: str, offset: int) -> Where:
-    line = text.count("\n", 0, offset) + 1
-    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return line, col
-
-
-def find(text: str, needle: str, *, line_with: str | None = None, nth: int | None = None) -> Where:
-    """Position of ``needle``: the only occurrence, the ``nth`` one, or the first one in the
-    only line that contains ``line_with``."""
-    if line_with is not None:
-        lines = [i for i, s in enumerate(text.splitlines(keepends=True)) if line_with in s]
-        assert len(lines) == 1, f"{line_with!r} is on {len(lines)} lines"
-        start = sum(len(s) for s in text.splitlines(keepends=True)[: lines[0]])
-        offset = text.index(needle, start)
-        assert offset < start + len(text.splitlines(keepends=True)[lines[0]])
-        return line_col(text, offset)
-    if nth is None:
-        assert text.count(needle) == 1, f"{needle!r} occurs {text.count(needle)} times"
-        nth = 0
-    offset = -1
-    for _ in range(nth + 1):
-        offset = text.index(needle, offset + 1)
-    return line_col(text, offset)
-
-
-def edit(text: str, old: str, new: str, mark: str | None = None) -> tuple[str, Where]:
-    """Replace the single occurrence of ``old`` with ``new``; return the new text and the
-    position of ``mark`` (a substring of ``new``; default: its start) in it."""
-    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
-    start = text.index(old)
-    out = text[:start] + new + text[start + len(old):]
-    assert out != text
-    offset = start + (new.index(mark) if mark is not None else 0)
-    return out, line_col(out, offset)
-
-
-def problems_of(text: str) -> list[Problem]:
-    with pytest.raises(InventoryError) as info:
-        parse(text, FILE)
-    problems = info.value.problems
-    assert problems
-    return problems
-
-
-def expect(text: str, code: str, path: str, where: Where, *contains: str) -> Problem:
-    """Assert that parsing ``text`` reports a problem with exactly this code, path and
-    position, whose message contains every string in ``contains``."""
-    problems = problems_of(text)
-    listing = "\n".join(f"  [{p.code}] {p}" for p in problems)
-    same = [p for p in problems if p.code == code and p.path == path]
-    assert same, f"no [{code}] problem at {path!r}; got:\n{listing}"
-    here = [p for p in same if (p.pos.line, p.pos.col) == where]
-    assert here, f"[{code}] {path} reported at the wrong place, expected {where}; got:\n{listing}"
-    p = here[0]
-    assert p.pos.file == FILE
-    for s in contains:
-        assert s in p.message, f"{s!r} not in message of {p}"
-    return p
-
-
-def ref(where: Where) -> str:
-    """How a message cites another position: ``(inventory.yaml:L:C)``."""
-    return f"({FILE}:{where[0]}:{where[1]})"
-
-
-def set_in_node(text: str, node: str, fields: str) -> tuple[str, str]:
-    """Insert ``fields`` (flow-map text) right after ``<node>: {serial: X,``."""
-    key = f"  {node}: {{serial: "
-    start = text.index(key)
-    comma = text.index(",", start)
-    old = text[start:comma + 1]
-    return old, f"{old} {fields},"
 
 
 # --- duplicates ----------------------------------------------------------------------------
-
-
-def test_duplicate_hostname_in_two_groups(small_text: str) -> None:
-    text, at = edit(small_text, "hosts: gpu-[03-04]", "hosts: gpu-[02-04]", mark="gpu-[02-04]")
-    expect(text, "duplicate", "node_groups.part-b.hosts", at, "gpu-02", "part-a")
 
 
 def test_duplicate_mac(small_text: str) -> None:
@@ -121,66 +37,12 @@ def test_duplicate_mac(small_text: str) -> None:
         f"gpu-01 {ref(first)}")
 
 
-def test_duplicate_mac_ignores_case_and_separator(small_text: str) -> None:
-    text, at = edit(small_text, 'mac: "52:54:00:00:00:66"', 'mac: "52-54-00-00-00-65"',
-                    mark='"52')
-    expect(text, "duplicate_mac", "nodes.gpu-02.mac", at, "52-54-00-00-00-65", "gpu-01",
-           ref(find(text, '"52:54:00:00:00:65"')))
-
-
-def test_bmc_mac_equal_to_another_nodes_boot_mac(small_text: str) -> None:
-    text, at = edit(small_text, 'bmc_mac: "52:54:00:01:00:66"', 'bmc_mac: "52:54:00:00:00:65"',
-                    mark='"52:')
-    expect(text, "duplicate_mac", "nodes.gpu-02.bmc_mac", at, "52:54:00:00:00:65", "gpu-01",
-           ref(find(text, '"52:54:00:00:00:65"', nth=0)))
-
-
-def test_duplicate_ip_via_node_override(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "ip: {prov: 10.1.0.101}")
-    text, at = edit(small_text, old, new, mark="10.1.0.101")
-    # gpu-01 (index 1) gets 10.1.0.100 + 1 from part-a's ip_base
-    base = find(text, "10.1.0.100", line_with="prov: {network: prov, ip_base: 10.1.0.100, "
-                "switch: sw1, first_port: 1}")
-    expect(text, "duplicate_ip", "nodes.stor-1.ip.prov", at, "10.1.0.101", "gpu-01", ref(base))
-
-
 def test_duplicate_ip_via_overlapping_ip_base(small_text: str) -> None:
     text, at = edit(small_text, "prov: {network: prov, ip_base: 10.1.0.150",
                     "prov: {network: prov, ip_base: 10.1.0.100", mark="10.1.0.100")
     base = find(text, "10.1.0.100", line_with="ip_base: 10.1.0.100, switch: sw1, first_port: 1}")
     expect(text, "duplicate_ip", "nodes.stor-1.ip.prov", at, "10.1.0.101", "gpu-01", ref(base))
     expect(text, "duplicate_ip", "nodes.stor-2.ip.prov", at, "10.1.0.102", "gpu-02", ref(base))
-
-
-def test_ip_equal_to_a_gateway(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "ip: {prov: 10.1.0.1}")
-    text, at = edit(small_text, old, new, mark="10.1.0.1}")
-    gateway = find(text, "10.1.0.1,", line_with="prov: {purpose: provisioning")
-    expect(text, "duplicate_ip", "nodes.stor-1.ip.prov", at, "10.1.0.1 ", "gateway", "prov",
-           ref(gateway))
-
-
-def test_duplicate_serial(small_text: str) -> None:
-    text, at = edit(small_text, "serial: GPU0002", "serial: GPU0001", mark="GPU0001")
-    expect(text, "duplicate_serial", "nodes.gpu-02.serial", at, "GPU0001", "gpu-01",
-           ref(find(text, "GPU0001", nth=0)))
-
-
-def test_duplicate_ib_guid(small_text: str) -> None:
-    text, at = edit(small_text, 'ib_guid: "0x1070fd0300000002"', 'ib_guid: "0x1070fd0300000001"',
-                    mark='"0x')
-    expect(text, "duplicate_guid", "nodes.gpu-02.ib_guid", at, "0x1070fd0300000001", "gpu-01",
-           ref(find(text, '"0x1070fd0300000001"', nth=0)))
-
-
-def test_duplicate_switch_port(small_text: str) -> None:
-    # part-b cables gpu-03 to sw1 port 3 (first_port 3, position 0)
-    old, new = set_in_node(small_text, "stor-2", "port: {prov: 3}")
-    text, at = edit(small_text, old, new, mark="3}")
-    first = find(text, "3}", line_with="prov: {network: prov, ip_base: 10.1.0.100, switch: sw1, "
-                 "first_port: 3}")
-    expect(text, "duplicate_port", "nodes.stor-2.port.prov", at, "sw1 port 3", "gpu-03",
-           ref(first))
 
 
 def test_duplicate_switch_port_via_first_port(small_text: str) -> None:
@@ -190,24 +52,7 @@ def test_duplicate_switch_port_via_first_port(small_text: str) -> None:
     expect(text, "duplicate_port", "nodes.stor-2.port.prov", at, "sw1 port 4", "gpu-04")
 
 
-def test_port_beyond_the_switch_port_count(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-2", "port: {prov: 65}")
-    text, at = edit(small_text, old, new, mark="65")
-    expect(text, "port_range", "nodes.stor-2.port.prov", at, "sw1 port 65", "64 ports")
-
-
 # --- addresses -----------------------------------------------------------------------------
-
-
-def test_address_outside_its_network(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "ip: {prov: 10.9.0.5}")
-    text, at = edit(small_text, old, new, mark="10.9.0.5")
-    expect(text, "outside_network", "nodes.stor-1.ip.prov", at, "10.9.0.5", "10.1.0.0/24")
-
-
-def test_ip_base_pushing_addresses_outside_the_network(small_text: str) -> None:
-    text, at = edit(small_text, "ip_base: 10.1.0.150", "ip_base: 10.1.0.254", mark="10.1.0.254")
-    expect(text, "outside_network", "nodes.stor-2.ip.prov", at, "10.1.1.0", "10.1.0.0/24")
 
 
 @pytest.mark.parametrize("address", ["10.1.0.0", "10.1.0.255"])
@@ -250,51 +95,7 @@ def test_multicast_mac(small_text: str, mac: str) -> None:
     expect(text, "mac_multicast", "nodes.gpu-02.mac", at, mac, "multicast")
 
 
-def test_multicast_bmc_mac(small_text: str) -> None:
-    text, at = edit(small_text, 'bmc_mac: "52:54:00:01:00:66"', 'bmc_mac: "01:80:c2:00:00:0e"',
-                    mark='"')
-    expect(text, "mac_multicast", "nodes.gpu-02.bmc_mac", at, "01:80:c2:00:00:0e")
-
-
-def test_broadcast_mac(small_text: str) -> None:
-    text, at = edit(small_text, 'mac: "52:54:00:00:00:66"', 'mac: "ff:ff:ff:ff:ff:ff"', mark='"')
-    expect(text, "mac_broadcast", "nodes.gpu-02.mac", at, "ff:ff:ff:ff:ff:ff", "broadcast")
-
-
 # --- references ----------------------------------------------------------------------------
-
-
-def test_unknown_profile(small_text: str) -> None:
-    text, at = edit(small_text, "profile: storage", "profile: stroage", mark="stroage")
-    expect(text, "unknown_ref", "node_groups.storage.profile", at, "'stroage'")
-
-
-def test_unknown_role(small_text: str) -> None:
-    text, at = edit(small_text, "roles: [mkv.volume]", "roles: [mkv.volum]", mark="mkv.volum")
-    expect(text, "literal_error", "node_groups.storage.roles[0]", at, "'mkv.volum'",
-           "'mkv.volume'")
-
-
-def test_unknown_partition(small_text: str) -> None:
-    text, at = edit(small_text, "slurm_partition: tbox2", "slurm_partition: tbox9", mark="tbox9")
-    expect(text, "unknown_ref", "node_groups.part-b.slurm_partition", at, "'tbox9'")
-
-
-def test_unknown_mkv_array(small_text: str) -> None:
-    text, at = edit(small_text, "mkv_array: data", "mkv_array: nosuch", mark="nosuch")
-    expect(text, "unknown_ref", "node_groups.storage.mkv_array", at, "'nosuch'")
-
-
-def test_unknown_switch(small_text: str) -> None:
-    text, at = edit(small_text, "switch: sw1, first_port: 10", "switch: sw9, first_port: 10",
-                    mark="sw9")
-    expect(text, "unknown_ref", "node_groups.storage.nics.prov.switch", at, "'sw9'")
-
-
-def test_unknown_network(small_text: str) -> None:
-    text, at = edit(small_text, "prov: {network: prov, ip_base: 10.1.0.150",
-                    "prov: {network: prv, ip_base: 10.1.0.150", mark="prv")
-    expect(text, "unknown_ref", "node_groups.storage.nics.prov.network", at, "'prv'")
 
 
 @pytest.mark.parametrize(("old", "new", "group", "nic", "net"), [
@@ -312,50 +113,7 @@ def test_nic_kind_does_not_match_network_purpose(small_text: str, old: str, new:
            f"'{net}'")
 
 
-def test_infiniband_nic_on_an_ethernet_switch(small_text: str) -> None:
-    text, at = edit(small_text, "ip_base: 10.2.1.0, switch: ib2", "ip_base: 10.2.1.0, switch: sw1",
-                    mark="sw1")
-    expect(text, "mismatch", "node_groups.part-b.nics.ib.switch", at, "'sw1'", "infiniband")
-
-
-def test_ethernet_nic_on_an_infiniband_switch(small_text: str) -> None:
-    text, at = edit(small_text, "switch: sw1, first_port: 10", "switch: ib1, first_port: 10",
-                    mark="ib1")
-    expect(text, "mismatch", "node_groups.storage.nics.prov.switch", at, "'ib1'", "ethernet")
-
-
-def test_ip_override_for_an_unknown_nic(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "ip: {ib: 10.2.0.50}")
-    text, at = edit(small_text, old, new, mark="ib:")
-    expect(text, "unknown_ref", "nodes.stor-1.ip.ib", at, "'ib'")
-
-
-def test_port_override_for_an_unknown_nic(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "port: {ib: 5}")
-    text, at = edit(small_text, old, new, mark="ib:")
-    expect(text, "unknown_ref", "nodes.stor-1.port.ib", at, "'ib'")
-
-
-def test_group_nic_the_profile_does_not_have(small_text: str) -> None:
-    text, at = edit(small_text, "      bmc: {network: bmc, ip_base: 10.0.0.150",
-                    "      ib: {network: ib-a, ip_base: 10.2.0.50}\n"
-                    "      bmc: {network: bmc, ip_base: 10.0.0.150", mark="ib:")
-    expect(text, "unknown_ref", "node_groups.storage.nics.ib", at, "'ib'", "'storage'")
-
-
-def test_salt_master_is_not_a_node(small_text: str) -> None:
-    text, at = edit(small_text, "salt: {master: head-01}", "salt: {master: head-02}",
-                    mark="head-02")
-    expect(text, "unknown_ref", "site.salt.master", at, "'head-02'")
-
-
 # --- services ------------------------------------------------------------------------------
-
-
-def test_slurm_partition_with_no_nodes(small_text: str) -> None:
-    text, at = edit(small_text, "    tbox2: {ib_switch: ib2}\n",
-                    "    tbox2: {ib_switch: ib2}\n    spare: {ib_switch: ib2}\n", mark="spare")
-    expect(text, "empty", "slurm.partitions.spare", at, "spare")
 
 
 def test_mkv_array_with_no_nodes(small_text: str) -> None:
@@ -364,11 +122,6 @@ def test_mkv_array_with_no_nodes(small_text: str) -> None:
                     "volume_port: 3101, replicas: 1, index_path: /var/lib/mkv/empty}\n",
                     mark="empty:")
     expect(text, "empty", "mkv.arrays.empty", at, "empty")
-
-
-def test_mkv_replicas_greater_than_volumes(small_text: str) -> None:
-    text, at = edit(small_text, "replicas: 2", "replicas: 3", mark="3")
-    expect(text, "replicas", "mkv.arrays.data.replicas", at, "3 replicas", "has 2")
 
 
 def test_mkv_volumes_with_different_data_disk_counts(small_text: str) -> None:
@@ -396,22 +149,11 @@ def test_mkv_master_without_the_role(small_text: str) -> None:
            "head-01", "mkv.master")
 
 
-def test_two_default_partitions(small_text: str) -> None:
-    text, at = edit(small_text, "tbox2: {ib_switch: ib2}", "tbox2: {ib_switch: ib2, default: true}",
-                    mark="true")
-    expect(text, "invalid", "slurm.partitions.tbox2.default", at, "tbox1")
-
-
 def test_slurm_controller_without_the_role(small_text: str) -> None:
     text, _ = edit(small_text, "roles: [provisioning, slurm.controller, mkv.master]",
                    "roles: [provisioning, mkv.master]")
     at = find(text, "head-01", line_with="controller: head-01")
     expect(text, "mismatch", "slurm.controller", at, "head-01", "slurm.controller")
-
-
-def test_slurm_controller_is_not_a_node(small_text: str) -> None:
-    text, at = edit(small_text, "controller: head-01", "controller: head-09", mark="head-09")
-    expect(text, "unknown_ref", "slurm.controller", at, "'head-09'")
 
 
 def test_provisioning_host_without_the_role(small_text: str) -> None:
@@ -425,16 +167,6 @@ def test_partition_members_not_cabled_to_the_partitions_ib_switch(small_text: st
     text, _ = edit(small_text, "tbox2: {ib_switch: ib2}", "tbox2: {ib_switch: ib1}")
     at = find(text, "tbox2", line_with="slurm_partition: tbox2")
     expect(text, "mismatch", "node_groups.part-b.slurm_partition", at, "gpu-03", "tbox2", "ib1")
-
-
-def test_partition_ib_switch_that_is_ethernet(small_text: str) -> None:
-    text, at = edit(small_text, "tbox2: {ib_switch: ib2}", "tbox2: {ib_switch: sw1}", mark="sw1")
-    expect(text, "mismatch", "slurm.partitions.tbox2.ib_switch", at, "sw1", "ethernet")
-
-
-def test_partition_ib_switch_unknown(small_text: str) -> None:
-    text, at = edit(small_text, "tbox2: {ib_switch: ib2}", "tbox2: {ib_switch: ib9}", mark="ib9")
-    expect(text, "unknown_ref", "slurm.partitions.tbox2.ib_switch", at, "'ib9'")
 
 
 def test_slurm_compute_group_without_a_partition(small_text: str) -> None:
@@ -466,61 +198,10 @@ def test_mkv_volume_group_without_an_array(small_text: str) -> None:
     expect(text, "missing", "node_groups.storage.roles", at, "mkv.volume", "mkv_array")
 
 
-def test_nvidia_role_on_a_profile_without_gpus(small_text: str) -> None:
-    text, at = edit(small_text, "roles: [mkv.volume]", "roles: [mkv.volume, nvidia]", mark="[")
-    expect(text, "mismatch", "node_groups.storage.roles", at, "nvidia", "'storage'")
-
-
-def test_infiniband_role_on_a_profile_without_an_ib_nic(small_text: str) -> None:
-    text, at = edit(small_text, "roles: [mkv.volume]", "roles: [mkv.volume, infiniband]",
-                    mark="[")
-    expect(text, "mismatch", "node_groups.storage.roles", at, "infiniband", "'storage'")
-
-
 # --- hardware facts ------------------------------------------------------------------------
 
 
-def test_gpu_count_not_matching_the_profile(small_text: str) -> None:
-    text, at = edit(small_text, "hardware: {gpus: 8,", "hardware: {gpus: 7,", mark="7")
-    expect(text, "hardware_mismatch", "nodes.gpu-04.hardware.gpus", at, "7", "'gpu'", "has 8")
-
-
-def test_cpu_sockets_not_matching_the_profile(small_text: str) -> None:
-    text, at = edit(small_text, "cpu_sockets: 2}", "cpu_sockets: 1}", mark="1")
-    expect(text, "hardware_mismatch", "nodes.gpu-04.hardware.cpu_sockets", at, "1 ", "has 2")
-
-
-def test_memory_not_matching_the_profile(small_text: str) -> None:
-    text, at = edit(small_text, "cpu_sockets: 2}", "cpu_sockets: 2, memory_gb: 383}", mark="383")
-    expect(text, "hardware_mismatch", "nodes.gpu-04.hardware.memory_gb", at, "383", "has 384")
-
-
-def test_cores_per_socket_not_matching_the_profile(small_text: str) -> None:
-    text, at = edit(small_text, "cpu_sockets: 2}", "cpu_sockets: 2, cores_per_socket: 16}",
-                    mark="16")
-    expect(text, "hardware_mismatch", "nodes.gpu-04.hardware.cores_per_socket", at, "16",
-           "has 32")
-
-
-def test_gpus_reported_on_a_profile_without_gpus(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "hardware: {gpus: 2}")
-    text, at = edit(small_text, old, new, mark="2}")
-    expect(text, "hardware_mismatch", "nodes.stor-1.hardware.gpus", at, "2 ", "has 0")
-
-
 # --- nodes vs groups -----------------------------------------------------------------------
-
-
-def test_node_entry_not_in_any_group(small_text: str) -> None:
-    text, at = edit(small_text, "  stor-2: {serial: STOR0002,",
-                    '  stor-3: {serial: STOR0003, mac: "52:54:00:00:00:99", '
-                    'bmc_mac: "52:54:00:01:00:99"}\n  stor-2: {serial: STOR0002,', mark="stor-3")
-    expect(text, "unknown_ref", "nodes.stor-3", at, "stor-3")
-
-
-def test_group_host_without_a_node_entry(small_text: str) -> None:
-    text, at = edit(small_text, "hosts: stor-[1-2]", "hosts: stor-[1-3]", mark="stor-[1-3]")
-    expect(text, "missing_node", "node_groups.storage.hosts", at, "stor-3")
 
 
 @pytest.mark.parametrize("hosts", ["stor-[2-1]", "x-[5-1]"])
@@ -549,17 +230,6 @@ def test_unknown_field_points_at_the_key(small_text: str) -> None:
                     mark="colour")
     p = expect(text, "extra_forbidden", "profiles.storage.colour", at, "'colour'")
     assert p.hint
-
-
-def test_unknown_field_in_a_flow_map_points_at_the_key(small_text: str) -> None:
-    old, new = set_in_node(small_text, "stor-1", "colour: blue")
-    text, at = edit(small_text, old, new, mark="colour")
-    expect(text, "extra_forbidden", "nodes.stor-1.colour", at, "'colour'")
-
-
-def test_unknown_top_level_section(small_text: str) -> None:
-    text, at = edit(small_text, "\nslurm:\n", "\nslurmm: {}\nslurm:\n", mark="slurmm")
-    expect(text, "extra_forbidden", "slurmm", at, "'slurmm'")
 
 
 def test_missing_required_field_points_at_the_parent(small_text: str) -> None:
@@ -605,46 +275,7 @@ def test_bad_name_as_a_mapping_key_points_at_the_key(small_text: str, old: str, 
     expect(text, code, path, at, f"'{mark}'", "lower-case")
 
 
-def test_non_text_mapping_key_points_at_the_key(small_text: str) -> None:
-    text, at = edit(small_text, "  stor-1: {serial", "  1: {serial", mark="1:")
-    expect(text, "string_type", "nodes[1]", at, "1")
-
-
-def test_bad_name_as_a_value(small_text: str) -> None:
-    text, at = edit(small_text, "profile: storage", "profile: Storage", mark="Storage")
-    expect(text, "string_pattern_mismatch", "node_groups.storage.profile", at, "'Storage'")
-
-
-def test_malformed_host_range(small_text: str) -> None:
-    text, at = edit(small_text, "hosts: stor-[1-2]", "hosts: stor-[1-2", mark="stor-[1-2")
-    expect(text, "string_pattern_mismatch", "node_groups.storage.hosts", at, "'stor-[1-2'",
-           "tbox-[001-038]")
-
-
-def test_wrong_type_list_instead_of_text(small_text: str) -> None:
-    text, at = edit(small_text, "profile: storage", "profile: [storage]", mark="[storage]")
-    # pydantic's message for non-scalar input does not show the value; the position does
-    expect(text, "string_type", "node_groups.storage.profile", at, "valid string")
-
-
-def test_wrong_type_of_a_whole_section(small_text: str) -> None:
-    text, at = edit(small_text, "dhcp_pool: {start: 10.0.0.200, end: 10.0.0.250}",
-                    "dhcp_pool: 5", mark="5")
-    expect(text, "model_type", "networks.bmc.dhcp_pool", at, "5")
-
-
 # --- networks ------------------------------------------------------------------------------
-
-
-def test_overlapping_networks(small_text: str) -> None:
-    text, at = edit(small_text, "ib-b: {purpose: ipoib, cidr: 10.2.1.0/24",
-                    "ib-b: {purpose: ipoib, cidr: 10.2.0.0/16", mark="10.2.0.0/16")
-    expect(text, "overlap", "networks.ib-b.cidr", at, "10.2.0.0/16", "ib-a", "10.2.0.0/24")
-
-
-def test_gateway_outside_the_cidr(small_text: str) -> None:
-    text, at = edit(small_text, "gateway: 10.1.0.1,", "gateway: 10.9.0.1,", mark="10.9.0.1")
-    expect(text, "outside_network", "networks.prov.gateway", at, "10.9.0.1", "10.1.0.0/24")
 
 
 @pytest.mark.parametrize(("old", "new", "value"), [
@@ -662,12 +293,6 @@ def test_dhcp_pool_that_ends_before_it_starts(small_text: str) -> None:
                    "{start: 10.0.0.250, end: 10.0.0.200}")
     expect(text, "invalid", "networks.bmc.dhcp_pool", find(text, "{start:"), "10.0.0.200",
            "10.0.0.250")
-
-
-def test_pkey_on_a_non_ipoib_network(small_text: str) -> None:
-    text, at = edit(small_text, "gateway: 10.1.0.1, vlan: 20",
-                    'gateway: 10.1.0.1, pkey: "0x7fff", vlan: 20', mark='"0x7fff"')
-    expect(text, "invalid", "networks.prov.pkey", at, "pkey")
 
 
 # --- known gaps (reported to the lead) -------------------------------------------------------
@@ -757,13 +382,6 @@ def test_the_default_site_inventory_is_valid() -> None:
 
 
 # --- InfiniBand subnet managers ---------------------------------------------------------------
-
-
-def test_a_fabric_without_a_subnet_manager(small_text: str) -> None:
-    text, at = edit(small_text, "ib2: {kind: infiniband, model: NVIDIA QM8700, ports: 40, "
-                    "speed_gbps: 200, subnet_manager: true}",
-                    "ib2: {kind: infiniband, model: NVIDIA QM8790, ports: 40, speed_gbps: 200}")
-    expect(text, "no_sm", "switches.ib2", at, "ib2", "INIT")
 
 
 def test_sm_hosts_must_be_cabled_to_the_fabric(small_text: str) -> None:
