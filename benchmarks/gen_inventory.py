@@ -68,73 +68,9 @@ site:
   pxe_root: /srv/fleet/pxe
 """
 
-PROFILES = """\
-profiles:
-  tinybox-pro:
-    vendor: tinygrad
-    model: TinyBox Pro
-    boot_mode: uefi
-    cpu: {model: AMD EPYC 9004 (Genoa), sockets: 2, cores_per_socket: 32, threads_per_core: 2}
-    memory_gb: 384
-    gpu: {model: rtx4090, count: 8, memory_gb: 24}
-    disks:
-      - {role: boot, kind: nvme, size_gb: 1000, match: {size: largest}}
-    nics:
-      prov: {kind: ethernet, speed_gbps: 100, model: ConnectX-6 Dx}
-      ib: {kind: infiniband, speed_gbps: 200, model: ConnectX-6 VPI HDR}
-    bmc: {kind: ast2600, protocol: redfish, user: admin, password_secret: bmc-tinybox}
-  r630-head:
-    vendor: Dell
-    model: PowerEdge R630
-    boot_mode: uefi
-    cpu: {model: Xeon E5-2690 v4, sockets: 2, cores_per_socket: 14, threads_per_core: 2}
-    memory_gb: 512
-    disks:
-      - {role: boot, kind: sata-ssd, size_gb: 960, match: {size: smallest}}
-      - {role: data, kind: sata-ssd, size_gb: 3840, count: 2}
-    nics:
-      prov: {kind: ethernet, speed_gbps: 100, model: ConnectX-4}
-    bmc: {kind: idrac8, protocol: redfish, user: root, password_secret: bmc-dell}
-  r630-train:
-    vendor: Dell
-    model: PowerEdge R630
-    boot_mode: uefi
-    cpu: {model: Xeon E5-2650 v4, sockets: 2, cores_per_socket: 12, threads_per_core: 2}
-    memory_gb: 128
-    read_gbps: 20
-    disks:
-      - {role: boot, kind: sata-ssd, size_gb: 480, match: {size: smallest}}
-      - {role: data, kind: sata-ssd, size_gb: 7680, count: 8}
-    nics:
-      prov: {kind: ethernet, speed_gbps: 100, model: ConnectX-4}
-    bmc: {kind: idrac8, protocol: redfish, user: root, password_secret: bmc-dell}
-  r630-cache:
-    vendor: Dell
-    model: PowerEdge R630
-    boot_mode: uefi
-    cpu: {model: Xeon E5-2650 v4, sockets: 2, cores_per_socket: 12, threads_per_core: 2}
-    memory_gb: 128
-    read_gbps: 20
-    disks:
-      - {role: boot, kind: sata-ssd, size_gb: 480, match: {size: smallest}}
-      - {role: data, kind: sata-ssd, size_gb: 7680, count: 4}
-    nics:
-      prov: {kind: ethernet, speed_gbps: 100, model: ConnectX-4}
-    bmc: {kind: idrac8, protocol: redfish, user: root, password_secret: bmc-dell}
-  r730xd-model:
-    vendor: Dell
-    model: PowerEdge R730xd
-    boot_mode: uefi
-    cpu: {model: Xeon E5-2650 v4, sockets: 2, cores_per_socket: 12, threads_per_core: 2}
-    memory_gb: 256
-    read_gbps: 20
-    disks:
-      - {role: boot, kind: sata-ssd, size_gb: 480, match: {size: smallest}}
-      - {role: data, kind: sata-ssd, size_gb: 3840, count: 24}
-    nics:
-      prov: {kind: ethernet, speed_gbps: 100, model: ConnectX-4}
-    bmc: {kind: idrac8, protocol: redfish, user: root, password_secret: bmc-dell}
-"""
+# the profiles section, as data; its own comment lines stay out of the generated text
+PROFILES = "".join(line for line in (Path(__file__).resolve().parent / "site_profiles.yaml")
+                   .read_text().splitlines(keepends=True) if not line.startswith("#"))
 
 TAIL_MKV = """\
 mkv:

@@ -233,13 +233,14 @@ class HttpReq:
     status: int
 
 
+# nginx's combined log format: client, -, user, [time], "METHOD path proto", status
+_ACCESS = re.compile(r'(\S+) \S+ \S+ \[[^]]*\] "(?:GET|HEAD) (\S+) [^"]*" (\d+)')
+
+
 def http_log(path: Path) -> list[HttpReq]:
-    out = []
-    for line in path.read_text(errors="replace").splitlines():
-        m = re.match(r'(\S+) \S+ \S+ \[[^]]*\] "(?:GET|HEAD) (\S+) [^"]*" (\d+)', line)
-        if m:
-            out.append(HttpReq(m.group(1), m.group(2), int(m.group(3))))
-    return out
+    """The GET and HEAD requests of an nginx access log, in order."""
+    lines = path.read_text(errors="replace").splitlines()
+    return [HttpReq(m[1], m[2], int(m[3])) for m in map(_ACCESS.match, lines) if m]
 
 
 class Machine(Protocol):

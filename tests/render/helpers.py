@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.render import render_all
+
+SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -53,3 +60,13 @@ def ipxe_kernel_line(script: str) -> str:
     """The `kernel ...` line of an install.ipxe, without its failure branch."""
     line = next(ln for ln in script.splitlines() if ln.startswith("kernel "))
     return line.removesuffix(IPXE_ON_FAIL)
+
+
+def render_debian_part_a(tmp: Path, image: dict[str, Any]) -> tuple[Inventory, dict[str, str]]:
+    """The small inventory with ``image`` as site image ``debian-12`` and part-a's nodes on
+    it (an overlay in ``tmp``), loaded and rendered."""
+    overlay = tmp / "overlay.yaml"
+    overlay.write_text(json.dumps({"site": {"images": {"debian-12": image}},
+                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
+    inv = load_inventory(SMALL, overlay)
+    return inv, render_all(inv)

@@ -26,7 +26,7 @@ from fleet.reinstall.journal import Journal
 from fleet.reinstall.server import CallbackServer
 from fleet.reinstall.tokens import TokenStore
 from fleet.render import installkey, render_all
-from render.helpers import preseed_writes
+from render.helpers import preseed_writes, render_debian_part_a
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -37,11 +37,7 @@ UBUNTU, DEBIAN = "gpu-03", "gpu-01"  # part-b stays Ubuntu; part-a gets the Debi
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Inventory, dict[str, str]]:
-    overlay = tmp_path_factory.mktemp("ov") / "overlay.yaml"
-    overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE}},
-                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
-    inv = load_inventory(SMALL, overlay)
-    return inv, render_all(inv)
+    return render_debian_part_a(tmp_path_factory.mktemp("ov"), IMAGE)
 
 
 def _sh_scripts(words: list[str]) -> list[str]:

@@ -13,8 +13,7 @@ import pytest
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.problems import InventoryError
-from fleet.render import render_all
-from render.helpers import IPXE_ON_FAIL, ipxe_kernel_line, preseed_writes
+from render.helpers import IPXE_ON_FAIL, ipxe_kernel_line, preseed_writes, render_debian_part_a
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -25,11 +24,7 @@ IMAGE = {"type": "debian-preseed", "kernel": "images/debian-12/linux",
 
 @pytest.fixture(scope="module")
 def debian(tmp_path_factory: pytest.TempPathFactory) -> tuple[Inventory, dict[str, str]]:
-    overlay = tmp_path_factory.mktemp("ov") / "overlay.yaml"
-    overlay.write_text(json.dumps({"site": {"images": {"debian-12": IMAGE}},
-                                   "node_groups": {"part-a": {"image": "debian-12"}}}))
-    inv = load_inventory(SMALL, overlay)
-    return inv, render_all(inv)
+    return render_debian_part_a(tmp_path_factory.mktemp("ov"), IMAGE)
 
 
 def test_only_the_groups_nodes_get_a_preseed(debian: tuple[Inventory, dict[str, str]]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 try:
     import salt.config  # noqa: F401
@@ -116,29 +117,14 @@ def test_pillar_assembly_matches_salt(rendered: dict[str, Any]) -> None:
 
 # -- the check catches planted mistakes, naming node and state -----------------------------
 
-PLANTS = {
-    "undefined-pillar-key-in-sls": (
-        "nvidia/driver.sls", "    - name: {{ mapdata.modprobe_blacklist }}",
-        "    - name: {{ pillar['node']['no_such_key'] }}",
-        "tbox-001", ["tbox-001", "nvidia.driver", "no_such_key"]),
-    "undefined-pillar-key-in-template": (
-        "slurm/files/slurm.conf.jinja", "ClusterName={{ slurm.cluster }}",
-        "ClusterName={{ slurm.no_such_key.value }}",
-        "head-01", ["head-01", "slurm-controller-file-managed-slurm", "no_such_key"]),
-    "requisite-to-missing-id": (
-        "mkv/volume.sls", "      - file: mkv-volume-file-managed-unit\n",
-        "      - file: mkv-volume-file-managed-unit\n      - file: mkv-volume-no-such-state\n",
-        "stor-001", ["stor-001", "mkv-volume-cmd-run-nginx-test", "mkv-volume-no-such-state"]),
-    "misspelt-requisite": (
-        "base/time.sls", "    - watch:\n      - file: base-time-file-managed-chrony",
-        "    - wacth:\n      - file: base-time-file-managed-chrony",
-        "cache-01", ["cache-01", "base-time-service-running-chrony", "wacth"]),
-}
+PLANTS: dict[str, dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).with_name("plants.yaml")).read_text())
 
 
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_planted_mistake_fails_naming_node_and_state(tmp_path: Path, plant: str) -> None:
-    rel, old, new, node, expected = PLANTS[plant]
+    rel, old, new, node, expected = (PLANTS[plant][k] for k in ("file", "old", "new", "node",
+                                                                "names"))
     tree = tmp_path / "salt"
     shutil.copytree(harness.ROOT / "salt", tree)
     target = tree / rel

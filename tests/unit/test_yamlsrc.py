@@ -39,23 +39,22 @@ def fails(text: str) -> list[Problem]:
 # --- duplicate keys ---------------------------------------------------------------------
 
 
-def test_duplicate_key_is_an_error_naming_both_positions() -> None:
-    text = "a: 1\nb: 2\na: 3\n"
+@pytest.mark.parametrize(("text", "path", "key"), [
+    ("a: 1\nb: 2\na: 3\n", "a", "a"),
+    ("top:\n  inner: {x: 1, y: 2, x: 3}\n", "top.inner.x", "x"),  # nested, in a flow map
+])
+def test_duplicate_key_is_an_error_naming_both_positions(text: str, path: str,
+                                                         key: str) -> None:
     [p] = fails(text)
     assert p.code == "duplicate_key"
-    assert p.path == "a"
-    assert p.pos == at(text, "a", nth=1)
-    assert f"first defined at {at(text, 'a')}" in p.message
+    assert p.path == path
+    assert p.pos == at(text, key, nth=1)
+    assert f"first defined at {at(text, key)}" in p.message
+
+
+def test_duplicate_key_message() -> None:
+    [p] = fails("a: 1\nb: 2\na: 3\n")
     assert str(p).startswith(f"{FILE}:3:1: a: duplicate key 'a' (first defined at {FILE}:1:1)")
-
-
-def test_duplicate_key_in_nested_flow_map() -> None:
-    text = "top:\n  inner: {x: 1, y: 2, x: 3}\n"
-    [p] = fails(text)
-    assert p.code == "duplicate_key"
-    assert p.path == "top.inner.x"
-    assert p.pos == at(text, "x", nth=1)
-    assert str(at(text, "x")) in p.message
 
 
 def test_duplicate_key_inside_list_item() -> None:
