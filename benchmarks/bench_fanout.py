@@ -41,15 +41,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "tests" / "swarm"))
-
-import swarmconf  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # support.swarmconf
 
 import report  # noqa: E402
 from fleet.apply.master import SaltMaster  # noqa: E402
 from fleet.apply.result import Status  # noqa: E402
 from fleet.apply.run import Options, apply  # noqa: E402
 from fleet.apply.swarm import Swarm, cpu_ticks, rss_kb  # noqa: E402
+from support import swarmconf  # noqa: E402
 
 HEADING = "## Fan-out"
 TICK = os.sysconf("SC_CLK_TCK")

@@ -1,33 +1,13 @@
-"""Shared test fixtures: paths, the small inventory, and a way to run the real CLI."""
+"""Shared test fixtures: the small inventory and a temp inventory writer (paths and the
+real CLI: support.cli)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SMALL = FIXTURES / "small.yaml"
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_fleet(*args: str, cwd: Path | None = None) -> Run:
-    """Run `python -m fleet ARGS` as a separate process, like a user would."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-    proc = subprocess.run([sys.executable, "-m", "fleet", *args], cwd=cwd or ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    return Run(proc.returncode, proc.stdout, proc.stderr)
+from support.cli import SMALL
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import Catcher, FakeBmcProcess, start_fake_ipmi, start_fake_redfish
+from support.bmcfakes import Catcher, FakeBmcProcess, start_fake_ipmi, start_fake_redfish
 
 
 @pytest.fixture

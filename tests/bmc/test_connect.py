@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import PASSWORD, FakeBmcProcess
 from fleet.bmc import BmcError
 from fleet.bmc.connect import BmcOptions, bmc_address, client_for
 from fleet.bmc.ipmi import IpmiClient
 from fleet.bmc.redfish import RedfishClient
 from fleet.inventory.load import load_inventory
+from support.bmcfakes import PASSWORD, FakeBmcProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 

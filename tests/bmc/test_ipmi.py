@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from bmc.fakes import PASSWORD, USER, FakeBmcProcess, free_port, start_fake_ipmi
 from fleet.bmc import BmcAuthError, BmcUnreachableError
 from fleet.bmc.ipmi import IpmiClient
+from support.bmcfakes import PASSWORD, USER, FakeBmcProcess, free_port, start_fake_ipmi
 
 
 def client(fake: FakeBmcProcess, password: str = PASSWORD) -> IpmiClient:

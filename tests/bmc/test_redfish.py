@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import (
+from fleet.bmc import BmcAuthError, BmcError, BmcProtocolError, BmcUnreachableError
+from fleet.bmc.redfish import RedfishClient, TlsOptions, choose_reset, pxe_once_body
+from support.bmcfakes import (
     PASSWORD,
     USER,
     Catcher,
@@ -16,8 +18,6 @@ from bmc.fakes import (
     free_port,
     start_fake_redfish,
 )
-from fleet.bmc import BmcAuthError, BmcError, BmcProtocolError, BmcUnreachableError
-from fleet.bmc.redfish import RedfishClient, TlsOptions, choose_reset, pxe_once_body
 
 
 def client(fake: FakeBmcProcess, password: str = PASSWORD, **kw: object) -> RedfishClient:

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 from fleet.inventory.load import load_inventory
-from reinstall.helpers import ROOT, run_fleet, salt_key_bin, salt_master_config
+from support.cli import ROOT, run_fleet
+from support.saltkeys import salt_key_bin, salt_master_config
 
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
 

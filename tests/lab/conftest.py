@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from labtools import ENABLED, ROOT, SKIP_REASON, Lab
 
 from fleet.lab import highstate
@@ -33,6 +29,7 @@ from fleet.lab import nodes as lab_nodes
 from fleet.lab import podman as pm
 from fleet.lab.paths import Paths
 from fleet.lab.plan import load as load_plan
+from support import beds
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -42,12 +39,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # (the parallel ones last: they reinstall the nodes that test_reinstall.py leaves)
         last = {"test_reinstall.py": 1, "test_reinstall_parallel.py": 2}
         items.sort(key=lambda item: last.get(Path(str(item.path)).name, 0))
-        return
-    here = Path(__file__).resolve().parent
-    skip = pytest.mark.skip(reason=SKIP_REASON)
-    for item in items:
-        if here in Path(str(item.path)).resolve().parents:
-            item.add_marker(skip)
+    beds.skip_unless(ENABLED, SKIP_REASON, Path(__file__).resolve().parent, items)
 
 
 @pytest.fixture(scope="session")

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from labtools import ROOT, Lab, podman_exec
 
-from bmc.fakes import _htpasswd, free_port, stop_process, wait_ready
 from fleet.reinstall.journal import Journal
+from support.bmcfakes import free_port, stop_process, wait_ready
 
 CONTROLLER = "head-01"
 PXE_STATE = "/var/lib/fleet/pxe-state"
@@ -134,7 +134,7 @@ def rig_up(lab: Lab, work: Path) -> Iterator[Rig]:
         secret.write_text(PASSWORD + "\n")
         secret.chmod(0o600)
         htpasswd = work / f"{node.hostname}.htpasswd"
-        _htpasswd(htpasswd, spec.user, PASSWORD)
+        htpasswd(htpasswd, spec.user, PASSWORD)
         port = free_port()
         bmc = subprocess.Popen(
             [sys.executable, str(ROOT / "tests/bmc/fake_redfish_bmc.py"), "--port", str(port),

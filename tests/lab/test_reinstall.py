@@ -24,10 +24,10 @@ import pytest
 from labtools import Lab, podman_exec, poll
 from reinstall_rig import CONTROLLER, PXE_STATE, Rig, finish, rig_up, steps
 
-from bmc.fakes import free_port
 from fleet.lab import highstate
 from fleet.lab import podman as pm
 from fleet.render import installkey
+from support.bmcfakes import free_port
 
 GPU_NODE, BYSTANDER, OTHER_GPU = "tbox-002", "tbox-001", "tbox-039"
 

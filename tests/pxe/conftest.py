@@ -16,17 +16,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.append(str(Path(__file__).resolve().parent))  # after tests/: `conftest` is theirs
-
-import pxelab
-from pxebed import (
+from fleet.inventory.load import load_inventory
+from support import beds, pxelab
+from support.pxebed import (
     DEBIAN_IMAGE,
     ENABLED,
     INSTALL_TIMEOUT,
@@ -38,10 +36,7 @@ from pxebed import (
     boot_overlay_text,
     fleet,
 )
-from pxelab import Netns
-
-from fleet.inventory.load import load_inventory
-from fleet.render import render_all
+from support.pxelab import Netns
 
 TIMINGS: dict[str, float] = {}
 
@@ -53,48 +48,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if ENABLED:
-        return
-    here = Path(__file__).resolve().parent
-    skip = pytest.mark.skip(reason=SKIP_REASON)
-    for item in items:
-        if here in Path(str(item.path)).resolve().parents:
-            item.add_marker(skip)
+    beds.skip_unless(ENABLED, SKIP_REASON, Path(__file__).resolve().parent, items)
 
 
 @pytest.fixture(scope="session")
 def bed(tmp_path_factory: pytest.TempPathFactory,
         pytestconfig: pytest.Config) -> Iterator[Bed]:
-    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-
-    def say(text: str) -> None:
-        if tr is not None:
-            tr.write_line(f"[pxe {time.monotonic() - t0:6.1f}s] {text}")
-
-    t0 = time.monotonic()
+    say = beds.progress(pytestconfig, "pxe")
     work = tmp_path_factory.mktemp("pxe")
     (work / "overlay.yaml").write_text(boot_overlay_text(work))
     inv = load_inventory(SMALL, work / "overlay.yaml")
-    for rel, text in render_all(inv).items():
-        if rel.startswith("pxe/"):
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            (work / rel).write_text(text)
-    (work / "images").mkdir()
-    pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
+    beds.render_pxe(inv, work)
+    accel = beds.boot_files(work, DEBIAN_IMAGE)
+    say(f"accelerator: {accel} (KVM probed with a real kernel boot)")
     disk = work / "disk.img"
     disk.write_bytes(pxelab.boot_sector(pxelab.LOCAL_DISK_MARK) + b"\0" * (1024 * 1024 - 512))
-
-    kernel = work / "images" / DEBIAN_IMAGE / "linux"
-    accel = "kvm" if pxelab.kvm_works(work, kernel) else "tcg"
-    say(f"accelerator: {accel} (KVM probed with a real kernel boot)")
 
     prov = inv.nodes[inv.raw.site.provisioning_host]
     ns_name = f"fleet-pxe-{os.getpid()}"
     with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns:
-        dns, dns_log = pxelab.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
-        web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
-                                          state=work / "state", images=work / "images",
-                                          listen=str(prov.address))
+        dns, dns_log, web, web_log = beds.serve_boot(ns, work, prov)
         b = Bed(work, inv, accel, dns_log, web_log)
         try:
             # every node armed for install, then one switched back: only it may change

@@ -14,61 +14,24 @@ Ends the guest when it ends (SIGTERM).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import pxelab
+from support import pxelab
 
 
-class Hardware:
+class Hardware(pxelab.PowerAgent):
+    """A diskless guest that PXE-boots its NIC."""
+
     def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(pxelab.Netns(args.netns, args.bridge, ""), Path(args.work))
         self.args = args
-        self.ns = pxelab.Netns(args.netns, args.bridge, "")
-        self.work = Path(args.work)
-        self.guest: pxelab.Guest | None = None
-        self.boots = 0
-        self.lock = threading.Lock()
 
-    def log(self, **event: Any) -> None:
-        with (self.work / "hardware.jsonl").open("a") as fh:
-            fh.write(json.dumps({"t": time.time(), **event}) + "\n")
-
-    def notify(self, system: dict[str, Any]) -> None:
-        pending = system.get("pending_power") or {}
-        want = pending.get("power_state") or system.get("power_state")
-        self.log(event="notification", power_state=system.get("power_state"),
-                 pending=pending.get("power_state"), boot_device=system.get("boot_device"),
-                 boot_mode=system.get("boot_mode"))
-        with self.lock:
-            running = self.guest is not None and self.guest.proc.alive()
-            if want == "Off" and running:
-                self.stop("power off")
-            elif want and "Restart" in want:
-                self.stop("restart")
-                self.start(system)
-            elif want == "On" and not running:
-                self.start(system)
-
-    def start(self, system: dict[str, Any]) -> None:
+    def launch(self, system: dict[str, Any], name: str) -> tuple[pxelab.Proc, dict[str, Any]]:
         firmware = "uefi" if system.get("boot_mode", "UEFI") == "UEFI" else "bios"
-        self.boots += 1
-        name = f"guest-{self.boots}"
-        self.guest = pxelab.start_guest(self.ns, self.work, name, self.args.mac, firmware,
-                                        self.args.accel)
-        self.log(event="power-on", guest=name, firmware=firmware, pid=self.guest.proc.p.pid,
-                 boot_device=system.get("boot_device"))
-
-    def stop(self, why: str) -> None:
-        if self.guest is not None:
-            self.guest.proc.stop()
-            self.log(event="power-off", guest=self.guest.name, why=why)
-            self.guest = None
+        guest = pxelab.start_guest(self.ns, self.work, name, self.args.mac, firmware,
+                                   self.args.accel)
+        return guest.proc, {"firmware": firmware}
 
 
 def main() -> None:

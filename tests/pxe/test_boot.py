@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from pxebed import ABSENT_IMAGE, DEBIAN_IMAGE, LATE_IMAGE, UNKNOWN_MAC, Bed
-from pxelab import LOCAL_DISK_MARK
+from support.pxebed import ABSENT_IMAGE, DEBIAN_IMAGE, LATE_IMAGE, UNKNOWN_MAC, Bed
+from support.pxelab import LOCAL_DISK_MARK
 
 KERNEL, INITRD = f"/images/{DEBIAN_IMAGE}/linux", f"/images/{DEBIAN_IMAGE}/initrd.gz"
 

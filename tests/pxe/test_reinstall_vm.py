@@ -22,13 +22,13 @@ test_installkey.py runs those late-commands against the real endpoint instead).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,18 +37,13 @@ from typing import Any
 
 import pytest
 
-sys.path.append(str(Path(__file__).resolve().parent))
-
-import contextlib
-
-import pxelab
-from pxebed import DEBIAN_IMAGE, INSTALL_TIMEOUT, SMALL, overlay_text, reinstall_argv
-from pxelab import Netns
-
-from bmc.fakes import stop_process, wait_ready
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.render import installkey, render_all
+from fleet.render import installkey
+from support import beds, pxelab
+from support.bmcfakes import stop_process, wait_ready
+from support.pxebed import DEBIAN_IMAGE, INSTALL_TIMEOUT, SMALL, overlay_text, reinstall_argv
+from support.pxelab import Netns
 
 NODE = "stor-1"
 ROOT = pxelab.ROOT
@@ -105,15 +100,9 @@ def _fleet_argv(work: Path, conf: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Run]:
-    from reinstall.helpers import salt_key_bin, salt_master_config
+    from support.saltkeys import salt_key_bin, salt_master_config
 
-    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    t0 = time.monotonic()
-
-    def say(text: str) -> None:
-        if tr is not None:
-            tr.write_line(f"[reinstall-vm {time.monotonic() - t0:6.1f}s] {text}")
-
+    say = beds.progress(pytestconfig, "reinstall-vm")
     salt_key_bin()
     work = tmp_path_factory.mktemp("reinstall-vm")
     overlay = json.loads(overlay_text(work))
@@ -121,41 +110,22 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     (work / "overlay.yaml").write_text(json.dumps(overlay))
     inv = load_inventory(SMALL, work / "overlay.yaml")
     node = inv.nodes[NODE]
-    for rel, text in render_all(inv).items():
-        if rel.startswith("pxe/"):
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            (work / rel).write_text(text)
-    (work / "images").mkdir()
-    pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
-    accel = "kvm" if pxelab.kvm_works(work, work / "images" / DEBIAN_IMAGE / "linux") else "tcg"
+    beds.render_pxe(inv, work)
+    accel = beds.boot_files(work, DEBIAN_IMAGE)
     conf, _pki = salt_master_config(work)
-    (work / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
-    pw = work / "secrets" / "bmc" / node.profile.bmc.password_secret
-    pw.write_text("password\n")
-    pw.chmod(0o600)
-    from bmc.fakes import _htpasswd
-
-    _htpasswd(work / "htpasswd", node.profile.bmc.user, "password")
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tools'}:{ROOT / 'tests'}"}
+    beds.bmc_login(work, node)
+    env = beds.child_env()
 
     prov = inv.nodes[inv.raw.site.provisioning_host]
     ns_name = f"fleet-rvm-{os.getpid()}"
     with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns:
-        dns, _dns_log = pxelab.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
-        web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
-                                          state=work / "state", images=work / "images",
-                                          listen=str(prov.address))
+        dns, _dns_log, web, web_log = beds.serve_boot(ns, work, prov)
         r = Run(work, inv, accel, web_log)
-        hw = subprocess.Popen(ns.cmd(
-            sys.executable, ROOT / "tests/pxe/fake_bmc_hardware.py", "--port", str(HW_PORT),
-            "--netns", ns_name, "--bridge", prov.boot_nic, "--work", work, "--mac", node.mac,
-            "--accel", accel), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env=env)
-        bmc = subprocess.Popen(ns.cmd(
-            sys.executable, ROOT / "tests/bmc/fake_redfish_bmc.py", "--port", str(BMC_PORT),
-            "--state-dir", work / "sushy", "--system", NODE, "--power", "Off",
-            "--auth-file", work / "htpasswd", "--notify", f"http://127.0.0.1:{HW_PORT}/"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        hw, bmc = beds.start_fake_bmc(ns, work, NODE, bmc_port=BMC_PORT, hw_port=HW_PORT,
+                                      hardware=[ROOT / "tests/pxe/fake_bmc_hardware.py",
+                                                "--netns", ns_name, "--bridge", prov.boot_nic,
+                                                "--work", work, "--mac", node.mac,
+                                                "--accel", accel])
         cli: subprocess.Popen[str] | None = None
         try:
             wait_ready(hw, "the fake BMC's hardware agent")

@@ -1,44 +1,15 @@
-"""Helpers for the reinstall tests: a throw-away Salt master config for the real salt-key,
-and a recording boot-mode store standing in for fleet.pxe.state (not in this tree yet)."""
+"""Helpers for the reinstall tests: a recording boot-mode store standing in for
+fleet.pxe.state, the installer's signed callback, the journal read back."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pytest
 
 from fleet.reinstall.bootmode import BootMode
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
-
-
-def salt_key_bin() -> str:
-    found = shutil.which("salt-key") or (VENV_BIN / "salt-key")
-    if not Path(found).exists():
-        pytest.skip("salt-key is not installed (it comes with salt from requirements.txt; "
-                    "run `make deps`)")
-    return str(found)
-
-
-def salt_master_config(tmp: Path) -> tuple[Path, Path]:
-    """A master config dir whose pki_dir is under ``tmp``; returns (config dir, pki dir)."""
-    root = tmp / "salt"
-    conf, pki = root / "etc", root / "pki"
-    for d in (conf, pki / "minions", pki / "minions_pre", pki / "minions_rejected",
-              pki / "minions_denied", root / "cache", root / "sock"):
-        d.mkdir(parents=True, exist_ok=True)
-    (conf / "master").write_text(
-        f"root_dir: {root}\npki_dir: {pki}\ncachedir: {root / 'cache'}\n"
-        f"sock_dir: {root / 'sock'}\nlog_file: {root / 'master.log'}\n"
-        "user: root\n", encoding="utf-8")
-    return conf, pki
 
 
 @dataclass
@@ -56,41 +27,6 @@ class RecordingBootMode:
             self.tokens[node] = token
         if mode == "local":
             self.tokens.pop(node, None)
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def run_fleet(*args: str) -> Run:
-    """`python -m fleet ARGS` as a separate process, as an operator runs it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-    proc = subprocess.run([sys.executable, "-m", "fleet", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    return Run(proc.returncode, proc.stdout, proc.stderr)
-
-
-def http(method: str, url: str, token: str | None, body: bytes | None = None,
-         source: str | None = None) -> tuple[int, bytes]:
-    """One request; ``source``: the local address to send it from (any 127.x works)."""
-    import http.client
-    from urllib.parse import urlsplit
-
-    u = urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname or "", u.port, timeout=5,
-                                      source_address=(source, 0) if source else None)
-    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    if method == "POST" and body is None:
-        body = b""
-    try:
-        conn.request(method, u.path, body=body, headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
 
 
 def sign_done(pem: bytes, node: str, token: str) -> bytes:

@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import PASSWORD, FakeBmcProcess, free_port, start_fake_redfish
 from fleet.inventory.model import Node
-from reinstall.helpers import ROOT, http, journal, run_fleet, salt_key_bin, salt_master_config
+from reinstall.helpers import ROOT, journal
+from support.bmcfakes import PASSWORD, FakeBmcProcess, free_port, start_fake_redfish
+from support.cli import run_fleet
+from support.httpreq import http
+from support.saltkeys import salt_key_bin, salt_master_config
 
 
 def test_unknown_node_is_a_usage_error(tmp_path: Path) -> None:

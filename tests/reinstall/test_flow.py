@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from bmc.fakes import PASSWORD, FakeBmcProcess, start_fake_redfish
 from fleet.bmc.connect import BmcOptions, client_for
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
@@ -36,15 +35,10 @@ from fleet.reinstall.journal import latest_run
 from fleet.reinstall.lock import BusyError
 from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.steps import STEP_NAMES
-from reinstall.helpers import (
-    ROOT,
-    RecordingBootMode,
-    http,
-    journal,
-    salt_key_bin,
-    salt_master_config,
-    sign_done,
-)
+from reinstall.helpers import ROOT, RecordingBootMode, journal, sign_done
+from support.bmcfakes import PASSWORD, FakeBmcProcess, start_fake_redfish
+from support.httpreq import http
+from support.saltkeys import salt_key_bin, salt_master_config
 
 NODE = "stor-001"  # mkv.volume in array "training" (replicas 1); not a Slurm node
 NODE_ADDR = "127.0.0.2"  # the node's address as the endpoint knows it, here on lo

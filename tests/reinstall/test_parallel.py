@@ -27,7 +27,10 @@ from fleet.reinstall.parallel import (
     run_all,
     summary,
 )
-from reinstall.helpers import ROOT, http, journal, run_fleet, salt_key_bin, salt_master_config
+from reinstall.helpers import ROOT, journal
+from support.cli import run_fleet
+from support.httpreq import http
+from support.saltkeys import salt_key_bin, salt_master_config
 
 NODES = [f"n{i}" for i in range(6)]
 
@@ -215,7 +218,7 @@ def test_cli_two_nodes_one_endpoint_and_sigterm_leaves_both_safe(tmp_path: Path)
     test's address as not its own, not as unknown); SIGTERM then ends both waits at once:
     each journals wait_install failed 'interrupted by the operator', boot mode local,
     pre-accepted key removed; exit 143."""
-    from bmc.fakes import PASSWORD, free_port, start_fake_redfish
+    from support.bmcfakes import PASSWORD, free_port, start_fake_redfish
 
     salt_key_bin()
     conf, pki = salt_master_config(tmp_path)

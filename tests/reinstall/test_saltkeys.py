@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fleet.reinstall.commands import SubprocessRunner
 from fleet.reinstall.saltkeys import MinionKeys
-from reinstall.helpers import salt_key_bin, salt_master_config
+from support.saltkeys import salt_key_bin, salt_master_config
 
 
 def test_rotation_replaces_the_accepted_key(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from fleet.reinstall.server import (
     node_addresses,
 )
 from fleet.reinstall.tokens import TokenStore
-from reinstall.helpers import ROOT, RecordingBootMode, http, journal, sign_done
+from reinstall.helpers import ROOT, RecordingBootMode, journal, sign_done
+from support.httpreq import http
 
 NODE, OTHER = "tbox-001", "tbox-002"
 NODE_ADDR, NEIGHBOUR = "127.0.0.2", "127.0.0.3"  # on lo: any 127.x is this host

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SMALL, run_fleet
 from render.helpers import read_tree
+from support.cli import ROOT, SMALL, run_fleet
 
 GOLDEN = ROOT / "tests" / "golden" / "small"
 HINT = ("if the change is deliberate, run `.venv/bin/python tests/golden/update.py` "

@@ -224,7 +224,7 @@ def test_a_key_taken_first_fails_the_real_installer_loudly(rig: Rig, host: str) 
     the reinstall stopped, boot mode local, the key revoked, the claimant journaled."""
     node = rig.inv.nodes[host]
     token = rig.arm(node)
-    from reinstall.helpers import http
+    from support.httpreq import http
 
     assert http("GET", f"{rig.endpoint}/v1/key/{host}", token)[0] == 200  # the thief
     fetch, _done = late_scripts(rig.inv, rig.files, node)

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, SMALL, Run, run_fleet
 from fleet import cli
 from fleet.inventory.load import load_inventory
 from fleet.render import render_all, tree
 from render.helpers import read_tree
+from support.cli import ROOT, SMALL, Run, run_fleet
 
 OLD_NS = 1_000_000_000_000_000_000  # 2001-09-09: an mtime no render can produce
 # What a render leaves next to pillar/ and pxe/ if it is interrupted: staging, the journal.

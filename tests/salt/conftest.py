@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
+from support import harness
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +18,7 @@ def renderer_and_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str
 @pytest.fixture(scope="session")
 def rendered(renderer_and_key: tuple[Any, str]) -> dict[str, Any]:
     """Every node for DEFAULT_OS, plus the first node of each role for the other OSes."""
-    import saltrender
+    from support import saltrender
 
     renderer, key = renderer_and_key
     roles = harness.roles_of(renderer)

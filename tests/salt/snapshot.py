@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import saltrender
+from support import saltrender
 
 ROLES = ("base", "network", "nvidia", "infiniband", "slurm.controller", "slurm.compute",
          "mkv.volume", "mkv.master", "provisioning")

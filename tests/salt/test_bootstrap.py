@@ -12,8 +12,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import harness
-import saltrender
 import yaml
 
 from fleet.inventory.load import load_inventory
@@ -21,6 +19,7 @@ from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import DebianImage
 from fleet.render import bootstrap, render_all
 from fleet.render.preseed import render_preseed
+from support import harness, saltrender
 
 SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 REAL = harness.ROOT / "inventory.yaml"

@@ -23,9 +23,9 @@ except ImportError:  # CI installs Salt from requirements.txt: its absence is a 
     raise ImportError("Salt is not installed: run `make deps` (requirements.txt pins it)") \
         from None
 
-import harness
-import saltrender
 import snapshot
+
+from support import harness, saltrender
 
 
 def test_every_node_renders_without_errors(rendered: dict[str, Any]) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import harness
 import yaml
+
+from support import harness
 
 MASTER_STATE = "provisioning-master-file-managed-conf"
 MINION_STATE = "base-minion-file-managed-conf"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import harness
 import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.mkv.flags import array_flags
+from support import harness
 
 ROOT = Path(__file__).resolve().parents[2]
 

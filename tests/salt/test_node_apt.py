@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import harness
 import yaml
 
 from fleet.inventory import aptcache
 from fleet.inventory.load import load_inventory
+from support import harness
 
 INV = load_inventory(harness.ROOT / "inventory.yaml")
 

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import harness
 import pytest
-import saltrender
+
+from support import harness, saltrender
 
 GPU_NODE = "tbox-001"
 OSES = ("ubuntu-24.04", "ubuntu-22.04", "debian-12")

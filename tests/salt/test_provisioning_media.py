@@ -32,10 +32,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import harness
 import pytest
-import saltrender
 import yaml
+
+from support import harness, saltrender
 
 NODE = "head-01"
 IMAGES = "/srv/fleet/images"  # salt/provisioning/defaults.yaml images_dir

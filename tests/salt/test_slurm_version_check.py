@@ -90,7 +90,7 @@ def test_per_os_version_picks_this_os_entry(rendered: dict[str, Any], os_name: s
 
 
 def test_per_os_version_without_this_os_fails_the_render(tmp_path: Path) -> None:
-    import harness
+    from support import harness
 
     renderer, _key = harness.make_renderer(tmp_path)
     node = harness.roles_of(renderer)["slurm.compute"][0]

@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import harness
 import pytest
-import saltrender
 
 from fleet.inventory.load import load_inventory
 from fleet.render import render_all
+from support import harness, saltrender
 
 SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 

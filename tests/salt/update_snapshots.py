@@ -12,10 +12,11 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tests/: support.harness (snapshot is next to this script)
 
-import harness  # noqa: E402
 import snapshot  # noqa: E402
+
+from support import harness  # noqa: E402
 
 
 def main() -> int:

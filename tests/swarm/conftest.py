@@ -15,21 +15,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import swarmconf
 
 from fleet.apply.swarm import Swarm
+from support import beds, swarmconf
 
 SIZE = int(os.environ.get("FLEET_SWARM_SIZE", "40"))
 READY_TIMEOUT = 300.0  # 40 minion start-ups share 2 CPUs
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("FLEET_SWARM") == "1":
-        return
-    skip = pytest.mark.skip(reason="swarm tests run with FLEET_SWARM=1 (make test-swarm)")
-    for item in items:
-        if "tests/swarm" in str(item.fspath):
-            item.add_marker(skip)
+    beds.skip_unless(os.environ.get("FLEET_SWARM") == "1",
+                     "swarm tests run with FLEET_SWARM=1 (make test-swarm)",
+                     Path(__file__).resolve().parent, items)
 
 
 def wait_ready(swarm: Swarm, ids: list[str], timeout: float) -> float:

@@ -9,12 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import swarmconf
-
 from fleet.apply.master import SaltMaster
 from fleet.apply.result import Status
 from fleet.apply.run import Options, apply
 from fleet.apply.swarm import Swarm
+from support import swarmconf
 
 
 def _apply(sw: Swarm, ids: list[str], opts: Options) -> dict[str, Status]:

@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from fleet.yamlsrc import load
-
-
-def _root_conftest() -> ModuleType:
-    # Loaded by path: with no __init__.py files, `import conftest` would return whichever
-    # conftest.py pytest imported last (tests/render/ may get one of its own).
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("fleet_tests_root_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
-
-
-run_fleet = _root_conftest().run_fleet
+from support.cli import run_fleet
 
 WriteInventory = Callable[..., Path]
 LINE = re.compile(

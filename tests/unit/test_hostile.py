@@ -377,9 +377,7 @@ def test_each_field_refuses_a_line_break_at_its_position(path: tuple[Any, ...]) 
 
 @functools.cache
 def _salt() -> Any:
-    sys.path.insert(0, str(ROOT / "tests" / "salt"))
-    import harness  # type: ignore[import-not-found]
-    import saltrender  # type: ignore[import-not-found]
+    from support import harness, saltrender
 
     saltrender.quiet_salt_logging()
     saltrender.enable_jinja_compile_cache()

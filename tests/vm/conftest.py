@@ -5,25 +5,18 @@ SKIPPED with the reason (it is never reported as passed when it did not run)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.append(str(HERE))
-sys.path.append(str(HERE.parent / "pxe"))  # pxelab, pxebed (imported, not changed)
+from support import beds
+from vm.vmbed import ENABLED, SKIP_REASON
 
-from vmbed import ENABLED, SKIP_REASON  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if ENABLED:
-        return
-    skip = pytest.mark.skip(reason=SKIP_REASON)
-    for item in items:
-        if HERE in Path(str(item.path)).resolve().parents:
-            item.add_marker(skip)
+    beds.skip_unless(ENABLED, SKIP_REASON, HERE, items)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -23,57 +23,28 @@ Ends the guest when it ends (SIGTERM).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pxe"))
-
-import pxelab
+from support import pxelab
 
 
-class Hardware:
+class Hardware(pxelab.PowerAgent):
+    """A UEFI guest with a disk that it keeps, and its NVRAM, across power cycles."""
+
     def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(pxelab.Netns(args.netns, args.bridge, ""), Path(args.work))
         self.args = args
-        self.ns = pxelab.Netns(args.netns, args.bridge, "")
-        self.work = Path(args.work)
-        self.guest: pxelab.Proc | None = None
-        self.guest_name = ""
-        self.boots = 0
-        self.lock = threading.Lock()
         self.tap: str | None = None
         self.nvram = self.work / "guest.vars.fd"
 
-    def log(self, **event: Any) -> None:
-        with (self.work / "hardware.jsonl").open("a") as fh:
-            fh.write(json.dumps({"t": time.time(), **event}) + "\n")
-
-    def notify(self, system: dict[str, Any]) -> None:
-        pending = system.get("pending_power") or {}
-        want = pending.get("power_state") or system.get("power_state")
-        self.log(event="notification", power_state=system.get("power_state"),
-                 pending=pending.get("power_state"), boot_device=system.get("boot_device"),
-                 boot_mode=system.get("boot_mode"))
-        with self.lock:
-            running = self.guest is not None and self.guest.alive()
-            if want == "Off" and running:
-                self.stop("power off")
-            elif want and "Restart" in want:
-                self.stop("restart")
-                self.start(system)
-            elif want == "On" and not running:
-                self.start(system)
-
-    def argv(self) -> list[str]:
+    def argv(self, name: str) -> list[str]:
         if self.tap is None:
             self.tap = self.ns.tap()
         if not self.nvram.exists():
             shutil.copyfile(pxelab.OVMF_VARS, self.nvram)
-        serial = self.work / f"{self.guest_name}.serial"
+        serial = self.work / f"{name}.serial"
         return ["qemu-system-x86_64", "-accel", self.args.accel, "-smp", str(self.args.smp),
                 "-m", str(self.args.memory), "-machine", "q35", "-display", "none",
                 "-nodefaults", "-serial", f"file:{serial}",
@@ -85,23 +56,13 @@ class Hardware:
                 "-drive", f"file={self.args.disk},format=qcow2,if=none,id=d0,cache=unsafe",
                 "-device", "virtio-blk-pci,drive=d0,bootindex=2"]
 
-    def start(self, system: dict[str, Any]) -> None:
+    def launch(self, system: dict[str, Any],
+               name: str) -> tuple[pxelab.Proc, dict[str, Any]] | None:
         if system.get("boot_mode", "UEFI") != "UEFI":
             self.log(event="refused", why="only UEFI is modelled with a disk")
-            return
-        self.boots += 1
-        self.guest_name = f"guest-{self.boots}"
-        argv = self.ns.cmd(*self.argv())
-        self.guest = pxelab.Proc(argv, self.work / f"{self.guest_name}.qemu.out")
-        self.log(event="power-on", guest=self.guest_name, firmware="uefi",
-                 pid=self.guest.p.pid, boot_device=system.get("boot_device"),
-                 serial=str(self.work / f"{self.guest_name}.serial"))
-
-    def stop(self, why: str) -> None:
-        if self.guest is not None:
-            self.guest.stop()
-            self.log(event="power-off", guest=self.guest_name, why=why)
-            self.guest = None
+            return None
+        proc = pxelab.Proc(self.ns.cmd(*self.argv(name)), self.work / f"{name}.qemu.out")
+        return proc, {"firmware": "uefi", "serial": str(self.work / f"{name}.serial")}
 
 
 def main() -> None:
@@ -111,8 +72,7 @@ def main() -> None:
     ap.add_argument("--smp", default="2")
     ap.add_argument("--memory", default="1536")
     args = ap.parse_args()
-    hw = Hardware(args)
-    pxelab.serve_hardware(int(args.port), hw)
+    pxelab.serve_hardware(int(args.port), Hardware(args))
 
 
 if __name__ == "__main__":

@@ -55,21 +55,18 @@ from typing import Any
 
 import pytest
 
+from support import beds, pxelab
+from support.pxebed import DEBIAN_IMAGE, SMALL, overlay_text, reinstall_argv
+from support.pxelab import Netns
+from vm import standin, vmbed
+
 HERE = Path(__file__).resolve().parent
-sys.path.append(str(HERE))
-sys.path.append(str(HERE.parent / "pxe"))
 
-import pxelab  # noqa: E402
-import standin  # noqa: E402
-import vmbed  # noqa: E402
-from pxebed import DEBIAN_IMAGE, SMALL, overlay_text, reinstall_argv  # noqa: E402
-from pxelab import Netns  # noqa: E402
-
-from bmc.fakes import stop_process, wait_ready  # noqa: E402
 from fleet.inventory.load import load_inventory  # noqa: E402
 from fleet.inventory.model import Inventory  # noqa: E402
-from fleet.render import installkey, render_all  # noqa: E402
+from fleet.render import installkey  # noqa: E402
 from fleet.render.preseed import CURL  # noqa: E402
+from support.bmcfakes import stop_process, wait_ready  # noqa: E402
 
 NODE = "stor-1"
 ROOT = pxelab.ROOT
@@ -193,13 +190,9 @@ def _der_sha256(pem: bytes) -> str:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Run]:
-    from bmc.fakes import _htpasswd
     from fleet.lab.image import salt_pin, wheelhouse
     from fleet.lab.paths import Paths
-    from reinstall.helpers import salt_key_bin, salt_master_config
-
-    tr = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    t0 = time.monotonic()
+    from support.saltkeys import salt_key_bin, salt_master_config
 
     def interrupted(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")  # the cleanup below runs
@@ -207,10 +200,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     # a background job of a non-interactive shell inherits SIGINT ignored: take it back
     old = {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
 
-    def say(text: str) -> None:
-        if tr is not None:
-            tr.write_line(f"[install-vm {time.monotonic() - t0:7.1f}s] {text}")
-
+    say = beds.progress(pytestconfig, "install-vm")
     salt_key_bin()
     work = tmp_path_factory.mktemp("install-vm")
     paths = Paths(ROOT)
@@ -220,30 +210,21 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     (work / "overlay.yaml").write_text(json.dumps(_overlay(work, f"http://{vmbed.MIRROR_IP}")))
     inv = load_inventory(SMALL, work / "overlay.yaml")
     node = inv.nodes[NODE]
-    for rel, text in render_all(inv).items():
-        if rel.startswith("pxe/"):
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            (work / rel).write_text(text)
+    beds.render_pxe(inv, work)
     preseed = work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg"
     preseed.write_text(vmbed.insert_before_callback(
         preseed.read_text(), installkey.callback(inv, node, CURL),
         vmbed.salt_late_commands(f"http://{vmbed.MIRROR_IP}/wheels/", salt_version))
         + "d-i preseed/early_command string "
         + standin.early_command(f"http://{vmbed.MIRROR_IP}/standin") + "\n")
-    (work / "images").mkdir()
-    pxelab.deploy_boot_files(work / "pxe", work / "images", work / "state")
-    accel = "kvm" if pxelab.kvm_works(work, work / "images" / DEBIAN_IMAGE / "linux") else "tcg"
+    accel = beds.boot_files(work, DEBIAN_IMAGE)
     conf, pki = salt_master_config(work)
-    (work / "secrets" / "bmc").mkdir(parents=True, mode=0o700)
-    pw = work / "secrets" / "bmc" / node.profile.bmc.password_secret
-    pw.write_text("password\n")
-    pw.chmod(0o600)
-    _htpasswd(work / "htpasswd", node.profile.bmc.user, "password")
+    beds.bmc_login(work, node)
     disk = work / "disk.qcow2"
     pxelab.sh("qemu-img", "create", "-q", "-f", "qcow2", disk, f"{standin.DISK_GB}G")
     standin_dir = work / "standin"
     standin_dir.mkdir()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'tools'}:{ROOT / 'tests'}"}
+    env = beds.child_env()
 
     prov = inv.nodes[inv.raw.site.provisioning_host]
     ns_name = f"fleet-vm-{os.getpid()}"
@@ -260,22 +241,15 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             "installer kernel's disk drivers")
         _prepare_stand_in(work, inv, standin_dir)
         say(f"installer stand-in ready: {sorted(p.name for p in standin_dir.iterdir())}")
-        dns, dns_log = vmbed.start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
-        web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http",
-                                          state=work / "state", images=work / "images",
-                                          listen=str(prov.address))
+        dns, dns_log, web, web_log = beds.serve_boot(ns, work, prov, vmbed.start_dnsmasq)
         master = vmbed.salt_master(ns, conf, work / "states")
         r = Run(work, inv, accel, web_log, dns_log)
-        hw = subprocess.Popen(ns.cmd(
-            sys.executable, HERE / "fake_bmc_disk_hardware.py", "--port", str(HW_PORT),
-            "--netns", ns_name, "--bridge", prov.boot_nic, "--work", work, "--mac", node.mac,
-            "--disk", disk, "--accel", accel, "--memory", "2048"), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, env=env)
-        bmc = subprocess.Popen(ns.cmd(
-            sys.executable, ROOT / "tests/bmc/fake_redfish_bmc.py", "--port", str(BMC_PORT),
-            "--state-dir", work / "sushy", "--system", NODE, "--power", "Off",
-            "--auth-file", work / "htpasswd", "--notify", f"http://127.0.0.1:{HW_PORT}/"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        hw, bmc = beds.start_fake_bmc(ns, work, NODE, bmc_port=BMC_PORT, hw_port=HW_PORT,
+                                      hardware=[HERE / "fake_bmc_disk_hardware.py",
+                                                "--netns", ns_name, "--bridge", prov.boot_nic,
+                                                "--work", work, "--mac", node.mac,
+                                                "--disk", disk, "--accel", accel,
+                                                "--memory", "2048"])
         cli: subprocess.Popen[str] | None = None
         try:
             wait_ready(hw, "the fake BMC's hardware agent")

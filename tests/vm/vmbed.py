@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pxelab
-from pxelab import Netns, Proc
-
 from fleet.render.preseed import write_file
+from support import pxelab
+from support.pxelab import Netns, Proc
 
 ROOT = pxelab.ROOT
 ENABLED = os.environ.get("FLEET_VM") == "1"

@@ -22,9 +22,10 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def _salt_harness() -> tuple[Any, Any]:
-    """tests/salt's in-process highstate renderer (it imports Salt)."""
-    sys.path.insert(0, str(REPO / "tests" / "salt"))
-    return importlib.import_module("harness"), importlib.import_module("saltrender")
+    """The tests' in-process highstate renderer (tests/support; it imports Salt)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    return (importlib.import_module("support.harness"),
+            importlib.import_module("support.saltrender"))
 
 
 def role_sets(renderer: Any) -> dict[tuple[str, ...], str]:

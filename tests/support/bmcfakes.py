@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "bmc"  # the fakes' scripts
 USER, PASSWORD = "admin", "password"  # the fakes' credentials (pyghmi's fakebmc is fixed)
 
 
@@ -149,7 +149,7 @@ def _start(argv: list[str]) -> subprocess.Popen[str]:
     return proc
 
 
-def _htpasswd(path: Path, user: str, password: str) -> None:
+def htpasswd(path: Path, user: str, password: str) -> None:
     import bcrypt
 
     digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
@@ -190,7 +190,7 @@ def start_fake_redfish(tmp: Path, *, power: str = "Off", tls: bool = False,
                         "installed; run `make deps`")
     port = free_port()
     auth = tmp / "htpasswd"
-    _htpasswd(auth, user, password)
+    htpasswd(auth, user, password)
     argv = [sys.executable, str(HERE / "fake_redfish_bmc.py"), "--port", str(port),
             "--state-dir", str(tmp / "sushy-state"), "--system", system, "--power", power,
             "--auth-file", str(auth)]

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pxelab
-from pxelab import Guest
-
 from fleet.inventory.model import Inventory
+from support import pxelab
+from support.pxelab import Guest
 
 ENABLED = os.environ.get("FLEET_PXE") == "1"
 SKIP_REASON = ("PXE end-to-end test NOT RUN: set FLEET_PXE=1 (as root, with the packages of "

@@ -10,9 +10,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-SNAPSHOTS = HERE / "snapshots"
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOTS = ROOT / "tests" / "salt" / "snapshots"
 # the OS every node is rendered for, and the others rendered for one node per role
 DEFAULT_OS = "ubuntu-24.04"
 OTHER_OS = ("ubuntu-22.04", "debian-12")
@@ -29,7 +28,7 @@ def write_secrets_root(path: Path) -> str:
 
 def make_renderer(tmp: Path, file_root: Path | None = None) -> tuple[Any, str]:
     """A saltrender.Renderer over salt/ (or `file_root`), pillar/ and a dummy secrets root."""
-    import saltrender  # imports Salt: only where Salt is installed
+    from support import saltrender  # imports Salt: only where Salt is installed
 
     saltrender.quiet_salt_logging()
     saltrender.enable_jinja_compile_cache()

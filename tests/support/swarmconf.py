@@ -14,7 +14,6 @@ without touching this host's system configuration."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +21,9 @@ from typing import Any
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "salt"))
+ROOT = Path(__file__).resolve().parents[2]
 
-import harness  # noqa: E402  (tests/salt: imports Salt only when a renderer is made)
+from support import harness  # noqa: E402  (tests/salt: imports Salt only when a renderer is made)
 
 MASTER_STATE = "provisioning-master-file-managed-conf"
 MINION_STATE = "base-minion-file-managed-conf"
@@ -52,7 +49,7 @@ class SiteConfigs:
 
 def render(tmp: Path, pillar_root: Path = ROOT / "pillar",
            salt_root: Path = ROOT / "salt") -> SiteConfigs:
-    import saltrender
+    from support import saltrender
 
     saltrender.quiet_salt_logging()
     secrets = tmp / "secrets-pillar"

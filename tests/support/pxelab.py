@@ -253,6 +253,64 @@ class Machine(Protocol):
     def stop(self, why: str) -> None: ...
 
 
+class PowerAgent:
+    """One machine's power as sushy-tools' fake driver reports it: ``Off`` stops the guest,
+    a ``Restart`` stops and starts it, ``On`` starts it when it is not running. Each
+    notification and action goes to ``<work>/hardware.jsonl``. A subclass starts the guest
+    (:meth:`launch`: its QEMU process and name)."""
+
+    def __init__(self, ns: Netns, work: Path) -> None:
+        self.ns = ns
+        self.work = work
+        self.guest: Proc | None = None
+        self.guest_name = ""
+        self.boots = 0
+        self.lock = threading.Lock()
+
+    def log(self, **event: Any) -> None:
+        import json
+
+        with (self.work / "hardware.jsonl").open("a") as fh:
+            fh.write(json.dumps({"t": time.time(), **event}) + "\n")
+
+    def notify(self, system: dict[str, Any]) -> None:
+        pending = system.get("pending_power") or {}
+        want = pending.get("power_state") or system.get("power_state")
+        self.log(event="notification", power_state=system.get("power_state"),
+                 pending=pending.get("power_state"), boot_device=system.get("boot_device"),
+                 boot_mode=system.get("boot_mode"))
+        with self.lock:
+            running = self.guest is not None and self.guest.alive()
+            if want == "Off" and running:
+                self.stop("power off")
+            elif want and "Restart" in want:
+                self.stop("restart")
+                self.start(system)
+            elif want == "On" and not running:
+                self.start(system)
+
+    def launch(self, system: dict[str, Any], name: str) -> tuple[Proc, dict[str, Any]] | None:
+        """Start the guest ``name``; its process and what the power-on event adds, or None
+        (and the reason logged) where this machine cannot boot as ``system`` asks."""
+        raise NotImplementedError
+
+    def start(self, system: dict[str, Any]) -> None:
+        name = f"guest-{self.boots + 1}"
+        started = self.launch(system, name)
+        if started is None:
+            return
+        self.boots += 1
+        self.guest, self.guest_name = started[0], name
+        self.log(event="power-on", guest=name, pid=self.guest.p.pid,
+                 boot_device=system.get("boot_device"), **started[1])
+
+    def stop(self, why: str) -> None:
+        if self.guest is not None:
+            self.guest.stop()
+            self.log(event="power-off", guest=self.guest_name, why=why)
+            self.guest = None
+
+
 def serve_hardware(port: int, hw: Machine) -> None:
     """Serve sushy-tools' external notifications (PUT, the system's JSON) to ``hw`` on
     127.0.0.1:PORT. Prints ``ready`` once listening; SIGTERM or the end stops the machine."""
