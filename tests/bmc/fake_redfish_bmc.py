@@ -18,7 +18,7 @@ Run: python fake_redfish_bmc.py --port P --state-dir D --system NAME --power On|
 
 ``--notify URL`` turns on the fake driver's external notifier: on every change of the
 system (power, pending power, boot device) sushy-tools PUTs the system's JSON to URL,
-where a test's stand-in for the hardware (tests/pxe/fake_bmc_hardware.py) acts on it.
+where a test's stand-in for the hardware (tests/support/fake_bmc_hardware.py) acts on it.
 """
 
 from __future__ import annotations

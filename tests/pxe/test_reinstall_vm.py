@@ -3,7 +3,7 @@
 The real CLI runs in the test's network namespace with the rendered pxe/ tree served by
 dnsmasq and nginx (as tests/pxe/conftest.py), a real salt-key on a temp master config,
 and a FAKE BMC: sushy-tools' Redfish emulator (tests/bmc/fake_redfish_bmc.py) whose fake
-driver notifies tests/pxe/fake_bmc_hardware.py, the fake BMC's "hardware", which powers
+driver notifies tests/support/fake_bmc_hardware.py, the fake BMC's "hardware", which powers
 a QEMU guest with the node's MAC on and off. The node is stor-1, a storage node: not in
 Slurm, so the drain step is skipped (and says so).
 
@@ -41,7 +41,7 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.render import installkey
 from support import beds, pxelab
-from support.bmcfakes import stop_process, wait_ready
+from support.bmcfakes import wait_ready
 from support.pxebed import DEBIAN_IMAGE, INSTALL_TIMEOUT, SMALL, overlay_text, reinstall_argv
 from support.pxelab import Netns
 
@@ -122,7 +122,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         dns, _dns_log, web, web_log = beds.serve_boot(ns, work, prov)
         r = Run(work, inv, accel, web_log)
         hw, bmc = beds.start_fake_bmc(ns, work, NODE, bmc_port=BMC_PORT, hw_port=HW_PORT,
-                                      hardware=[ROOT / "tests/pxe/fake_bmc_hardware.py",
+                                      hardware=[ROOT / "tests/support/fake_bmc_hardware.py",
                                                 "--netns", ns_name, "--bridge", prov.boot_nic,
                                                 "--work", work, "--mac", node.mac,
                                                 "--accel", accel])
@@ -185,12 +185,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             if cli is not None and cli.poll() is None:
                 cli.kill()
                 cli.wait(10)
-            stop_process(bmc)
-            stop_process(hw)  # ends the guest
-            for e in r.hardware():
-                if e["event"] == "power-on":
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(e["pid"], signal.SIGKILL)
+            beds.stop_fake_bmc(hw, bmc, work)
             web.stop()
             dns.stop()
             with contextlib.suppress(FileNotFoundError, ValueError):

@@ -6,7 +6,10 @@ rule that reports a bed's tests as skipped, with why, unless it was asked for.""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,7 +21,7 @@ import pytest
 from fleet.inventory.model import Inventory, Node
 from fleet.render import render_all
 from support import pxelab
-from support.bmcfakes import htpasswd
+from support.bmcfakes import htpasswd, stop_process
 from support.cli import ROOT
 
 BMC_PASSWORD = "password"
@@ -105,3 +108,16 @@ def start_fake_bmc(ns: pxelab.Netns, work: Path, system: str, *, bmc_port: int, 
         "--auth-file", work / "htpasswd", "--notify", f"http://127.0.0.1:{hw_port}/"),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     return hw, bmc
+
+
+def stop_fake_bmc(hw: subprocess.Popen[str], bmc: subprocess.Popen[str], work: Path) -> None:
+    """Stop the fake BMC and its hardware agent (which ends its guest), then kill any guest
+    it started that is still there (``work/hardware.jsonl``'s power-on events)."""
+    stop_process(bmc)
+    stop_process(hw)
+    log = work / "hardware.jsonl"
+    for line in log.read_text().splitlines() if log.exists() else []:
+        event = json.loads(line)
+        if event.get("event") == "power-on":
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(event["pid"], signal.SIGKILL)

@@ -244,7 +244,7 @@ def http_log(path: Path) -> list[HttpReq]:
 
 
 class Machine(Protocol):
-    """What a fake BMC's hardware agent acts on (fake_bmc_hardware.py, tests/vm)."""
+    """What a fake BMC's hardware agent acts on (fake_bmc_hardware.py)."""
 
     lock: threading.Lock
 

@@ -6,7 +6,7 @@ nginx in a network namespace; sushy-tools' Redfish emulator as the FAKE BMC, who
 driver notifies the fake hardware agent; the real `fleet reinstall` CLI and salt-key),
 plus what a whole reinstall needs (tests/vm/vmbed.py): a real salt-master, a Debian
 mirror (a caching proxy of deb.debian.org through a veth pair), and a guest with a qcow2
-disk that reboots in place (tests/vm/fake_bmc_disk_hardware.py).
+disk that reboots in place (tests/support/fake_bmc_hardware.py --disk).
 
 What runs, nothing interrupted: preflight -> rotate key -> arm install -> power (Redfish:
 PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config;
@@ -66,7 +66,7 @@ from fleet.inventory.load import load_inventory  # noqa: E402
 from fleet.inventory.model import Inventory  # noqa: E402
 from fleet.render import installkey  # noqa: E402
 from fleet.render.preseed import CURL  # noqa: E402
-from support.bmcfakes import stop_process, wait_ready  # noqa: E402
+from support.bmcfakes import wait_ready  # noqa: E402
 
 NODE = "stor-1"
 ROOT = pxelab.ROOT
@@ -245,7 +245,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         master = vmbed.salt_master(ns, conf, work / "states")
         r = Run(work, inv, accel, web_log, dns_log)
         hw, bmc = beds.start_fake_bmc(ns, work, NODE, bmc_port=BMC_PORT, hw_port=HW_PORT,
-                                      hardware=[HERE / "fake_bmc_disk_hardware.py",
+                                      hardware=[ROOT / "tests/support/fake_bmc_hardware.py",
                                                 "--netns", ns_name, "--bridge", prov.boot_nic,
                                                 "--work", work, "--mac", node.mac,
                                                 "--disk", disk, "--accel", accel,
@@ -285,12 +285,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
                 except subprocess.TimeoutExpired:
                     cli.kill()
                     cli.wait(10)
-            stop_process(bmc)
-            stop_process(hw)  # ends the guest
-            for e in r.hardware():
-                if e["event"] == "power-on":
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(e["pid"], signal.SIGKILL)
+            beds.stop_fake_bmc(hw, bmc, work)
             master.stop()
             web.stop()
             dns.stop()

@@ -1,21 +1,20 @@
-"""The FAKE BMC's "hardware" for the full-install VM test (tests/vm, `make test-vm`): as
-tests/pxe/fake_bmc_hardware.py (it receives sushy-tools' fake-driver notifications and
-acts them out on one QEMU guest), but the guest has a DISK and reboots like a machine:
+"""The FAKE BMC's "hardware" for the PXE and VM tests: receives the external notifications
+of sushy-tools' fake driver (tests/bmc/fake_redfish_bmc.py ``--notify``) and acts them out
+on one QEMU guest in the test's network namespace (pxelab.PowerAgent: Power On starts the
+guest, a Restart restarts it, Off stops it). Two machines:
 
-- one qcow2 disk on virtio-blk (the installer sees /dev/vda), kept across power cycles;
-- the NIC first in the firmware's boot order, then the disk (bootindex 1, 2): every boot
-  is a PXE boot, and the node's boot mode decides (install: the installer; local: GRUB's
-  local script chainloads the disk's shim);
-- no ``-no-reboot``: when the installer reboots, the guest reboots in place (its OVMF
-  NVRAM is kept for the agent's lifetime, like a machine's), and the serial console
-  (``guest-N.serial``) goes on across the reboot.
+- without ``--disk`` (the reinstall VM test, tests/pxe): a diskless guest that PXE-boots
+  its NIC, firmware by the system's boot mode (UEFI -> OVMF, else SeaBIOS);
+- with ``--disk QCOW2`` (the full-install test, tests/vm): a UEFI guest whose disk (virtio,
+  /dev/vda) and OVMF NVRAM are kept across power cycles; the NIC boots first, then the
+  disk, so every boot is a PXE boot and the node's boot mode decides (install: the
+  installer; local: GRUB's local script chainloads the disk's shim). It has no
+  ``-no-reboot``: the installer's reboot happens in QEMU, unseen here, and the serial
+  console (``guest-N.serial``) goes on across it.
 
-Power On starts the guest, a Restart restarts it, Off stops it; its own reboots (the
-installer's, at the end of the install) happen in QEMU, unseen here.
-
-Run (inside the namespace, where the fake BMC can reach it):
-    python fake_bmc_disk_hardware.py --port P --netns NS --bridge BR --work DIR --mac MAC
-        --disk QCOW2 --accel tcg|kvm [--smp N] [--memory MB]
+Run (inside the namespace, where the fake BMC can reach it), with tests/ on PYTHONPATH:
+    python fake_bmc_hardware.py --port P --netns NS --bridge BR --work DIR --mac MAC
+        --accel tcg|kvm [--disk QCOW2 [--smp N] [--memory MB]]
 Prints ``ready`` once listening; every notification and action goes to DIR/hardware.jsonl.
 Ends the guest when it ends (SIGTERM).
 """
@@ -30,7 +29,21 @@ from typing import Any
 from support import pxelab
 
 
-class Hardware(pxelab.PowerAgent):
+class PxeGuest(pxelab.PowerAgent):
+    """A diskless guest that PXE-boots its NIC."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__(pxelab.Netns(args.netns, args.bridge, ""), Path(args.work))
+        self.args = args
+
+    def launch(self, system: dict[str, Any], name: str) -> tuple[pxelab.Proc, dict[str, Any]]:
+        firmware = "uefi" if system.get("boot_mode", "UEFI") == "UEFI" else "bios"
+        guest = pxelab.start_guest(self.ns, self.work, name, self.args.mac, firmware,
+                                   self.args.accel)
+        return guest.proc, {"firmware": firmware}
+
+
+class DiskGuest(pxelab.PowerAgent):
     """A UEFI guest with a disk that it keeps, and its NVRAM, across power cycles."""
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -67,12 +80,13 @@ class Hardware(pxelab.PowerAgent):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    for opt in ("--port", "--netns", "--bridge", "--work", "--mac", "--accel", "--disk"):
+    for opt in ("--port", "--netns", "--bridge", "--work", "--mac", "--accel"):
         ap.add_argument(opt, required=True)
+    ap.add_argument("--disk", help="a qcow2 disk: the disk machine (tests/vm)")
     ap.add_argument("--smp", default="2")
     ap.add_argument("--memory", default="1536")
     args = ap.parse_args()
-    pxelab.serve_hardware(int(args.port), Hardware(args))
+    pxelab.serve_hardware(int(args.port), DiskGuest(args) if args.disk else PxeGuest(args))
 
 
 if __name__ == "__main__":
