@@ -1,6 +1,7 @@
 """Docs that list code facts are checked against the code: the README's map and
 docs/architecture.md name every package, the README's exit codes are fleet.exitcodes',
-and every link in the docs points at a file of this repository."""
+every link in the docs points at a file of this repository, and every test the docs name
+(`tests/x.py::test_y`, `` `::test_z` `` after it, `[row]` of the rule table) exists."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(p.parent.name for p in (ROOT / "tools" / "fleet").glob("*/__init__.py"))
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+# `tests/a/b.py::test_x[param]`, then any `::test_y` of the same file after a comma
+TEST_REF = re.compile(r"`(tests/[\w/]+\.py)((?:::\w+(?:\[[\w-]+\])?)?)`((?:,\s*`::\w+`)*)")
 
 
 def test_there_are_packages() -> None:
@@ -50,3 +53,40 @@ def test_links_stay_inside_the_repository(doc: Path) -> None:
         assert ROOT in resolved.parents or resolved == ROOT, \
             f"{doc.name}: link outside the repository: {target}"
         assert resolved.exists(), f"{doc.name}: link to a missing file: {target}"
+
+
+def _named_tests(doc: Path) -> list[tuple[str, str, str]]:
+    """(file, test, parameter or "") for every test the doc names."""
+    out = []
+    for m in TEST_REF.finditer(doc.read_text(encoding="utf-8")):
+        first = re.fullmatch(r"(?:::(\w+)(?:\[([\w-]+)\])?)?", m.group(2))
+        assert first is not None
+        if first.group(1):
+            out.append((m.group(1), first.group(1), first.group(2) or ""))
+        out += [(m.group(1), name, "") for name in re.findall(r"`::(\w+)`", m.group(3))]
+        if not first.group(1):
+            out.append((m.group(1), "", ""))
+    return out
+
+
+def test_the_docs_name_tests() -> None:
+    assert len([t for d in DOCS for t in _named_tests(d) if t[1]]) > 20
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+def test_every_test_the_docs_name_exists(doc: Path) -> None:
+    import yaml
+
+    rows = {r["name"] for r in yaml.safe_load(
+        (ROOT / "tests" / "unit" / "single_edits.yaml").read_text(encoding="utf-8"))}
+    missing = []
+    for file, test, param in _named_tests(doc):
+        path = ROOT / file
+        if not path.is_file():
+            missing.append(file)
+        elif test and not re.search(rf"^\s*def {test}\(", path.read_text(encoding="utf-8"),
+                                    re.M):
+            missing.append(f"{file}::{test}")
+        elif param and file.endswith("test_single_edits.py") and param not in rows:
+            missing.append(f"{file}::{test}[{param}]: no such row in single_edits.yaml")
+    assert not missing, f"{doc.name} names tests that do not exist: {missing}"
