@@ -19,7 +19,7 @@ import pytest
 from labtools import ROOT, Lab, podman_exec
 
 from fleet.reinstall.journal import Journal
-from support.bmcfakes import free_port, stop_process, wait_ready
+from support.bmcfakes import free_port, htpasswd, stop_process, wait_ready
 
 CONTROLLER = "head-01"
 PXE_STATE = "/var/lib/fleet/pxe-state"
@@ -133,13 +133,13 @@ def rig_up(lab: Lab, work: Path) -> Iterator[Rig]:
         secret = secrets / spec.password_secret
         secret.write_text(PASSWORD + "\n")
         secret.chmod(0o600)
-        htpasswd = work / f"{node.hostname}.htpasswd"
-        htpasswd(htpasswd, spec.user, PASSWORD)
+        auth = work / f"{node.hostname}.htpasswd"
+        htpasswd(auth, spec.user, PASSWORD)
         port = free_port()
         bmc = subprocess.Popen(
             [sys.executable, str(ROOT / "tests/bmc/fake_redfish_bmc.py"), "--port", str(port),
              "--state-dir", str(work / f"sushy-{node.hostname}"), "--system", node.hostname,
-             "--power", "On", "--auth-file", str(htpasswd),
+             "--power", "On", "--auth-file", str(auth),
              "--notify", f"http://127.0.0.1:{hw_port}/{node.hostname}"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         rig.procs.append(bmc)
