@@ -6,12 +6,13 @@ operator drained is never resumed."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -250,8 +251,8 @@ def test_reboot_waits_for_a_new_boot_id() -> None:
 
     from fleet.rollout.steps import BmcReboot
 
-    ids = iter(["1c2f1d6e-0000-4000-8000-000000000001"] * 3
-               + ["1c2f1d6e-0000-4000-8000-000000000002"])
+    ids = iter(["1c2f1d6e-0000-4000-8000-000000000001\n5\n"] * 3
+               + ["not an answer", "1c2f1d6e-0000-4000-8000-000000000002\n5\n"])
     resets: list[str] = []
 
     class Runner:
@@ -268,6 +269,39 @@ def test_reboot_waits_for_a_new_boot_id() -> None:
     reboot = BmcReboot(Runner(), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
     assert reboot("gpu-01", 10).startswith("redfish https://10.0.0.100: power reset; back")
     assert resets == ["reset"]
+
+
+def test_a_container_restart_is_a_new_boot() -> None:
+    """The lab's nodes share the host's kernel (one boot_id): a new PID 1 start time is a
+    new boot; the same identity until the deadline fails the step, naming the BMC."""
+    import json as _json
+
+    from fleet.rollout.steps import BmcReboot
+
+    host = "1c2f1d6e-0000-4000-8000-000000000001"
+    answers = {"new": iter([f"{host}\n100\n", f"{host}\n100\n", f"{host}\n98765\n"]),
+               "same": itertools.repeat(f"{host}\n100\n")}
+
+    class Bmc:
+        name = "redfish http://127.0.0.1:1"
+
+        def power_on_or_reset(self) -> str:
+            return "reset"
+
+    for case, it in answers.items():
+        class Runner:
+            def run(self, argv: Sequence[str], *, timeout: float = 120,
+                    it: Iterator[str] = it) -> Result:
+                return Result(tuple(argv), 0, _json.dumps({"gpu-01": next(it)}), "")
+
+        reboot = BmcReboot(Runner(), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
+        if case == "new":
+            assert "power reset; back" in reboot("gpu-01", 10)
+        else:
+            with pytest.raises(StepFailedError, match=r"redfish http://127.0.0.1:1: power reset, "
+                                                      "but the minion did not answer from a "
+                                                      "new boot"):
+                reboot("gpu-01", 0.05)
 
 
 def test_a_node_a_reinstall_holds_fails_at_its_lock_untouched(inv: Inventory,

@@ -10,19 +10,25 @@ and head-01's slurmctld, applying `base.time` (quick, and a real state.apply).
   touched; tbox-039 is left drained with the failure as the reason; after the fix
   `--resume` finishes the rollout.
 
+- `--reboot` of tbox-002 through its FAKE Redfish BMC (sushy-tools' emulator, as in the
+  lab reinstall tests) and the FAKE hardware behind it (tests/lab/fake_lab_hardware.py:
+  a reset with the node's boot mode local restarts its container, the lab's boot from
+  disk): the rollout waits for the minion to answer from the new boot (PID 1 started
+  anew), then the health gate, then resumes the node.
+
 Everything broken here is restored in `finally` blocks (slurmd started, jobs cancelled,
-an unfinished rollout aborted, the nodes resumed). --reboot is not exercised here (the
-lab's BMCs are the reinstall test's emulators): tests/health/test_rollout.py covers its
-place in the flow."""
+an unfinished rollout aborted, the nodes resumed)."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from labtools import ROOT, Lab, fleet_json, podman_exec, poll
+from reinstall_rig import rig_up
 
 HEAD, BUSY, OTHER, FAILING = "head-01", "tbox-001", "tbox-002", "tbox-039"
 GPUS = (BUSY, OTHER, FAILING)
@@ -147,5 +153,40 @@ def test_a_failing_node_stops_the_rollout_drained_then_resume(
         assert {n["node"] for n in rep["nodes"]} == {FAILING, OTHER}
         poll("every GPU node idle", lambda: all(slurm_state(lab, n) == "idle" for n in GPUS),
              timeout=60)
+    finally:
+        restore(lab, state)
+
+
+def pid1_start(lab: Lab, node: str) -> str:
+    """PID 1's start time in the node's container (clock ticks after the host's boot)."""
+    res = podman_exec(lab, node, "cut", "-d", " ", "-f", "22", "/proc/1/stat")
+    assert res.returncode == 0 and res.stdout.strip().isdigit(), res.stderr
+    return res.stdout.strip()
+
+
+def test_reboot_through_the_fake_bmc_waits_for_the_new_boot(lab: Lab, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    try:
+        settle(lab)
+        before = pid1_start(lab, OTHER)
+        with rig_up(lab, tmp_path / "rig") as rig:
+            rc, rep, err = fleet_rollout(
+                lab, state, OTHER, "--states", "base.time", "--reboot",
+                "--secrets", str(rig.work / "secrets"), "--bmc-scheme", "http",
+                "--bmc-address", f"127.0.0.1:{rig.bmc_ports[OTHER]}")
+            events = [e["event"] for e in rig.hardware(OTHER)]
+        assert rc == 0, (rep, err[-3000:])
+        (ROOT / ".lab" / "rollout-reboot.json").write_text(json.dumps(rep, indent=2))
+        [node] = rep["nodes"]
+        assert node["outcome"] == "done", node
+        assert [s for s in ("drain", "apply", "reboot", "health", "resume")
+                if s not in node["steps"]] == []
+        assert re.search(r": power reset \(\w+\); back after \d+s$",
+                         node["steps"]["reboot"]["detail"]), node
+        # the BMC's reset reached the FAKE hardware, which booted the node from its disk
+        assert "power-boot" in events and "booted-disk" in events, events
+        assert pid1_start(lab, OTHER) != before  # a new boot, not a slow answer
+        assert step_end(journal(state), OTHER, "health")["detail"] == "healthy"
+        poll(f"{OTHER} idle", lambda: slurm_state(lab, OTHER) == "idle", timeout=60)
     finally:
         restore(lab, state)

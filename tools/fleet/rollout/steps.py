@@ -5,9 +5,12 @@ master's job cache (``salt-run jobs.lookup_jid``), as the reinstall's converge s
 the CLI's own wait gives up on a minion busy installing packages. Any state False, a
 render error or no return by the deadline fails the step, naming the states.
 
-reboot: the node's ``/proc/sys/kernel/random/boot_id`` is read, the BMC power-cycles it
-(``power_on_or_reset``, fleet.bmc), and the step waits for the minion to answer with
-another boot_id: the node has really been through a boot, not just slow to answer."""
+reboot: the node's boot identity is read, the BMC power-cycles it (``power_on_or_reset``,
+fleet.bmc), and the step waits for the minion to answer with another one: the node has
+really been through a boot, not just slow to answer. The identity is the kernel's
+``boot_id`` with PID 1's start time (clock ticks after boot, ``/proc/1/stat`` field 22):
+a machine's boot changes the first, and a container's start (the lab's nodes, which share
+the host's kernel) the second."""
 
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ from fleet.reinstall.commands import Runner
 from fleet.rollout.flow import StepFailedError
 
 POLL = 5.0
-BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
+BOOT_ID = "cat /proc/sys/kernel/random/boot_id; cut -d ' ' -f 22 /proc/1/stat"
+_BOOT_ID = re.compile(r"([0-9a-f-]{36})\s+(\d+)\s*")
 
 
 class SaltApply:
@@ -84,8 +88,8 @@ class BmcReboot:
             got = json.loads(res.stdout).get(node) if res.stdout.strip() else None
         except (ValueError, AttributeError):
             return None
-        return got.strip() if isinstance(got, str) and re.fullmatch(
-            r"[0-9a-f-]{36}\s*", got) else None
+        m = _BOOT_ID.fullmatch(got) if isinstance(got, str) else None
+        return f"{m[1]}/{m[2]}" if m else None
 
     def __call__(self, node: str, timeout: float) -> str:
         before = self._boot_id(node)
