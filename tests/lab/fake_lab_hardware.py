@@ -25,7 +25,8 @@ that makes every later apt call fail, written after the late-commands), ``hold``
 installer waits before its late-commands until ``WORK/<node>.release`` exists, at most
 600 s: a test acts meanwhile, e.g. a neighbour taking the node's address).
 
-Run: python fake_lab_hardware.py --port P --work DIR   (prints ``ready``)
+Run: python fake_lab_hardware.py --port P --work DIR   (prints ``ready``), with the
+checkout's tools/ on PYTHONPATH
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import json
 import re
 import shlex
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -46,14 +46,13 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+from fleet.lab import nodes as lab_nodes
+from fleet.lab import podman as pm
+from fleet.lab.paths import Paths
+from fleet.lab.plan import LabNode, Plan
+from fleet.lab.plan import load as load_plan
 
-from fleet.lab import nodes as lab_nodes  # noqa: E402
-from fleet.lab import podman as pm  # noqa: E402
-from fleet.lab.paths import Paths  # noqa: E402
-from fleet.lab.plan import LabNode, Plan  # noqa: E402
-from fleet.lab.plan import load as load_plan  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 # late-commands a lab install skips: salt-minion comes from the image's wheelhouse
 SKIP = re.compile(r"apt-get|salt-archive-keyring|salt\.sources|salt\.pref")
