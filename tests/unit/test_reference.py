@@ -30,3 +30,9 @@ def test_every_schema_field_has_a_row() -> None:
         assert f"node_groups.<name>.{name}" in paths
     assert "site.salt.reinstall_port" in paths
     assert any(p.startswith("profiles.<name>.disks[].") for p in paths)
+
+
+def test_every_field_has_a_description() -> None:
+    missing = [r.path for r in reference.rows() if not r.description.strip()]
+    assert not missing, (f"{len(missing)} field(s) of fleet/inventory/schema.py without a "
+                         f"description (Field(description=...)): {', '.join(missing)}")
