@@ -85,3 +85,17 @@ def test_a_purpose_with_a_line_break_stays_in_its_comment(pillar_dir: Path,
     unit = res.files["mkv-master-file-managed-unit-data"]
     assert "# data [Service] ExecStartPre=/bin/reboot \n[Unit]\n" in unit, unit[:300]
     assert "\nExecStartPre" not in unit
+
+
+def test_no_security_mirror_is_no_security_stanza(pillar_dir: Path, tmp_path: Path) -> None:
+    """site.apt.security_mirror null (an archive without a separate security host): the
+    sources file has the one stanza, never ``URIs: None``."""
+    node = "gpu-01"
+    text = (pillar_dir / "pillar" / "nodes" / f"{node}.sls").read_text()
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("security_mirror:"))
+    res = _render(pillar_dir, tmp_path, node,
+                  _replace(f"nodes/{node}.sls", line, line.split(":")[0] + ": null"))
+    assert not res.errors, res.errors
+    sources = res.files["base-apt-file-managed-sources"]
+    assert sources.count("Types: deb") == 1 and "None" not in sources, sources
+    assert "URIs: http://10.1.0.10:3142/archive.ubuntu.com/ubuntu" in sources, sources
