@@ -57,9 +57,10 @@ MINION_MB_GUESS = 85.0   # before the first size measured it
 MASTER_MB_GUESS = 1500.0
 MEM_USE = 0.75           # at most this share of MemAvailable for one size
 # a highstate job is a second process in every minion (forked, then compiling its states):
-# about 60 MB more each, measured at 144 nodes on 2026-12-01, when 144 of them at once left
-# the page cache under 1 GB and no highstate returned within 25 minutes
-JOB_MB = 70.0
+# 60 MB and growing each, measured at 144 nodes on 2026-12-01, when 144 of them at once
+# left the page cache under 1 GB and no highstate returned within 25 minutes; 70 MB let a
+# later run start them anyway (MemAvailable counts the minions' shared pages once)
+JOB_MB = 100.0
 
 
 @dataclass
