@@ -343,3 +343,23 @@ def test_a_claimed_key_stops_the_run_naming_the_claimant(rig: Rig) -> None:
     assert not (rig.pki / "minions" / NODE).exists()
     assert rig.boot.modes[NODE] == "local"
     assert not rig.ctx().tokens.usable()
+
+
+def test_a_hostile_lock_file_never_reaches_the_terminal(rig: Rig) -> None:
+    """The busy message quotes the lock's holder: only a pid's digits and printable text."""
+    rig.node_dir.mkdir(parents=True, mode=0o700)
+    (rig.node_dir / "lock").write_text("12x \x1b]0;owned\x07fleet \x1b[2Jrollout\n")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time\n"
+         "f = open(sys.argv[1], 'r+'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+         "print('held', flush=True); time.sleep(30)", str(rig.node_dir / "lock")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(BusyError) as info:
+            Flow(rig.ctx()).run()
+    finally:
+        holder.kill()
+    msg = str(info.value)
+    assert "\x1b" not in msg and "\x07" not in msg, repr(msg)
+    assert msg.startswith("another `]0;ownedfleet [2Jrollout` (pid ?) is running for "), msg

@@ -31,8 +31,11 @@ class NodeLock:
         except BlockingIOError:
             pid, _, command = os.read(fd, 256).decode(errors="replace").strip().partition(" ")
             os.close(fd)
-            raise BusyError(f"another `{command or 'fleet reinstall'}` (pid {pid or '?'}) is "
-                            f"running for {self.path.parent.name} (lock {self.path})") from None
+            # what the file says goes to a terminal: digits, and printable text only
+            pid = pid if pid.isdigit() else "?"
+            command = "".join(c for c in command if c.isprintable())[:120] or "fleet reinstall"
+            raise BusyError(f"another `{command}` (pid {pid}) is running for "
+                            f"{self.path.parent.name} (lock {self.path})") from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {self.holder}\n".encode())
         self._fd = fd
