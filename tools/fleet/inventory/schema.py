@@ -64,21 +64,23 @@ class Model(BaseModel):
     # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
     # defer_build: one schema is built for the whole document when it is first validated,
     # instead of one per model at import time (start-up is most of a small render).
+    # use_attribute_docstrings: a field's description is the docstring under it
+    # (docs/inventory-reference.md's column)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
-                              defer_build=True)
+                              defer_build=True, use_attribute_docstrings=True)
 
 
 # --- site -----------------------------------------------------------------------------
 
 
 class Admin(Model):
-    name: Name = Field(description="login name of the account the installers and base.admins "
-                                   "create on every node (no password: ssh keys only)")
-    ssh_keys: list[str] = Field(min_length=1,
-                                description="OpenSSH public keys authorized for the account "
-                                            "(installer and base.admins)")
-    sudo: bool = Field(default=True,
-                       description="passwordless sudo for the account (sudoers NOPASSWD: ALL)")
+    name: Name
+    """login name of the account the installers and base.admins create on every node (no password:
+    ssh keys only)"""
+    ssh_keys: list[str] = Field(min_length=1)
+    """OpenSSH public keys authorized for the account (installer and base.admins)"""
+    sudo: bool = True
+    """passwordless sudo for the account (sudoers NOPASSWD: ALL)"""
 
     @field_validator("ssh_keys")
     @classmethod
@@ -93,308 +95,283 @@ class Admin(Model):
 class OsSpec(Model):
     """What PXE installs (Ubuntu autoinstall). The Salt states also run on Debian 12."""
 
-    distro: Literal["ubuntu"] = Field(
-        default="ubuntu",
-        description="distribution of site.install: pillar node:os, and the EFI directory "
-                    "(/EFI/<distro>) that local boot chainloads")
-    release: Literal["22.04", "24.04"] = Field(
-        default="24.04",
-        description="Ubuntu release that site.install installs: the installer's boot message, "
-                    "pillar node:os, and the OS `fleet validate` checks slurm.version against")
+    distro: Literal["ubuntu"] = "ubuntu"
+    """distribution of site.install: pillar node:os, and the EFI directory (/EFI/<distro>) that
+    local boot chainloads"""
+    release: Literal["22.04", "24.04"] = "24.04"
+    """Ubuntu release that site.install installs: the installer's boot message, pillar node:os, and
+    the OS `fleet validate` checks slurm.version against"""
 
 
 class InstallMedia(Model):
     """Where the installer comes from: served by the provisioning host over HTTP."""
 
-    kernel: RelPath = Field(description="path under the boot HTTP root")
-    initrd: RelPath = Field(description="path under the boot HTTP root (under images/), where "
-                                        "the provisioning role unpacks the ISO's casper/initrd")
-    iso_url: Url = Field(description="live-server ISO that casper downloads into RAM")
-    iso_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] = Field(
-        description="SHA-256 of the ISO: the provisioning role refuses a fetched file that "
-                    "does not match it")
-    iso_source: PathOrUrl = Field(
-        description="where the provisioning role fetches that ISO from (an http(s) URL, or "
-                    "an absolute path on the provisioning host); checked against "
-                    "iso_sha256, served at iso_url, its casper/vmlinuz and casper/initrd "
-                    "unpacked to kernel and initrd")
+    kernel: RelPath
+    """path under the boot HTTP root"""
+    initrd: RelPath
+    """path under the boot HTTP root (under images/), where the provisioning role unpacks the ISO's
+    casper/initrd"""
+    iso_url: Url
+    """live-server ISO that casper downloads into RAM"""
+    iso_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    """SHA-256 of the ISO: the provisioning role refuses a fetched file that does not match it"""
+    iso_source: PathOrUrl
+    """where the provisioning role fetches that ISO from (an http(s) URL, or an absolute path on the
+    provisioning host); checked against iso_sha256, served at iso_url, its casper/vmlinuz and
+    casper/initrd unpacked to kernel and initrd"""
 
 
 class DebianImage(Model):
     """A Debian netboot installer (``debian-installer-<n>-netboot-<arch>``) driven by a
     preseed rendered from the node's data; node groups name it with ``image:``."""
 
-    type: Literal["debian-preseed"] = Field(
-        description="kind of installer: Debian's, booted with a preseed.cfg rendered per node")
-    kernel: RelPath = Field(description="path under the boot HTTP root")
-    initrd: RelPath = Field(description="path under the boot HTTP root")
-    mirror: Url = Field(description="Debian archive the installer installs from")
-    suite: Name = Field(
-        default="bookworm",
-        description="Debian suite installed (preseed mirror/suite); `fleet validate` knows "
-                    "bookworm as debian-12 for slurm.version")
-    args: list[KernelArg] = Field(default_factory=list, max_length=64,
-                                  description="extra kernel arguments")
+    type: Literal["debian-preseed"]
+    """kind of installer: Debian's, booted with a preseed.cfg rendered per node"""
+    kernel: RelPath
+    """path under the boot HTTP root"""
+    initrd: RelPath
+    """path under the boot HTTP root"""
+    mirror: Url
+    """Debian archive the installer installs from"""
+    suite: Name = "bookworm"
+    """Debian suite installed (preseed mirror/suite); `fleet validate` knows bookworm as debian-12
+    for slurm.version"""
+    args: list[KernelArg] = Field(default_factory=list, max_length=64)
+    """extra kernel arguments"""
 
 
 class AptSpec(Model):
-    mirror: Url = Field(
-        description="apt archive nodes install from and keep (autoinstall, base.apt); one "
-                    "naming the provisioning host goes through its apt-cacher-ng")
-    security_mirror: Url | None = Field(
-        default=None,
-        description="apt security archive, used like mirror (autoinstall, base.apt); null: "
-                    "the autoinstall sets no security archive")
+    mirror: Url
+    """apt archive nodes install from and keep (autoinstall, base.apt); one naming the provisioning
+    host goes through its apt-cacher-ng"""
+    security_mirror: Url | None = None
+    """apt security archive, used like mirror (autoinstall, base.apt); null: the autoinstall sets no
+    security archive"""
 
 
 class SaltSpec(Model):
-    master: HostName = Field(
-        description="the node that runs salt-master (ports 4505/4506) and `fleet reinstall`'s "
-                    "endpoint")
-    master_address: IPv4Address | None = Field(
-        default=None,
-        description="the address minions and installers use to reach the master (a VIP, "
-                    "or the lab's host); default: the master node's provisioning address")
-    version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = Field(
-        default="3008.4",
-        description="Salt release that installers and base.apt pin salt-* to "
-                    "(apt `Pin: version <version>*`)")
-    master_finger: Fingerprint | None = Field(
-        default=None, description="the master's public key fingerprint (salt-key -F master)"
-    )
-    repo: Url = Field(default="https://packages.broadcom.com/artifactory/saltproject-deb",
-                      description="apt repository of salt-minion for installed nodes")
-    keyring: RelPath = Field(default="keys/salt-archive-keyring.pgp",
-                         description="the repository's signing key, under the boot HTTP root")
-    reinstall_port: StrictInt = Field(
-        default=8470, ge=1, le=65535,
-        description="port of `fleet reinstall`'s key/callback endpoint on the master: "
-                    "installers fetch the new minion key and call back there")
+    master: HostName
+    """the node that runs salt-master (ports 4505/4506) and `fleet reinstall`'s endpoint"""
+    master_address: IPv4Address | None = None
+    """the address minions and installers use to reach the master (a VIP, or the lab's host);
+    default: the master node's provisioning address"""
+    version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+)*$")] = "3008.4"
+    """Salt release that installers and base.apt pin salt-* to (apt `Pin: version <version>*`)"""
+    master_finger: Fingerprint | None = None
+    """the master's public key fingerprint (salt-key -F master)"""
+    repo: Url = "https://packages.broadcom.com/artifactory/saltproject-deb"
+    """apt repository of salt-minion for installed nodes"""
+    keyring: RelPath = "keys/salt-archive-keyring.pgp"
+    """the repository's signing key, under the boot HTTP root"""
+    reinstall_port: StrictInt = Field(default=8470, ge=1, le=65535)
+    """port of `fleet reinstall`'s key/callback endpoint on the master: installers fetch the new
+    minion key and call back there"""
 
 
 class Site(Model):
-    name: Name = Field(description="short name of the site; carried into pillar site:name only")
-    domain: DomainName = Field(
-        description="DNS domain of every node: FQDNs, /etc/hosts, dnsmasq's local domain and "
-                    "the DNS search domain")
-    timezone: Timezone = Field(default="UTC",
-                               description="IANA time zone of every node (installers, base.time)")
-    ntp_servers: list[Server] = Field(
-        min_length=1, max_length=16,
-        description="NTP servers chrony uses on every node (the Debian installer uses the first)")
-    dns_servers: list[IPv4Address] = Field(
-        default_factory=list,
-        description="resolvers nodes use: netplan, the installers' network and the DHCP "
-                    "dns-server option (empty: none set)")
-    os: OsSpec = Field(default=OsSpec(), description="what site.install installs")
-    admins: list[Admin] = Field(
-        min_length=1,
-        description="operator accounts on every node (ssh keys only; the first is the Debian "
-                    "installer's user)")
-    salt: SaltSpec = Field(description="the Salt master and the salt-minion every node installs")
-    apt: AptSpec = Field(description="apt archives every node installs from and keeps")
-    install: InstallMedia = Field(
-        description="the default installer (Ubuntu live-server autoinstall), for node groups "
-                    "without image")
-    images: dict[Name, DebianImage] = Field(
-        default_factory=dict, description="further installers, chosen by node_groups.*.image")
-    provisioning_host: HostName = Field(
-        description="node (role provisioning) that serves DHCP, DNS and TFTP (dnsmasq), the "
-                    "boot HTTP server (nginx) and the apt cache")
-    http_port: StrictInt = Field(
-        default=80, ge=1, le=65535,
-        description="port of the boot HTTP server (nginx) on the provisioning host: iPXE and "
-                    "GRUB scripts, installer seeds, /images/, /state/")
-    pxe_root: DeployDir = Field(default="/srv/fleet/pxe", description="where pxe/ is deployed")
-    checkout: DeployDir = Field(default="/srv/fleet/checkout",
-                          description="this repository on the provisioning host")
-    pxe_state: DeployDir = Field(default="/var/lib/fleet/pxe-state",
-                           description="run-time boot-mode links, served as /state/")
-    upstream_dns: list[IPv4Address] = Field(
-        default_factory=list, description="resolvers the site DNS forwards to")
+    name: Name
+    """short name of the site; carried into pillar site:name only"""
+    domain: DomainName
+    """DNS domain of every node: FQDNs, /etc/hosts, dnsmasq's local domain and the DNS search
+    domain"""
+    timezone: Timezone = "UTC"
+    """IANA time zone of every node (installers, base.time)"""
+    ntp_servers: list[Server] = Field(min_length=1, max_length=16)
+    """NTP servers chrony uses on every node (the Debian installer uses the first)"""
+    dns_servers: list[IPv4Address] = Field(default_factory=list)
+    """resolvers nodes use: netplan, the installers' network and the DHCP dns-server option (empty:
+    none set)"""
+    os: OsSpec = OsSpec()
+    """what site.install installs"""
+    admins: list[Admin] = Field(min_length=1)
+    """operator accounts on every node (ssh keys only; the first is the Debian installer's user)"""
+    salt: SaltSpec
+    """the Salt master and the salt-minion every node installs"""
+    apt: AptSpec
+    """apt archives every node installs from and keeps"""
+    install: InstallMedia
+    """the default installer (Ubuntu live-server autoinstall), for node groups without image"""
+    images: dict[Name, DebianImage] = Field(default_factory=dict)
+    """further installers, chosen by node_groups.*.image"""
+    provisioning_host: HostName
+    """node (role provisioning) that serves DHCP, DNS and TFTP (dnsmasq), the boot HTTP server
+    (nginx) and the apt cache"""
+    http_port: StrictInt = Field(default=80, ge=1, le=65535)
+    """port of the boot HTTP server (nginx) on the provisioning host: iPXE and GRUB scripts,
+    installer seeds, /images/, /state/"""
+    pxe_root: DeployDir = "/srv/fleet/pxe"
+    """where pxe/ is deployed"""
+    checkout: DeployDir = "/srv/fleet/checkout"
+    """this repository on the provisioning host"""
+    pxe_state: DeployDir = "/var/lib/fleet/pxe-state"
+    """run-time boot-mode links, served as /state/"""
+    upstream_dns: list[IPv4Address] = Field(default_factory=list)
+    """resolvers the site DNS forwards to"""
 
 
 # --- networks and switches -------------------------------------------------------------
 
 
 class IpPool(Model):
-    start: IPv4Address = Field(description="first address of the dnsmasq dhcp-range")
-    end: IPv4Address = Field(description="last address of the dnsmasq dhcp-range")
+    start: IPv4Address
+    """first address of the dnsmasq dhcp-range"""
+    end: IPv4Address
+    """last address of the dnsmasq dhcp-range"""
 
 
 class Network(Model):
-    purpose: Literal["bmc", "provisioning", "ipoib"] = Field(
-        description="which NICs it carries: BMCs, the nodes' Ethernet NICs (boot, Salt, Slurm; "
-                    "DHCP for known MACs only), or IPoIB (no DHCP)")
-    cidr: IPv4Network = Field(
-        description="the network's range: node addresses must lie inside it; its prefix length "
-                    "goes to netplan and the DHCP netmask")
-    gateway: IPv4Address | None = Field(
-        default=None,
-        description="default route of the nodes on this network (netplan, installer, DHCP "
-                    "router option); null: no default route")
-    vlan: StrictInt | None = Field(
-        default=None, ge=1, le=4094,
-        description="access VLAN of the switch ports (hosts send untagged frames); one "
-                    "network per VLAN")
-    mtu: StrictInt = Field(
-        default=1500, ge=576, le=65520,
-        description="MTU in bytes of the nodes' NICs on it (netplan, installer); also sent by "
-                    "DHCP on provisioning networks")
-    dhcp_pool: IpPool | None = Field(
-        default=None, description="dynamic pool for not-yet-inventoried machines"
-    )
-    pkey: str | None = Field(
-        default=None, pattern=r"^0x[0-9a-fA-F]{1,4}$",
-        description="InfiniBand partition key (ipoib networks only); carried into pillar "
-                    "node:interfaces, no state configures it")
-    ipoib_mode: Literal["datagram", "connected"] = Field(
-        default="datagram",
-        description="IPoIB mode of the nodes' IB interfaces (netplan infiniband-mode, or a "
-                    "udev rule where netplan lacks it)")
+    purpose: Literal["bmc", "provisioning", "ipoib"]
+    """which NICs it carries: BMCs, the nodes' Ethernet NICs (boot, Salt, Slurm; DHCP for known MACs
+    only), or IPoIB (no DHCP)"""
+    cidr: IPv4Network
+    """the network's range: node addresses must lie inside it; its prefix length goes to netplan and
+    the DHCP netmask"""
+    gateway: IPv4Address | None = None
+    """default route of the nodes on this network (netplan, installer, DHCP router option); null: no
+    default route"""
+    vlan: StrictInt | None = Field(default=None, ge=1, le=4094)
+    """access VLAN of the switch ports (hosts send untagged frames); one network per VLAN"""
+    mtu: StrictInt = Field(default=1500, ge=576, le=65520)
+    """MTU in bytes of the nodes' NICs on it (netplan, installer); also sent by DHCP on provisioning
+    networks"""
+    dhcp_pool: IpPool | None = None
+    """dynamic pool for not-yet-inventoried machines"""
+    pkey: str | None = Field(default=None, pattern=r"^0x[0-9a-fA-F]{1,4}$")
+    """InfiniBand partition key (ipoib networks only); carried into pillar node:interfaces, no state
+    configures it"""
+    ipoib_mode: Literal["datagram", "connected"] = "datagram"
+    """IPoIB mode of the nodes' IB interfaces (netplan infiniband-mode, or a udev rule where netplan
+    lacks it)"""
 
 
 class Switch(Model):
-    kind: Literal["ethernet", "infiniband"] = Field(
-        description="which NICs may be cabled to it: BMC and Ethernet NICs to ethernet, "
-                    "InfiniBand NICs to infiniband")
-    model: Text = Field(description="switch model, for the operator; no config uses it")
-    ports: StrictInt = Field(ge=1, le=1024,
-                             description="number of ports: a NIC's port must not exceed it")
-    speed_gbps: StrictInt = Field(ge=1,
-                                  description="port speed in Gb/s; recorded only, no config "
-                                              "or check uses it")
-    subnet_manager: bool = Field(default=False, description="the switch runs the fabric's SM")
-    sm_hosts: list[HostName] = Field(default_factory=list,
-                                     description="hosts that run opensm for this fabric")
-    location: Text | None = Field(default=None,
-                                  description="where it is (e.g. the rack), for the operator; "
-                                              "no config uses it")
+    kind: Literal["ethernet", "infiniband"]
+    """which NICs may be cabled to it: BMC and Ethernet NICs to ethernet, InfiniBand NICs to
+    infiniband"""
+    model: Text
+    """switch model, for the operator; no config uses it"""
+    ports: StrictInt = Field(ge=1, le=1024)
+    """number of ports: a NIC's port must not exceed it"""
+    speed_gbps: StrictInt = Field(ge=1)
+    """port speed in Gb/s; recorded only, no config or check uses it"""
+    subnet_manager: bool = False
+    """the switch runs the fabric's SM"""
+    sm_hosts: list[HostName] = Field(default_factory=list)
+    """hosts that run opensm for this fabric"""
+    location: Text | None = None
+    """where it is (e.g. the rack), for the operator; no config uses it"""
 
 
 # --- hardware profiles ------------------------------------------------------------------
 
 
 class Cpu(Model):
-    model: Text = Field(description="CPU model; carried into pillar node:hardware:cpu")
-    sockets: StrictInt = Field(
-        ge=1, le=8,
-        description="CPU sockets: Slurm's Sockets= and the split of GPUs over sockets in "
-                    "gres.conf")
-    cores_per_socket: StrictInt = Field(
-        ge=1, le=512,
-        description="physical cores per socket: Slurm's CoresPerSocket= and gres.conf's "
-                    "Cores= ranges")
-    threads_per_core: StrictInt = Field(default=1, ge=1, le=8,
-                                        description="hardware threads per core (2 with SMT): "
-                                                    "Slurm's ThreadsPerCore=")
+    model: Text
+    """CPU model; carried into pillar node:hardware:cpu"""
+    sockets: StrictInt = Field(ge=1, le=8)
+    """CPU sockets: Slurm's Sockets= and the split of GPUs over sockets in gres.conf"""
+    cores_per_socket: StrictInt = Field(ge=1, le=512)
+    """physical cores per socket: Slurm's CoresPerSocket= and gres.conf's Cores= ranges"""
+    threads_per_core: StrictInt = Field(default=1, ge=1, le=8)
+    """hardware threads per core (2 with SMT): Slurm's ThreadsPerCore="""
 
 
 class Gpu(Model):
-    model: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")] = Field(
-        description="GPU type name in Slurm: the GRES gpu:<model>:<count> and gres.conf's Type=")
-    count: StrictInt = Field(
-        ge=1, le=64,
-        description="GPUs per machine: Slurm GRES and /dev/nvidiaN lines, the nvidia role's "
-                    "and the reinstall health check's nvidia-smi count")
-    memory_gb: StrictInt = Field(
-        ge=1, description="memory of one GPU in GB; carried into pillar node:hardware:gpu only")
+    model: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
+    """GPU type name in Slurm: the GRES gpu:<model>:<count> and gres.conf's Type="""
+    count: StrictInt = Field(ge=1, le=64)
+    """GPUs per machine: Slurm GRES and /dev/nvidiaN lines, the nvidia role's and the reinstall
+    health check's nvidia-smi count"""
+    memory_gb: StrictInt = Field(ge=1)
+    """memory of one GPU in GB; carried into pillar node:hardware:gpu only"""
 
 
 class DiskMatch(Model):
     """A subiquity storage ``match`` spec naming one disk."""
 
-    serial: Text | None = Field(
-        default=None,
-        description="the disk's serial (subiquity match); the Debian preseed picks the "
-                    "/dev/disk/by-id name containing it")
-    model: Text | None = Field(
-        default=None,
-        description="the disk's model (subiquity match); without serial, the Debian preseed "
-                    "picks the /dev/disk/by-id name containing it")
-    vendor: Text | None = Field(default=None,
-                                description="the disk's vendor (subiquity match only)")
-    path: Text | None = Field(default=None,
-                              description="the disk's device path (subiquity match only)")
-    id_path: Text | None = Field(
-        default=None, description="the disk's udev ID_PATH, its bus position (subiquity match "
-                                  "only)")
-    size: Literal["smallest", "largest"] | None = Field(
-        default=None,
-        description="the smallest or largest disk (subiquity match; the Debian preseed's pick "
-                    "when neither serial nor model is given)")
-    ssd: bool | None = Field(default=None,
-                             description="only SSDs, or only rotating disks (subiquity match "
-                                         "only)")
+    serial: Text | None = None
+    """the disk's serial (subiquity match); the Debian preseed picks the /dev/disk/by-id name
+    containing it"""
+    model: Text | None = None
+    """the disk's model (subiquity match); without serial, the Debian preseed picks the
+    /dev/disk/by-id name containing it"""
+    vendor: Text | None = None
+    """the disk's vendor (subiquity match only)"""
+    path: Text | None = None
+    """the disk's device path (subiquity match only)"""
+    id_path: Text | None = None
+    """the disk's udev ID_PATH, its bus position (subiquity match only)"""
+    size: Literal["smallest", "largest"] | None = None
+    """the smallest or largest disk (subiquity match; the Debian preseed's pick when neither serial
+    nor model is given)"""
+    ssd: bool | None = None
+    """only SSDs, or only rotating disks (subiquity match only)"""
 
 
 class Disk(Model):
-    role: Literal["boot", "data"] = Field(
-        description="boot: the one disk the installer partitions; data: never touched by an "
-                    "install, one mkv subvolume each on a volume node")
-    kind: Literal["nvme", "sata-ssd", "sas-ssd", "hdd"] = Field(
-        description="disk type; carried into pillar node:disks")
-    size_gb: StrictInt = Field(
-        ge=1,
-        description="capacity of one disk in GB: mkv capacity in the render summary, and the "
-                    "check that a smallest/largest boot match cannot pick a data disk")
-    count: StrictInt = Field(
-        default=1, ge=1, le=64,
-        description="identical disks this entry stands for (a boot disk: 1; data disks: one "
-                    "subvolume svNN each)")
-    match: DiskMatch | None = Field(
-        default=None,
-        description="the boot disk's: how the installers find it unless nodes.<name>.boot_disk "
-                    "overrides (null: the largest disk); needed when there are data disks, "
-                    "ignored on data disks")
+    role: Literal["boot", "data"]
+    """boot: the one disk the installer partitions; data: never touched by an install, one mkv
+    subvolume each on a volume node"""
+    kind: Literal["nvme", "sata-ssd", "sas-ssd", "hdd"]
+    """disk type; carried into pillar node:disks"""
+    size_gb: StrictInt = Field(ge=1)
+    """capacity of one disk in GB: mkv capacity in the render summary, and the check that a
+    smallest/largest boot match cannot pick a data disk"""
+    count: StrictInt = Field(default=1, ge=1, le=64)
+    """identical disks this entry stands for (a boot disk: 1; data disks: one subvolume svNN
+    each)"""
+    match: DiskMatch | None = None
+    """the boot disk's: how the installers find it unless nodes.<name>.boot_disk overrides (null:
+    the largest disk); needed when there are data disks, ignored on data disks"""
 
 
 class Nic(Model):
-    kind: Literal["ethernet", "infiniband"] = Field(
-        description="ethernet: on a provisioning network and an ethernet switch; infiniband: "
-                    "on an ipoib network and an IB switch")
-    speed_gbps: StrictInt = Field(
-        ge=1,
-        description="link speed in Gb/s: pillar node:interfaces; on the provisioning host's "
-                    "boot NIC it bounds parallel `fleet reinstall` installs")
-    model: Text | None = Field(default=None,
-                               description="NIC model, for the operator; no config uses it")
+    kind: Literal["ethernet", "infiniband"]
+    """ethernet: on a provisioning network and an ethernet switch; infiniband: on an ipoib network
+    and an IB switch"""
+    speed_gbps: StrictInt = Field(ge=1)
+    """link speed in Gb/s: pillar node:interfaces; on the provisioning host's boot NIC it bounds
+    parallel `fleet reinstall` installs"""
+    model: Text | None = None
+    """NIC model, for the operator; no config uses it"""
 
 
 class Bmc(Model):
-    kind: Text = Field(description="BMC type (e.g. ast2600, idrac8); carried into pillar "
-                                   "node:bmc only")
-    protocol: Literal["redfish", "ipmi"] = Field(
-        description="how `fleet reinstall` drives the BMC (power, PXE on next boot): Redfish "
-                    "over HTTPS, or IPMI over LAN (lanplus, port 623)")
-    user: Text = Field(description="BMC login user for Redfish or IPMI")
-    password_secret: Name = Field(description="name of a secret in the secrets store")
+    kind: Text
+    """BMC type (e.g. ast2600, idrac8); carried into pillar node:bmc only"""
+    protocol: Literal["redfish", "ipmi"]
+    """how `fleet reinstall` drives the BMC (power, PXE on next boot): Redfish over HTTPS, or IPMI
+    over LAN (lanplus, port 623)"""
+    user: Text
+    """BMC login user for Redfish or IPMI"""
+    password_secret: Name
+    """name of a secret in the secrets store"""
 
 
 class Profile(Model):
-    vendor: Text = Field(description="machine vendor; carried into pillar node:hardware")
-    model: Text = Field(description="machine model; carried into pillar node:hardware")
-    boot_mode: Literal["uefi", "bios"] = Field(
-        default="uefi",
-        description="firmware boot mode; carried into pillar node:boot_mode (PXE tells the "
-                    "firmware from each DHCP request, not from this)")
-    cpu: Cpu = Field(description="the CPUs: Slurm node lines and gres.conf core ranges")
-    memory_gb: StrictInt = Field(
-        ge=1,
-        description="RAM in GB: Slurm's RealMemory is this x 1024 MB less "
-                    "slurm.memory_reserve_percent; checked against hardware.memory_gb")
-    gpu: Gpu | None = Field(default=None,
-                            description="the GPUs (null: none; the nvidia role needs them)")
-    disks: list[Disk] = Field(min_length=1,
-                              description="the disks: exactly one boot disk, and any data disks")
-    nics: dict[Name, Nic] = Field(
-        min_length=1,
-        description="network ports by name; node groups give each (and bmc) a NIC rule; DNS "
-                    "names a NIC's address other than the boot NIC's <host>-<nic>")
-    bmc: Bmc = Field(description="the BMC: how `fleet reinstall` powers and PXE-boots the machine")
-    read_gbps: float | None = Field(
-        default=None, ge=0, description="sustained network read rate of one storage node"
-    )
+    vendor: Text
+    """machine vendor; carried into pillar node:hardware"""
+    model: Text
+    """machine model; carried into pillar node:hardware"""
+    boot_mode: Literal["uefi", "bios"] = "uefi"
+    """firmware boot mode; carried into pillar node:boot_mode (PXE tells the firmware from each DHCP
+    request, not from this)"""
+    cpu: Cpu
+    """the CPUs: Slurm node lines and gres.conf core ranges"""
+    memory_gb: StrictInt = Field(ge=1)
+    """RAM in GB: Slurm's RealMemory is this x 1024 MB less slurm.memory_reserve_percent; checked
+    against hardware.memory_gb"""
+    gpu: Gpu | None = None
+    """the GPUs (null: none; the nvidia role needs them)"""
+    disks: list[Disk] = Field(min_length=1)
+    """the disks: exactly one boot disk, and any data disks"""
+    nics: dict[Name, Nic] = Field(min_length=1)
+    """network ports by name; node groups give each (and bmc) a NIC rule; DNS names a NIC's address
+    other than the boot NIC's <host>-<nic>"""
+    bmc: Bmc
+    """the BMC: how `fleet reinstall` powers and PXE-boots the machine"""
+    read_gbps: float | None = Field(default=None, ge=0)
+    """sustained network read rate of one storage node"""
 
     @property
     def data_disks(self) -> list[Disk]:
@@ -410,96 +387,84 @@ class NicRule(Model):
     """How a group's NIC is addressed and cabled: ``ip = ip_base + index``,
     ``port = first_port + position in the group``."""
 
-    network: Name = Field(
-        description="the networks entry the NIC is on; its purpose must fit the NIC (bmc, "
-                    "ethernet: provisioning, infiniband: ipoib)")
-    ip_base: IPv4Address | None = Field(
-        default=None,
-        description="each machine's address is ip_base + the number in its name (null: each "
-                    "node gives nodes.<name>.ip)")
-    switch: Name | None = Field(default=None,
-                                description="the switches entry the NIC is cabled to (needed "
-                                            "when it has a port)")
-    first_port: StrictInt | None = Field(
-        default=None, ge=1,
-        description="switch port of the group's first machine; the others follow in order "
-                    "(first_port + position)")
+    network: Name
+    """the networks entry the NIC is on; its purpose must fit the NIC (bmc, ethernet: provisioning,
+    infiniband: ipoib)"""
+    ip_base: IPv4Address | None = None
+    """each machine's address is ip_base + the number in its name (null: each node gives
+    nodes.<name>.ip)"""
+    switch: Name | None = None
+    """the switches entry the NIC is cabled to (needed when it has a port)"""
+    first_port: StrictInt | None = Field(default=None, ge=1)
+    """switch port of the group's first machine; the others follow in order (first_port +
+    position)"""
 
 
 class NodeGroup(Model):
-    hosts: HostPattern = Field(description="hostname or range such as tbox-[001-038]")
-    profile: Name = Field(description="the profiles entry these machines are")
-    roles: list[Role] = Field(
-        default_factory=list,
-        description="Salt roles of these machines (pillar node:roles, top.sls); base and "
-                    "network are implicit")
-    slurm_partition: Name | None = Field(
-        default=None,
-        description="the slurm.partitions entry of these machines (with role slurm.compute "
-                    "only, and required there)")
-    mkv_array: Name | None = Field(
-        default=None,
-        description="the mkv.arrays entry these machines are volumes of (with role mkv.volume "
-                    "only, and required there)")
-    image: Name | None = Field(default=None,
-                               description="a site.images entry (default: site.install)")
-    nics: dict[Name, NicRule] = Field(
-        min_length=1,
-        description="how each of the profile's NICs, and bmc, is addressed and cabled; "
-                    "exactly one on a provisioning network")
+    hosts: HostPattern
+    """hostname or range such as tbox-[001-038]"""
+    profile: Name
+    """the profiles entry these machines are"""
+    roles: list[Role] = Field(default_factory=list)
+    """Salt roles of these machines (pillar node:roles, top.sls); base and network are implicit"""
+    slurm_partition: Name | None = None
+    """the slurm.partitions entry of these machines (with role slurm.compute only, and required
+    there)"""
+    mkv_array: Name | None = None
+    """the mkv.arrays entry these machines are volumes of (with role mkv.volume only, and required
+    there)"""
+    image: Name | None = None
+    """a site.images entry (default: site.install)"""
+    nics: dict[Name, NicRule] = Field(min_length=1)
+    """how each of the profile's NICs, and bmc, is addressed and cabled; exactly one on a
+    provisioning network"""
 
 
 class HardwareFacts(Model):
     """What a machine actually has, as found by discovery; must match its profile."""
 
-    gpus: StrictInt | None = Field(default=None, ge=0,
-                                   description="GPUs found; must equal the profile's gpu.count "
-                                               "(0 without gpu)")
-    cpu_sockets: StrictInt | None = Field(default=None, ge=1,
-                                          description="CPU sockets found; must equal the "
-                                                      "profile's cpu.sockets")
-    cores_per_socket: StrictInt | None = Field(default=None, ge=1,
-                                               description="cores per socket found; must equal "
-                                                           "the profile's cpu.cores_per_socket")
-    memory_gb: StrictInt | None = Field(default=None, ge=1,
-                                        description="RAM found in GB; must equal the profile's "
-                                                    "memory_gb")
+    gpus: StrictInt | None = Field(default=None, ge=0)
+    """GPUs found; must equal the profile's gpu.count (0 without gpu)"""
+    cpu_sockets: StrictInt | None = Field(default=None, ge=1)
+    """CPU sockets found; must equal the profile's cpu.sockets"""
+    cores_per_socket: StrictInt | None = Field(default=None, ge=1)
+    """cores per socket found; must equal the profile's cpu.cores_per_socket"""
+    memory_gb: StrictInt | None = Field(default=None, ge=1)
+    """RAM found in GB; must equal the profile's memory_gb"""
 
 
 class NodeFacts(Model):
-    serial: Annotated[Text, StringConstraints(min_length=1, max_length=64)] = Field(
-        description="the machine's serial number (unique); carried into pillar node:serial")
-    mac: str = Field(description="MAC of the NIC on the provisioning network")
-    bmc_mac: str = Field(
-        description="MAC of the BMC: dnsmasq leases it the bmc NIC's address as <host>-bmc")
-    ib_guid: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{16}$")] | None = Field(
-        default=None,
-        description="GUID of the InfiniBand HCA (unique); carried into pillar node:ib_guid")
-    ip: dict[Name, IPv4Address] = Field(default_factory=dict, description="per-NIC override")
-    port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(
-        default_factory=dict, description="per-NIC override")
-    hardware: HardwareFacts | None = Field(
-        default=None, description="what discovery found; `fleet validate` compares it with the "
-                                  "profile")
-    boot_disk: DiskMatch | None = Field(
-        default=None,
-        description="this machine's boot-disk match (e.g. by serial), instead of its profile's")
-    comment: Text | None = Field(default=None,
-                                 description="free note for the operator; no config uses it")
+    serial: Annotated[Text, StringConstraints(min_length=1, max_length=64)]
+    """the machine's serial number (unique); carried into pillar node:serial"""
+    mac: str
+    """MAC of the NIC on the provisioning network"""
+    bmc_mac: str
+    """MAC of the BMC: dnsmasq leases it the bmc NIC's address as <host>-bmc"""
+    ib_guid: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{16}$")] | None = None
+    """GUID of the InfiniBand HCA (unique); carried into pillar node:ib_guid"""
+    ip: dict[Name, IPv4Address] = Field(default_factory=dict)
+    """per-NIC override"""
+    port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=dict)
+    """per-NIC override"""
+    hardware: HardwareFacts | None = None
+    """what discovery found; `fleet validate` compares it with the profile"""
+    boot_disk: DiskMatch | None = None
+    """this machine's boot-disk match (e.g. by serial), instead of its profile's"""
+    comment: Text | None = None
+    """free note for the operator; no config uses it"""
 
 
 # --- services ---------------------------------------------------------------------------
 
 
 class Partition(Model):
-    ib_switch: Name = Field(
-        description="the InfiniBand switch (fabric) of its nodes: its switch in topology.conf; "
-                    "members must be cabled to it")
-    default: bool = Field(default=False,
-                          description="the partition jobs go to when they name none (Default=YES); "
-                                      "at most one")
-    max_time: TimeLimit = Field(default="INFINITE",
-                                description="longest a job may run (Slurm MaxTime=)")
+    ib_switch: Name
+    """the InfiniBand switch (fabric) of its nodes: its switch in topology.conf; members must be
+    cabled to it"""
+    default: bool = False
+    """the partition jobs go to when they name none (Default=YES); at most one"""
+    max_time: TimeLimit = "INFINITE"
+    """longest a job may run (Slurm MaxTime=)"""
 
 
 # the OS releases whose Slurm fleet knows (fleet/inventory/slurmcompat.py)
@@ -518,85 +483,71 @@ SlurmVersion = Annotated[
 
 
 class Slurm(Model):
-    cluster: Name = Field(description="Slurm's ClusterName= in slurm.conf")
-    version: SlurmVersion = Field(
-        description="the Slurm every daemon runs (apt pin + hold), or one per OS release "
-                    "(`{ubuntu-24.04: '23.11', debian-12: '22.05'}`) when nodes run several: "
-                    "an OS's archive has one Slurm release, and a pin it does not ship is "
-                    "ignored")
-    controller: HostName = Field(
-        description="node (role slurm.controller) that runs slurmctld; slurmd gets its "
-                    "configuration from there (--conf-server)")
-    memory_reserve_percent: StrictInt = Field(
-        default=5, ge=0, le=50,
-        description="percent of a compute node's memory_gb left out of Slurm's RealMemory")
-    partitions: dict[Name, Partition] = Field(
-        min_length=1, description="Slurm partitions by name; node groups join one with "
-                                  "slurm_partition")
+    cluster: Name
+    """Slurm's ClusterName= in slurm.conf"""
+    version: SlurmVersion
+    """the Slurm every daemon runs (apt pin + hold), or one per OS release (`{ubuntu-24.04: '23.11',
+    debian-12: '22.05'}`) when nodes run several: an OS's archive has one Slurm release, and a
+    pin it does not ship is ignored"""
+    controller: HostName
+    """node (role slurm.controller) that runs slurmctld; slurmd gets its configuration from there
+    (--conf-server)"""
+    memory_reserve_percent: StrictInt = Field(default=5, ge=0, le=50)
+    """percent of a compute node's memory_gb left out of Slurm's RealMemory"""
+    partitions: dict[Name, Partition] = Field(min_length=1)
+    """Slurm partitions by name; node groups join one with slurm_partition"""
 
 
 class MkvArray(Model):
-    master: HostName = Field(
-        description="node (role mkv.master) that runs this array's master, "
-                    "mkv-<array>.service")
-    port: StrictInt = Field(ge=1, le=65535,
-                            description="TCP port of the array's master (mkv -port)")
-    volume_port: StrictInt = Field(
-        ge=1, le=65535,
-        description="TCP port of the volume server on each of its volume nodes (the master's "
-                    "-volumes host:port)")
-    replicas: StrictInt = Field(
-        ge=1, le=16,
-        description="copies of each key (mkv -replicas), at most the number of volumes; "
-                    "usable capacity is raw / replicas")
-    index_path: DeployDir = Field(
-        description="directory of the master's LevelDB index on the master host (mkv -db)")
-    purpose: Text | None = Field(
-        default=None,
-        description="free text: a comment in the master's unit, and pillar mkv:arrays")
+    master: HostName
+    """node (role mkv.master) that runs this array's master, mkv-<array>.service"""
+    port: StrictInt = Field(ge=1, le=65535)
+    """TCP port of the array's master (mkv -port)"""
+    volume_port: StrictInt = Field(ge=1, le=65535)
+    """TCP port of the volume server on each of its volume nodes (the master's -volumes
+    host:port)"""
+    replicas: StrictInt = Field(ge=1, le=16)
+    """copies of each key (mkv -replicas), at most the number of volumes; usable capacity is raw /
+    replicas"""
+    index_path: DeployDir
+    """directory of the master's LevelDB index on the master host (mkv -db)"""
+    purpose: Text | None = None
+    """free text: a comment in the master's unit, and pillar mkv:arrays"""
 
 
 class MkvArtifact(Model):
     """The mkv binary: it cannot be built at install time, so it is a pinned artifact."""
 
-    source: PathOrUrl = Field(description="absolute path on the master, or an http(s) URL")
-    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
-        default=None,
-        description="SHA-256 of the binary (null: mkv.master fails until pillar "
-                    "mkv:artifact:sha256 gives one)")
+    source: PathOrUrl
+    """absolute path on the master, or an http(s) URL"""
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+    """SHA-256 of the binary (null: mkv.master fails until pillar mkv:artifact:sha256 gives one)"""
 
 
 class Mkv(Model):
-    version: PackageVersion | None = Field(
-        default=None,
-        description="mkv's version; carried into pillar mkv:version only (artifact is what is "
-                    "installed)")
-    artifact: MkvArtifact | None = Field(
-        default=None,
-        description="the mkv binary the masters install (null: the mkv role's default "
-                    "/srv/fleet/artifacts/mkv, no sha256)")
-    arrays: dict[Name, MkvArray] = Field(
-        min_length=1,
-        description="mkv arrays by name; node groups join one as volumes with mkv_array")
+    version: PackageVersion | None = None
+    """mkv's version; carried into pillar mkv:version only (artifact is what is installed)"""
+    artifact: MkvArtifact | None = None
+    """the mkv binary the masters install (null: the mkv role's default /srv/fleet/artifacts/mkv, no
+    sha256)"""
+    arrays: dict[Name, MkvArray] = Field(min_length=1)
+    """mkv arrays by name; node groups join one as volumes with mkv_array"""
 
 
 class Inventory(Model):
-    site: Site = Field(description="site-wide settings: names, time, DNS, admins, Salt, apt, "
-                                   "installers, the provisioning host")
-    networks: dict[Name, Network] = Field(
-        min_length=1, description="networks by name: BMC, provisioning and IPoIB")
-    switches: dict[Name, Switch] = Field(
-        default_factory=dict,
-        description="switches by name, named by NIC rules and Slurm partitions")
-    profiles: dict[Name, Profile] = Field(
-        min_length=1, description="hardware models by name, named by node groups")
-    node_groups: dict[Name, NodeGroup] = Field(
-        min_length=1, description="machines by host range, with profile, roles and NIC rules")
-    nodes: dict[HostName, NodeFacts] = Field(
-        min_length=1,
-        description="per-machine facts by hostname; each must be in a node group's hosts")
-    slurm: Slurm | None = Field(
-        default=None,
-        description="the Slurm cluster (null: none, and no node may have a Slurm role)")
-    mkv: Mkv | None = Field(default=None,
-                            description="the minikeyvalue storage arrays (null: none)")
+    site: Site
+    """site-wide settings: names, time, DNS, admins, Salt, apt, installers, the provisioning host"""
+    networks: dict[Name, Network] = Field(min_length=1)
+    """networks by name: BMC, provisioning and IPoIB"""
+    switches: dict[Name, Switch] = Field(default_factory=dict)
+    """switches by name, named by NIC rules and Slurm partitions"""
+    profiles: dict[Name, Profile] = Field(min_length=1)
+    """hardware models by name, named by node groups"""
+    node_groups: dict[Name, NodeGroup] = Field(min_length=1)
+    """machines by host range, with profile, roles and NIC rules"""
+    nodes: dict[HostName, NodeFacts] = Field(min_length=1)
+    """per-machine facts by hostname; each must be in a node group's hosts"""
+    slurm: Slurm | None = None
+    """the Slurm cluster (null: none, and no node may have a Slurm role)"""
+    mkv: Mkv | None = None
+    """the minikeyvalue storage arrays (null: none)"""
