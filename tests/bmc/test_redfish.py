@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from fleet.bmc import BmcAuthError, BmcError, BmcProtocolError, BmcUnreachableError
-from fleet.bmc.redfish import RedfishClient, TlsOptions, choose_reset, pxe_once_body
+from fleet.bmc.redfish import (
+    RESET_WHEN_OFF,
+    RESET_WHEN_ON,
+    RedfishClient,
+    TlsOptions,
+    choose_reset,
+    pxe_once_body,
+)
 from support.bmcfakes import (
     PASSWORD,
     USER,
@@ -123,10 +130,10 @@ def test_boot_body_follows_what_the_bmc_allows() -> None:
 
 
 def test_reset_type_follows_allowable_values() -> None:
-    assert choose_reset("on", None) == "ForceRestart"
-    assert choose_reset("on", ["On", "ForceOff", "PowerCycle"]) == "PowerCycle"
-    assert choose_reset("off", ["ForceOn", "ForceRestart"]) == "ForceOn"
-    assert choose_reset("off", ["ForceRestart"]) is None
+    assert choose_reset(RESET_WHEN_ON, None) == "ForceRestart"
+    assert choose_reset(RESET_WHEN_ON, ["On", "ForceOff", "PowerCycle"]) == "PowerCycle"
+    assert choose_reset(RESET_WHEN_OFF, ["ForceOn", "ForceRestart"]) == "ForceOn"
+    assert choose_reset(RESET_WHEN_OFF, ["ForceRestart"]) is None
 
 
 # --- the credentials go to the BMC only ------------------------------------------------------

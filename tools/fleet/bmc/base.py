@@ -45,3 +45,20 @@ class BmcClient(Protocol):
         """``set_pxe_once`` then ``power_on_or_reset`` with nothing between (IPMI boot flags
         expire about 60 s after they are set); returns the power action taken."""
         ...
+
+    def power_on(self) -> str:
+        """Power on (the node must be off); returns the action sent."""
+        ...
+
+    def power_off(self) -> str:
+        """Power off at once (no OS shutdown); returns the action sent."""
+        ...
+
+    def reset(self) -> str:
+        """Hard reset of a node that is on; returns the action sent."""
+        ...
+
+    def power_cycle(self) -> str:
+        """Off, then on again (a node that is off is only powered on); returns the action
+        sent."""
+        ...

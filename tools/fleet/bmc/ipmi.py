@@ -4,6 +4,7 @@ never on the command line (where every local user could read it in the process l
     chassis power status
     chassis bootdev pxe options=efiboot     # next boot only, UEFI
     chassis power reset | chassis power on  # reset when on, on when off
+    chassis power off | chassis power cycle  # fleet power, and the reinstall's power-off
 
 The boot flags expire about 60 s after they are set unless a power command follows, so
 ``pxe_boot_now`` sends both back to back.
@@ -86,3 +87,21 @@ class IpmiClient:
     def pxe_boot_now(self) -> str:
         self.set_pxe_once()
         return self.power_on_or_reset()
+
+    def power_on(self) -> str:
+        self._run("chassis", "power", "on")
+        return "on"
+
+    def power_off(self) -> str:
+        self._run("chassis", "power", "off")
+        return "off"
+
+    def reset(self) -> str:
+        self._run("chassis", "power", "reset")
+        return "reset"
+
+    def power_cycle(self) -> str:
+        if self.power_state() == "off":
+            return self.power_on()
+        self._run("chassis", "power", "cycle")
+        return "cycle"

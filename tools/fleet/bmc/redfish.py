@@ -38,6 +38,8 @@ JSON = dict[str, Any]
 # Preference order among the values a BMC allows.
 RESET_WHEN_ON = ("ForceRestart", "PowerCycle", "GracefulRestart")
 RESET_WHEN_OFF = ("On", "ForceOn")
+POWER_OFF = ("ForceOff",)
+POWER_CYCLE = ("PowerCycle", "ForceRestart")
 
 
 class PreconditionFailedError(BmcProtocolError):
@@ -255,6 +257,11 @@ class RedfishClient:
         return self.system_path(), _etag(sysr), boot
 
     def _reset(self, state: PowerState) -> str:
+        return self._reset_with(RESET_WHEN_ON if state == "on" else RESET_WHEN_OFF,
+                                f"a powered-{state} system")
+
+    def _reset_with(self, prefs: tuple[str, ...], what: str) -> str:
+        """POST ComputerSystem.Reset with the first of ``prefs`` the BMC allows."""
         sysr = self._system()
         action = sysr.body.get("Actions", {}).get("#ComputerSystem.Reset")
         if not isinstance(action, dict) or not isinstance(action.get("target"), str):
@@ -267,10 +274,10 @@ class RedfishClient:
             for p in params if isinstance(params, list) else []:
                 if isinstance(p, dict) and p.get("Name") == "ResetType":
                     allowed = p.get("AllowableValues")
-        reset_type = choose_reset(state, allowed if isinstance(allowed, list) else None)
+        reset_type = choose_reset(prefs, allowed if isinstance(allowed, list) else None)
         if reset_type is None:
-            raise BmcProtocolError(f"{self.name}: no usable ResetType for a powered-{state} "
-                                   f"system among {allowed}")
+            raise BmcProtocolError(f"{self.name}: no usable ResetType for {what} among "
+                                   f"{allowed}")
         self._request("POST", action["target"], {"ResetType": reset_type},
                       ok=(200, 202, 204))
         return reset_type
@@ -283,6 +290,20 @@ class RedfishClient:
     def pxe_boot_now(self) -> str:
         self.set_pxe_once()
         return self.power_on_or_reset()
+
+    def power_on(self) -> str:
+        return self._reset_with(RESET_WHEN_OFF, "powering on")
+
+    def power_off(self) -> str:
+        return self._reset_with(POWER_OFF, "powering off")
+
+    def reset(self) -> str:
+        return self._reset_with(RESET_WHEN_ON, "a reset")
+
+    def power_cycle(self) -> str:
+        if self.power_state() == "off":
+            return self.power_on()
+        return self._reset_with(POWER_CYCLE, "a power cycle")
 
 
 def pxe_once_body(boot: JSON) -> JSON:
@@ -298,8 +319,7 @@ def pxe_once_body(boot: JSON) -> JSON:
     return body
 
 
-def choose_reset(state: PowerState, allowed: list[Any] | None) -> str | None:
-    prefs = RESET_WHEN_ON if state == "on" else RESET_WHEN_OFF
+def choose_reset(prefs: tuple[str, ...], allowed: list[Any] | None) -> str | None:
     if allowed is None:
         return prefs[0]
     return next((p for p in prefs if p in allowed), None)
