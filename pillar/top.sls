@@ -49,6 +49,7 @@ base:
   - secrets.munge
   - mkv
   - provisioning
+  - secrets.aptcache
   model-01:
   - site
   - hosts

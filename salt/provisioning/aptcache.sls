@@ -9,6 +9,13 @@
 {%- if not cache.get('port') or not address %}
 {{- raise('provisioning: pillar provisioning:apt_cache:port or site:provisioning:address is missing for ' ~ opts['id']) }}
 {%- endif %}
+{#- the maintenance pages (acng-report.html: expiry, imports, statistics) need this login;
+    from the secrets store (`fleet secrets init`: secrets/pillar/secrets/aptcache.sls) #}
+{#- (checked here, never written into a state: the file below reads it at apply time) #}
+{%- if not salt['pillar.get']('secrets:apt_cache_auth', '') | regex_match('^AdminAuth: ([A-Za-z0-9_-]+:[A-Za-z0-9_-]{16,})$') %}
+{%- set why = 'missing or not "AdminAuth: USER:PASSWORD" (letters, digits, _ and -; 16 or more in the password)' %}
+{{- raise('provisioning: pillar secrets:apt_cache_auth is ' ~ why ~ ' for ' ~ opts['id'] ~ ': run `fleet secrets init` on the master') }}
+{%- endif %}
 
 provisioning-aptcache-pkg-installed:
   pkg.installed:
@@ -41,6 +48,24 @@ provisioning-aptcache-file-managed-{{ part }}:
       - pkg: provisioning-aptcache-pkg-installed
 {%- endfor %}
 
+# AdminAuth in a file of its own, readable by apt-cacher-ng only (as the package's
+# security.conf); checked with the rest of the directory like the files above. Read from
+# the pillar at apply time (contents_pillar, as the munge key), hidden from diffs.
+provisioning-aptcache-file-managed-admin:
+  file.managed:
+    - name: {{ acng.conf_dir }}/{{ acng.admin }}
+    - contents_pillar: secrets:apt_cache_auth
+    - user: {{ acng.user }}
+    - group: {{ acng.user }}
+    - mode: '0600'
+    - show_changes: false
+    - check_cmd: >-
+        /bin/sh -c 'd=$(mktemp -d) || exit 1; cp -a "$1"/. "$d"/ && cp "$4" "$d/$2" &&
+        "$3" cfgdump -c "$d" >/dev/null; r=$?; rm -rf "$d"; exit $r'
+        fleet-acng-check {{ acng.conf_dir }} {{ acng.admin }} {{ acng.acngtool }}
+    - require:
+      - pkg: provisioning-aptcache-pkg-installed
+
 provisioning-aptcache-service-running:
   service.running:
     - name: {{ acng.service }}
@@ -50,3 +75,4 @@ provisioning-aptcache-service-running:
     - watch:
       - file: provisioning-aptcache-file-managed-remaps
       - file: provisioning-aptcache-file-managed-conf
+      - file: provisioning-aptcache-file-managed-admin

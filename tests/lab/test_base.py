@@ -68,13 +68,13 @@ def test_minion_config(lab: Lab, node: str) -> None:
     # the rendered pillar carries it
     assert conf["master"] == lab.pillar("site")["site"]["salt"]["master_address"] == \
         str(lab.plan.gateway)
-    # pinned: the recorded site.salt.master_finger, else (the lab records none) the
-    # finger of the lab master's own public key, as minions compute it
+    # pinned: `fleet lab up` records site.salt.master_finger from the lab master's own
+    # public key (as `fleet keys finger` prints it), and every minion pins that
     from fleet.reinstall.saltkeys import master_finger
 
     real = master_finger(lab.paths.master_root / "pki")
     recorded = lab.pillar("site")["site"]["salt"]["master_finger"]
-    assert real and conf.get("master_finger") == (recorded or real)
+    assert real and recorded == real and conf.get("master_finger") == real
     assert "auto_accept" not in conf and "open_mode" not in conf
     assert host.file("/etc/salt/minion_id").content_string.strip() == node
     assert host.service("salt-minion").is_running

@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 from labtools import Lab, node_ids, podman_exec
 
 HEAD = node_ids("provisioning")[0]
@@ -187,3 +188,26 @@ def test_the_apt_cache_answers_for_the_mirror(lab: Lab) -> None:
     refused = podman_exec(lab, CLIENT, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
                           f"http://{head}:{port}/example.com/debian/dists/x/Release")
     assert refused.stdout == "403", refused.stdout
+
+
+def test_the_apt_caches_maintenance_pages_need_the_stores_login(lab: Lab) -> None:
+    """acng-report.html (expiry, imports, statistics) was open to every node: now it asks
+    for the login of the secrets store (secrets.aptcache, `fleet secrets init`)."""
+    port = lab.pillar("provisioning")["provisioning"]["apt_cache"]["port"]
+    head = str(lab.plan.node(HEAD).address)
+    page = f"http://{head}:{port}/acng-report.html"
+    sls = lab.paths.secrets / "pillar" / "secrets" / "aptcache.sls"
+    auth = yaml.safe_load(sls.read_text())["secrets"]["apt_cache_auth"]
+    login = auth.split(" ", 1)[1]  # USER:PASSWORD
+
+    def code(*extra: str) -> str:
+        out = podman_exec(lab, CLIENT, "curl", "-s", "-o", "/dev/null", "-w",
+                          "%{http_code}", "--max-time", "30", *extra, page, timeout=60)
+        return out.stdout
+
+    assert code() == "401", "the maintenance page answers without a login"
+    assert code("-u", "fleet:not-the-password") == "401"
+    assert code("-u", login) == "200"  # the lab store's login (a test: argv is fine)
+    conf = podman_exec(lab, HEAD, "stat", "-c", "%a %U",
+                       "/etc/apt-cacher-ng/zzz_fleet-admin.conf")
+    assert conf.stdout.split() == ["600", "apt-cacher-ng"], conf.stdout

@@ -97,6 +97,29 @@ def test_secret_never_in_rendered_output(rendered: dict[str, Any],
     assert key not in caplog.text
 
 
+def test_the_apt_cache_login_reaches_the_provisioning_host_only(
+        rendered: dict[str, Any]) -> None:
+    """secrets.aptcache: in the provisioning host's pillar only, never in a rendered state
+    or file (the state writes it with contents_pillar at apply time, hidden from diffs)."""
+    renderer = rendered["renderer"]
+    holders = [n for n in renderer.nodes()
+               if "apt_cache_auth" in renderer.pillar(n).get("secrets", {})]
+    assert holders == [n for n in renderer.nodes()
+                       if "provisioning" in renderer.pillar(n)["node"]["roles"]] != []
+    auth = renderer.pillar(holders[0])["secrets"]["apt_cache_auth"]
+    password = auth.rsplit(":", 1)[1]
+    assert len(password) >= 16
+    for (node, os_name), result in rendered["results"].items():
+        text = json.dumps(result.lowstate, default=str) + json.dumps(result.files)
+        assert password not in text, f"{node} [{os_name}]: the apt cache login is rendered"
+    head = next(r for (n, o), r in rendered["results"].items()
+                if n == holders[0] and o == harness.DEFAULT_OS)
+    (admin,) = [c for c in head.lowstate
+                if c["__id__"] == "provisioning-aptcache-file-managed-admin"]
+    assert admin["contents_pillar"] == "secrets:apt_cache_auth"
+    assert admin["show_changes"] is False and admin["mode"] == "0600"
+
+
 def test_secrets_reach_only_slurm_nodes(rendered: dict[str, Any]) -> None:
     renderer = rendered["renderer"]
     for node in renderer.nodes():

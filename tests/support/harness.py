@@ -10,6 +10,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from fleet import secrets as fleet_secrets
+
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "salt" / "snapshots"
 # the OS every node is rendered for, and the others rendered for one node per role
@@ -22,6 +24,8 @@ def write_secrets_root(path: Path) -> str:
     key = base64.b64encode(secrets.token_bytes(1024)).decode()
     (path / "secrets").mkdir(parents=True, exist_ok=True)
     (path / "secrets" / "munge.sls").write_text(f"secrets:\n  munge_key: {key}\n")
+    (path / "secrets" / "aptcache.sls").write_text(
+        fleet_secrets.aptcache_sls(secrets.token_urlsafe(24)))
     path.chmod(0o700)
     return key
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 import stat
 import subprocess
 import sys
@@ -109,3 +110,20 @@ def test_validate_reports_a_password_secret_without_a_value(tmp_path: Path) -> N
     (root / "bmc" / "bmc-dell").write_text("pw\n")
     r = run_fleet("validate", "-q", "-i", str(SMALL), "--secrets", str(root))
     assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_init_creates_the_apt_cache_login_once(tmp_path: Path) -> None:
+    """The apt cache's maintenance pages get a login of their own (issue 22: they were
+    open to every node); `init` makes it once and never rewrites it."""
+    root = tmp_path / "secrets"
+    secrets.init(root)
+    sls = root / secrets.APTCACHE_SLS
+    assert stat.S_IMODE(sls.stat().st_mode) == 0o600
+    auth = yaml.safe_load(sls.read_text())["secrets"]["apt_cache_auth"]
+    assert re.fullmatch(r"AdminAuth: fleet:[A-Za-z0-9_-]{32}", auth), "not one AdminAuth word"
+    before = sls.read_text()
+    secrets.init(root)
+    assert sls.read_text() == before
+    other = tmp_path / "other"
+    secrets.init(other)
+    assert (other / secrets.APTCACHE_SLS).read_text() != before  # random per store

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 MUNGE_SLS = Path("pillar/secrets/munge.sls")
 MUNGE_KEY_BYTES = 1024  # as `dd if=/dev/random bs=1024 count=1` in Slurm's docs
+# the apt cache's maintenance pages (acng-report.html): HTTP basic auth, provisioning
+# host only (pillar/top.sls: secrets.aptcache)
+APTCACHE_SLS = Path("pillar/secrets/aptcache.sls")
+APTCACHE_ADMIN = "fleet"
 DIR_MODE, FILE_MODE = 0o700, 0o600
 
 
@@ -72,8 +76,19 @@ def init(root: Path) -> list[str]:
            f"secrets:\n  munge_key: {key}\n")
     if _write_new(root / MUNGE_SLS, sls):
         created.append(os.fspath(root / MUNGE_SLS))
+    if _write_new(root / APTCACHE_SLS, aptcache_sls(secrets.token_urlsafe(24))):
+        created.append(os.fspath(root / APTCACHE_SLS))
     fix_modes(root)
     return created
+
+
+def aptcache_sls(password: str) -> str:
+    """The apt cache's admin login as apt-cacher-ng reads it (``AdminAuth: user:password``;
+    the password is URL-safe base64: no ``:`` or space), the whole line, so that the state
+    can write it from the pillar without ever naming it (contents_pillar)."""
+    return ("#!yaml\n# The apt cache's admin login (provisioning host only). Secret: "
+            "never commit, never copy.\n"
+            f"secrets:\n  apt_cache_auth: 'AdminAuth: {APTCACHE_ADMIN}:{password}'\n")
 
 
 def missing_bmc_secrets(root: Path, names: set[str]) -> list[str]:

@@ -91,6 +91,7 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
     paths.os_marker.parent.mkdir(parents=True, exist_ok=True)
     paths.os_marker.write_text(paths.os + "\n")
     t0 = t.mark("image " + ("built" if img.built else "cached"), t0)
+    master.record_finger(paths)
     p = plan.load(paths)
     plan.render(paths, p)
     master.write_lab_pillar(paths, mkv_artifact(paths))

@@ -3,6 +3,7 @@ gateway, keeps config/pki/cache/logs under .lab/, serves salt/ and the lab rende
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -125,3 +126,31 @@ def write_lab_pillar(paths: Paths, mkv_sha256: str) -> None:
 
 def key_path(paths: Paths) -> Path:
     return paths.master_root / "pki" / "master.pub"
+
+
+def record_finger(paths: Paths) -> str:
+    """The master's key pair made before anything is rendered (salt-master keeps a key it
+    finds), and its fingerprint recorded as ``site.salt.master_finger`` in an overlay, as
+    `fleet keys finger` prints it: every lab minion, installers' included, pins it."""
+    import salt.crypt  # type: ignore[import-untyped]  # heavy; only here
+
+    from fleet.reinstall.saltkeys import master_finger
+
+    pki = key_path(paths).parent
+    if not key_path(paths).is_file():
+        pki.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private, public = salt.crypt.gen_keys(4096)  # what salt-master makes at first start
+        pem = pki / "master.pem"
+        fd = os.open(pem, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(private)
+        key_path(paths).write_text(public, encoding="ascii")
+    finger = master_finger(pki)
+    if finger is None:
+        raise LabError(f"no master key in {pki} after salt-key --gen-keys")
+    text = ("# Written by `fleet lab up`: the lab master's key, as `fleet keys finger` "
+            "prints it.\n" + yaml.safe_dump({"site": {"salt": {"master_finger": finger}}}))
+    f = paths.finger_overlay
+    if not f.exists() or f.read_text() != text:
+        f.write_text(text)
+    return finger

@@ -59,6 +59,8 @@ class Paths:
         return cls(root)
 
     lab = _Below("repo", ".lab")
+    # site.salt.master_finger of the lab master, as `fleet keys finger` prints it
+    finger_overlay = _Below("repo", ".lab", "master-finger.yaml")
     # what every lab OS shares; `os_overlay` is applied after it
     overlay = _Below("repo", "lab", "overlay.yaml")
 
@@ -68,7 +70,10 @@ class Paths:
 
     @property
     def overlays(self) -> list[Path]:
-        return [self.overlay, self.os_overlay]
+        """The lab overlay, its OS's, and the master's recorded key fingerprint once
+        `fleet lab up` has written it (master.record_finger)."""
+        extra = [self.finger_overlay] if self.finger_overlay.is_file() else []
+        return [self.overlay, self.os_overlay, *extra]
 
     def overlay_args(self) -> list[str]:
         """The lab's overlays as `fleet ... --overlay` arguments."""

@@ -8,6 +8,7 @@
 - ``mkv.sls``          mkv masters only: arrays and their volume lists
 - ``provisioning.sls`` the provisioning host only
 - ``secrets.munge``    Slurm nodes only; lives in the git-ignored secrets pillar root
+- ``secrets.aptcache`` the provisioning host only (the apt cache's admin password); there too
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from fleet.render.names import host_names
 from fleet.render.saltsize import salt_sizing
 
 MKV_ROOT = "/srv/mkv"
-SECRET_SLS = {"munge": "secrets.munge"}
+SECRET_SLS = {"munge": "secrets.munge", "aptcache": "secrets.aptcache"}
 # Node pillar entries shared by every node of a profile or group: emitted once, reused.
 PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group"})
 
@@ -60,7 +61,7 @@ def render(inv: Inventory) -> dict[str, str]:
         if node.has("mkv.master"):
             sls.append("mkv")
         if node.hostname == site.provisioning_host:
-            sls.append("provisioning")
+            sls += ["provisioning", SECRET_SLS["aptcache"]]
         top[node.hostname] = sls
         out[f"pillar/nodes/{node.hostname}.sls"] = _header() + memo.dump_mapping(
             "node", _node(inv, node), PER_PROFILE)
