@@ -494,3 +494,28 @@ def test_reboot_against_a_hostile_bmc_ends_within_the_call_deadline(
     assert [(e["outcome"], e["detail"]) for e in ends] == [("failed", r.message)]
     with NodeLock(layout.node_dir(tmp_path / "reinstall", "gpu-01")):  # released
         pass
+
+
+def test_boot_modes_read_through_a_pxe_command(tmp_path: Path) -> None:
+    """--pxe-command: the mode as `CMD pxe status NODE --json` answers it (here the real
+    fleet CLI behind a wrapper script, as `ssh head-01 fleet` would run it there)."""
+    from fleet.pxe import state
+    from fleet.pxe.powerguard import power_refusal
+    from fleet.reinstall.bootmode import CommandBootMode
+    from support.cli import ROOT
+
+    t = state.target(load_inventory(SMALL), "gpu-01", tmp_path / "pxe")
+    pxe_state = tmp_path / "pxe-state"
+    pxe_state.mkdir()
+    (pxe_state / t.ipxe_link).symlink_to(t.script("install", "ipxe"))
+    wrapper = tmp_path / "remote-fleet"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT / "tools"} exec {sys.executable} -m fleet '
+                       f'"$@" -i {SMALL} --state-dir {pxe_state}\n')
+    wrapper.chmod(0o755)
+    modes = CommandBootMode([str(wrapper)])
+    assert (modes.get_mode("gpu-01"), modes.get_mode("gpu-02")) == ("install", "local")
+    assert power_refusal("gpu-02", modes) is None
+    why = power_refusal("gpu-999", modes)
+    assert why is not None and why.startswith("gpu-999: its PXE boot mode cannot be read "
+                                              f"(cannot read gpu-999's boot mode: `{wrapper} "
+                                              "pxe status gpu-999 --json` exited 2: ")
