@@ -53,13 +53,13 @@ def test_password_is_not_on_the_command_line(fake_ipmi: FakeBmcProcess,
     import fleet.bmc.ipmi as ipmi
 
     seen: list[list[str]] = []
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
-    def spy(argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    def spy(argv: list[str], **kw: object) -> subprocess.Popen[bytes]:
         seen.append(list(argv))
-        return real_run(argv, **kw)  # type: ignore[call-overload, no-any-return]
+        return real_popen(argv, **kw)  # type: ignore[call-overload, no-any-return]
 
-    monkeypatch.setattr(ipmi.subprocess, "run", spy)  # records argv, runs the real ipmitool
+    monkeypatch.setattr(ipmi.subprocess, "Popen", spy)  # records argv, runs the real ipmitool
     assert client(fake_ipmi).power_state() == "off"
     assert seen and all(PASSWORD not in " ".join(a) for a in seen)
     assert "-E" in seen[0] and "-P" not in seen[0]

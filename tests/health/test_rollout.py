@@ -21,11 +21,20 @@ import pytest
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.reinstall import layout
+from fleet.reinstall.bootmode import BootMode, BootModeUnavailableError
 from fleet.reinstall.commands import Result
 from fleet.reinstall.journal import Journal
 from fleet.reinstall.lock import BusyError, NodeLock
 from fleet.rollout import plan
-from fleet.rollout.flow import Options, Parts, Rollout, RolloutError, StepFailedError, latest
+from fleet.rollout.flow import (
+    Options,
+    Parts,
+    Rebooter,
+    Rollout,
+    RolloutError,
+    StepFailedError,
+    latest,
+)
 from health.fakesite import scontrol_line
 
 SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
@@ -99,6 +108,8 @@ class Rig:
     slurm: FakeSlurm = field(default_factory=FakeSlurm)
     failing_apply: set[str] = field(default_factory=set)
     sick: set[str] = field(default_factory=set)
+    # the nodes' PXE boot modes as the PXE side would read them; a node not here: unreadable
+    modes: dict[str, BootMode] = field(default_factory=lambda: dict.fromkeys(GPUS, "local"))
 
     def apply(self, node: str, states: tuple[str, ...], timeout: float) -> str:
         with self.slurm.lock:
@@ -115,9 +126,15 @@ class Rig:
     def health(self, node: str) -> list[str]:
         return ["slurmd.service: inactive (dead)"] if node in self.sick else []
 
-    def rollout(self) -> Rollout:
-        return Rollout(self.inv, Parts(self.slurm, self.apply, self.reboot, self.health),
-                       self.state, self.state / "reinstall", say=lambda _m: None)
+    def get_mode(self, node: str) -> BootMode:
+        if node not in self.modes:
+            raise BootModeUnavailableError("ssh: connect to host head-01: No route to host")
+        return self.modes[node]
+
+    def rollout(self, reboot: Rebooter | None = None) -> Rollout:
+        parts = Parts(self.slurm, self.apply, reboot or self.reboot, self.health, self)
+        return Rollout(self.inv, parts, self.state, self.state / "reinstall",
+                       say=lambda _m: None)
 
 
 def opts(**kw: object) -> Options:
@@ -361,3 +378,144 @@ def test_a_reinstall_is_refused_while_the_rollout_works_on_the_node(
         "gpu-01", seen[0]), seen
     with NodeLock(node_dir):  # released
         pass
+
+
+# --- no routine reboot reinstalls a node (fleet.pxe.powerguard) ----------------------------
+
+
+def test_reboot_refuses_a_node_in_install_mode_or_of_unknown_mode(inv: Inventory,
+                                                                 tmp_path: Path) -> None:
+    """gpu-01 is armed for an install, gpu-03's mode cannot be read: each fails at its
+    reboot naming it and why, never power-cycled, left drained with the reason; gpu-02
+    and gpu-04 (local) are rebooted."""
+    rig = Rig(inv, tmp_path)
+    rig.modes["gpu-01"] = "install"
+    del rig.modes["gpu-03"]
+    report = rig.rollout().start(GPUS, opts(wave=2, reboot=True))
+    assert report.outcome == "failed"
+    for node, why in (("gpu-01", "gpu-01: PXE boot mode install: a power action would boot "
+                                 "it into the installer, wiping its disk; refused"),
+                      ("gpu-03", "gpu-03: its PXE boot mode cannot be read (ssh: connect to "
+                                 "host head-01: No route to host)")):
+        r = report.nodes[node]
+        assert (r.failed_step, r.message[:len(why)]) == ("reboot", why), r.message
+        assert "--ignore-boot-mode" in r.message
+        assert (node, "reboot") not in rig.slurm.log
+        assert rig.slurm.drain[node].startswith(f"fleet rollout ({report.run_id}) failed at "
+                                                f"reboot: {node}: ")
+    assert f"gpu-01: reboot: {report.nodes['gpu-01'].message}" in report.message
+    assert {report.nodes[n].outcome for n in ("gpu-02", "gpu-04")} == {"done"}
+    assert ("gpu-02", "reboot") in rig.slurm.log
+
+
+def test_ignore_boot_mode_reboots_a_node_in_install_mode(inv: Inventory,
+                                                         tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.modes["gpu-01"] = "install"
+    report = rig.rollout().start(["gpu-01"], opts(reboot=True, ignore_boot_mode=True))
+    assert report.outcome == "done", report.message
+    assert ("gpu-01", "reboot") in rig.slurm.log
+    assert "(--ignore-boot-mode: gpu-01: PXE boot mode install" in \
+        report.nodes["gpu-01"].detail["reboot"]
+
+
+def test_rollout_cli_refuses_reboot_of_a_node_in_install_mode(tmp_path: Path) -> None:
+    """The real CLI, before anything starts: gpu-01's links (fleet.pxe.state's, as `fleet
+    pxe set` leaves them) point at its install scripts; a state directory that does not
+    exist here is no answer."""
+    from fleet.pxe import state
+    from support.cli import run_fleet
+
+    t = state.target(load_inventory(SMALL), "gpu-01", tmp_path / "pxe")
+    pxe_state = tmp_path / "pxe-state"
+    pxe_state.mkdir()
+    (pxe_state / t.ipxe_link).symlink_to(t.script("install", "ipxe"))
+    (pxe_state / t.grub_link).symlink_to(t.script("install", "grub"))
+    base = ["rollout", "gpu-01,gpu-02", "-i", str(SMALL), "--reboot", "--state-dir",
+            str(tmp_path / "rollout"), "--reinstall-state-dir", str(tmp_path / "reinstall")]
+    r = run_fleet(*base, "--pxe-state", str(pxe_state))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        "fleet: --reboot refused for gpu-01: PXE boot mode install: a power action would "
+        "boot it into the installer, wiping its disk; refused (`fleet pxe set gpu-01 "
+        "local` when no install is meant, `fleet reinstall gpu-01` when one is, or "
+        "--ignore-boot-mode)"]
+    r = run_fleet(*base, "--pxe-state", str(tmp_path / "elsewhere"))
+    assert r.returncode == 2, r.stderr
+    assert [ln.split(":", 2)[1].strip() for ln in r.stderr.splitlines()] == [
+        "--reboot refused for gpu-01", "--reboot refused for gpu-02"]
+    assert "no PXE state directory on this host" in r.stderr
+    assert not (tmp_path / "rollout" / "journal.jsonl").exists()  # nothing started
+
+
+# --- the reboot against a hostile BMC (fleet.bmc.limits) -----------------------------------
+
+
+@pytest.mark.parametrize("mode", ["trickle", "huge-unsized"])
+def test_reboot_against_a_hostile_bmc_ends_within_the_call_deadline(
+        inv: Inventory, tmp_path: Path, mode: str) -> None:
+    """A BMC that trickles or answers 48 MB: the real reboot step (fleet.rollout.steps)
+    with the real Redfish client fails within the call deadline naming the BMC; the node
+    is left drained with the reason, journaled, its lock released."""
+    import json as _json
+
+    from fleet.bmc.redfish import RedfishClient
+    from fleet.rollout.steps import BmcReboot
+    from support.bmcfakes import PASSWORD, USER, FakeHostileBmc
+
+    fake = FakeHostileBmc.start(mode)
+    rig = Rig(inv, tmp_path)
+
+    class Runner:  # slurmctld as FakeSlurm shows it; the minion's boot identity
+        def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+            if argv[0] == "salt":
+                return Result(tuple(argv), 0, _json.dumps(
+                    {"gpu-01": "1c2f1d6e-0000-4000-8000-000000000001\n5\n"}), "")
+            return rig.slurm.run(argv, timeout=timeout)
+
+    reboot = BmcReboot(Runner(), lambda _n: RedfishClient(fake.url, USER, PASSWORD, timeout=2,
+                                                          call_timeout=4), poll=0.0)
+    try:
+        report = rig.rollout(reboot).start(["gpu-01"], opts(reboot=True))
+    finally:
+        fake.stop()
+    r = report.nodes["gpu-01"]
+    assert report.outcome == "failed" and r.failed_step == "reboot"
+    assert r.steps["reboot"] < 4 + 3.0  # the call deadline, and slack for a loaded host
+    assert r.message.startswith(f"BMC: redfish {fake.url}: GET /redfish/v1/Systems: ")
+    assert ("no answer (or not all of it) within 2s" if mode == "trickle"
+            else "an answer of more than 1048576 bytes") in r.message
+    assert f"gpu-01: reboot: {r.message}" in report.message
+    assert rig.slurm.drain["gpu-01"].startswith(f"fleet rollout ({report.run_id}) failed at "
+                                                f"reboot: BMC: redfish {fake.url}")
+    assert set(report.left) == {"gpu-01"}
+    ends = [e for e in Journal(tmp_path).entries()
+            if e.get("step") == "reboot" and e.get("phase") == "end"]
+    assert [(e["outcome"], e["detail"]) for e in ends] == [("failed", r.message)]
+    with NodeLock(layout.node_dir(tmp_path / "reinstall", "gpu-01")):  # released
+        pass
+
+
+def test_boot_modes_read_through_a_pxe_command(tmp_path: Path) -> None:
+    """--pxe-command: the mode as `CMD pxe status NODE --json` answers it (here the real
+    fleet CLI behind a wrapper script, as `ssh head-01 fleet` would run it there)."""
+    from fleet.pxe import state
+    from fleet.pxe.powerguard import power_refusal
+    from fleet.reinstall.bootmode import CommandBootMode
+    from support.cli import ROOT
+
+    t = state.target(load_inventory(SMALL), "gpu-01", tmp_path / "pxe")
+    pxe_state = tmp_path / "pxe-state"
+    pxe_state.mkdir()
+    (pxe_state / t.ipxe_link).symlink_to(t.script("install", "ipxe"))
+    wrapper = tmp_path / "remote-fleet"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT / "tools"} exec {sys.executable} -m fleet '
+                       f'"$@" -i {SMALL} --state-dir {pxe_state}\n')
+    wrapper.chmod(0o755)
+    modes = CommandBootMode([str(wrapper)])
+    assert (modes.get_mode("gpu-01"), modes.get_mode("gpu-02")) == ("install", "local")
+    assert power_refusal("gpu-02", modes) is None
+    why = power_refusal("gpu-999", modes)
+    assert why is not None and why.startswith("gpu-999: its PXE boot mode cannot be read "
+                                              f"(cannot read gpu-999's boot mode: `{wrapper} "
+                                              "pxe status gpu-999 --json` exited 2: ")

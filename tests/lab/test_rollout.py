@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from labtools import ROOT, Lab, fleet_json, podman_exec, poll
-from reinstall_rig import rig_up
+from reinstall_rig import CONTROLLER, PODMAN, rig_up
 
 HEAD, BUSY, OTHER, FAILING = "head-01", "tbox-001", "tbox-002", "tbox-039"
 GPUS = (BUSY, OTHER, FAILING)
@@ -173,7 +173,10 @@ def test_reboot_through_the_fake_bmc_waits_for_the_new_boot(lab: Lab, tmp_path: 
             rc, rep, err = fleet_rollout(
                 lab, state, OTHER, "--states", "base.time", "--reboot",
                 "--secrets", str(rig.work / "secrets"), "--bmc-scheme", "http",
-                "--bmc-address", f"127.0.0.1:{rig.bmc_ports[OTHER]}")
+                "--bmc-address", f"127.0.0.1:{rig.bmc_ports[OTHER]}",
+                # --reboot reads the node's PXE boot mode where head-01 keeps it
+                "--pxe-command",
+                f"{PODMAN} -i {lab.plan.node(CONTROLLER).container} fleet-lab")
             events = [e["event"] for e in rig.hardware(OTHER)]
         assert rc == 0, (rep, err[-3000:])
         (ROOT / ".lab" / "rollout-reboot.json").write_text(json.dumps(rep, indent=2))

@@ -13,6 +13,7 @@ import ipaddress
 import json
 import shutil
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -222,3 +223,141 @@ def wait_until(pred: Any, timeout: float = 15.0) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+# --- a hostile BMC ------------------------------------------------------------------------
+
+HOSTILE_SYSTEM = "/redfish/v1/Systems/1"
+ESCAPES = "\x1b[2J\x1b]0;owned\x07boom\r\nFAKE: all good\n\x9b31m"  # clear, title, newlines
+
+
+@dataclass
+class FakeHostileBmc:
+    """A fake BMC that misbehaves on purpose (no real one can be made to): an HTTP server
+    on raw sockets, in a thread, answering every request as ``mode`` says:
+
+    - ``trickle``: good headers, then a body that never ends, one byte every 0.5 s;
+    - ``trickle-head``: the status line and headers themselves, one byte every 0.5 s;
+    - ``huge``: a 48 MB body with its Content-Length; ``huge-unsized``: the same without
+      one, ended by closing the connection;
+    - ``escapes``: HTTP 500 with escape sequences and newlines in the Redfish error;
+    - ``etag-crlf`` / ``etag-long``: a good minimal Redfish system whose ``@odata.etag``
+      holds CR/LF / is 5000 characters long.
+
+    ``sent`` is what it wrote on each connection before the client went away."""
+
+    server: socketserver.ThreadingTCPServer
+    mode: str
+    stopping: threading.Event
+    sent: list[int] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    HUGE = 48 * 1000 * 1000
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @staticmethod
+    def start(mode: str) -> FakeHostileBmc:
+        fake: list[FakeHostileBmc] = []
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                fake[0].serve(self.request)
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        server = Server(("127.0.0.1", 0), Handler)
+        fake.append(FakeHostileBmc(server, mode, threading.Event()))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return fake[0]
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _system(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "@odata.id": HOSTILE_SYSTEM, "PowerState": "On",
+            "Boot": {"BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Once"},
+            "Actions": {"#ComputerSystem.Reset": {
+                "target": HOSTILE_SYSTEM + "/Actions/ComputerSystem.Reset",
+                "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "ForceRestart"]}}}
+        if self.mode == "etag-crlf":
+            body["@odata.etag"] = 'W/"1"\r\nX-Injected: yes'
+        elif self.mode == "etag-long":
+            body["@odata.etag"] = '"' + "a" * 5000 + '"'
+        return body
+
+    def serve(self, sock: socket.socket) -> None:
+        sock.settimeout(5)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            if not chunk:
+                return
+            head += chunk
+        line = head.split(b"\r\n", 1)[0].decode(errors="replace")
+        self.requests.append(line)
+        path = line.split(" ")[1] if " " in line else "/"
+        sent = 0
+        try:
+            sent = self._answer(sock, path)
+        except OSError as exc:  # the client went away: what it took is counted
+            sent = getattr(exc, "sent", sent)
+        finally:
+            self.sent.append(sent)
+
+    def _write(self, sock: socket.socket, data: bytes, sent: int) -> int:
+        try:
+            sock.sendall(data)
+        except OSError as exc:
+            exc.sent = sent  # type: ignore[attr-defined]
+            raise
+        return sent + len(data)
+
+    def _answer(self, sock: socket.socket, path: str) -> int:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+        sent = 0
+        if self.mode in ("trickle", "trickle-head"):
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" \
+                   b"Content-Length: 1000000\r\n\r\n{\"Members\": ["
+            if self.mode == "trickle":
+                sent = self._write(sock, head, sent)
+                head = b""
+            data = iter(head)
+            while not self.stopping.wait(0.5):
+                sent = self._write(sock, bytes([next(data, 0x20)]), sent)
+            return sent
+        if self.mode.startswith("huge"):
+            length = f"Content-Length: {self.HUGE}\r\n" if self.mode == "huge" else ""
+            sent = self._write(sock, (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                      f"{length}Connection: close\r\n\r\n").encode(), sent)
+            sent = self._write(sock, b'{"Members": "', sent)
+            block = b"a" * 65536
+            while sent < self.HUGE and not self.stopping.is_set():
+                sent = self._write(sock, block, sent)
+            return sent
+        body: dict[str, Any]
+        if self.mode == "escapes":
+            status, body = "500 Internal Server Error", {"error": {
+                "code": "Base.1.0.GeneralError", "message": ESCAPES,
+                "@Message.ExtendedInfo": [{"Message": ESCAPES * 50}]}}
+        elif path == "/redfish/v1/Systems":
+            status, body = "200 OK", {"Members": [{"@odata.id": HOSTILE_SYSTEM}]}
+        elif path == HOSTILE_SYSTEM:
+            status, body = "200 OK", self._system()
+        else:
+            status, body = "204 No Content", {}
+        raw = json.dumps(body).encode() if body else b""
+        return self._write(sock, (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+                                  f"Content-Length: {len(raw)}\r\nConnection: close\r\n\r\n"
+                                  ).encode() + raw, sent)

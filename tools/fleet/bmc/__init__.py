@@ -9,9 +9,10 @@ from fleet.bmc.base import (
     BmcClient,
     BmcError,
     BmcProtocolError,
+    BmcTimeoutError,
     BmcUnreachableError,
     PowerState,
 )
 
-__all__ = ["BmcAuthError", "BmcClient", "BmcError", "BmcProtocolError", "BmcUnreachableError",
-           "PowerState"]
+__all__ = ["BmcAuthError", "BmcClient", "BmcError", "BmcProtocolError", "BmcTimeoutError",
+           "BmcUnreachableError", "PowerState"]

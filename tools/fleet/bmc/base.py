@@ -1,18 +1,47 @@
-"""The BMC client interface and its errors (what the reinstall flow relies on)."""
+"""The BMC client interface and its errors (what the reinstall flow relies on).
+
+A BMC is not trusted: whatever it sends is cut to printable text on one line
+(:func:`bmc_text`) before it reaches a message, and every :class:`BmcError`'s message is
+cleaned the same way once more, so that neither a journal nor a terminal ever gets its
+escape sequences or newlines. How long a call may take and how much it may read:
+fleet.bmc.limits."""
 
 from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from fleet.health.parse import clean
+
 PowerState = Literal["on", "off"]
+
+TEXT_LIMIT = 200  # characters of one piece of BMC text in a message
+MESSAGE_LIMIT = 1000  # characters of a whole BmcError message
+
+
+def bmc_text(value: object, limit: int = TEXT_LIMIT) -> str:
+    """``value`` (text or bytes a BMC or ipmitool sent) as printable ASCII on one line, at
+    most ``limit`` characters: control characters, escape sequences and non-ASCII become
+    spaces, runs of white space one space, and a longer text ends in ``...``."""
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value[: limit * 4]).decode("utf-8", errors="replace")
+    return clean(value, limit)
 
 
 class BmcError(Exception):
-    """Any failure talking to a BMC; the message names the BMC and what failed."""
+    """Any failure talking to a BMC; the message names the BMC and what failed. The
+    message is cleaned (:func:`bmc_text`, at most MESSAGE_LIMIT characters)."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(bmc_text(message, MESSAGE_LIMIT))
 
 
 class BmcUnreachableError(BmcError):
     """No answer: connection refused, timeout, DNS or TLS failure."""
+
+
+class BmcTimeoutError(BmcUnreachableError):
+    """No complete answer within the request's or the call's deadline (fleet.bmc.limits):
+    a BMC that answers too slowly, a byte at a time, or not at all."""
 
 
 class BmcAuthError(BmcError):
@@ -20,7 +49,8 @@ class BmcAuthError(BmcError):
 
 
 class BmcProtocolError(BmcError):
-    """The BMC answered, but not as expected (status, body, missing resource or value)."""
+    """The BMC answered, but not as expected (status, body, missing resource or value, an
+    answer larger than fleet.bmc.limits.MAX_ANSWER, a malformed ETag)."""
 
 
 class BmcClient(Protocol):

@@ -9,16 +9,23 @@ from pathlib import Path
 
 from fleet.bmc.base import BmcClient, BmcError
 from fleet.bmc.ipmi import IpmiClient
+from fleet.bmc.limits import CALL_TIMEOUT, REQUEST_TIMEOUT
 from fleet.bmc.redfish import RedfishClient, TlsOptions
 from fleet.inventory.model import Node
 
 
 @dataclass(frozen=True)
 class BmcOptions:
+    """How to reach the BMCs. ``timeout`` bounds one request (connect to last byte; for
+    IPMI a third of it is ipmitool's per-message timeout), ``call_timeout`` one client call
+    with all its requests: every step that makes one BMC call (the reinstall's preflight
+    and power steps, the rollout's reboot) ends with it (fleet.bmc.limits)."""
+
     secrets_dir: Path = Path("secrets")
     ca_file: str | None = None
     insecure: bool = False
-    timeout: float = 10.0
+    timeout: float = REQUEST_TIMEOUT
+    call_timeout: float = CALL_TIMEOUT
     protocol: str | None = None  # override the profile's: "redfish" or "ipmi"
     address: str | None = None  # override the inventory's, e.g. "127.0.0.1:8000" (tests, lab)
     scheme: str = "https"
@@ -52,7 +59,8 @@ def client_for(node: Node, opts: BmcOptions) -> BmcClient:
     protocol = opts.protocol or spec.protocol
     if protocol == "redfish":
         return RedfishClient(f"{opts.scheme}://{address}", spec.user, password,
-                             tls=TlsOptions(opts.ca_file, opts.insecure), timeout=opts.timeout)
+                             tls=TlsOptions(opts.ca_file, opts.insecure), timeout=opts.timeout,
+                             call_timeout=opts.call_timeout)
     host, _, port = address.partition(":")
     return IpmiClient(host, spec.user, password, port=int(port or 623),
-                      timeout=max(1, int(opts.timeout // 3)))
+                      timeout=max(1, int(opts.timeout // 3)), call_timeout=opts.call_timeout)

@@ -1,7 +1,9 @@
 """The PXE boot mode of a node (``install`` or ``local``), as the reinstall flow needs it.
 
 The store itself belongs to the PXE side (run-time links under ``site.pxe_state``); the
-flow only needs this interface, so that it can be tested and wired independently.
+flow only needs this interface, so that it can be tested and wired independently. Both
+stores also read a node's mode back (``get_mode``), for the power guard that keeps a
+routine power action off a node armed for an install (fleet.pxe.powerguard).
 """
 
 from __future__ import annotations
@@ -43,6 +45,21 @@ class PxeBootMode:
             raise BootModeUnavailableError(f"cannot set {node}'s boot mode to {mode}: "
                                            f"{exc}") from exc
 
+    def get_mode(self, node: str) -> BootMode:
+        """The node's mode as ``fleet pxe status`` reads it; a state directory that is not
+        here is no answer (its links' absence would read as ``local``)."""
+        from fleet.pxe import state
+
+        sd = self.state_dir if self.state_dir is not None else state.state_dir(self.inv)
+        if not sd.is_dir():
+            raise BootModeUnavailableError(
+                f"{sd}: no PXE state directory on this host (give the provisioning host's "
+                "with --pxe-state, or reach it with --pxe-command)")
+        try:
+            return state.get_mode(sd, state.target(self.inv, node, self.pxe_root))
+        except (state.StateError, OSError) as exc:
+            raise BootModeUnavailableError(f"cannot read {node}'s boot mode: {exc}") from exc
+
 
 class CommandBootMode:
     """The boot mode set through ``fleet pxe set`` run by a command, for when the PXE state
@@ -74,3 +91,33 @@ class CommandBootMode:
             raise BootModeUnavailableError(
                 f"cannot set {node}'s boot mode to {mode}: `{' '.join(argv)}` exited "
                 f"{proc.returncode}" + (f": {last[-1]}" if last else ""))
+
+    def get_mode(self, node: str) -> BootMode:
+        """The node's mode from ``CMD pxe status NODE --json``."""
+        import json
+        import subprocess
+
+        from fleet.pxe.modes import MODES
+        from fleet.reinstall.commands import through
+
+        argv = through(self.command, ["pxe", "status", node, "--json"])
+        what = f"cannot read {node}'s boot mode: `{' '.join(argv)}`"
+        try:
+            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=self.timeout, check=False,
+                                  start_new_session=True)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BootModeUnavailableError(f"{what}: {exc}") from exc
+        if proc.returncode != 0:
+            last = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+            raise BootModeUnavailableError(f"{what} exited {proc.returncode}"
+                                           + (f": {last[-1]}" if last else ""))
+        try:
+            entries = json.loads(proc.stdout).get("nodes", [])
+            [mode] = [e.get("mode") for e in entries if e.get("node") == node]
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise BootModeUnavailableError(f"{what}: no mode for {node} in its answer"
+                                           ) from exc
+        if mode not in MODES:
+            raise BootModeUnavailableError(f"{what}: mode {mode!r} is none of {MODES}")
+        return "install" if mode == "install" else "local"

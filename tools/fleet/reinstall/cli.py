@@ -25,7 +25,7 @@ from fleet.cliparts import (
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-from fleet.reinstall.bootmode import BootModeSetter, CommandBootMode, PxeBootMode
+from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
 
 if TYPE_CHECKING:
     from fleet.reinstall.commands import SubprocessRunner
@@ -113,7 +113,8 @@ def _add_bmc_options(p: argparse.ArgumentParser) -> None:
                    help=argparse.SUPPRESS)
 
 
-def boot_mode_store(args: argparse.Namespace, inv: Inventory) -> BootModeSetter:
+def boot_mode_store(args: argparse.Namespace, inv: Inventory
+                    ) -> PxeBootMode | CommandBootMode:
     if args.pxe_command:
         return CommandBootMode(shlex.split(args.pxe_command))
     return PxeBootMode(inv, args.pxe_state, args.pxe_root)

@@ -1,10 +1,12 @@
-"""``fleet rollout [TARGET] [--states S,...] [--wave K] [--reboot] [--resume | --abort]``."""
+"""``fleet rollout [TARGET] [--states S,...] [--wave K] [--reboot [--ignore-boot-mode]]
+[--resume | --abort]``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -27,6 +29,7 @@ from fleet.reinstall.cli import DEFAULT_STATE as REINSTALL_STATE
 from fleet.reinstall.cli import runner_for
 
 if TYPE_CHECKING:
+    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
     from fleet.rollout.flow import Parts
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
@@ -37,11 +40,14 @@ DESCRIPTION = """
 Apply the highstate (or --states) to the nodes TARGET names, wave by wave: at most K nodes
 of each Slurm partition at once, each drained (waiting for its jobs unless --force),
 applied, rebooted through its BMC with --reboot, health-checked (fleet health's checks) and
-resumed. The first failed node stops the rollout after its wave, left drained with the
-reason. Journal and lock under --state-dir. See docs/operations.md.
+resumed. --reboot refuses a node whose PXE boot mode is install (the boot would reinstall
+it, wiping its disk) or cannot be read, naming it: before anything starts, and again
+just before its power cycle. The first failed node stops the rollout after its wave, left
+drained with the reason. Journal and lock under --state-dir. See docs/operations.md.
 """
 EPILOG = """
-exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a node failed (left
+exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage (or --reboot refused: a head
+node, a node in PXE install mode or whose mode cannot be read), 4 I/O, 5 a node failed (left
 drained; fix it, then --resume; a node a reinstall is working on fails at its lock,
 untouched), 6 busy (another rollout runs) or an unfinished rollout
 needs --resume or --abort; 130 / 143 interrupted (the nodes in flight are left drained,
@@ -56,7 +62,19 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--wave", type=int, default=1, metavar="K",
                    help="at most K nodes of each partition out at once (default 1)")
     p.add_argument("--reboot", action="store_true",
-                   help="power-cycle each node through its BMC after the apply")
+                   help="power-cycle each node through its BMC after the apply; refused "
+                        "for a node whose PXE boot mode is install or cannot be read")
+    p.add_argument("--ignore-boot-mode", action="store_true",
+                   help="with --reboot: power-cycle even a node in PXE install mode (it is "
+                        "then reinstalled: its disk wiped) or whose mode cannot be read")
+    p.add_argument("--pxe-state", type=Path, metavar="DIR",
+                   help="the boot-mode links --reboot reads (default: the inventory's "
+                        "site.pxe_state; a directory that is not here is no answer)")
+    p.add_argument("--pxe-root", type=Path, metavar="DIR",
+                   help="the deployed pxe/ tree (default: site.pxe_root)")
+    p.add_argument("--pxe-command", metavar="CMD",
+                   help="read boot modes by running `CMD pxe status NODE --json`, e.g. "
+                        "'ssh head-01 fleet' when the provisioning host is not the master")
     add_force(p)
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
@@ -95,6 +113,7 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
     opts = Options(target=args.target,
                    states=tuple(s for s in (args.states or "").split(",") if s),
                    wave=args.wave, reboot=args.reboot, force=args.force,
+                   ignore_boot_mode=args.ignore_boot_mode,
                    drain_timeout=args.drain_timeout, apply_timeout=args.apply_timeout,
                    boot_timeout=args.boot_timeout, health_timeout=args.health_timeout)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -133,16 +152,37 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
 
 def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool:
     """--wave below 1, or --reboot of nodes that must not be power-cycled (said why)."""
+    from fleet.pxe.powerguard import power_refusal
     from fleet.rollout import plan
 
     if args.wave < 1:
         print("fleet: --wave must be at least 1", file=sys.stderr)
         return True
-    if args.reboot and (bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names])):
+    if args.ignore_boot_mode and not args.reboot:
+        print("fleet: --ignore-boot-mode goes with --reboot", file=sys.stderr)
+        return True
+    if not args.reboot:
+        return False
+    if bad := plan.reboot_refused(inv, [inv.nodes[n] for n in names]):
         print(f"fleet: --reboot refused for {', '.join(bad)}: leave them out of TARGET",
               file=sys.stderr)
         return True
-    return False
+    if args.ignore_boot_mode:
+        return False
+    reader = boot_modes(args, inv)
+    refusals = [why for n in names if (why := power_refusal(n, reader)) is not None]
+    for why in refusals:
+        print(f"fleet: --reboot refused for {why}", file=sys.stderr)
+    return bool(refusals)
+
+
+def boot_modes(args: argparse.Namespace, inv: Inventory) -> PxeBootMode | CommandBootMode:
+    """Where --reboot reads each node's PXE boot mode (--pxe-state, --pxe-command)."""
+    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
+
+    if args.pxe_command:
+        return CommandBootMode(shlex.split(args.pxe_command))
+    return PxeBootMode(inv, args.pxe_state, args.pxe_root)
 
 
 def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
@@ -163,7 +203,7 @@ def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
 
     return Parts(runner=runner, apply=SaltApply(runner),
                  reboot=BmcReboot(runner, lambda n: client_for(inv.nodes[n], bmc_opts)),
-                 health=health)
+                 health=health, boot_mode=boot_modes(args, inv))
 
 
 def format_table(report: Any) -> str:

@@ -1,5 +1,6 @@
 """One rollout: wave by wave (fleet.rollout.plan), each node of a wave on its own thread
-through drain -> apply -> reboot (``--reboot``) -> health -> resume; the next wave
+through drain -> apply -> reboot (``--reboot``; refused for a node whose PXE boot mode
+is install or cannot be read, fleet.pxe.powerguard) -> health -> resume; the next wave
 starts when the whole wave is back; the first failed node stops the rollout, drained
 with the reason. Shares the reinstall's machinery: its journal (JSON lines, fsynced),
 its lock, its scontrol/sinfo calls and its command runner; the health gate is
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 
 from fleet.health import parse
 from fleet.inventory.model import Inventory
+from fleet.pxe.powerguard import FORCE_FLAG, BootModeReader, power_refusal
 from fleet.reinstall import layout, slurm
 from fleet.reinstall.commands import CommandError, Runner
 from fleet.reinstall.journal import Entry, Journal, latest_entries
@@ -42,6 +44,7 @@ class Options:
     wave: int = 1
     reboot: bool = False
     force: bool = False  # do not wait for running jobs when draining
+    ignore_boot_mode: bool = False  # reboot a node even in PXE install mode (wipes it)
     drain_timeout: float = 3600.0
     apply_timeout: float = 1800.0
     boot_timeout: float = 900.0
@@ -92,6 +95,7 @@ class Parts:
     apply: Applier
     reboot: Rebooter
     health: HealthGate
+    boot_mode: BootModeReader  # each node's PXE boot mode, read before its reboot
 
 
 @dataclass
@@ -322,7 +326,7 @@ class Rollout:
         steps: list[tuple[str, Callable[[], str]]] = [
             ("drain", lambda: self._drain(run_id, opts, r.node, is_slurm, ours)),
             ("apply", lambda: self.parts.apply(r.node, opts.states, opts.apply_timeout)),
-            ("reboot", lambda: self.parts.reboot(r.node, opts.boot_timeout)
+            ("reboot", lambda: self._reboot(opts, r.node)
              if opts.reboot else _skip("no --reboot")),
             ("health", lambda: self._health(opts, r.node)),
             ("resume", lambda: self._resume(run_id, r.node, ours)),
@@ -413,6 +417,15 @@ class Rollout:
                 self._say(f"{node}: waiting for its jobs ({state}, "
                           f"{last_note - t0:.0f}s)")
             time.sleep(opts.poll)
+
+    def _reboot(self, opts: Options, node: str) -> str:
+        """The power cycle, unless the node's next network boot would install it
+        (fleet.pxe.powerguard): read under the node's lock, just before the BMC call."""
+        refusal = power_refusal(node, self.parts.boot_mode)
+        if refusal is not None and not opts.ignore_boot_mode:
+            raise StepFailedError(refusal)
+        done = self.parts.reboot(node, opts.boot_timeout)
+        return done if refusal is None else f"{done} ({FORCE_FLAG}: {refusal})"
 
     def _health(self, opts: Options, node: str) -> str:
         """Until healthy or ``health_timeout`` (slurmd re-registering after a restart)."""
