@@ -50,8 +50,8 @@ def switch_ports(inv: Inventory, names: list[str] | None = None) -> list[SwitchP
             continue
         ports = []
         for n in range(1, sw.ports + 1):
-            node, nic = used.get((name, n), (None, None))
-            ports.append(Port(name, n, node, nic))
+            holder, nic = used.get((name, n), (None, None))
+            ports.append(Port(name, n, holder, nic))
         out.append(SwitchPorts(name, sw.kind, sw.model, ports))
     return out
 
