@@ -139,7 +139,7 @@ def test_a_redfish_bmc_is_not_supported_unless_told_it_speaks_ipmi(
     assert calls == []
     # told: the inventory's BMC address, port 623, the lock taken, the escape said first
     assert console.cmd_console(_ns(tmp_path, bmc_protocol="ipmi"), inv, exec_) == Exit.OK
-    [(path, argv, env)] = calls
+    [(_path, argv, env)] = calls
     assert argv[argv.index("-H") + 1] == "10.0.1.1" and argv[argv.index("-p") + 1] == "623"
     assert PASSWORD not in argv and env["IPMI_PASSWORD"] == PASSWORD
     assert "~." in capsys.readouterr().err

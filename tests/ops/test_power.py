@@ -96,12 +96,14 @@ def test_refused_actions_send_nothing_and_status_and_on_are_never_asked() -> Non
         asked.append(name)
         return ["a reason"]
 
-    for action in ("off", "cycle", "reset"):
+    disruptive: tuple[power.Action, ...] = ("off", "cycle", "reset")
+    for action in disruptive:
         bmc = FakeBmc("n1", "on")
         r = power.act("n1", action, _clients({"n1": bmc}), refuse)
         assert (r.status, r.problems, bmc.sent) == (power.Status.REFUSED, ["a reason"], [])
     asked.clear()
-    for action in ("on", "status"):
+    never: tuple[power.Action, ...] = ("on", "status")
+    for action in never:
         r = power.act("n1", action, _clients({"n1": FakeBmc("n1", "off")}), refuse)
         assert r.status is power.Status.DONE
     assert asked == []
