@@ -79,5 +79,5 @@ def table(switches: list[SwitchPorts], *, free_only: bool = False) -> str:
         if free_only:
             continue
         for p in sw.ports:
-            lines.append(f"  {p.port:>4}  {p.node}  {p.nic}" if p.node else f"  {p.port:>4}  -")
+            lines.append(f"  {p.port:>4}  {p.node}  {p.nic}" if p.node else f"  {p.port:>4}  free")
     return "\n".join(lines)
