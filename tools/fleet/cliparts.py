@@ -51,7 +51,7 @@ def add_salt_options(p: argparse.ArgumentParser) -> None:
 
 def add_slurm_command(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slurm-command", metavar="CMD",
-                   help="run scontrol and sinfo through CMD, e.g. 'ssh head-01' when "
+                   help="run scontrol, sinfo and squeue through CMD, e.g. 'ssh head-01' when "
                         "slurmctld's host has no Slurm client here")
 
 

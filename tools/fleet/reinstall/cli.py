@@ -130,13 +130,13 @@ def _tool(name: str) -> str:
 
 def runner_for(args: argparse.Namespace) -> SubprocessRunner:
     """The commands through --salt-config (salt, salt-key, salt-run) and --slurm-command
-    (scontrol, sinfo); shared by fleet health and fleet rollout."""
+    (scontrol, sinfo, squeue); shared by fleet health, fleet rollout and fleet power."""
     from fleet.reinstall.commands import SubprocessRunner
 
     conf = os.fspath(args.salt_config)
     prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
     if args.slurm_command:
-        for tool in ("scontrol", "sinfo"):
+        for tool in ("scontrol", "sinfo", "squeue"):
             prefix[tool] = [*shlex.split(args.slurm_command), tool]
     return SubprocessRunner(prefix)
 

@@ -5,6 +5,7 @@ there.
     <state_root>/<node>/
         journal.jsonl          the node's journal (journal.py)
         lock                   held while a flow runs for the node (lock.py)
+        console.lock           held while `fleet console` is attached to it (ops/console.py)
         token.json, token.lock the one-time install token's record (tokens.py)
         install-token          the token in clear (0600) until the installer is given it
         keys/minion.pem        the node's new private key, until the installer fetches it
@@ -32,6 +33,7 @@ def _in_node_dir(*parts: str) -> Callable[[Path], Path]:
 
 journal = _in_node_dir("journal.jsonl")
 lock = _in_node_dir("lock")
+console_lock = _in_node_dir("console.lock")
 token_record = _in_node_dir("token.json")
 token_lock = _in_node_dir("token.lock")
 token_file = _in_node_dir("install-token")

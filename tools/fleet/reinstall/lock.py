@@ -18,8 +18,10 @@ class BusyError(Exception):
 
 
 class NodeLock:
-    def __init__(self, node_dir: Path, holder: str = "fleet reinstall") -> None:
-        self.path = layout.lock(node_dir)
+    def __init__(self, node_dir: Path, holder: str = "fleet reinstall",
+                 path: Path | None = None) -> None:
+        """``path``: another lock of the node's directory than the flow's (the console's)."""
+        self.path = layout.lock(node_dir) if path is None else path
         self.holder = holder
         self._fd: int | None = None
 
@@ -40,6 +42,11 @@ class NodeLock:
         os.write(fd, f"{os.getpid()} {self.holder}\n".encode())
         self._fd = fd
         return self
+
+    def keep_across_exec(self) -> None:
+        """Let a program this process execs hold the lock (the fd stays open in it)."""
+        if self._fd is not None:
+            os.set_inheritable(self._fd, True)
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
                  tb: TracebackType | None) -> None:

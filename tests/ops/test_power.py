@@ -1,0 +1,212 @@
+"""``fleet power``'s parts in-process: the per-node action, the bounded pool with its
+per-node deadline, and the refusal rules (head node, boot mode, Slurm jobs). The BMCs here
+are in-process fakes of the client interface (fleet.bmc.base.BmcClient); tests/ops/
+test_power_cli.py drives real emulators."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from fleet.bmc.base import BmcClient, BmcUnreachableError
+from fleet.inventory.load import load_inventory
+from fleet.inventory.model import Inventory
+from fleet.ops import power, refusals
+from fleet.reinstall.commands import Result
+from ops.helpers import INVENTORY, arm_install, pxe_state
+
+
+@pytest.fixture(scope="module")
+def inv() -> Inventory:
+    return load_inventory(INVENTORY)
+
+
+class FakeBmc:
+    """A fake BMC client: a power state, the actions it was sent, optionally a hang."""
+
+    def __init__(self, node: str, state: str = "on", hang: threading.Event | None = None,
+                 fail: bool = False) -> None:
+        self.node, self.state, self.hang, self.fail = node, state, hang, fail
+        self.sent: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return f"fake {self.node}"
+
+    def power_state(self) -> str:
+        if self.hang is not None:
+            self.hang.wait()
+        if self.fail:
+            raise BmcUnreachableError(f"{self.name}: connection refused")
+        return self.state
+
+    def _send(self, what: str, after: str) -> str:
+        self.sent.append(what)
+        self.state = after
+        return what
+
+    def power_on(self) -> str:
+        return self._send("on", "on")
+
+    def power_off(self) -> str:
+        return self._send("off", "off")
+
+    def reset(self) -> str:
+        return self._send("reset", "on")
+
+    def power_cycle(self) -> str:
+        return self._send("cycle" if self.state == "on" else "on", "on")
+
+
+def _clients(bmcs: dict[str, FakeBmc]) -> power.ClientFor:
+    def client(name: str) -> BmcClient:
+        return bmcs[name]  # type: ignore[return-value]
+    return client
+
+
+def _go(_name: str) -> list[str]:
+    return []
+
+
+@pytest.mark.parametrize(("action", "before", "status", "sent"), [
+    ("on", "off", "done", ["on"]), ("on", "on", "already", []),
+    ("off", "on", "done", ["off"]), ("off", "off", "already", []),
+    ("reset", "on", "done", ["reset"]), ("reset", "off", "failed", []),
+    ("cycle", "on", "done", ["cycle"]), ("cycle", "off", "done", ["on"]),
+    ("status", "on", "done", []), ("status", "off", "done", []),
+])
+def test_each_action_from_each_state(action: power.Action, before: str, status: str,
+                                     sent: list[str]) -> None:
+    bmc = FakeBmc("n1", before)
+    r = power.act("n1", action, _clients({"n1": bmc}), _go)
+    assert (r.status.value, bmc.sent, r.power) == (status, sent, before)
+    assert r.action == (sent[0] if sent else None)
+    assert r.as_json().keys() == {"node", "status", "power", "action", "seconds", "problems",
+                                  "bmc"}
+
+
+def test_refused_actions_send_nothing_and_status_and_on_are_never_asked() -> None:
+    asked: list[str] = []
+
+    def refuse(name: str) -> list[str]:
+        asked.append(name)
+        return ["a reason"]
+
+    disruptive: tuple[power.Action, ...] = ("off", "cycle", "reset")
+    for action in disruptive:
+        bmc = FakeBmc("n1", "on")
+        r = power.act("n1", action, _clients({"n1": bmc}), refuse)
+        assert (r.status, r.problems, bmc.sent) == (power.Status.REFUSED, ["a reason"], [])
+    asked.clear()
+    never: tuple[power.Action, ...] = ("on", "status")
+    for action in never:
+        r = power.act("n1", action, _clients({"n1": FakeBmc("n1", "off")}), refuse)
+        assert r.status is power.Status.DONE
+    assert asked == []
+
+
+def test_the_pool_keeps_at_most_parallel_nodes_in_flight() -> None:
+    live, most, lock = [0], [0], threading.Lock()
+
+    class Counting(FakeBmc):
+        def power_state(self) -> str:
+            with lock:
+                live[0] += 1
+                most[0] = max(most[0], live[0])
+            time.sleep(0.05)
+            with lock:
+                live[0] -= 1
+            return self.state
+
+    names = [f"n{i}" for i in range(12)]
+    bmcs: dict[str, FakeBmc] = {n: Counting(n, "off") for n in names}
+    results = power.run(names, "on", _clients(bmcs), _go, parallel=3, deadline=30)
+    assert [r.node for r in results] == names
+    assert all(r.status is power.Status.DONE for r in results)
+    assert most[0] == 3
+
+
+def test_a_hung_bmc_costs_its_deadline_and_holds_no_other_node() -> None:
+    hang = threading.Event()
+    names = ["n0", "n1", "n2", "n3"]
+    bmcs = {n: FakeBmc(n, "off") for n in names}
+    bmcs["n0"].hang = hang  # first in line, and only one slot: the others must still go
+    t0 = time.monotonic()
+    try:
+        results = power.run(names, "on", _clients(bmcs), _go, parallel=1, deadline=1.0)
+    finally:
+        hang.set()
+    took = time.monotonic() - t0
+    assert results[0].status is power.Status.FAILED
+    assert "no answer within 1s" in results[0].problems[0]
+    assert [r.status for r in results[1:]] == [power.Status.DONE] * 3
+    assert took < 1.0 + 5  # the hung node's deadline, and slack for the three others
+
+
+def test_a_failing_bmc_is_its_nodes_failure_only() -> None:
+    bmcs = {"n0": FakeBmc("n0", fail=True), "n1": FakeBmc("n1", "off")}
+    results = power.run(["n0", "n1"], "on", _clients(bmcs), _go, parallel=2)
+    assert results[0].status is power.Status.FAILED
+    assert "connection refused" in results[0].problems[0]
+    assert results[1].status is power.Status.DONE
+
+
+def test_head_node_is_refused(inv: Inventory) -> None:
+    said = refusals.head_node_refusal(inv, inv.nodes["head-01"])
+    assert len(said) == 1 and "salt master" in said[0] and "provisioning" in said[0]
+    assert refusals.head_node_refusal(inv, inv.nodes["tbox-001"]) == []
+
+
+def test_boot_mode_install_or_unknown_is_refused(inv: Inventory, tmp_path: Path) -> None:
+    node = inv.nodes["tbox-001"]
+    missing = refusals.boot_mode_refusal(inv, node, tmp_path / "nowhere")
+    assert len(missing) == 1 and "boot mode unknown" in missing[0]
+    state = pxe_state(tmp_path)
+    assert refusals.boot_mode_refusal(inv, node, state) == []  # no link: local
+    arm_install(state, node.mac)
+    armed = refusals.boot_mode_refusal(inv, node, state)
+    assert len(armed) == 1 and "boot mode is install" in armed[0]
+    (state / ("grub.cfg-" + inv.nodes["tbox-002"].mac)).write_text("not a link")
+    odd = refusals.boot_mode_refusal(inv, inv.nodes["tbox-002"], state)
+    assert len(odd) == 1 and "boot mode unknown" in odd[0] and "not a link" in odd[0]
+
+
+class StandInSlurm:
+    """A stand-in for the runner's squeue (the lab has the real one)."""
+
+    def __init__(self, jobs: dict[str, list[str]], returncode: int = 0) -> None:
+        self.jobs, self.returncode = jobs, returncode
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+        self.calls.append(list(argv))
+        if self.returncode:
+            return Result(tuple(argv), self.returncode, "", "squeue: error: slurmctld down")
+        node = argv[argv.index("-w") + 1]
+        return Result(tuple(argv), 0, "".join(f"{j}\n" for j in self.jobs.get(node, [])), "")
+
+
+def test_running_jobs_are_refused_by_id(inv: Inventory) -> None:
+    slurm = StandInSlurm({"tbox-002": ["4242", "4243_7"]})
+    said = refusals.running_jobs_refusal(slurm, inv.nodes["tbox-002"])
+    assert len(said) == 1 and "2 Slurm job(s)" in said[0] and "4242, 4243_7" in said[0]
+    assert refusals.running_jobs_refusal(slurm, inv.nodes["tbox-001"]) == []
+    assert slurm.calls[0][:5] == ["squeue", "-h", "-w", "tbox-002", "-t"]
+
+
+def test_slurm_that_cannot_be_asked_is_a_refusal(inv: Inventory) -> None:
+    said = refusals.running_jobs_refusal(StandInSlurm({}, returncode=1),
+                                         inv.nodes["tbox-001"])
+    assert len(said) == 1 and "cannot ask Slurm" in said[0] and "slurmctld down" in said[0]
+
+
+def test_a_node_outside_slurm_is_not_asked(inv: Inventory, tmp_path: Path) -> None:
+    slurm = StandInSlurm({}, returncode=1)
+    stor = next(n for n in inv.nodes.values() if not n.has("slurm.compute")
+                and not refusals.head_node_refusal(inv, n))
+    assert refusals.refusals(inv, stor, slurm, pxe_state(tmp_path)) == []
+    assert slurm.calls == []

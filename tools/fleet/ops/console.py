@@ -1,0 +1,138 @@
+"""``fleet console NODE``: the node's serial console over LAN (IPMI SOL), as
+``ipmitool -I lanplus -H BMC -U USER -E sol activate``: the password in ipmitool's
+environment (``-E``: IPMI_PASSWORD), never on its command line; fleet execs it, so the
+operator's terminal is ipmitool's. One session per node at a time: the lock
+``<reinstall state>/<node>/console.lock`` (fleet.reinstall.layout), held by ipmitool
+itself after the exec until it exits."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from fleet.cliparts import Loader, add_command, add_state_dir
+from fleet.exitcodes import Exit
+from fleet.inventory.model import Inventory, Node
+
+HELP = "attach to a node's serial console (IPMI serial over LAN); ~. leaves"
+DESCRIPTION = """
+Open NODE's serial console through its BMC (IPMI serial-over-LAN, ipmitool sol activate),
+the BMC password from the secrets store in ipmitool's environment, never on its command
+line. ipmitool takes over the terminal; leave with ~. at the start of a line (~? lists
+the other escapes). One session per node: a second one is refused while the first is
+attached. A Redfish-only BMC has no serial console here: if it also speaks IPMI over LAN,
+--bmc-protocol ipmi. See docs/operations.md.
+"""
+EPILOG = """
+exit codes: ipmitool's once attached (0 after ~.); before that 1 invalid inventory, 2 usage
+(no such node, a BMC without IPMI), 4 no BMC secret or no ipmitool, 6 another session holds
+the node's console
+"""
+ESCAPE = "~."
+
+Exec = Callable[[str, list[str], Mapping[str, str]], Any]
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
+    from fleet.reinstall.cli import DEFAULT_STATE
+
+    p = add_command(sub, common, "console", HELP, DESCRIPTION, EPILOG)
+    p.add_argument("node", metavar="NODE", help="the node's hostname in the inventory")
+    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
+                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    p.add_argument("--bmc-protocol", choices=["ipmi"],
+                   help="use IPMI SOL on a BMC the profile drives by Redfish (most BMCs "
+                        "speak both)")
+    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
+                   help="override the inventory's BMC address (an emulator in the lab)")
+    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE,
+                  "where the node's console.lock is kept, beside the reinstall's")
+    p.set_defaults(func=lambda a, pr: cmd_console(a, load(a, pr)))
+
+
+class ConsoleError(Exception):
+    def __init__(self, message: str, code: Exit) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def sol_command(ipmitool: str, host: str, port: int, user: str, password: str,
+                environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """ipmitool's argv (no password in it) and environment (the password as IPMI_PASSWORD)."""
+    argv = [ipmitool, "-I", "lanplus", "-H", host, "-p", str(port), "-U", user, "-E",
+            "sol", "activate"]
+    env = {k: v for k, v in environ.items() if k != "IPMI_PASSWORD"}
+    env["IPMI_PASSWORD"] = password
+    return argv, env
+
+
+def ipmi_endpoint(node: Node, protocol: str | None, address: str | None) -> tuple[str, int]:
+    """The BMC's IPMI host and port; a ConsoleError for a BMC the inventory drives by
+    Redfish only (Redfish has no serial console fleet can attach to)."""
+    from fleet.bmc.base import BmcError
+    from fleet.bmc.connect import bmc_address
+
+    spec = node.profile.bmc
+    if (protocol or spec.protocol) != "ipmi":
+        raise ConsoleError(
+            f"{node.hostname}: its BMC is Redfish (profiles.{node.profile_name}.bmc.protocol: "
+            f"{spec.protocol}) and the inventory names no IPMI for it; fleet console needs "
+            "IPMI serial over LAN (Redfish has no serial console to attach to): not "
+            f"supported as inventoried. If this BMC also speaks IPMI over LAN, run `fleet "
+            f"console {node.hostname} --bmc-protocol ipmi`", Exit.USAGE)
+    try:
+        given = address or bmc_address(node)
+    except BmcError as exc:
+        raise ConsoleError(str(exc), Exit.USAGE) from None
+    host, _, port = given.partition(":")
+    if port and not port.isdigit():
+        raise ConsoleError(f"{given}: not HOST[:PORT]", Exit.USAGE)
+    return host, int(port or 623)
+
+
+def cmd_console(args: argparse.Namespace, inv: Inventory, exec_: Exec = os.execve) -> int:
+    try:
+        return attach(args, inv, exec_)
+    except ConsoleError as exc:
+        print(f"fleet: console: {exc}", file=sys.stderr)
+        return exc.code
+
+
+def attach(args: argparse.Namespace, inv: Inventory, exec_: Exec) -> int:
+    from fleet.bmc.base import BmcError
+    from fleet.bmc.connect import read_password
+    from fleet.reinstall import layout
+    from fleet.reinstall.lock import BusyError, NodeLock
+
+    node = inv.nodes.get(args.node)
+    if node is None:
+        raise ConsoleError(f"{args.node}: no such node in {inv.file}", Exit.USAGE)
+    host, port = ipmi_endpoint(node, args.bmc_protocol, args.bmc_address)
+    try:
+        password = read_password(args.secrets, node.profile.bmc.password_secret)
+    except BmcError as exc:
+        raise ConsoleError(str(exc), Exit.IO) from None
+    ipmitool = shutil.which("ipmitool")
+    if ipmitool is None:
+        raise ConsoleError("ipmitool not found (apt-get install ipmitool)", Exit.IO)
+    argv, env = sol_command(ipmitool, host, port, node.profile.bmc.user, password, os.environ)
+    node_dir = layout.node_dir(args.state_dir, node.hostname)
+    lock = NodeLock(node_dir, "fleet console", layout.console_lock(node_dir))
+    try:
+        lock.__enter__()
+    except BusyError as exc:
+        raise ConsoleError(f"{exc}; one session per node", Exit.BUSY) from None
+    lock.keep_across_exec()
+    if not args.quiet:
+        print(f"fleet console {node.hostname}: serial over LAN through ipmi {host}:{port} "
+              f"(user {node.profile.bmc.user}); leave with {ESCAPE} at the start of a line "
+              "(~? lists ipmitool's escapes)", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    exec_(ipmitool, argv, env)  # os.execve does not return
+    return Exit.OK

@@ -1,0 +1,131 @@
+"""``fleet power on|off|cycle|reset|status TARGET``: argparse glue, the table and --json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fleet.cliparts import Loader, add_command, add_slurm_command, target_nodes
+from fleet.exitcodes import Exit
+from fleet.inventory.model import Inventory
+from fleet.ops.power import ACTIONS, Action, NodeResult, Status
+
+HELP = "power nodes on, off, cycle or reset through their BMCs, or read their state"
+DESCRIPTION = """
+Send one power action to the BMC of every node TARGET names (Redfish or IPMI, as the
+profile says; the password from the secrets store, never on a command line or in a log),
+at most --parallel at once, each node within --deadline seconds: a BMC that does not answer
+costs its node the deadline and holds no other. One result per node: done, already (in that
+state; nothing sent), refused, failed (and why). off, cycle and reset are refused, unless
+--force, on the provisioning host, the Salt master and the head roles, on a node whose PXE
+boot mode is install or cannot be read, and on a Slurm compute node with jobs on it (or
+whose jobs Slurm cannot be asked about); status and on never are. See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 every node done or already in that state, 1 invalid inventory, 2 usage (a
+target item that names no node), 5 a node was refused or failed
+"""
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
+    from fleet.reinstall.cli import _add_bmc_options
+
+    p = add_command(sub, common, "power", HELP, DESCRIPTION, EPILOG)
+    p.add_argument("action", choices=ACTIONS, metavar="ACTION",
+                   help="on | off (at once, no OS shutdown) | cycle (off then on; a node "
+                        "that is off is powered on) | reset (hard reset of a node that is "
+                        "on) | status")
+    p.add_argument("target", metavar="TARGET",
+                   help="inventory hostnames, ranges (tbox-[001-038]) or globs ('tbox-0*'), "
+                        "comma-separated")
+    p.add_argument("--force", action="store_true",
+                   help="off, cycle, reset: act even on a head node, a node in install boot "
+                        "mode and a node with Slurm jobs")
+    p.add_argument("--parallel", type=int, default=16, metavar="N",
+                   help="at most N BMCs asked at once (default 16)")
+    p.add_argument("--deadline", type=float, default=60.0, metavar="S",
+                   help="give up on a node S seconds after its start (default 60)")
+    p.add_argument("--bmc-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds each BMC request may wait for an answer (default 10)")
+    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
+                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    p.add_argument("--pxe-state", type=Path, metavar="DIR",
+                   help="the boot-mode links (default: the inventory's site.pxe_state)")
+    add_slurm_command(p)
+    _add_bmc_options(p)
+    p.set_defaults(func=lambda a, pr: cmd_power(a, load(a, pr), pr),
+                   salt_config=Path("/etc/salt"))
+
+
+def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str], None]) -> int:
+    from fleet.bmc.base import BmcClient
+    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.ops import power, refusals
+    from fleet.reinstall.cli import _bmc_address, runner_for
+
+    names = target_nodes(args, inv)
+    if names is None:
+        return Exit.USAGE
+    if args.parallel < 1 or args.deadline <= 0 or args.bmc_timeout <= 0:
+        print("fleet: --parallel must be at least 1, --deadline and --bmc-timeout above 0",
+              file=sys.stderr)
+        return Exit.USAGE
+    action: Action = args.action
+    runner = runner_for(args)
+
+    def client(name: str) -> BmcClient:
+        opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
+                          insecure=args.bmc_insecure, timeout=args.bmc_timeout,
+                          protocol=args.bmc_protocol, address=_bmc_address(args, name),
+                          scheme=args.bmc_scheme)
+        return client_for(inv.nodes[name], opts)
+
+    def refused(name: str) -> list[str]:
+        if args.force:
+            return []
+        return refusals.refusals(inv, inv.nodes[name], runner, args.pxe_state)
+
+    t0 = time.monotonic()
+    progress(f"power {action}: {len(names)} node(s), {args.parallel} at once")
+    results = power.run(names, action, client, refused, parallel=args.parallel,
+                        deadline=args.deadline, progress=progress)
+    wall = time.monotonic() - t0
+    bad = [r for r in results if r.status.bad]
+    if args.json:
+        print(json.dumps(as_json(args.target, action, args.force, wall, results), indent=2))
+    elif not args.quiet:
+        print(format_table(results, wall, action))
+    else:
+        for r in bad:
+            print(f"{r.node}: {r.status.value}: {'; '.join(r.problems)}", file=sys.stderr)
+    return Exit.FAILED if bad else Exit.OK
+
+
+def counts(results: list[NodeResult]) -> dict[str, int]:
+    return {s.value: sum(1 for r in results if r.status is s) for s in Status}
+
+
+def as_json(target: str, action: str, force: bool, wall: float,
+            results: list[NodeResult]) -> dict[str, Any]:
+    return {"ok": not any(r.status.bad for r in results), "target": target, "action": action,
+            "force": force, "wall_s": round(wall, 2), "counts": counts(results),
+            "nodes": [r.as_json() for r in results]}
+
+
+def format_table(results: list[NodeResult], wall: float, action: str) -> str:
+    width = max([len(r.node) for r in results] + [4])
+    lines = [f"{'node':<{width}}  {'status':<8}  {'power':<5}  {'sent':<6}  seconds  detail"]
+    for r in results:
+        detail = "; ".join(r.problems)
+        lines.append(f"{r.node:<{width}}  {r.status.value:<8}  {r.power or '-':<5}  "
+                     f"{r.action or '-':<6}  {r.seconds:>7.1f}  {detail}".rstrip())
+    c = counts(results)
+    lines.append("")
+    lines.append(f"power {action}: {len(results)} node(s): "
+                 + ", ".join(f"{v} {k}" for k, v in c.items() if v) + f"; {wall:.1f}s wall")
+    return "\n".join(lines)
