@@ -16,6 +16,7 @@ from fleet.bmc.base import BmcClient, BmcUnreachableError
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.ops import power, refusals
+from fleet.reinstall.bootmode import PxeBootMode
 from fleet.reinstall.commands import Result
 from ops.helpers import INVENTORY, arm_install, pxe_state
 
@@ -162,17 +163,19 @@ def test_head_node_is_refused(inv: Inventory) -> None:
 
 
 def test_boot_mode_install_or_unknown_is_refused(inv: Inventory, tmp_path: Path) -> None:
+    """fleet.pxe.powerguard's one rule, with fleet power's --force named as the way past."""
     node = inv.nodes["tbox-001"]
-    missing = refusals.boot_mode_refusal(inv, node, tmp_path / "nowhere")
-    assert len(missing) == 1 and "boot mode unknown" in missing[0]
+    missing = refusals.boot_mode_refusal(PxeBootMode(inv, tmp_path / "nowhere"), node)
+    assert len(missing) == 1 and "cannot be read" in missing[0] and "--force" in missing[0]
     state = pxe_state(tmp_path)
-    assert refusals.boot_mode_refusal(inv, node, state) == []  # no link: local
+    modes = PxeBootMode(inv, state)
+    assert refusals.boot_mode_refusal(modes, node) == []  # no link: local
     arm_install(state, node.mac)
-    armed = refusals.boot_mode_refusal(inv, node, state)
-    assert len(armed) == 1 and "boot mode is install" in armed[0]
+    armed = refusals.boot_mode_refusal(modes, node)
+    assert len(armed) == 1 and "boot mode install" in armed[0] and "--force" in armed[0]
     (state / ("grub.cfg-" + inv.nodes["tbox-002"].mac)).write_text("not a link")
-    odd = refusals.boot_mode_refusal(inv, inv.nodes["tbox-002"], state)
-    assert len(odd) == 1 and "boot mode unknown" in odd[0] and "not a link" in odd[0]
+    odd = refusals.boot_mode_refusal(modes, inv.nodes["tbox-002"])
+    assert len(odd) == 1 and "cannot be read" in odd[0] and "not a link" in odd[0]
 
 
 class StandInSlurm:
@@ -208,5 +211,5 @@ def test_a_node_outside_slurm_is_not_asked(inv: Inventory, tmp_path: Path) -> No
     slurm = StandInSlurm({}, returncode=1)
     stor = next(n for n in inv.nodes.values() if not n.has("slurm.compute")
                 and not refusals.head_node_refusal(inv, n))
-    assert refusals.refusals(inv, stor, slurm, pxe_state(tmp_path)) == []
+    assert refusals.refusals(inv, stor, slurm, PxeBootMode(inv, pxe_state(tmp_path))) == []
     assert slurm.calls == []

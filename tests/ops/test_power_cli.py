@@ -169,7 +169,7 @@ def test_install_boot_mode_and_the_head_are_refused(
     assert rc == 5
     by = {n["node"]: n for n in out["nodes"]}
     assert by["tbox-001"]["status"] == "refused"
-    assert "boot mode is install" in by["tbox-001"]["problems"][0]
+    assert "PXE boot mode install" in by["tbox-001"]["problems"][0]
     assert by["head-01"]["status"] == "refused"
     assert "salt master" in by["head-01"]["problems"][0]
     # on never needs --force (head-01's BMC user is root, which the fake has not: the

@@ -1,6 +1,7 @@
 """Argument blocks that several ``fleet`` commands share, written once: the TARGET
 positional and its resolution, the Salt master's config dir, the Salt/Slurm options of
-the day-two commands, and mutually exclusive mode flags."""
+the day-two commands, the BMC options and the boot-mode store (reinstall, rollout,
+power), and mutually exclusive mode flags."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.apply.target import TargetError, resolve
 from fleet.inventory.model import Inventory
+
+if TYPE_CHECKING:
+    from fleet.bmc.connect import BmcOptions
+    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
 
 # what a command's set_defaults(func=...) is handed to load the inventory with
 Loader = Callable[[argparse.Namespace, Any], Inventory]
@@ -96,3 +101,63 @@ def add_timeouts(p: argparse.ArgumentParser, **defaults: float) -> None:
         text = _TIMEOUT_HELP.get(name)
         p.add_argument(f"--{name}-timeout", type=float, default=default, metavar="S",
                        help=None if text is None else text.format(default))
+
+
+def add_bmc_options(p: argparse.ArgumentParser) -> None:
+    """The secrets store with the BMC passwords and how the BMCs are reached."""
+    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
+                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
+    p.add_argument("--bmc-insecure", action="store_true",
+                   help="do not verify the BMC's TLS certificate")
+    p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
+                   help="override the profile's BMC protocol (IPMI as the fallback)")
+    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
+                   help="override the inventory's BMC address (e.g. an emulator in the "
+                        "lab); with several nodes NODE=HOST[:PORT],...")
+    p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
+                   help=argparse.SUPPRESS)
+
+
+def bmc_address(args: argparse.Namespace, name: str) -> str | None:
+    """--bmc-address: one HOST[:PORT] for one node; with several, NODE=HOST[:PORT] items
+    (comma-separated) name each node's."""
+    given = args.bmc_address
+    if not given or "=" not in given:
+        return str(given) if given else None
+    pairs = dict(item.split("=", 1) for item in given.split(",") if "=" in item)
+    return pairs.get(name)
+
+
+def bmc_options(args: argparse.Namespace, name: str, **extra: Any) -> BmcOptions:
+    """The BmcOptions of node ``name`` from :func:`add_bmc_options`' flags."""
+    from fleet.bmc.connect import BmcOptions
+
+    return BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
+                      insecure=args.bmc_insecure, protocol=args.bmc_protocol,
+                      address=bmc_address(args, name), scheme=args.bmc_scheme, **extra)
+
+
+def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
+    """Where the nodes' PXE boot modes are (``use``: what the command does with them)."""
+    p.add_argument("--pxe-state", type=Path, metavar="DIR",
+                   help=f"the boot-mode links it {use} (default: the inventory's "
+                        "site.pxe_state; a directory that is not here is no answer)")
+    p.add_argument("--pxe-root", type=Path, metavar="DIR",
+                   help="the deployed pxe/ tree (default: site.pxe_root)")
+    p.add_argument("--pxe-command", metavar="CMD",
+                   help="run `CMD pxe set|status ...` instead of using the links here, "
+                        "e.g. 'ssh head-01 fleet' when the provisioning host is not the "
+                        "master (a token goes over stdin)")
+
+
+def boot_mode_store(args: argparse.Namespace, inv: Inventory
+                    ) -> PxeBootMode | CommandBootMode:
+    """The boot modes of :func:`add_pxe_options`: through --pxe-command, else the links."""
+    import shlex
+
+    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
+
+    if args.pxe_command:
+        return CommandBootMode(shlex.split(args.pxe_command))
+    return PxeBootMode(inv, args.pxe_state, args.pxe_root)

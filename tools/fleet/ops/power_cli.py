@@ -7,10 +7,19 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Loader, add_command, add_slurm_command, target_nodes
+from fleet.cliparts import (
+    Loader,
+    add_bmc_options,
+    add_command,
+    add_pxe_options,
+    add_salt_config,
+    add_slurm_command,
+    bmc_options,
+    boot_mode_store,
+    target_nodes,
+)
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.ops.power import ACTIONS, Action, NodeResult, Status
@@ -33,8 +42,6 @@ target item that names no node), 5 a node was refused or failed
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    from fleet.reinstall.cli import _add_bmc_options
-
     p = add_command(sub, common, "power", HELP, DESCRIPTION, EPILOG)
     p.add_argument("action", choices=ACTIONS, metavar="ACTION",
                    help="on | off (at once, no OS shutdown) | cycle (off then on; a node "
@@ -52,21 +59,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    help="give up on a node S seconds after its start (default 60)")
     p.add_argument("--bmc-timeout", type=float, default=10.0, metavar="S",
                    help="seconds each BMC request may wait for an answer (default 10)")
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
-    p.add_argument("--pxe-state", type=Path, metavar="DIR",
-                   help="the boot-mode links (default: the inventory's site.pxe_state)")
+    add_pxe_options(p, "reads (off, cycle, reset)")
     add_slurm_command(p)
-    _add_bmc_options(p)
-    p.set_defaults(func=lambda a, pr: cmd_power(a, load(a, pr), pr),
-                   salt_config=Path("/etc/salt"))
+    add_bmc_options(p)
+    add_salt_config(p)  # unused by power itself: the shared runner is built from it
+    p.set_defaults(func=lambda a, pr: cmd_power(a, load(a, pr), pr))
 
 
 def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str], None]) -> int:
     from fleet.bmc.base import BmcClient
-    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.bmc.connect import client_for
     from fleet.ops import power, refusals
-    from fleet.reinstall.cli import _bmc_address, runner_for
+    from fleet.reinstall.cli import runner_for
 
     names = target_nodes(args, inv)
     if names is None:
@@ -77,18 +81,15 @@ def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
         return Exit.USAGE
     action: Action = args.action
     runner = runner_for(args)
+    modes = boot_mode_store(args, inv)
 
     def client(name: str) -> BmcClient:
-        opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
-                          insecure=args.bmc_insecure, timeout=args.bmc_timeout,
-                          protocol=args.bmc_protocol, address=_bmc_address(args, name),
-                          scheme=args.bmc_scheme)
-        return client_for(inv.nodes[name], opts)
+        return client_for(inv.nodes[name], bmc_options(args, name, timeout=args.bmc_timeout))
 
     def refused(name: str) -> list[str]:
         if args.force:
             return []
-        return refusals.refusals(inv, inv.nodes[name], runner, args.pxe_state)
+        return refusals.refusals(inv, inv.nodes[name], runner, modes)
 
     t0 = time.monotonic()
     progress(f"power {action}: {len(names)} node(s), {args.parallel} at once")

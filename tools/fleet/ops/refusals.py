@@ -4,19 +4,14 @@ rule is a function of the node that returns the reasons, empty when it may go.
 - :func:`head_node_refusal`: the provisioning host, the Salt master and the head roles
   (what ``fleet rollout --reboot`` refuses, fleet.rollout.plan.reboot_refused).
 - :func:`boot_mode_refusal`: a node whose PXE boot mode is ``install`` (an install is
-  armed: a power action would start or wreck it), or cannot be read here.
-- :func:`running_jobs_refusal`: a Slurm compute node with jobs on it (``squeue``).
-
-MERGE NOTE: another change writes one shared "refuse a power action on a node whose boot
-mode is install or unknown" for ``fleet rollout --reboot``; :func:`boot_mode_refusal`
-should become that one function when both are merged."""
+  armed: a power action would start or wreck it), or cannot be read: the one rule of
+  fleet.pxe.powerguard, which ``fleet rollout --reboot`` applies too.
+- :func:`running_jobs_refusal`: a Slurm compute node with jobs on it (``squeue``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fleet.inventory.model import Inventory, Node
-from fleet.pxe import state as pxe_state
+from fleet.pxe.powerguard import BootModeReader, power_refusal
 from fleet.reinstall.commands import Runner
 from fleet.rollout.plan import reboot_refused
 
@@ -31,21 +26,10 @@ def head_node_refusal(inv: Inventory, node: Node) -> list[str]:
             "provisioning / Salt / Slurm / mkv head down with it" for s in said]
 
 
-def boot_mode_refusal(inv: Inventory, node: Node, state_dir: Path | None = None) -> list[str]:
-    """The node's boot mode from the PXE state directory (``site.pxe_state`` unless
-    ``state_dir``): ``install`` or unknown is a refusal."""
-    sd = state_dir if state_dir is not None else pxe_state.state_dir(inv)
-    if not sd.is_dir():
-        return [f"boot mode unknown: the PXE state directory {sd} is not on this host "
-                "(run on the provisioning host, or give --pxe-state DIR)"]
-    try:
-        mode = pxe_state.get_mode(sd, pxe_state.target(inv, node.hostname))
-    except (pxe_state.StateError, OSError) as exc:
-        return [f"boot mode unknown: {exc}"]
-    if mode == "install":
-        return [f"boot mode is install ({sd}): an install is armed; `fleet reinstall "
-                f"{node.hostname} --abort` or `fleet pxe set {node.hostname} local` first"]
-    return []
+def boot_mode_refusal(modes: BootModeReader, node: Node) -> list[str]:
+    """fleet.pxe.powerguard's rule: ``install`` or an unreadable mode is a refusal."""
+    why = power_refusal(node.hostname, modes, force_flag="--force")
+    return [why] if why else []
 
 
 def running_jobs_refusal(runner: Runner, node: Node) -> list[str]:
@@ -68,9 +52,8 @@ def running_jobs_refusal(runner: Runner, node: Node) -> list[str]:
             f"(`scontrol update NodeName={node.hostname} State=DRAIN Reason=...`)"]
 
 
-def refusals(inv: Inventory, node: Node, runner: Runner,
-             pxe_state_dir: Path | None = None) -> list[str]:
+def refusals(inv: Inventory, node: Node, runner: Runner, modes: BootModeReader) -> list[str]:
     """Every reason, cheapest first (Slurm is asked only when the others let it go: a
     head node needs no squeue)."""
-    found = head_node_refusal(inv, node) + boot_mode_refusal(inv, node, pxe_state_dir)
+    found = head_node_refusal(inv, node) + boot_mode_refusal(modes, node)
     return found or running_jobs_refusal(runner, node)

@@ -28,9 +28,10 @@ class BootModeReader(Protocol):
         ...
 
 
-def power_refusal(node: str, reader: BootModeReader) -> str | None:
-    """Why no power action may touch ``node`` now (one line naming it), or None when its
-    boot mode is ``local``."""
+def power_refusal(node: str, reader: BootModeReader, force_flag: str = FORCE_FLAG
+                  ) -> str | None:
+    """Why no power action may touch ``node`` now (one line naming it, and the caller's
+    ``force_flag`` that overrides it), or None when its boot mode is ``local``."""
     from fleet.health.parse import clean
     from fleet.reinstall.bootmode import BootModeUnavailableError
 
@@ -39,10 +40,10 @@ def power_refusal(node: str, reader: BootModeReader) -> str | None:
     except BootModeUnavailableError as exc:
         return (f"{node}: its PXE boot mode cannot be read ({clean(exc, 300)}): a power "
                 "action could boot it into an armed install, wiping its disk; refused "
-                f"(give where the boot modes are, or {FORCE_FLAG})")
+                f"(give where the boot modes are, or {force_flag})")
     if mode != DEFAULT:
         return (f"{node}: PXE boot mode {mode}: a power action would boot it into the "
                 "installer, wiping its disk; refused (`fleet pxe set "
                 f"{node} {DEFAULT}` when no install is meant, `fleet reinstall {node}` when "
-                f"one is, or {FORCE_FLAG})")
+                f"one is, or {force_flag})")
     return None

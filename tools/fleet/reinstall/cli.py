@@ -16,16 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
+    add_bmc_options,
     add_command,
     add_force,
     add_modes,
+    add_pxe_options,
     add_slurm_command,
     add_state_dir,
     add_timeouts,
+    bmc_options,
+    boot_mode_store,
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
 
 if TYPE_CHECKING:
     from fleet.reinstall.commands import SubprocessRunner
@@ -65,13 +68,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="seconds from power-on to the installer's callback (default 3600)")
     add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
     add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
                    help="the Salt master's config dir (-c of salt and salt-key)")
     _add_boot_options(p)
     add_slurm_command(p)
-    _add_bmc_options(p)
+    add_bmc_options(p)
     p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
     p.add_argument("--parallel", type=int, metavar="N",
                    help="with several nodes: at most N reinstalls at once (default and "
@@ -90,34 +91,7 @@ def _add_boot_options(p: argparse.ArgumentParser) -> None:
                         "set: the rendered "
                         "late-commands call that port on the master; 'none' when one runs "
                         "separately)")
-    p.add_argument("--pxe-state", type=Path, metavar="DIR",
-                   help="the boot-mode links (default: the inventory's site.pxe_state)")
-    p.add_argument("--pxe-root", type=Path, metavar="DIR",
-                   help="the deployed pxe/ tree (default: site.pxe_root)")
-    p.add_argument("--pxe-command", metavar="CMD",
-                   help="set boot modes by running `CMD pxe set ...` instead of writing "
-                        "the links here, e.g. 'ssh head-01 fleet' when the provisioning "
-                        "host is not the master (the token goes over stdin)")
-
-
-def _add_bmc_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
-    p.add_argument("--bmc-insecure", action="store_true",
-                   help="do not verify the BMC's TLS certificate")
-    p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
-                   help="override the profile's BMC protocol (IPMI as the fallback)")
-    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
-                   help="override the inventory's BMC address (e.g. an emulator in the "
-                        "lab); with several nodes NODE=HOST[:PORT],...")
-    p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
-                   help=argparse.SUPPRESS)
-
-
-def boot_mode_store(args: argparse.Namespace, inv: Inventory
-                    ) -> PxeBootMode | CommandBootMode:
-    if args.pxe_command:
-        return CommandBootMode(shlex.split(args.pxe_command))
-    return PxeBootMode(inv, args.pxe_state, args.pxe_root)
+    add_pxe_options(p, "sets")
 
 
 def _tool(name: str) -> str:
@@ -153,15 +127,13 @@ def _context(args: argparse.Namespace, inv: Inventory, name: str,
              say: Callable[[str], None]) -> Context:
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
-    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.bmc.connect import client_for
     from fleet.reinstall.context import Context, Options
     from fleet.reinstall.saltkeys import MinionKeys
 
     node = inv.nodes[name]
     runner = runner_for(args)
-    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
-                          insecure=args.bmc_insecure, protocol=args.bmc_protocol,
-                          address=_bmc_address(args, name), scheme=args.bmc_scheme)
+    bmc_opts = bmc_options(args, name)
     return Context(
         inventory=inv, node=node, state_root=args.state_dir, runner=runner,
         boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
@@ -171,16 +143,6 @@ def _context(args: argparse.Namespace, inv: Inventory, name: str,
                         converge_timeout=args.converge_timeout,
                         health_timeout=args.health_timeout, reason=args.reason),
         say=say)
-
-
-def _bmc_address(args: argparse.Namespace, name: str) -> str | None:
-    """--bmc-address: one HOST[:PORT] for one node; with several, NODE=HOST[:PORT] items
-    (comma-separated) name each node's."""
-    given = args.bmc_address
-    if not given or "=" not in given:
-        return str(given) if given else None
-    pairs = dict(item.split("=", 1) for item in given.split(",") if "=" in item)
-    return pairs.get(name)
 
 
 def _bind(args: argparse.Namespace, inv: Inventory) -> tuple[str, int] | None:

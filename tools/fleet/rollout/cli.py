@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -15,12 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
     Loader,
+    add_bmc_options,
     add_command,
     add_force,
     add_modes,
+    add_pxe_options,
     add_salt_options,
     add_state_dir,
     add_timeouts,
+    bmc_options,
+    boot_mode_store,
     target_nodes,
 )
 from fleet.exitcodes import Exit
@@ -29,7 +32,6 @@ from fleet.reinstall.cli import DEFAULT_STATE as REINSTALL_STATE
 from fleet.reinstall.cli import runner_for
 
 if TYPE_CHECKING:
-    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
     from fleet.rollout.flow import Parts
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
@@ -67,14 +69,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--ignore-boot-mode", action="store_true",
                    help="with --reboot: power-cycle even a node in PXE install mode (it is "
                         "then reinstalled: its disk wiped) or whose mode cannot be read")
-    p.add_argument("--pxe-state", type=Path, metavar="DIR",
-                   help="the boot-mode links --reboot reads (default: the inventory's "
-                        "site.pxe_state; a directory that is not here is no answer)")
-    p.add_argument("--pxe-root", type=Path, metavar="DIR",
-                   help="the deployed pxe/ tree (default: site.pxe_root)")
-    p.add_argument("--pxe-command", metavar="CMD",
-                   help="read boot modes by running `CMD pxe status NODE --json`, e.g. "
-                        "'ssh head-01 fleet' when the provisioning host is not the master")
+    add_pxe_options(p, "--reboot reads")
     add_force(p)
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
@@ -85,13 +80,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    help="fleet reinstall's state dir, whose per-node locks the rollout "
                         "takes so the two never work on one node at once (default "
                         f"$FLEET_REINSTALL_STATE or {REINSTALL_STATE})")
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with the BMC passwords (--reboot)")
-    p.add_argument("--bmc-ca-file", metavar="FILE")
-    p.add_argument("--bmc-insecure", action="store_true")
-    p.add_argument("--bmc-address", metavar="HOST[:PORT]", help=argparse.SUPPRESS)
-    p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
-                   help=argparse.SUPPRESS)
+    add_bmc_options(p)
     add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_rollout(a, load(a, pr), pr))
 
@@ -169,41 +158,30 @@ def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool
         return True
     if args.ignore_boot_mode:
         return False
-    reader = boot_modes(args, inv)
+    reader = boot_mode_store(args, inv)
     refusals = [why for n in names if (why := power_refusal(n, reader)) is not None]
     for why in refusals:
         print(f"fleet: --reboot refused for {why}", file=sys.stderr)
     return bool(refusals)
 
 
-def boot_modes(args: argparse.Namespace, inv: Inventory) -> PxeBootMode | CommandBootMode:
-    """Where --reboot reads each node's PXE boot mode (--pxe-state, --pxe-command)."""
-    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
-
-    if args.pxe_command:
-        return CommandBootMode(shlex.split(args.pxe_command))
-    return PxeBootMode(inv, args.pxe_state, args.pxe_root)
-
-
 def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
     """Salt, the BMCs and the health gate as the command line sets them."""
-    from fleet.bmc.connect import BmcOptions, client_for
+    from fleet.bmc.connect import client_for
     from fleet.health.run import check
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
 
     runner = runner_for(args)
-    bmc_opts = BmcOptions(secrets_dir=args.secrets, ca_file=args.bmc_ca_file,
-                          insecure=args.bmc_insecure, address=args.bmc_address,
-                          scheme=args.bmc_scheme)
 
     def health(node: str) -> list[str]:
         return check(inv, [node], runner, lambda _m: None,
                      salt_timeout=args.salt_timeout)[0].problems
 
     return Parts(runner=runner, apply=SaltApply(runner),
-                 reboot=BmcReboot(runner, lambda n: client_for(inv.nodes[n], bmc_opts)),
-                 health=health, boot_mode=boot_modes(args, inv))
+                 reboot=BmcReboot(runner,
+                                  lambda n: client_for(inv.nodes[n], bmc_options(args, n))),
+                 health=health, boot_mode=boot_mode_store(args, inv))
 
 
 def format_table(report: Any) -> str:
