@@ -681,6 +681,7 @@ def test_a_merged_journal_never_renames_through_a_link(
     ("a removal moved in", [("move", ".pxe.render-1/r0", "pxe/evil")]),
     ("an addition exchanged", [("exchange", ".pxe.render-1/a0", "pxe/nginx/tokens.conf")]),
     ("the whole tree onto a file", [("exchange", ".pxe.render-1", "pxe/nginx/tokens.conf")]),
+    ("the live tree moved out", [("move", "pxe", ".pxe.render-1")]),
     ("another render's staging", [("move", ".pxe.render-2/a0", "pxe/evil")]),
     ("the journal itself", [("move", ".pxe.render-1/a0", ".render.commit")]),
 ])

@@ -1,9 +1,11 @@
 """Load YAML into plain Python values plus a map of source positions.
 
 PyYAML's composer gives every node a start mark; we build values ourselves from the
-node tree so that we can (a) reject duplicate keys, which PyYAML silently drops,
-(b) keep YAML 1.1 surprises as strings (timestamps, base-60 integers such as the
-all-digit MAC ``10:25:30:12:34:56``), and (c) record where each value came from.
+node tree so that we can (a) reject duplicate keys, which PyYAML silently drops, and tags
+(``!include``, ``!!binary``) other than those YAML itself resolves to, (b) keep YAML 1.1
+surprises as strings (timestamps, base-60 integers such as the all-digit MAC
+``10:25:30:12:34:56``), and (c) record where each value came from. Syntax errors are said
+in plain words where :mod:`fleet.yamlwords` recognizes them.
 
 A valid, plain document (the usual case) is built straight from the parser's events,
 which is several times faster than composing a node tree first; at the first thing that

@@ -194,8 +194,8 @@ def _shape_ok(op: object, src: object, dest: object, pid: int) -> bool:
     if m is None or int(m["pid"]) != pid:
         return False
     top, kind = m["top"], m["kind"]
-    if kind is None:  # the whole tree
-        return op in ("move", "exchange") and live == top
+    if kind is None:  # the whole tree, moved or exchanged onto its directory
+        return op in ("move", "exchange") and staged == src and live == top
     if (kind == "r") != (staged == dest) or op != _OP_OF_KIND[kind]:
         return False
     return live.startswith(f"{top}/") and os.path.normpath(live) == live and all(
