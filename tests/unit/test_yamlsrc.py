@@ -203,6 +203,13 @@ def test_a_tab_says_tab_where_and_how_to_fix_it(text: str, needle: str) -> None:
     ("x:\n  a:\n    b: 1\n  c: 2\n    d: 3\n", "c: 2", [
         "`c:` is indented 2 spaces, less than the lines around it (lines 3 and 5, 4 spaces)",
         "indent it 4 spaces, like `b:`"]),
+    ("p:\n  q:\n    a: 1\n  x:\n      y: 1\n    b: 2\n", "x:", [
+        "`x:` is indented 2 spaces, less than the lines around it (lines 3 and 6, 4 spaces)",
+        "indent it 4 spaces, like `a:` on line 3"]),
+    # a block's first line indented unlike the rest: that first line
+    ("p:\n  q:\n     a: 1\n    b: 2\n", "a: 1", [
+        "`a:` is indented 5 spaces, the lines after it 4 spaces",
+        "indent `a:` 4 spaces, like `b:` on line 4"]),
     ("a:\n  b: 1\n c: 2\n  d: 3\n", "c: 2", ["`c:` is indented 1 space, which lines up",
                                                "indent it 0 or 2 spaces"]),
     # a level no key above has

@@ -8,6 +8,7 @@ error it does not recognize keeps the parser's words.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 
@@ -105,6 +106,65 @@ def _levels(lines: list[str], line: int) -> list[int]:
     return sorted(levels)
 
 
+def _step(lines: list[str]) -> int:
+    """The file's usual indent of a block under its key (2 where none shows)."""
+    seen: dict[int, int] = {}
+    rows = [r for r in lines if _content(r)]
+    for key, child in itertools.pairwise(rows):
+        if key.split("#", 1)[0].rstrip().endswith(":"):
+            step = _key_col(child) - _key_col(key)
+            if step > 0:
+                seen[step] = seen.get(step, 0) + 1
+    return max(seen, key=lambda k: (seen[k], -k)) if seen else 2
+
+
+def _moved_above(lines: list[str], line: int) -> Words | None:
+    """The line above ``line`` that moved, where one did: a line indented less than those
+    before and after it (its own lines fit the file's indent once it moves back), or the
+    first line of a block indented unlike the rest of it."""
+    col = _key_col(lines[line])
+    ups = [i for i in range(line - 1, -1, -1) if _content(lines[i])]
+    step = _step(lines)
+    return _left_between(lines, line, col, ups, step) or _first_of_block(
+        lines, line, col, ups, step)
+
+
+def _left_between(lines: list[str], line: int, col: int, ups: list[int],
+                  step: int) -> Words | None:
+    for n, i in enumerate(ups):
+        icol = _key_col(lines[i])
+        if icol > col:
+            continue
+        if icol == col or n + 1 >= len(ups):
+            return None
+        above = next((j for j in ups[n + 1:] if _key_col(lines[j]) <= col), None)
+        if above is None or _key_col(lines[above]) != col:
+            return None
+        if n > 0 and _key_col(lines[ups[n - 1]]) - col != step:
+            return None  # its own lines would not fit under it moved back
+        mcol = icol
+        return Words(i + 1, mcol + 1, f"`{_word(lines[i], mcol)}:` is indented "
+                     f"{_spaces(mcol)}, less than the lines around it (lines {above + 1} and "
+                     f"{line + 1}, {_spaces(col)})", f"indent it {_spaces(col)}, like "
+                     f"`{_word(lines[above], col)}:` on line {above + 1}")
+    return None
+
+
+def _first_of_block(lines: list[str], line: int, col: int, ups: list[int],
+                    step: int) -> Words | None:
+    if len(ups) < 2:
+        return None
+    up, parent = ups[0], ups[1]
+    ucol, pcol = _key_col(lines[up]), _key_col(lines[parent])
+    if not (pcol < col < ucol and ucol - pcol != step and col - pcol == step):
+        return None
+    key = _word(lines[up], ucol)
+    return Words(up + 1, ucol + 1, f"`{key}:` is indented {_spaces(ucol)}, the lines after "
+                 f"it {_spaces(col)}: YAML takes a block's indentation from its first line",
+                 f"indent `{key}:` {_spaces(col)}, like `{_word(lines[line], col)}:` on line "
+                 f"{line + 1}")
+
+
 def _lines_up_with_nothing(lines: list[str], line: int) -> Words | None:
     row = lines[line]
     if row.lstrip(" ").startswith("-"):
@@ -117,6 +177,9 @@ def _lines_up_with_nothing(lines: list[str], line: int) -> Words | None:
                          "indent it under the key it belongs to")
         what, levels = "list item", dashes
     else:
+        moved = _moved_above(lines, line)
+        if moved is not None:
+            return moved
         col = _key_col(row)
         what, levels = f"`{_word(row, col)}:`", [c for c in _levels(lines, line) if c != col]
     if not levels:
