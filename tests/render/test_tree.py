@@ -684,6 +684,7 @@ def test_a_merged_journal_never_renames_through_a_link(
     ("the live tree moved out", [("move", "pxe", ".pxe.render-1")]),
     ("another render's staging", [("move", ".pxe.render-2/a0", "pxe/evil")]),
     ("the journal itself", [("move", ".pxe.render-1/a0", ".render.commit")]),
+    ("a pid of 5000 digits", [("move", f".pxe.render-{'9' * 5000}/a0", "pxe/evil")]),
 ])
 def test_a_journal_names_only_the_renames_fleet_writes(
         out: Path, capsys: pytest.CaptureFixture[str], why: str,

@@ -97,7 +97,9 @@ def _moved(src: Source, path: Path, missing: set[Path]) -> tuple[Path, str] | No
         return None
     first = next(iter(entries[above]))
     kpos, fpos = src.keys.get((*parent, key)), src.keys.get((*parent, above, first))
-    if kpos is None or fpos is None or fpos.col <= kpos.col:
+    apos = src.keys.get((*parent, above))
+    if kpos is None or fpos is None or apos is None or fpos.col <= kpos.col or \
+            fpos.line <= apos.line:
         return None  # the entry above is a flow mapping, or not written above this key
     if (*parent, above, key) in missing or key in _entry_fields(parent):
         return parent, above

@@ -40,7 +40,7 @@ _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # The staging side of each rename fleet journals: the whole new tree, or one entry of it
 # (r: a removal moved out, c: a changed file exchanged in, a: an addition moved in).
-_STAGE = re.compile(r"\.(?P<top>pillar|pxe)\.render-(?P<pid>\d+)(?:/(?P<kind>[rca])\d+)?")
+_STAGE = re.compile(r"\.(?P<top>pillar|pxe)\.render-(?P<pid>\d{1,10})(?:/(?P<kind>[rca])\d+)?")
 _OP_OF_KIND = {"r": "move", "c": "exchange", "a": "move"}
 
 Undo = list[Callable[[], None]]
