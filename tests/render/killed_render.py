@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from fleet import cli
-from fleet.render import tree
+from fleet.render import journal, stage
 
 
 def die() -> None:
@@ -27,8 +27,8 @@ def die() -> None:
 
 def main() -> int:
     point, argv = sys.argv[1], sys.argv[2:]
-    real_write, real_run = tree._write_journal, tree._run_step
-    real_remove, real_cleanup = tree._remove_journal, tree._Commit.cleanup
+    real_write, real_run = journal.write_journal, journal.run_step
+    real_remove, real_cleanup = journal.remove_journal, stage.Commit.cleanup
     count = 0
 
     def write_journal(root: Any, steps: list[Any]) -> None:
@@ -52,10 +52,10 @@ def main() -> int:
             die()
         real_cleanup(self)
 
-    tree._write_journal = write_journal  # type: ignore[assignment]
-    tree._run_step = run_step  # type: ignore[assignment]
-    tree._remove_journal = remove_journal  # type: ignore[assignment]
-    tree._Commit.cleanup = cleanup  # type: ignore[method-assign]
+    journal.write_journal = write_journal  # type: ignore[assignment]
+    journal.run_step = run_step  # type: ignore[assignment]
+    journal.remove_journal = remove_journal  # type: ignore[assignment]
+    stage.Commit.cleanup = cleanup  # type: ignore[method-assign]
     return cli.main(argv)
 
 

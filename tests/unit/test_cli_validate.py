@@ -253,3 +253,51 @@ def test_fixture_positions_are_what_the_cli_reports(small_text: str) -> None:
     src = load(small_text, "x")
     pos = src.values[("slurm", "controller")]
     assert (pos.line, pos.col) == _pos(small_text, "controller: head-01", "head-01")
+
+
+# --- warnings: valid, exit 0, said ---------------------------------------------------------
+
+
+def test_validate_warns_when_minions_would_not_pin_the_master(
+        inventory_file: WriteInventory, small_text: str) -> None:
+    """No site.salt.master_finger: a warning at site.salt saying how to record it, exit 0;
+    with --json in the output; none once the fingerprint is recorded."""
+    path = inventory_file(small_text)
+    here = path.parent  # no ./secrets there
+    r = run_fleet("validate", "-i", str(path), cwd=here)
+    assert r.returncode == 0, r.stderr
+    line, col = _pos(small_text, "salt: {master: head-01}")
+    assert (f"warning: {path}:{line}:{col}: site.salt.master_finger: not recorded: every "
+            "minion installed now trusts the first Salt master that answers it") \
+        in r.stderr.splitlines()[0]
+    assert "`fleet keys finger`" in r.stderr
+    j = run_fleet("validate", "--json", "-i", str(path), cwd=here)
+    assert j.returncode == 0 and j.stderr == ""
+    assert [w["code"] for w in json.loads(j.stdout)["warnings"]] == ["no_master_finger"]
+    finger = ":".join(["ab"] * 32)
+    pinned = inventory_file(_edit(small_text, "salt: {master: head-01}",
+                                  f'salt: {{master: head-01, master_finger: "{finger}"}}'),
+                            name="pinned.yaml")
+    r = run_fleet("validate", "-i", str(pinned), cwd=here)
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_validate_and_render_agree_with_a_secrets_store_here(tmp_path: Path) -> None:
+    """After `fleet secrets init` (no BMC password written yet) in the working directory,
+    validate and render exit 0 with the same warnings; `--secrets DIR` asks for the store
+    to be checked, and then each missing password is an error."""
+    from support.cli import SMALL
+
+    init = run_fleet("secrets", "init", "-i", str(SMALL), cwd=tmp_path)
+    assert init.returncode == 0, init.stderr
+    assert (tmp_path / "secrets" / "bmc").is_dir()
+    v = run_fleet("validate", "-i", str(SMALL), cwd=tmp_path)
+    r = run_fleet("render", "-i", str(SMALL), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert (v.returncode, r.returncode) == (0, 0), v.stderr + r.stderr
+    warned = [w for w in v.stderr.splitlines() if w.startswith("warning: ")]
+    assert warned == [w for w in r.stderr.splitlines() if w.startswith("warning: ")]
+    missing = [w for w in warned if "password_secret" in w]
+    assert missing and all("--secrets secrets` makes this an error" in w for w in missing)
+    checked = run_fleet("validate", "-i", str(SMALL), "--secrets", "secrets", cwd=tmp_path)
+    assert checked.returncode == 1
+    assert len(checked.stderr.splitlines()) == len(missing) + 1  # the errors, then the count

@@ -14,4 +14,14 @@ def test_stop_daemon_ends_a_real_process() -> None:
 
 
 def test_stop_daemon_without_a_pid_does_nothing() -> None:
-    stop_daemon("nothing", lambda: None, timeout=1)
+    """No pid (the daemon is not running): the pid is read once, nothing is signalled and
+    nothing waited for (a second read would be the wait loop's)."""
+    reads: list[None] = []
+
+    def pid() -> int | None:
+        reads.append(None)
+        assert len(reads) == 1, "stop_daemon waited although no daemon runs"
+        return None
+
+    stop_daemon("nothing", pid, timeout=30)
+    assert len(reads) == 1

@@ -489,3 +489,27 @@ def test_the_iso_is_served_from_images(small_text: str, url: str) -> None:
     old = "iso_url: http://10.1.0.10/images/ubuntu-24.04.1-live-server-amd64.iso"
     text, at = edit(small_text, old, f"iso_url: {url}", mark=url)
     expect(text, "invalid", "site.install.iso_url", at, url)
+
+
+# --- MTU per link ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("old", "new", "net", "mtu"), [
+    ("vlan: 20, mtu: 9000}", "vlan: 20, mtu: 9216}", "prov", 9216),
+    ("vlan: 20, mtu: 9000}", "vlan: 20, mtu: 576}", "prov", 576),
+    ("cidr: 10.2.0.0/24, mtu: 2044}", "cidr: 10.2.0.0/24, mtu: 4092}", "ib-a", 4092),
+    ("cidr: 10.2.0.0/24, mtu: 2044}", "cidr: 10.2.0.0/24, mtu: 65520, ipoib_mode: connected}",
+     "ib-a", 65520),
+])
+def test_each_link_takes_the_mtus_of_its_range(small_text: str, old: str, new: str, net: str,
+                                               mtu: int) -> None:
+    """Ethernet up to 9216 (jumbo frames), IPoIB datagram up to 4092, connected up to
+    65520 (the rows of single_edits.yaml show one byte more refused)."""
+    text, _ = edit(small_text, old, new)
+    assert parse(text, FILE).raw.networks[net].mtu == mtu
+
+
+@pytest.mark.parametrize("mtu", [9217, 65520])
+def test_an_ethernet_mtu_above_jumbo_frames_is_refused(small_text: str, mtu: int) -> None:
+    text, at = edit(small_text, "vlan: 20, mtu: 9000}", f"vlan: 20, mtu: {mtu}}}", mark=str(mtu))
+    expect(text, "mtu_range", "networks.prov.mtu", at, str(mtu), "9216")

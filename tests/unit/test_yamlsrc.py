@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -166,16 +165,151 @@ def test_non_scalar_mapping_key_is_rejected() -> None:
 
 
 @pytest.mark.parametrize(("text", "needle"), [
-    ("a: b: c\n", ": c"),                  # mapping values not allowed here: at the 2nd ':'
-    ("a: 1\nb:\n\tc: 2\n", "\tc"),          # a tab cannot start a token
-    ("a: 1\n  b: 2\n", ": 2"),              # bad indentation: at the ':' of b
+    ("a: [1, 2\nb: 3\n", "3\n"),            # where the parser noticed the missing ']'
+    ("a:\n  b: 1\n  c\n  d: 2\n", "d: 2"),  # a key without its ':'
 ])
 def test_syntax_error_reports_file_line_col(text: str, needle: str) -> None:
     [p] = fails(text)
     assert p.code == "yaml_syntax"
     assert p.path == ""
-    assert p.pos == at(text, needle)
+    assert (p.pos.file, p.pos.line) == (FILE, at(text, needle).line)
     assert str(p).startswith(f"{p.pos}: YAML syntax error: ")
+
+
+# --- the common mistakes, in plain words ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("a:\n\tb: 1\n", "\tb"),                 # a tab where the indentation goes
+    ("a:\n  b: 1\n\tc: 2\n", "\tc"),          # libyaml: "found a tab character that violates"
+    ("a:\n  \tb: 1\n", "\tb"),               # after spaces
+    ("a: 1\nb:\n\tc: 2\n", "\tc"),
+])
+def test_a_tab_says_tab_where_and_how_to_fix_it(text: str, needle: str) -> None:
+    [p] = fails(text)
+    assert (p.code, p.pos) == ("yaml_syntax", at(text, needle))
+    assert p.message.startswith("a tab: YAML indents with spaces only")
+    assert p.hint is not None and "replace the tab with spaces" in p.hint
+
+
+@pytest.mark.parametrize(("text", "needle", "says"), [
+    # indented more than a key whose value is written: at the line that moved
+    ("a:\n  b: 1\n    c: 2\n", "c: 2", ["`c:` is indented more than `b:` on line 2",
+                                          "indent `c:` 2 spaces, like `b:`"]),
+    ("a: 1\n  b: 2\n", "b: 2", ["`b:` is indented more than `a:` on line 1"]),
+    ("a:\n  - b: 1\n      c: 2\n", "c: 2", ["`c:` is indented more than `b:`",
+                                               "4 spaces"]),
+    # a line moved left between two that did not: that line, not the one after it
+    ("x:\n  a:\n    b: 1\n  c: 2\n    d: 3\n", "c: 2", [
+        "`c:` is indented 2 spaces, less than the lines around it (lines 3 and 5, 4 spaces)",
+        "indent it 4 spaces, like `b:`"]),
+    ("p:\n  q:\n    a: 1\n  x:\n      y: 1\n    b: 2\n", "x:", [
+        "`x:` is indented 2 spaces, less than the lines around it (lines 3 and 6, 4 spaces)",
+        "indent it 4 spaces, like `a:` on line 3"]),
+    # a block's first line indented unlike the rest: that first line
+    ("p:\n  q:\n     a: 1\n    b: 2\n", "a: 1", [
+        "`a:` is indented 5 spaces, the lines after it 4 spaces",
+        "indent `a:` 4 spaces, like `b:` on line 4"]),
+    ("a:\n  b: 1\n c: 2\n  d: 3\n", "c: 2", ["`c:` is indented 1 space, which lines up",
+                                               "indent it 0 or 2 spaces"]),
+    # a level no key above has
+    ("a:\n    b: 1\n  c: 2\n", "c: 2", ["`c:` is indented 2 spaces, which lines up with "
+                                          "nothing above it", "indent it 0 or 4 spaces"]),
+    ("a:\n  - x\n - y\n", "- y", ["list item is indented 1 space", "indent it 2 spaces"]),
+    ("a:\n  b: 1\n  - c\n", "- c", ["a list item among the keys of a mapping"]),
+    ("a: b: c\n", ": c", ["a second `: ` on one line", "quote the value"]),
+])
+def test_bad_indentation_points_at_the_line_that_moved(text: str, needle: str,
+                                                       says: list[str]) -> None:
+    [p] = fails(text)
+    assert (p.code, p.pos) == ("yaml_syntax", at(text, needle))
+    for words in says:
+        assert words in str(p), str(p)
+    assert "YAML syntax error" not in p.message
+
+
+def test_a_field_indented_as_a_new_entry_is_one_error_at_that_key(small_text: str) -> None:
+    """`nics:` moved left out of its node group reads as a node group called `nics`: one
+    error at that key saying so, not one per field the `nics` group lacks."""
+    old = "    slurm_partition: tbox1\n    nics:\n"
+    assert small_text.count(old) == 1
+    text = small_text.replace(old, "    slurm_partition: tbox1\n  nics:\n")
+    with pytest.raises(InventoryError) as info:
+        parse(text, FILE)
+    [p] = info.value.problems
+    assert (p.code, p.path) == ("indentation", "node_groups.nics")
+    assert p.pos == at(text, "nics:\n      prov: {network: prov, ip_base: 10.1.0.100")
+    assert "`nics:` is indented 2 spaces, as an entry of node_groups beside `part-a`" \
+        in p.message
+    assert p.hint is not None and "2 more spaces" in p.hint
+
+
+def test_a_scalar_field_indented_as_a_new_entry_is_one_error(small_text: str) -> None:
+    """The last field of a group moved left: a node group called `mkv_array`."""
+    old = "    mkv_array: data\n"
+    start = small_text.index("    nics:\n      prov: {network: prov, ip_base: 10.1.0.150")
+    nics = small_text[start:small_text.index("\nslurm:")]
+    text = small_text.replace(old + nics, nics + "  mkv_array: data\n")
+    assert text != small_text
+    with pytest.raises(InventoryError) as info:
+        parse(text, FILE)
+    [p] = info.value.problems
+    assert (p.code, p.path, p.pos) == ("indentation", "node_groups.mkv_array",
+                                       at(text, "mkv_array: data"))
+    assert "a field of `storage`" in p.message
+
+
+def test_a_field_moved_left_between_two_others_is_named(small_text: str) -> None:
+    old = "    slurm_partition: tbox1\n"
+    text = small_text.replace(old, "  slurm_partition: tbox1\n")
+    [p] = fails(text)
+    assert (p.code, p.pos) == ("yaml_syntax", at(text, "slurm_partition: tbox1"))
+    assert p.message.startswith("`slurm_partition:` is indented 2 spaces, less than the lines "
+                                "around it")
+
+
+# --- tags --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "needle", "shown"), [
+    ("a: !include other.yaml\n", "!include", "!include"),
+    ("a: !!binary aGk=\n", "!!binary", "!!binary"),
+    ("a: !foo {b: 1}\n", "!foo", "!foo"),
+    ("a: [1, !!python/object:os.system x]\n", "!!python", "!!python/object:os.system"),
+    ("a: !!set {x}\n", "!!set", "!!set"),
+    ("!foo k: 1\n", "!foo", "!foo"),
+])
+def test_a_yaml_tag_is_refused_at_its_position(text: str, needle: str, shown: str) -> None:
+    [p] = fails(text)
+    assert (p.code, p.pos) == ("yaml_tag", at(text, needle))
+    assert f"YAML tags are not used in the inventory; remove `{shown}`" in p.message
+
+
+def test_include_is_refused_in_the_inventory(small_text: str) -> None:
+    old = "    profile: gpu\n"
+    text = small_text.replace(old, "    profile: !include gpu.yaml\n", 1)
+    with pytest.raises(InventoryError) as info:
+        parse(text, FILE)
+    [p] = info.value.problems
+    assert (p.code, p.pos) == ("yaml_tag", at(text, "!include"))
+    assert p.path.endswith(".profile") and "nothing is included" in str(p.hint)
+
+
+def test_the_tags_yaml_itself_gives_stay_allowed() -> None:
+    assert ok("a: !!str 12\nb: !!int 7\nc: ! x\nd: !!map {e: 1}\n").data == {
+        "a": "12", "b": 7, "c": "x", "d": {"e": 1}}
+
+
+def test_a_byte_that_is_not_utf8_is_reported_at_its_line_and_column(tmp_path: Path) -> None:
+    from fleet.inventory.load import load_inventory
+
+    path = tmp_path / "inventory.yaml"
+    path.write_bytes("site:\n  name: café\n".encode() + b"  note: caf\xe9 au lait\n")
+    with pytest.raises(InventoryError) as info:
+        load_inventory(path)
+    [p] = info.value.problems
+    assert (p.pos.line, p.pos.col) == (3, 12)
+    assert p.message == "byte 0xe9 is not UTF-8 text" and "save the file as UTF-8" in str(p.hint)
 
 
 def test_unclosed_flow_sequence_points_past_the_sequence() -> None:
@@ -361,9 +495,12 @@ def test_unicode_line_separators_are_rejected_at_the_editor_position() -> None:
     assert [(p.code, p.pos.line, p.pos.col) for p in problems] == [("yaml_char", 2, 7)]
 
 
-def test_explicit_bool_tag_on_a_word_is_not_a_crash() -> None:
-    with contextlib.suppress(YamlLoadError):  # a problem or a string: either is fine
-        load("a: !!bool maybe\n", FILE)
+def test_explicit_bool_tag_on_a_word_keeps_the_word() -> None:
+    """`!!bool maybe` is no boolean: the text stays, where it was written, and a boolean
+    field then refuses it there, naming it."""
+    src = load("a: !!bool maybe\nb: !!bool yes\n", FILE)
+    assert src.data == {"a": "maybe", "b": True}
+    assert (src.values[("a",)], src.texts[("a",)]) == (Pos(FILE, 1, 4), "maybe")
 
 
 # --- the event-based fast path and the node-tree loader agree ------------------------------
@@ -379,7 +516,7 @@ SAME_AS_NODES = [
     "a: 0x1F\nb: -0o17\nc: 0644\nd: 1_000\ne: 10:25:30\nf: +12\ng: 0\n",
     "a: 1.5\nb: .inf\nc: -.Inf\nd: .nan\ne: 1e3\nf: 1:30.5\ng: 6.02E+23\n",
     "a: 2024-01-02\nb: 2001-12-14t21:59:43.10-05:00\n",
-    "a: !!str 12\nb: !!int '7'\nc: ! 12\nd: !custom x\ne: !!float 1\n",
+    "a: !!str 12\nb: !!int '7'\nc: ! 12\ne: !!float 1\n",
     "'quoted key': 1\n\"dq\": 2\n? explicit\n: 3\n",
     "2: int key\ntrue: bool key\n~: null key\n1.5: float key\n",
     "a: |\n  block\n  text\nb: >\n  folded\n  text\nc: 'multi\n  line'\n",
@@ -413,7 +550,8 @@ def test_event_loader_matches_the_node_loader_on_the_inventories(small_text: str
 
 @pytest.mark.parametrize("text", [
     "a: &x 1\n", "a: &x 1\nb: *x\n", "<<: {a: 1}\n", "a: 1\na: 2\n", "? [a]\n: 1\n",
-    "a: 1\n---\nb: 2\n", "a: [1\n", "!!merge <<: 1\n",
+    "a: 1\n---\nb: 2\n", "a: [1\n", "!!merge <<: 1\n", "a: !custom x\n", "a: !foo {b: 1}\n",
+    "!foo k: 1\n",
 ])
 def test_event_loader_defers_anything_unusual_to_the_node_loader(text: str) -> None:
     from fleet import yamlsrc

@@ -42,21 +42,31 @@ class Progress:
 
 
 def _load(args: argparse.Namespace, progress: Progress) -> Inventory:
+    """The inventory, the same for every verb: the secrets store is checked (as errors)
+    only when ``--secrets`` names it; a ``./secrets`` found here only adds warnings."""
     progress(f"validating {args.inventory}")
-    inv = load_inventory(args.inventory, args.overlay,
-                         secrets=getattr(args, "check_secrets", None))
+    store = getattr(args, "check_secrets", None)
+    found = Path("secrets") if store is None and Path("secrets").is_dir() else None
+    inv = load_inventory(args.inventory, args.overlay, secrets=store, advise=found)
     progress(f"{len(inv.nodes)} nodes valid")
     return inv
 
 
+def _warn(inv: Inventory, args: argparse.Namespace) -> None:
+    """The inventory's warnings on stderr (not with -q or --json: JSON carries them)."""
+    if not args.quiet and not args.json:
+        for w in inv.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+
+
 def cmd_validate(args: argparse.Namespace, progress: Progress) -> int:
-    if args.check_secrets is None and Path("secrets").is_dir():
-        args.check_secrets = Path("secrets")  # on the master, where the store is
     inv = _load(args, progress)
     summary = summarize(inv)
+    _warn(inv, args)
     if args.json:
         print(json.dumps({"ok": True, "inventory": os.fspath(args.inventory),
-                          "summary": summary}, indent=2))
+                          "summary": summary,
+                          "warnings": [w.as_dict() for w in inv.warnings]}, indent=2))
     elif not args.quiet:
         print(f"{args.inventory}: valid")
         print(format_summary(summary))
@@ -104,11 +114,13 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
     changes = tree.write(root, files)
     progress("done")
     summary = summarize(inv)
+    _warn(inv, args)
     if args.json:
         print(json.dumps({"ok": True, "written": len(changes.added) + len(changes.changed),
                           "added": changes.added, "changed": changes.changed,
                           "removed": changes.removed, "unchanged": changes.unchanged,
-                          "summary": summary}, indent=2))
+                          "summary": summary,
+                          "warnings": [w.as_dict() for w in inv.warnings]}, indent=2))
     elif not args.quiet:
         print(format_summary(summary))
         print(f"files: {len(changes.added)} added, {len(changes.changed)} changed, "
@@ -208,7 +220,8 @@ def _add_validate_render(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "file:line:column: path: message.")
     p.add_argument("--secrets", dest="check_secrets", type=Path, metavar="DIR",
                    help="also check that every password_secret has a value in DIR/bmc "
-                        "(default: ./secrets if it exists)")
+                        "(errors; without it, a ./secrets found here gives warnings, as "
+                        "for render)")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("render", parents=[common, _output_option()],
                        help="write pillar/ and pxe/",

@@ -1,9 +1,11 @@
 """Load YAML into plain Python values plus a map of source positions.
 
 PyYAML's composer gives every node a start mark; we build values ourselves from the
-node tree so that we can (a) reject duplicate keys, which PyYAML silently drops,
-(b) keep YAML 1.1 surprises as strings (timestamps, base-60 integers such as the
-all-digit MAC ``10:25:30:12:34:56``), and (c) record where each value came from.
+node tree so that we can (a) reject duplicate keys, which PyYAML silently drops, and tags
+(``!include``, ``!!binary``) other than those YAML itself resolves to, (b) keep YAML 1.1
+surprises as strings (timestamps, base-60 integers such as the all-digit MAC
+``10:25:30:12:34:56``), and (c) record where each value came from. Syntax errors are said
+in plain words where :mod:`fleet.yamlwords` recognizes them.
 
 A valid, plain document (the usual case) is built straight from the parser's events,
 which is several times faster than composing a node tree first; at the first thing that
@@ -21,6 +23,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from fleet.problems import Problem
+from fleet.yamlwords import plain
 
 try:  # libyaml is ~10x faster; the pure-Python loader is a correct fallback.
     _Loader: type = yaml.CSafeLoader
@@ -182,6 +185,21 @@ class _NotPlainError(Exception):
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_CORE = "tag:yaml.org,2002:"
+# The tags YAML itself gives an untagged value (and so those that may be written out, as in
+# `!!str 12`): any other (`!include`, `!!binary`, `!!python/...`) is a feature the
+# inventory does not use, refused where it is written.
+_PLAIN_TAGS = frozenset(_CORE + t for t in (
+    "str", "int", "float", "bool", "null", "seq", "map", "timestamp", "merge", "value"))
+
+
+def _tag_problem(file: str, node: yaml.Node, path: Path) -> Problem:
+    tag = str(node.tag)
+    shown = "!!" + tag[len(_CORE):] if tag.startswith(_CORE) else tag
+    hint = ("the inventory is one file: nothing is included into it" if shown == "!include"
+            else "a value is written as itself; quote it to keep it text")
+    return Problem(_mark(file, node), _dotted(path), f"YAML tags are not used in the "
+                   f"inventory; remove `{shown}`", code="yaml_tag", hint=hint)
 _resolve: Callable[[type, str, tuple[bool, bool]], str] = yaml.resolver.Resolver().resolve
 _tags: dict[tuple[str, tuple[bool, bool]], str] = {}
 
@@ -205,10 +223,15 @@ def _load_events(text: str, file: str) -> Source:
     scalar_event, mapping_end, sequence_end = (yaml.ScalarEvent, yaml.MappingEndEvent,
                                                yaml.SequenceEndEvent)
     mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+    plain_tags = _PLAIN_TAGS
 
     def tag_of(ev: Any) -> str:
         tag: str | None = ev.tag
-        return _tag(ev.value, ev.implicit) if tag is None or tag == "!" else tag
+        if tag is None or tag == "!":
+            return _tag(ev.value, ev.implicit)
+        if tag not in plain_tags:
+            raise _NotPlainError
+        return tag
 
     def build(ev: Any, path: Path) -> Any:
         if ev.anchor is not None:
@@ -221,6 +244,8 @@ def _load_events(text: str, file: str) -> Source:
         if kind is scalar_event:
             texts[path] = ev.value
             return _convert(ev.value, ev.style, tag_of(ev))
+        if ev.tag is not None and ev.tag not in plain_tags:
+            raise _NotPlainError
         if kind is mapping_start:
             out: dict[Any, Any] = {}
             while True:
@@ -286,6 +311,10 @@ def _compose(text: str, file: str) -> yaml.Node | None:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         msg = exc.problem or str(exc)
+        said = plain(text, line - 1, col - 1, msg)
+        if said is not None:
+            raise YamlLoadError([Problem(Pos(file, said.line, said.col), "", said.message,
+                                         code="yaml_syntax", hint=said.hint)]) from None
         raise YamlLoadError(
             [Problem(Pos(file, line, col), "", f"YAML syntax error: {msg}", code="yaml_syntax")]
         ) from None
@@ -315,6 +344,8 @@ class _Tree:
                 "or node group to share settings", code="yaml_alias"))
             return None
         self.seen.add(id(node))
+        if node.tag not in _PLAIN_TAGS:
+            self.problems.append(_tag_problem(self.file, node, path))
         if isinstance(node, yaml.ScalarNode):
             src.texts[path] = node.value
             return _scalar(node)
@@ -344,6 +375,8 @@ class _Tree:
             key = _scalar(key_node)
             key = key if isinstance(key, str | int) else str(key)
             kpath = (*path, key)
+            if key_node.tag not in _PLAIN_TAGS:
+                problems.append(_tag_problem(file, key_node, kpath))
             if key in out:
                 first = self.src.keys[kpath]
                 problems.append(

@@ -73,10 +73,14 @@ def check_macs(c: Ctx) -> Iterator[Problem]:
 def check_serials(c: Ctx) -> Iterator[Problem]:
     seen: dict[str, tuple[str, YamlPath]] = {}
     guids: dict[str, tuple[str, YamlPath]] = {}
-    for node in c.nodes.values():
-        yield from _claim(c, seen, node.serial, node.hostname,
-                          ("nodes", node.hostname, "serial"), node.serial,
-                          code="duplicate_serial")
+    spelled: dict[str, str] = {}
+    for node in c.nodes.values():  # one machine whatever the case: labels and BMCs differ
+        key = node.serial.casefold()
+        first = spelled.setdefault(key, node.serial)
+        yield from _claim(c, seen, key, node.hostname, ("nodes", node.hostname, "serial"),
+                          node.serial, code="duplicate_serial",
+                          hint=None if first == node.serial else
+                          f"as {first}: serials are compared ignoring case")
         if node.ib_guid:
             yield from _claim(c, guids, node.ib_guid, node.hostname,
                               ("nodes", node.hostname, "ib_guid"), node.ib_guid,
@@ -126,6 +130,18 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
                               shown=shown, code="duplicate_ip")
 
 
+def _max_mtu(net: schema.Network) -> tuple[int, str, str | None]:
+    """The largest MTU of the network's link, what that link is, and a hint (the schema's
+    576..65520 holds for every link). Ethernet: jumbo frames of at most 9216 bytes, the most
+    data-center switches take (Dell OS10, NVIDIA Cumulus); IPoIB datagram mode: the 4096-byte
+    InfiniBand MTU less the 4-byte IPoIB header; connected mode: the Linux driver's 65520."""
+    if net.purpose != "ipoib":
+        return 9216, "an Ethernet link (jumbo frames)", None
+    if net.ipoib_mode == "datagram":
+        return 4092, "IPoIB in datagram mode", "ipoib_mode: connected allows up to 65520"
+    return 65520, "IPoIB in connected mode", None
+
+
 def check_networks(c: Ctx) -> Iterator[Problem]:
     nets = list(c.raw.networks.items())
     for i, (name, net) in enumerate(nets):
@@ -143,6 +159,10 @@ def check_networks(c: Ctx) -> Iterator[Problem]:
                                 f"({pool.start})")
         if net.purpose != "ipoib" and net.pkey is not None:
             yield c.problem((*path, "pkey"), "pkey applies only to ipoib networks")
+        top, link, hint = _max_mtu(net)
+        if net.mtu > top:
+            yield c.problem((*path, "mtu"), f"{net.mtu} is more than {top}, the largest MTU "
+                            f"of {link}", code="mtu_range", hint=hint)
         for other_name, other in nets[:i]:
             if net.cidr.overlaps(other.cidr):
                 yield c.problem((*path, "cidr"), f"{net.cidr} overlaps network {other_name} "

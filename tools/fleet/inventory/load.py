@@ -16,8 +16,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleet.inventory import checks, schema
+from fleet.inventory.advice import warnings
 from fleet.inventory.expand import expand, expand_hosts
 from fleet.inventory.model import Inventory, Node
+from fleet.inventory.outdent import said_once
 from fleet.inventory.overlay import ONLY_NODES
 from fleet.inventory.overlay import apply as apply_overlay
 from fleet.inventory.types import PATTERN_HINTS
@@ -38,7 +40,7 @@ _PATTERNS = {
 
 
 def _schema_problems(exc: ValidationError, src: Source) -> list[Problem]:
-    problems = []
+    problems: list[tuple[tuple[str | int, ...], Problem]] = []
     for err in exc.errors(include_url=False):
         raw_loc = err["loc"]
         is_key = bool(raw_loc) and raw_loc[-1] == "[key]"
@@ -73,8 +75,8 @@ def _schema_problems(exc: ValidationError, src: Source) -> list[Problem]:
                 msg = f"{shown}: {msg[0].lower()}{msg[1:]}" if msg else shown
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
-        problems.append(Problem(pos, dotted(loc), msg, code=kind, hint=_HINTS.get(kind)))
-    return problems
+        problems.append((loc, Problem(pos, dotted(loc), msg, code=kind, hint=_HINTS.get(kind))))
+    return said_once(src, problems)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -157,10 +159,10 @@ Overlay = tuple[str, str]  # (text, file name for messages)
 
 
 def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = None, *,
-          secrets: Path | None = None) -> Inventory:
+          secrets: Path | None = None, advise: Path | None = None) -> Inventory:
     """Validate inventory ``text`` (named ``file`` in messages), with optional overlays
     given as ``(text, file)`` and applied in order; with ``secrets``, also that store's
-    BMC passwords."""
+    BMC passwords; with ``advise``, a store whose missing passwords are warnings only."""
     overlays: list[Overlay] = ([] if overlay is None else
                                [overlay] if isinstance(overlay, tuple) else list(overlay))
     for body, name in ((text, file), *overlays):
@@ -194,7 +196,8 @@ def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = No
         problems += password_problems(raw, src, secrets)
     if problems:
         raise InventoryError(problems)
-    return Inventory(file=file, raw=raw, nodes=nodes)
+    return Inventory(file=file, raw=raw, nodes=nodes,
+                     warnings=tuple(sorted(warnings(raw, src, advise), key=Problem.sort_key)))
 
 
 # The real inventory is 40 kB and a generated 10,000-node one about 2 MB: anything near
@@ -240,18 +243,33 @@ def _read(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _io_error(path, f"not UTF-8 text: {exc.reason}") from None
+        raise _not_utf8(path, data, exc.start) from None
+
+
+def _not_utf8(path: Path, data: bytes, at: int) -> InventoryError:
+    """The first byte that is not UTF-8, at its line and column (in characters)."""
+    from fleet.yamlsrc import Pos
+
+    start = data.rfind(b"\n", 0, at) + 1
+    col = len(data[start:at].decode("utf-8", errors="replace")) + 1
+    return InventoryError([Problem(
+        Pos(str(path), data.count(b"\n", 0, at) + 1, col), "",
+        f"byte 0x{data[at]:02x} is not UTF-8 text", code="encoding",
+        hint="save the file as UTF-8 (an editor's Latin-1 or Windows-1252 'é' is one byte "
+             "there, two in UTF-8)")])
 
 
 def load_inventory(path: str | os.PathLike[str],
                    overlay: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-                   | None = None, *, secrets: Path | None = None) -> Inventory:
-    """The inventory at ``path`` with the overlay file(s), applied in order."""
+                   | None = None, *, secrets: Path | None = None,
+                   advise: Path | None = None) -> Inventory:
+    """The inventory at ``path`` with the overlay file(s), applied in order (``secrets``,
+    ``advise``: as :func:`parse`)."""
     text = _read(Path(path))
     files = ([] if overlay is None else
              [overlay] if isinstance(overlay, (str, os.PathLike)) else list(overlay))
     extra = [(_read(Path(f)), os.fspath(f)) for f in files]
-    return parse(text, os.fspath(path), extra, secrets=secrets)
+    return parse(text, os.fspath(path), extra, secrets=secrets, advise=advise)
 
 
 def _nowhere(file: str) -> Any:

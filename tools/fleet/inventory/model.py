@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
 
 from fleet.inventory import schema
+from fleet.problems import Problem
 
 YamlPath = tuple[str | int, ...]
 
@@ -73,6 +74,7 @@ class Inventory:
     file: str
     raw: schema.Inventory
     nodes: dict[str, Node]  # by hostname, in inventory order
+    warnings: tuple[Problem, ...] = ()  # fleet.inventory.advice: valid, but worth a word
     _groupings: dict[str, dict[str, list[Node]]] = field(default_factory=dict, repr=False,
                                                          compare=False)
 

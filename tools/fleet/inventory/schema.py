@@ -233,7 +233,7 @@ class Network(Model):
     """access VLAN of the switch ports (hosts send untagged frames); one network per VLAN"""
     mtu: StrictInt = Field(default=1500, ge=576, le=65520)
     """MTU in bytes of the nodes' NICs on it (netplan, installer); also sent by DHCP on provisioning
-    networks"""
+    networks; at most 9216 on Ethernet (bmc, provisioning), 4092 on IPoIB in datagram mode"""
     dhcp_pool: IpPool | None = None
     """dynamic pool for not-yet-inventoried machines"""
     pkey: str | None = Field(default=None, pattern=r"^0x[0-9a-fA-F]{1,4}$")
