@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,8 @@ def check_file(tmp: Path, path: str, text: str) -> None:
             _check_sh(cmd)
     elif path.endswith((".sls", "meta-data")):
         yaml.safe_load(text)
+    elif name.endswith(".svg"):
+        ET.fromstring(text.encode("utf-8"))  # expat: refuses XML that is not well-formed
 
 
 # --- structure: nothing added --------------------------------------------------------------

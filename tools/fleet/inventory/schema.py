@@ -411,7 +411,8 @@ class Profile(Model):
     read_gbps: float | None = Field(default=None, ge=0)
     """sustained network read rate of one storage node"""
     height_u: StrictInt = Field(default=1, ge=1, le=MAX_HEIGHT_U)
-    """rack units one machine takes (the rack elevations, and the stacking of node_groups.*.place)"""
+    """rack units one machine takes (the rack elevations; the stacking of
+    node_groups.*.place)"""
 
     @property
     def data_disks(self) -> list[Disk]:

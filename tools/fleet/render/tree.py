@@ -52,10 +52,10 @@ from typing import TypeVar
 
 from fleet.render.errors import RenderBusyError
 
-OWNED = ("pillar", "pxe")
+OWNED = ("pillar", "pxe", "pictures")
 JOURNAL = ".render.commit"
 # What a render puts next to pillar/ and pxe/ while it writes (or leaves when killed).
-_LEFTOVER = re.compile(r"^\.(pillar|pxe)\.(render|old|rollback)-\d+(\.old)?$"
+_LEFTOVER = re.compile(rf"^\.({'|'.join(OWNED)})\.(render|old|rollback)-\d+(\.old)?$"
                        r"|^\.render\.commit(\.tmp)?$")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
