@@ -67,7 +67,8 @@ BASE = _base()
 
 # Where each field lands: "pillar" (a pillar SLS leaf), "user-data" (an autoinstall leaf),
 # "preseed" (shell-quoted in the preseed's partman/early_command), "kernel" (a word of
-# the kernel lines), or None (validated, never rendered: the BMC user, the comment).
+# the kernel lines), "svg" (a tooltip of pictures/racks.svg), or None (validated, never
+# rendered: the BMC user, the comment).
 FIELDS: dict[tuple[Any, ...], str | None] = {
     ("profiles", "storage", "vendor"): "pillar",
     ("profiles", "storage", "model"): "pillar",
@@ -80,6 +81,7 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("mkv", "arrays", "data", "purpose"): "pillar",
     ("nodes", "stor-1", "comment"): None,
     ("switches", "ib1", "location"): None,
+    ("switches", "sw1", "model"): "svg",
     ("site", "timezone"): "pillar",
     ("site", "ntp_servers", 0): "pillar",
     ("site", "domain"): "pillar",
@@ -294,6 +296,10 @@ def _intact(files: dict[str, str], sink: str | None, value: str) -> None:
         early = _preseed_values(files["pxe/http/hosts/gpu-03/preseed.cfg"])[
             "partman/early_command"]
         assert shlex.quote(value) in early, f"{value!r} is not quoted in {early!r}"
+    elif sink == "svg":
+        root = ET.fromstring(files["pictures/racks.svg"].encode("utf-8"))
+        titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
+        assert any(value in t for t in titles), f"{value!r} is not in a tooltip of racks.svg"
     elif sink == "kernel":
         line = next(ln for ln in files["pxe/http/hosts/gpu-03/install.ipxe"].splitlines()
                     if ln.startswith("kernel "))

@@ -61,11 +61,10 @@ def layout(raw: schema.Inventory, nodes: dict[str, Node]) -> Layout:
 
 def _group(raw: schema.Inventory, gname: str, group: schema.NodeGroup, members: list[Node],
            placed: list[Placed], unplaced: list[tuple[str, YamlPath, str]]) -> None:
+    """The group's machines by their position in it: a machine with its own place leaves
+    its slot empty, and a selection of the group (an overlay) moves no machine."""
     gpath: YamlPath = ("node_groups", gname, "place")
     rule = group.place
-    slot = 0  # the rack's index in rule.racks
-    count = 0  # machines in that rack so far
-    unit = rule.first_unit if rule else 1
     for node in members:
         own = node.facts.place
         height = node.profile.height_u
@@ -76,22 +75,37 @@ def _group(raw: schema.Inventory, gname: str, group: schema.NodeGroup, members: 
             continue
         if rule is None:
             continue
-        rack = raw.racks.get(rule.racks[slot])
-        full = (count == rule.per_rack if rule.per_rack is not None else
-                rack is not None and count > 0 and unit + height - 1 > rack.height_u)
-        if full:
-            slot, count, unit = slot + 1, 0, rule.first_unit
-        if slot >= len(rule.racks):
+        slot = _slot(raw, rule, height, node.position)
+        if slot is None:
             held = f"{rule.per_rack} each" if rule.per_rack else "as many as fit"
             unplaced.append((node.hostname, (*gpath, "racks"),
                              f"{node.hostname} has no rack left: the {len(rule.racks)} "
                              f"rack(s) of group {gname} are full ({held})"))
             continue
-        placed.append(Placed(node.hostname, "node", rule.racks[slot], unit, height,
+        i, unit = slot
+        placed.append(Placed(node.hostname, "node", rule.racks[i], unit, height,
                              (*gpath, "per_rack" if rule.per_rack else "first_unit"),
-                             (*gpath, "racks", slot)))
-        count += 1
-        unit += height
+                             (*gpath, "racks", i)))
+
+
+def _slot(raw: schema.Inventory, rule: schema.GroupPlace, height: int,
+          position: int) -> tuple[int, int] | None:
+    """(index in rule.racks, unit) of the group's machine at ``position``; None past the
+    last rack. A rack holds per_rack machines, or as many as fit above first_unit (at
+    least one: one that does not fit is reported as over the top)."""
+    if rule.per_rack is not None:
+        i, k = divmod(position, rule.per_rack)
+        return (i, rule.first_unit + k * height) if i < len(rule.racks) else None
+    left = position
+    for i, name in enumerate(rule.racks):
+        rack = raw.racks.get(name)
+        if rack is None:  # reported as unknown; the rest stack in it
+            return i, rule.first_unit + left * height
+        room = max((rack.height_u - rule.first_unit + 1) // height, 1)
+        if left < room:
+            return i, rule.first_unit + left * height
+        left -= room
+    return None
 
 
 def check_racks(c: Reporter, raw: schema.Inventory, nodes: dict[str, Node]) -> Iterator[Problem]:

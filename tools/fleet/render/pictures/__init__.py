@@ -18,7 +18,7 @@ TOP = "pictures"
 
 
 def _index(inv: Inventory, switches: list[str]) -> str:
-    lines = [f"# Pictures of site {inv.raw.site.name}", "", f"<!-- {TEXT} -->", "",
+    lines = [f"<!-- {TEXT} -->", f"# Pictures of site {inv.raw.site.name}", "",
              "## Racks", "", "![the rack elevations](racks.svg)", "",
              "## Switches (cabling per port)", ""]
     lines += [f"- [{name}](switches/{name}.svg)" for name in switches]
