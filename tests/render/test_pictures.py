@@ -101,6 +101,21 @@ def test_every_real_node_is_drawn_once_in_its_rack_and_units(site_inv: Inventory
     assert "Every device is placed" in labels
 
 
+def test_each_row_of_racks_is_drawn_on_a_line_of_its_own(site_inv: Inventory,
+                                                          site_files: dict[str, str]) -> None:
+    root = svg(site_files["pictures/racks.svg"])
+    heads = {(t.text or "").split(" (")[0]: int(t.get("y", "0")) for t in root.iter(f"{NS}text")
+             if (t.text or "").endswith("U)")}
+    assert set(heads) == set(site_inv.raw.racks)
+    lines: dict[str | None, set[int]] = {}
+    for name, rack in site_inv.raw.racks.items():
+        lines.setdefault(rack.row, set()).add(heads[name])
+    assert all(len(ys) == 1 for ys in lines.values()), lines  # a row: one line
+    assert min(lines["row1"]) < min(lines["row2"]) < min(lines["row3"])  # in order, below
+    labels = texts(root)
+    assert all(row in labels for row in ("row1", "row2", "row3"))
+
+
 def test_an_unplaced_switch_is_listed_not_drawn(small_files: dict[str, str]) -> None:
     root = svg(small_files["pictures/racks.svg"])
     assert not [t for t in tips(root) if t.startswith("ib2: ")]

@@ -220,6 +220,8 @@ class Rack(Model):
 
     height_u: StrictInt = Field(default=42, ge=1, le=MAX_RACK_U)
     """rack units it holds, U1 (bottom) to U<height_u> (top)"""
+    row: Name | None = None
+    """the row of racks it stands in: the rack elevations draw each row on a line of its own"""
 
 
 class Place(Model):

@@ -16,6 +16,7 @@ GAP = 36  # between racks
 PER_ROW = 7  # racks side by side
 MARGIN = 20
 HEAD = 30  # the rack's name above it
+LABEL = 28  # the row's name above its racks
 NAMES_PER_LINE = 10  # unplaced devices listed a line at a time
 
 
@@ -49,6 +50,23 @@ def _rack(svg: Svg, inv: Inventory, x: int, y: int, name: str, height: int,
         svg.text(x + GUTTER + RACK_W - 8, mid, clip(detail, 20), size=10, anchor="end")
 
 
+def _rows(inv: Inventory) -> list[tuple[str, list[str]]]:
+    """The racks as drawn: each row (in order of its first rack) on lines of PER_ROW,
+    racks in no row after them."""
+    by_row: dict[str | None, list[str]] = {}
+    for name, rack in inv.raw.racks.items():
+        by_row.setdefault(rack.row, []).append(name)
+    if None in by_row:
+        by_row[None] = by_row.pop(None)  # last
+    out = []
+    for row, names in by_row.items():
+        label = ("racks in no row" if row is None else row if row.startswith("row")
+                 else f"row {row}")
+        for i in range(0, len(names), PER_ROW):
+            out.append((label if i == 0 else f"{label} (continued)", names[i:i + PER_ROW]))
+    return out
+
+
 def render(inv: Inventory) -> str:
     lay = layout(inv.raw, inv.nodes)
     racks = inv.raw.racks
@@ -60,9 +78,10 @@ def render(inv: Inventory) -> str:
     unplaced = [h for h in inv.nodes if h not in placed]
     unplaced += [s for s in inv.raw.switches if s not in placed]
     names = list(racks)
-    rows = [names[i:i + PER_ROW] for i in range(0, len(names), PER_ROW)]
-    row_h = [HEAD + max(racks[n].height_u for n in row) * U_PX + GAP for row in rows]
-    cols = min(len(names), PER_ROW) or 1
+    rows = _rows(inv)
+    row_h = [LABEL + HEAD + max(racks[n].height_u for n in row) * U_PX + GAP
+             for _, row in rows]
+    cols = max((len(row) for _, row in rows), default=1)
     lines = -(-len(unplaced) // NAMES_PER_LINE)
     width = max(2 * MARGIN + cols * (GUTTER + RACK_W + GAP), 760)
     height = 2 * MARGIN + 40 + sum(row_h) + 140 + 20 * (lines + 1)
@@ -71,9 +90,10 @@ def render(inv: Inventory) -> str:
              f"{len(placed)} devices placed, {len(unplaced)} not placed", size=18, bold=True)
     used: set[str] = set()
     y = MARGIN + 40
-    for row, h in zip(rows, row_h, strict=True):
+    for (label, row), h in zip(rows, row_h, strict=True):
+        svg.text(MARGIN, y + 18, label, size=16, bold=True)
         for i, name in enumerate(row):
-            _rack(svg, inv, MARGIN + i * (GUTTER + RACK_W + GAP), y, name,
+            _rack(svg, inv, MARGIN + i * (GUTTER + RACK_W + GAP), y + LABEL, name,
                   racks[name].height_u, by_rack[name], used)
         y += h
     if not names:
