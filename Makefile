@@ -1,4 +1,4 @@
-# fleet: `make render` renders pillar/ and pxe/ from inventory.yaml; `make test` runs
+# fleet: `make render` renders pillar/, pxe/ and pictures/ from inventory.yaml; `make test` runs
 # every check CI runs. Both set up what they need (host packages, .venv) on first use.
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -12,7 +12,7 @@ INVENTORY ?= inventory.yaml
 	test-swarm bench-fanout
 
 help:
-	@echo "make render        validate $(INVENTORY) and render pillar/ and pxe/"
+	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
 	@echo "make validate      only validate the inventory"
 	@echo "make diff          show what a render would change"
 	@echo "make docs          regenerate docs/inventory-reference.md from the schema"

@@ -64,7 +64,7 @@ def test_render_matches_golden(tmp_path: Path) -> None:
 
 def test_golden_holds_only_rendered_output() -> None:
     top = sorted(p.name for p in GOLDEN.iterdir())
-    assert top == ["pillar", "pxe"], f"unexpected entries in {GOLDEN}: {top}; {HINT}"
+    assert top == ["pictures", "pillar", "pxe"], f"unexpected entries in {GOLDEN}: {top}; {HINT}"
 
 
 def test_diff_report_shows_unified_diff() -> None:

@@ -27,8 +27,10 @@ from render.helpers import read_tree
 from support.cli import ROOT, SMALL, Run, run_fleet
 
 OLD_NS = 1_000_000_000_000_000_000  # 2001-09-09: an mtime no render can produce
-# What a render leaves next to pillar/ and pxe/ if it is interrupted: staging, the journal.
-STAGING = re.compile(r"^\.(pillar|pxe)\.(render|old|rollback)-\d+(\.old)?$|^\.render\.commit")
+# What a render leaves next to pillar/, pxe/ and pictures/ if it is interrupted: staging,
+# the journal.
+STAGING = re.compile(r"^\.(pillar|pxe|pictures)\.(render|old|rollback)-\d+(\.old)?$"
+                     r"|^\.render\.commit")
 
 
 def fleet(capsys: pytest.CaptureFixture[str], *args: str) -> Run:
@@ -151,7 +153,12 @@ def test_deleting_a_node_removes_its_files(
     assert set(result["removed"]) == {p for p in old_files if "gpu-04" in p}
     assert len(result["removed"]) == 8
     assert set(result["changed"]) == {"pillar/hosts.sls", "pillar/slurm.sls", "pillar/top.sls",
-                                       "pxe/dnsmasq/dns-hosts", "pxe/nginx/tokens.conf"}
+                                       "pxe/dnsmasq/dns-hosts", "pxe/nginx/tokens.conf",
+                                       # the pictures that drew gpu-04: its rack, its ports
+                                       "pictures/racks.svg", "pictures/fabrics.svg",
+                                       "pictures/switches/sw1.svg",
+                                       "pictures/switches/mgmt1.svg",
+                                       "pictures/switches/ib2.svg"}
     assert result["added"] == []
     files, dirs = read_tree(out)
     assert not [p for p in [*files, *dirs] if "gpu-04" in p]

@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,8 @@ BASE = _base()
 
 # Where each field lands: "pillar" (a pillar SLS leaf), "user-data" (an autoinstall leaf),
 # "preseed" (shell-quoted in the preseed's partman/early_command), "kernel" (a word of
-# the kernel lines), or None (validated, never rendered: the BMC user, the comment).
+# the kernel lines), "svg" (a tooltip of pictures/racks.svg), or None (validated, never
+# rendered: the BMC user, the comment).
 FIELDS: dict[tuple[Any, ...], str | None] = {
     ("profiles", "storage", "vendor"): "pillar",
     ("profiles", "storage", "model"): "pillar",
@@ -79,6 +81,7 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("mkv", "arrays", "data", "purpose"): "pillar",
     ("nodes", "stor-1", "comment"): None,
     ("switches", "ib1", "location"): None,
+    ("switches", "sw1", "model"): "svg",
     ("site", "timezone"): "pillar",
     ("site", "ntp_servers", 0): "pillar",
     ("site", "domain"): "pillar",
@@ -232,6 +235,8 @@ def check_file(tmp: Path, path: str, text: str) -> None:
             _check_sh(cmd)
     elif path.endswith((".sls", "meta-data")):
         yaml.safe_load(text)
+    elif name.endswith(".svg"):
+        ET.fromstring(text.encode("utf-8"))  # expat: refuses XML that is not well-formed
 
 
 # --- structure: nothing added --------------------------------------------------------------
@@ -291,6 +296,10 @@ def _intact(files: dict[str, str], sink: str | None, value: str) -> None:
         early = _preseed_values(files["pxe/http/hosts/gpu-03/preseed.cfg"])[
             "partman/early_command"]
         assert shlex.quote(value) in early, f"{value!r} is not quoted in {early!r}"
+    elif sink == "svg":
+        root = ET.fromstring(files["pictures/racks.svg"].encode("utf-8"))
+        titles = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")]
+        assert any(value in t for t in titles), f"{value!r} is not in a tooltip of racks.svg"
     elif sink == "kernel":
         line = next(ln for ln in files["pxe/http/hosts/gpu-03/install.ipxe"].splitlines()
                     if ln.startswith("kernel "))

@@ -185,7 +185,7 @@ def _output_option() -> argparse.ArgumentParser:
     """-o DIR of render and diff (a parent parser)."""
     out = argparse.ArgumentParser(add_help=False)
     out.add_argument("-o", "--output", default=".", metavar="DIR",
-                     help="directory holding pillar/ and pxe/ (default: .)")
+                     help="directory holding pillar/, pxe/ and pictures/ (default: .)")
     return out
 
 
@@ -224,8 +224,9 @@ def _add_validate_render(sub: Any, common: argparse.ArgumentParser) -> None:
                         "for render)")
     p.set_defaults(func=cmd_validate)
     p = sub.add_parser("render", parents=[common, _output_option()],
-                       help="write pillar/ and pxe/",
-                       description="Render pillar/ and pxe/ from the inventory. Output is built "
+                       help="write pillar/, pxe/ and pictures/",
+                       description="Render pillar/, pxe/ and pictures/ from the inventory. "
+                                   "Output is built "
                                    "aside and swapped in atomically; unchanged files are not "
                                    "rewritten; an invalid inventory writes nothing.")
     add_modes(p, ("--check", "write nothing; exit 3 and list files if the output is out of date"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import TypeVar, Unpack
 
-from fleet.inventory import aptcache, schema
+from fleet.inventory import aptcache, racks, schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
 from fleet.inventory.slurmcompat import check_slurm_versions
@@ -700,6 +700,11 @@ def check_install_media(c: Ctx) -> Iterator[Problem]:
                         "initrd's path", code="invalid")
 
 
+def check_racks(c: Ctx) -> Iterator[Problem]:
+    """Rack placement: known racks, inside their height, one device per unit (racks.py)."""
+    yield from racks.check_racks(c, c.raw, c.nodes)
+
+
 RULES: tuple[Rule, ...] = (
     check_networks,
     check_network_addresses,
@@ -722,6 +727,7 @@ RULES: tuple[Rule, ...] = (
     check_mkv_ports,
     check_fabrics,
     check_slurm_versions,
+    check_racks,
 )
 
 

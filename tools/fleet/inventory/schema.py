@@ -209,6 +209,42 @@ class Site(Model):
     """resolvers the site DNS forwards to"""
 
 
+# --- racks ------------------------------------------------------------------------------
+
+MAX_RACK_U = 60
+MAX_HEIGHT_U = 20
+
+
+class Rack(Model):
+    """A rack of the site: devices are placed in it by unit (U1 at the bottom)."""
+
+    height_u: StrictInt = Field(default=42, ge=1, le=MAX_RACK_U)
+    """rack units it holds, U1 (bottom) to U<height_u> (top)"""
+    row: Name | None = None
+    """the row of racks it stands in: the rack elevations draw each row on a line of its own"""
+
+
+class Place(Model):
+    """Where one device sits: its rack and its lowest unit."""
+
+    rack: Name
+    """the racks entry it is in"""
+    unit: StrictInt = Field(ge=1, le=MAX_RACK_U)
+    """its lowest rack unit (U1 is the bottom); it takes height_u units from there up"""
+
+
+class GroupPlace(Model):
+    """Where a node group's machines sit: stacked upward from first_unit, in its racks in
+    order, per_rack to a rack (``nodes.<name>.place`` overrides one machine)."""
+
+    racks: list[Name] = Field(min_length=1, max_length=1000)
+    """the racks entries its machines fill, in order"""
+    first_unit: StrictInt = Field(default=1, ge=1, le=MAX_RACK_U)
+    """unit of the lowest machine in each rack; the next sits height_u (the profile's) above"""
+    per_rack: StrictInt | None = Field(default=None, ge=1, le=MAX_RACK_U)
+    """machines to a rack before the next one (null: as many as fit)"""
+
+
 # --- networks and switches -------------------------------------------------------------
 
 
@@ -259,7 +295,11 @@ class Switch(Model):
     sm_hosts: list[HostName] = Field(default_factory=list)
     """hosts that run opensm for this fabric"""
     location: Text | None = None
-    """where it is (e.g. the rack), for the operator; no config uses it"""
+    """where it is (e.g. the room), for the operator; no config uses it"""
+    place: Place | None = None
+    """its rack and lowest unit (`fleet render`'s rack elevations; null: not placed)"""
+    height_u: StrictInt = Field(default=1, ge=1, le=MAX_HEIGHT_U)
+    """rack units it takes, from place.unit upward"""
 
 
 # --- hardware profiles ------------------------------------------------------------------
@@ -372,6 +412,9 @@ class Profile(Model):
     """the BMC: how `fleet reinstall` powers and PXE-boots the machine"""
     read_gbps: float | None = Field(default=None, ge=0)
     """sustained network read rate of one storage node"""
+    height_u: StrictInt = Field(default=1, ge=1, le=MAX_HEIGHT_U)
+    """rack units one machine takes (the rack elevations; the stacking of
+    node_groups.*.place)"""
 
     @property
     def data_disks(self) -> list[Disk]:
@@ -418,6 +461,8 @@ class NodeGroup(Model):
     nics: dict[Name, NicRule] = Field(min_length=1)
     """how each of the profile's NICs, and bmc, is addressed and cabled; exactly one on a
     provisioning network"""
+    place: GroupPlace | None = None
+    """the racks its machines are in (null: not placed, unless a node gives its own place)"""
 
 
 class HardwareFacts(Model):
@@ -452,6 +497,8 @@ class NodeFacts(Model):
     """this machine's boot-disk match (e.g. by serial), instead of its profile's"""
     comment: Text | None = None
     """free note for the operator; no config uses it"""
+    place: Place | None = None
+    """this machine's rack and unit, instead of its group's stacking"""
 
 
 # --- services ---------------------------------------------------------------------------
@@ -539,6 +586,8 @@ class Inventory(Model):
     """site-wide settings: names, time, DNS, admins, Salt, apt, installers, the provisioning host"""
     networks: dict[Name, Network] = Field(min_length=1)
     """networks by name: BMC, provisioning and IPoIB"""
+    racks: dict[Name, Rack] = Field(default_factory=dict)
+    """racks by name, named by the place of switches, node groups and nodes"""
     switches: dict[Name, Switch] = Field(default_factory=dict)
     """switches by name, named by NIC rules and Slurm partitions"""
     profiles: dict[Name, Profile] = Field(min_length=1)

@@ -17,13 +17,14 @@ Renderer = Callable[[Inventory], dict[str, str]]
 
 
 def render_all(inv: Inventory) -> dict[str, str]:
-    from fleet.render import pillar, pxe  # imported on use: `fleet validate` needs neither
+    from fleet.render import pictures, pillar, pxe  # on use: `fleet validate` needs none
 
     if len(inv.nodes) >= PARALLEL_MIN_NODES and _cpus() > 1:
         files = _forked(pxe.render, inv, pillar.render)
     else:
         files = pillar.render(inv)
         files.update(pxe.render(inv))
+    files.update(pictures.render(inv))
     return dict(sorted(files.items()))
 
 

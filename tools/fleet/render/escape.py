@@ -81,3 +81,21 @@ def nginx_word(value: str) -> str:
 def debconf_value(value: str) -> str:
     """A preseed answer: the rest of its line, so any line break would add a question."""
     return line(value, "a preseed answer")
+
+
+# XML 1.0 has no way to write these at all (not even as character references).
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_XML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
+                              "'": "&apos;"})
+
+
+def xml_text(value: Any, what: str = "a value") -> str:
+    """``value`` as XML character data or a double- or single-quoted attribute value:
+    markup characters escaped, one that XML cannot hold refused, and line breaks and other
+    C0/C1 controls refused as in every other rendered language (:func:`line`)."""
+    text = str(value)
+    m = _XML_ILLEGAL.search(text)
+    if m:
+        raise UnsafeValueError(f"{what} {text[:60]!r} holds U+{ord(m.group()):04X}, which "
+                               "XML cannot hold")
+    return line(text, what).translate(_XML_ESCAPES)

@@ -33,14 +33,15 @@ from pathlib import Path
 from fleet.render.scan import OWNED, UnsafeOutputError, existing, unsafe, walk
 
 JOURNAL = ".render.commit"
-# What a render puts next to pillar/ and pxe/ while it writes (or leaves when killed).
-LEFTOVER = re.compile(r"^\.(pillar|pxe)\.(render|old|rollback)-\d+(\.old)?$"
+_TOPS = "|".join(OWNED)
+# What a render puts next to its output directories while it writes (or leaves when killed).
+LEFTOVER = re.compile(rf"^\.({_TOPS})\.(render|old|rollback)-\d+(\.old)?$"
                       r"|^\.render\.commit(\.tmp)?$")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # The staging side of each rename fleet journals: the whole new tree, or one entry of it
 # (r: a removal moved out, c: a changed file exchanged in, a: an addition moved in).
-_STAGE = re.compile(r"\.(?P<top>pillar|pxe)\.render-(?P<pid>\d{1,10})(?:/(?P<kind>[rca])\d+)?")
+_STAGE = re.compile(rf"\.(?P<top>{_TOPS})\.render-(?P<pid>\d{{1,10}})(?:/(?P<kind>[rca])\d+)?")
 _OP_OF_KIND = {"r": "move", "c": "exchange", "a": "move"}
 
 Undo = list[Callable[[], None]]

@@ -9,7 +9,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-OWNED = ("pillar", "pxe")
+OWNED = ("pillar", "pxe", "pictures")
 
 
 class UnsafeOutputError(OSError):

@@ -33,6 +33,7 @@ base:
   - secrets.munge
   - mkv
   - provisioning
+  - secrets.aptcache
   stor-1:
   - site
   - hosts
