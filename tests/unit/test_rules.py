@@ -513,3 +513,14 @@ def test_each_link_takes_the_mtus_of_its_range(small_text: str, old: str, new: s
 def test_an_ethernet_mtu_above_jumbo_frames_is_refused(small_text: str, mtu: int) -> None:
     text, at = edit(small_text, "vlan: 20, mtu: 9000}", f"vlan: 20, mtu: {mtu}}}", mark=str(mtu))
     expect(text, "mtu_range", "networks.prov.mtu", at, str(mtu), "9216")
+
+
+def test_a_direct_upstream_that_no_remap_line_can_hold_is_refused(small_text: str) -> None:
+    """Every upstream the inventory names gets a Remap- line, one that nodes fetch
+    directly (not through the cache) too: one that cannot be a word of it is refused at
+    its position, not dropped from the cache's list unsaid (found by test_hostile: a Salt
+    repository URL ending in '&&')."""
+    old = "salt: {master: head-01}"
+    url = "https://packages.example/saltproject-deb&&"
+    text, at = edit(small_text, old, f"salt: {{master: head-01, repo: '{url}'}}", mark="'")
+    expect(text, "invalid", "site.salt.repo", at, "Remap- line")

@@ -231,9 +231,9 @@ def test_bad_indentation_points_at_the_line_that_moved(text: str, needle: str,
 def test_a_field_indented_as_a_new_entry_is_one_error_at_that_key(small_text: str) -> None:
     """`nics:` moved left out of its node group reads as a node group called `nics`: one
     error at that key saying so, not one per field the `nics` group lacks."""
-    old = "    slurm_partition: tbox1\n    nics:\n"
+    old = "    place: {racks: [r1]}\n    nics:\n"
     assert small_text.count(old) == 1
-    text = small_text.replace(old, "    slurm_partition: tbox1\n  nics:\n")
+    text = small_text.replace(old, "    place: {racks: [r1]}\n  nics:\n")
     with pytest.raises(InventoryError) as info:
         parse(text, FILE)
     [p] = info.value.problems
@@ -247,9 +247,9 @@ def test_a_field_indented_as_a_new_entry_is_one_error_at_that_key(small_text: st
 def test_a_scalar_field_indented_as_a_new_entry_is_one_error(small_text: str) -> None:
     """The last field of a group moved left: a node group called `mkv_array`."""
     old = "    mkv_array: data\n"
-    start = small_text.index("    nics:\n      prov: {network: prov, ip_base: 10.1.0.150")
-    nics = small_text[start:small_text.index("\nslurm:")]
-    text = small_text.replace(old + nics, nics + "  mkv_array: data\n")
+    start = small_text.index("    place: {racks: [r2], first_unit: 1}\n    nics:\n")
+    rest = small_text[start:small_text.index("\nslurm:")]  # the group's last fields
+    text = small_text.replace(old + rest, rest + "  mkv_array: data\n")
     assert text != small_text
     with pytest.raises(InventoryError) as info:
         parse(text, FILE)

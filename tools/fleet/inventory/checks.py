@@ -644,10 +644,12 @@ def check_apt_cache(c: Ctx) -> Iterator[Problem]:
         return
     first: aptcache.AptUrl | None = None
     for u in aptcache.classify(site, prov):
-        if not u.through:
-            continue
+        # every upstream gets a Remap- line (aptcache.pillar), one fetched directly too:
+        # one that cannot be a word of it was dropped from the cache's list unsaid
         if u.error is not None:
             yield c.problem(u.path, f"{short(u.url)}: {u.error}", code="invalid")
+            continue
+        if not u.through:
             continue
         if first is None:
             first = u
