@@ -33,6 +33,8 @@ base:
   - secrets.munge
   - mkv
   - provisioning
+  - secrets.aptcache
+  - monitoring
   stor-1:
   - site
   - hosts
