@@ -20,6 +20,6 @@ monitoring-collectors-file-managed-textfile:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: {{ c.python }} -m py_compile
+    - check_cmd: {{ c.python }} -c 'import ast, sys; ast.parse(open(sys.argv[1], "rb").read())'
     - require:
       - file: monitoring-collectors-file-directory-lib

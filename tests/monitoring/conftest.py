@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from tests_paths import SITE
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from tests_paths import SITE
-
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import promtool
 import pytest
 
-import promtool
 from fleet.inventory.model import Inventory
 from fleet.render import monitoring
 
@@ -51,7 +51,7 @@ def baseline(inv: Inventory) -> dict[str, str]:
     port = {"device": "mlx5_0", "port": "1"}
     s: dict[str, str] = {
         _sel("up", gpu): _const(1), _sel("up", stor): _const(1), _sel("up", head): _const(1),
-        _sel("fleet_gpu_count", gpu): _const(8),
+        _sel("fleet_gpus_visible", gpu): _const(8),
         _sel("node_filesystem_avail_bytes", {**gpu, "mountpoint": "/", "fstype": "ext4"}):
             _const(50),
         _sel("node_filesystem_size_bytes", {**gpu, "mountpoint": "/", "fstype": "ext4"}):
@@ -93,8 +93,8 @@ CASES: dict[str, tuple[str, str | None, str, str]] = {
     "MkvVolumeFull": ('node_filesystem_avail_bytes{', "sv00", _const(15), EVAL),
     "ClockDrift": ("node_timex_offset_seconds{", None, _const(-0.5), EVAL),
     "TextfileCollectorStale": ("node_textfile_mtime_seconds{", None, _const(0), EVAL),
-    "GpuMissing": ("fleet_gpu_count{", None, _const(7), EVAL),
-    "GpuMetricsMissing": ("fleet_gpu_count{", None, "", EVAL),
+    "GpuMissing": ("fleet_gpus_visible{", None, _const(7), EVAL),
+    "GpuMetricsMissing": ("fleet_gpus_visible{", None, "", EVAL),
     "GpuXidErrors": ("fleet_gpu_xid_errors_total{", None, f"0x10 2x{SAMPLES}", EVAL),
     "GpuEccUncorrected": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{", None, f"0x12 1x{SAMPLES}", EVAL),
     "GpuHot": ("DCGM_FI_DEV_GPU_TEMP{", None, _const(97), EVAL),

@@ -5,7 +5,7 @@ under DCGM exporter's names, from `nvidia-smi --query-gpu` and the kernel's Xid 
   fleet-gpu-metrics --out DIR/fleet-gpu.prom [--nvidia-smi PATH] [--kernel-log CMD]
 
 nvidia-smi failing (no driver, a GPU fallen off the bus) is a result, not an error:
-fleet_gpu_count is then the number of GPUs it listed (0), and fleet_gpu_smi_ok 0, so the
+fleet_gpus_visible is then the number of GPUs it listed (0), and fleet_gpu_smi_ok 0, so the
 monitoring host's GpuMissing alert fires against the count the node's profile has.
 """
 
@@ -80,10 +80,10 @@ def parse_xids(log: str) -> dict[tuple[int, int, int], list[int]]:
 def collect(smi_output: str | None, kernel_log: str) -> Metrics:
     m = Metrics()
     m.declare("fleet_gpu_smi_ok", "gauge", "1 if nvidia-smi answered the query.")
-    m.declare("fleet_gpu_count", "gauge", "GPUs nvidia-smi lists.")
+    m.declare("fleet_gpus_visible", "gauge", "GPUs nvidia-smi lists.")
     gpus = parse_smi(smi_output) if smi_output is not None else []
     m.add("fleet_gpu_smi_ok", 1 if smi_output is not None else 0)
-    m.add("fleet_gpu_count", len(gpus))
+    m.add("fleet_gpus_visible", len(gpus))
     for _, meta in FIELDS:
         if meta:
             m.declare(meta[0], meta[1], meta[2])

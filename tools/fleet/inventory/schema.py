@@ -169,7 +169,8 @@ class SaltSpec(Model):
 
 
 class MonitoringThresholds(Model):
-    """When the alert rules fire (fleet.render.monitoring writes them into pillar monitoring:rules)."""
+    """When the alert rules fire (fleet.render.monitoring writes them into pillar
+    monitoring:rules)."""
 
     node_down_minutes: StrictInt = Field(default=2, ge=1, le=1440)
     """minutes a node's exporter may be unreachable before NodeDown fires"""

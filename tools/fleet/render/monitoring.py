@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory.checks import MONITORING_PORTS as PORTS
-from fleet.inventory.checks import SLURMCTLD_PORT
+from fleet.inventory.checks import MONITORING_PORTS, SLURMCTLD_PORT
 from fleet.inventory.model import Inventory, Node
+
+PORTS = MONITORING_PORTS
 
 # the roles fleet derives (pillar node:roles; salt/top.sls maps each to its SLS)
 ROLES = ("monitoring.node", "monitoring.gpu", "monitoring.slurm", "monitoring.server")
@@ -164,14 +165,14 @@ def rules(inv: Inventory) -> dict[str, Any]:
     ]
     gpu_rules = [
         _alert("GpuMissing",
-               _by_count("gpus_expected", gpu_counts, "fleet_gpu_count")
+               _by_count("gpus_expected", gpu_counts, "fleet_gpus_visible")
                if gpu_counts else "vector(0) > 1",
                "5m", "critical",
                "{{ $labels.node }}: {{ $value }} GPUs visible, its profile has "
                "{{ $labels.gpus_expected }}",
                "drain it (`fleet health {{ $labels.node }} --drain`), check Xid, reseat"),
         _alert("GpuMetricsMissing",
-               'up{job="node",gpus_expected!=""} == 1 unless on(node) fleet_gpu_count',
+               'up{job="node",gpus_expected!=""} == 1 unless on(node) fleet_gpus_visible',
                "10m", "warning",
                "{{ $labels.node }}: no GPU metrics although its profile has GPUs",
                "`systemctl status fleet-gpu-metrics.timer` on the node"),
