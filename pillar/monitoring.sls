@@ -42,7 +42,7 @@ monitoring:
         annotations:
           action: "`systemctl status 'fleet-*-metrics.timer'` on the node"
           summary: "{{ $labels.node }}: {{ $labels.file }} is not being rewritten"
-        expr: "time() - node_textfile_mtime_seconds > 300"
+        expr: "time() - node_textfile_mtime_seconds{file=~\"(.*/)?fleet-[a-z]+[.]prom\"} > 300"
         for: "5m"
         labels:
           severity: warning
@@ -52,7 +52,7 @@ monitoring:
         annotations:
           action: "drain it (`fleet health {{ $labels.node }} --drain`), check Xid, reseat"
           summary: "{{ $labels.node }}: {{ $value }} GPUs visible, its profile has {{ $labels.gpus_expected }}"
-        expr: "fleet_gpu_count{gpus_expected=\"8\"} < 8"
+        expr: "fleet_gpus_visible{gpus_expected=\"8\"} < 8"
         for: "5m"
         labels:
           severity: critical
@@ -60,7 +60,7 @@ monitoring:
         annotations:
           action: "`systemctl status fleet-gpu-metrics.timer` on the node"
           summary: "{{ $labels.node }}: no GPU metrics although its profile has GPUs"
-        expr: "up{job=\"node\",gpus_expected!=\"\"} == 1 unless on(node) fleet_gpu_count"
+        expr: "up{job=\"node\",gpus_expected!=\"\"} == 1 unless on(node) fleet_gpus_visible"
         for: "10m"
         labels:
           severity: warning

@@ -158,7 +158,8 @@ def rules(inv: Inventory) -> dict[str, Any]:
                "{{ $labels.node }}: the clock is off or not synchronized",
                "`chronyc tracking` on the node; check site.ntp_servers"),
         _alert("TextfileCollectorStale",
-               f"time() - node_textfile_mtime_seconds > {stale_s}",
+               'time() - node_textfile_mtime_seconds{file=~"(.*/)?fleet-[a-z]+[.]prom"}'
+               f" > {stale_s}",
                "5m", "warning",
                "{{ $labels.node }}: {{ $labels.file }} is not being rewritten",
                "`systemctl status 'fleet-*-metrics.timer'` on the node"),

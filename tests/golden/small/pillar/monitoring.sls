@@ -42,7 +42,7 @@ monitoring:
         annotations:
           action: "`systemctl status 'fleet-*-metrics.timer'` on the node"
           summary: "{{ $labels.node }}: {{ $labels.file }} is not being rewritten"
-        expr: "time() - node_textfile_mtime_seconds > 300"
+        expr: "time() - node_textfile_mtime_seconds{file=~\"(.*/)?fleet-[a-z]+[.]prom\"} > 300"
         for: "5m"
         labels:
           severity: warning
