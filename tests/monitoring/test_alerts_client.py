@@ -21,14 +21,14 @@ class StandInPrometheus(ThreadingHTTPServer):
 
     body: bytes = b""
     code: int = 200
-    headers_out: dict[str, str] = {}
+    headers_out: dict[str, str]
     paths: list[str]
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: StandInPrometheus
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self.server.paths.append(self.path)
         self.send_response(self.server.code)
         for k, v in self.server.headers_out.items():
@@ -46,6 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
 def prom() -> Iterator[StandInPrometheus]:
     server = StandInPrometheus(("127.0.0.1", 0), _Handler)
     server.paths = []
+    server.headers_out = {}
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -126,7 +127,7 @@ def test_nobody_listening_names_the_monitoring_host(prom: StandInPrometheus) -> 
     url = _url(prom)
     prom.shutdown()
     prom.server_close()
-    with pytest.raises(alerts.AlertsError, match="site.monitoring.host"):
+    with pytest.raises(alerts.AlertsError, match=r"site\.monitoring\.host"):
         alerts.fetch(url, timeout=5)
 
 
