@@ -12,6 +12,15 @@ site:
   dns_servers:
   - 10.1.0.10
   domain: sd1.comma.internal
+  monitoring:
+    address: 10.1.0.10
+    host: head-01
+    interval_s: 30
+    ports:
+      alertmanager: 9093
+      blackbox: 9115
+      node_exporter: 9100
+      prometheus: 9090
   name: sd1
   ntp_servers:
   - time1.google.com

@@ -50,6 +50,7 @@ base:
   - mkv
   - provisioning
   - secrets.aptcache
+  - monitoring
   model-01:
   - site
   - hosts

@@ -29,3 +29,17 @@ base:
   'node:roles:provisioning':
     - match: pillar
     - provisioning
+  # derived from the inventory by fleet.render.monitoring: every node, its GPU nodes,
+  # the Slurm controller, site.monitoring.host
+  'node:roles:monitoring.node':
+    - match: pillar
+    - monitoring.node
+  'node:roles:monitoring.gpu':
+    - match: pillar
+    - monitoring.gpu
+  'node:roles:monitoring.slurm':
+    - match: pillar
+    - monitoring.slurm
+  'node:roles:monitoring.server':
+    - match: pillar
+    - monitoring.server

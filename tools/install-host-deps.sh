@@ -22,6 +22,16 @@ command -v grub-script-check >/dev/null 2>&1 || need+=(grub-common)
 # config and the daemon runs in the foreground on a scratch port (its service must not run)
 command -v xorriso >/dev/null 2>&1 || need+=(xorriso)
 [[ -x /usr/sbin/apt-cacher-ng ]] || { need+=(apt-cacher-ng); FLEET_APT_NO_START=1; ACNG_NEW=1; }
+# the monitoring role's checks (tests/monitoring, tests/salt/test_monitoring_checks.py):
+# promtool checks and unit-tests the alert rules, amtool and the exporters check their
+# configs and flags, node_exporter reads the collectors' files and a fixture sysfs. Only
+# their binaries are used: none of their services may run on this host (no Prometheus
+# on 9090 by accident), so they are installed without starting and then disabled.
+for bin in promtool:prometheus amtool:prometheus-alertmanager \
+    prometheus-node-exporter:prometheus-node-exporter \
+    prometheus-blackbox-exporter:prometheus-blackbox-exporter; do
+  command -v "${bin%%:*}" >/dev/null 2>&1 || { need+=("${bin#*:}"); FLEET_APT_NO_START=1; PROM_NEW=1; }
+done
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
@@ -48,4 +58,15 @@ if [[ ${ACNG_NEW:-0} == 1 ]]; then
   else
     update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true
   fi
+fi
+if [[ ${PROM_NEW:-0} == 1 ]]; then
+  for svc in prometheus prometheus-alertmanager prometheus-node-exporter \
+      prometheus-blackbox-exporter; do
+    if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+      systemctl disable --now "$svc" >/dev/null 2>&1 || true
+      systemctl mask "$svc" >/dev/null 2>&1 || true
+    else
+      update-rc.d "$svc" disable >/dev/null 2>&1 || true
+    fi
+  done
 fi

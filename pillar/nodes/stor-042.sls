@@ -94,6 +94,8 @@ node:
     root: /srv/mkv
     subvolumes: 8
     volume: "stor-042:3001"
+  monitoring:
+    address: 10.1.2.42
   os:
     distro: ubuntu
     release: "24.04"
@@ -102,6 +104,7 @@ node:
   - base
   - network
   - mkv.volume
+  - monitoring.node
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: stor-042\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the inventory's node\n# count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 15\nauth_timeout: 15\nrecon_default: 1000\nrecon_max: 14400\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

@@ -68,6 +68,8 @@ node:
       speed_gbps: 100
       switch: sw1
       vlan: 20
+  monitoring:
+    address: 10.1.1.24
   os:
     distro: ubuntu
     release: "24.04"
@@ -78,6 +80,8 @@ node:
   - nvidia
   - infiniband
   - slurm.compute
+  - monitoring.node
+  - monitoring.gpu
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: tbox-024\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the inventory's node\n# count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 15\nauth_timeout: 15\nrecon_default: 1000\nrecon_max: 14400\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

@@ -13,6 +13,7 @@ import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
+from fleet.render import monitoring
 from fleet.render import pillar as pillar_renderer
 from render.helpers import load_yaml
 
@@ -222,8 +223,9 @@ def test_node_pillars(site_inv: Inventory, pillar: dict[str, Any]) -> None:
         d = pillar[f"nodes/{node.hostname}"]["node"]
         assert d["hostname"] == node.hostname
         assert d["fqdn"] == f"{node.hostname}.{site_inv.raw.site.domain}"
-        assert d["roles"] == list(node.roles)
-        assert {"base", "network"} <= set(d["roles"])
+        # the inventory's roles, then those fleet.render.monitoring derives
+        assert d["roles"] == [*node.roles, *monitoring.roles(site_inv, node)]
+        assert {"base", "network", "monitoring.node"} <= set(d["roles"])
         ifaces = {n: i for n, i in node.interfaces.items() if n != "bmc"}
         assert set(d["interfaces"]) == set(ifaces)
         for name, iface in ifaces.items():

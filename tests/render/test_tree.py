@@ -152,7 +152,9 @@ def test_deleting_a_node_removes_its_files(
     result = render(capsys, out, inventory_file(text))
     assert set(result["removed"]) == {p for p in old_files if "gpu-04" in p}
     assert len(result["removed"]) == 8
+    # pillar/monitoring.sls: the node is no longer a scrape target
     assert set(result["changed"]) == {"pillar/hosts.sls", "pillar/slurm.sls", "pillar/top.sls",
+                                       "pillar/monitoring.sls",
                                        "pxe/dnsmasq/dns-hosts", "pxe/nginx/tokens.conf",
                                        # the pictures that drew gpu-04: its rack, its ports
                                        "pictures/racks.svg", "pictures/fabrics.svg",

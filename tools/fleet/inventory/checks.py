@@ -232,6 +232,10 @@ def check_master_address(c: Ctx) -> Iterator[Problem]:
 SSH_PORT, DNS_PORT = 22, 53
 SALT_PORTS = (4505, 4506)
 SLURMCTLD_PORT, SLURMD_PORT = 6817, 6818
+# the monitoring roles' (fleet.render.monitoring): node_exporter on every node, the rest
+# on the monitoring host
+MONITORING_PORTS = {"node_exporter": 9100, "prometheus": 9090, "alertmanager": 9093,
+                    "blackbox": 9115}
 
 
 _Service = tuple[str, int, str, YamlPath, bool]  # host, port, what, path, fixed port
@@ -249,6 +253,12 @@ def _services(c: Ctx) -> list[_Service]:
 
     for host in c.nodes:
         add(host, SSH_PORT, "sshd", ("nodes", host), True)
+        add(host, MONITORING_PORTS["node_exporter"], "prometheus-node-exporter",
+            ("nodes", host), True)
+    mon = site.monitoring.host or site.provisioning_host
+    for what in ("prometheus", "alertmanager", "blackbox"):
+        add(mon, MONITORING_PORTS[what], f"{what} (monitoring)", ("site", "monitoring", "host"),
+            True)
     prov = site.provisioning_host
     add(prov, DNS_PORT, "dnsmasq (DNS)", ("site", "provisioning_host"), True)
     add(prov, site.http_port, "nginx (the boot HTTP server)", ("site", "http_port"))
@@ -493,6 +503,15 @@ def check_salt_master(c: Ctx) -> Iterator[Problem]:
                         code="unknown_ref")
 
 
+def check_monitoring(c: Ctx) -> Iterator[Problem]:
+    """The monitoring host, when named, is a node of the inventory."""
+    host = c.raw.site.monitoring.host
+    if host is not None and host not in c.raw.nodes:
+        yield c.problem(("site", "monitoring", "host"), f"unknown node {host!r}",
+                        code="unknown_ref", hint="name a node of nodes:, or leave it out "
+                        "(the provisioning host)")
+
+
 def check_slurm(c: Ctx) -> Iterator[Problem]:
     """The controller, one default partition, and each partition's nodes on its fabric; Slurm
     roles only with a ``slurm`` section."""
@@ -724,6 +743,7 @@ RULES: tuple[Rule, ...] = (
     check_roles,
     check_profiles,
     check_salt_master,
+    check_monitoring,
     check_slurm,
     check_mkv,
     check_mkv_ports,

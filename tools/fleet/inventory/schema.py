@@ -168,6 +168,43 @@ class SaltSpec(Model):
     minion key and call back there"""
 
 
+class MonitoringThresholds(Model):
+    """When the alert rules fire (fleet.render.monitoring writes them into pillar
+    monitoring:rules)."""
+
+    node_down_minutes: StrictInt = Field(default=2, ge=1, le=1440)
+    """minutes a node's exporter may be unreachable before NodeDown fires"""
+    filesystem_used_percent: StrictInt = Field(default=85, ge=1, le=99)
+    """percent used of any local filesystem (not an mkv data disk) at which FilesystemFull fires"""
+    mkv_volume_used_percent: StrictInt = Field(default=80, ge=1, le=99)
+    """percent used of an mkv data disk (a subvolume's mount) at which MkvVolumeFull fires"""
+    ib_errors_per_15m: StrictInt = Field(default=10, ge=0)
+    """InfiniBand error counter increase per port over 15 minutes above which IbPortErrors
+    fires"""
+    drained_hours: StrictInt = Field(default=24, ge=1, le=8760)
+    """hours a Slurm node may stay drained before SlurmNodesDrainedLong fires"""
+    clock_offset_ms: StrictInt = Field(default=100, ge=1, le=60000)
+    """absolute clock offset in milliseconds (chrony/timex) at which ClockDrift fires"""
+    gpu_temp_celsius: StrictInt = Field(default=90, ge=40, le=120)
+    """GPU temperature at which GpuHot fires"""
+
+
+class Monitoring(Model):
+    """Prometheus and Alertmanager (role monitoring.server) and what they watch."""
+
+    host: HostName | None = None
+    """node that runs Prometheus, Alertmanager and the blackbox prober (null:
+    site.provisioning_host)"""
+    retention_days: StrictInt = Field(default=30, ge=1, le=3650)
+    """days of metrics Prometheus keeps (--storage.tsdb.retention.time)"""
+    storage_path: DeployDir = "/var/lib/prometheus/metrics2"
+    """Prometheus's TSDB directory on the monitoring host (--storage.tsdb.path)"""
+    scrape_interval_s: StrictInt = Field(default=30, ge=1, le=600)
+    """seconds between scrapes of every target, and between rule evaluations"""
+    thresholds: MonitoringThresholds = MonitoringThresholds()
+    """when each alert fires"""
+
+
 class Site(Model):
     name: Name
     """short name of the site; carried into pillar site:name only"""
@@ -207,6 +244,8 @@ class Site(Model):
     """run-time boot-mode links, served as /state/"""
     upstream_dns: list[IPv4Address] = Field(default_factory=list)
     """resolvers the site DNS forwards to"""
+    monitoring: Monitoring = Monitoring()
+    """Prometheus, Alertmanager and the alert thresholds (docs/operations.md, Monitoring)"""
 
 
 # --- racks ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 - ``slurm.sls``        Slurm nodes only: nodes, partitions, GRES, topology
 - ``mkv.sls``          mkv masters only: arrays and their volume lists
 - ``provisioning.sls`` the provisioning host only
+- ``monitoring.sls``   the monitoring host only: Prometheus's targets and alert rules
 - ``secrets.munge``    Slurm nodes only; lives in the git-ignored secrets pillar root
 - ``secrets.aptcache`` the provisioning host only (the apt cache's admin password); there too
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from fleet.inventory import aptcache, schema
 from fleet.inventory.model import Interface, Inventory, Node
-from fleet.render import bootstrap, yamlout
+from fleet.render import bootstrap, monitoring, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.names import host_names
@@ -62,6 +63,8 @@ def render(inv: Inventory) -> dict[str, str]:
             sls.append("mkv")
         if node.hostname == site.provisioning_host:
             sls += ["provisioning", SECRET_SLS["aptcache"]]
+        if node.hostname == monitoring.host(inv):
+            sls.append("monitoring")
         top[node.hostname] = sls
         out[f"pillar/nodes/{node.hostname}.sls"] = _header() + memo.dump_mapping(
             "node", _node(inv, node), PER_PROFILE)
@@ -73,6 +76,7 @@ def render(inv: Inventory) -> dict[str, str]:
     if inv.raw.mkv is not None:
         out["pillar/mkv.sls"] = _dump({"mkv": _mkv(inv)})
     out["pillar/provisioning.sls"] = _dump({"provisioning": _provisioning(inv)})
+    out["pillar/monitoring.sls"] = _dump({"monitoring": monitoring.pillar(inv)})
     return out
 
 
@@ -108,7 +112,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "fqdn": f"{node.hostname}.{site.domain}",
         "group": node.group,
         "profile": node.profile_name,
-        "roles": list(node.roles),
+        "roles": [*node.roles, *monitoring.roles(inv, node)],
         "serial": node.serial,
         "boot_mode": p.boot_mode,
         "os": {"distro": site.os.distro, "release": site.os.release},
@@ -125,6 +129,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "ib_guid": node.ib_guid,
         "salt": bootstrap.node_pillar(inv, node),
         "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
+        "monitoring": monitoring.node_pillar(node),
     }
     return d | _node_services(inv, node)
 
@@ -204,6 +209,7 @@ def _site(inv: Inventory) -> dict[str, Any]:
         "apt": site.apt.model_dump(),
         "provisioning": {"host": prov.hostname, "address": str(prov.address),
                          "http_port": site.http_port},
+        "monitoring": monitoring.site_pillar(inv),
     }
 
 

@@ -12,6 +12,15 @@ site:
   dns_servers:
   - 10.1.0.10
   domain: lab.test
+  monitoring:
+    address: 10.1.0.10
+    host: head-01
+    interval_s: 30
+    ports:
+      alertmanager: 9093
+      blackbox: 9115
+      node_exporter: 9100
+      prometheus: 9090
   name: lab
   ntp_servers:
   - ntp.lab.test

@@ -34,6 +34,7 @@ base:
   - mkv
   - provisioning
   - secrets.aptcache
+  - monitoring
   stor-1:
   - site
   - hosts

@@ -109,6 +109,8 @@ node:
     root: /srv/mkv
     subvolumes: 11
     volume: "stor-2:3001"
+  monitoring:
+    address: 10.1.0.152
   os:
     distro: ubuntu
     release: "24.04"
@@ -117,6 +119,7 @@ node:
   - base
   - network
   - mkv.volume
+  - monitoring.node
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: stor-2\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the inventory's node\n# count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 10\nauth_timeout: 10\nrecon_default: 1000\nrecon_max: 10000\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

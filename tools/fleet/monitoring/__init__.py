@@ -1,0 +1,1 @@
+"""What fleet reads back from the monitoring host (Prometheus's HTTP API)."""
