@@ -240,6 +240,8 @@ def _node(ctx: _Ctx, inv: schema.Inventory, m: _Member) -> Node | None:
         interfaces[nic] = iface
         if inv.networks[rule.network].purpose == "provisioning":
             boot_nic = nic
+    if facts.slurm_partition is not None:
+        origin["partition"] = (*m.npath, "slurm_partition")
     origin["mac"] = (*m.npath, "mac")
     origin["bmc_mac"] = (*m.npath, "bmc_mac")
     roles = (*schema.IMPLICIT_ROLES, *group.roles)
@@ -248,9 +250,9 @@ def _node(ctx: _Ctx, inv: schema.Inventory, m: _Member) -> Node | None:
         profile_name=group.profile, profile=profile, roles=roles, serial=facts.serial,
         mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac),
         ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
-        partition=group.slurm_partition, mkv_array=group.mkv_array,
+        partition=facts.slurm_partition or group.slurm_partition, mkv_array=group.mkv_array,
         boot_disk=facts.boot_disk or _profile_boot_match(profile), facts=facts, origin=origin,
-        image=group.image,
+        image=group.image, state=facts.state, reason=facts.reason,
     )
 
 

@@ -19,6 +19,7 @@ from pydantic import (
     StringConstraints,
     Tag,
     field_validator,
+    model_validator,
 )
 
 from fleet.inventory.types import (
@@ -433,7 +434,22 @@ class HardwareFacts(Model):
     """RAM found in GB; must equal the profile's memory_gb"""
 
 
+NodeState = Literal["planned", "active", "maintenance", "retired"]
+NODE_STATES: tuple[str, ...] = NodeState.__args__  # type: ignore[attr-defined]
+
+
 class NodeFacts(Model):
+    state: NodeState = "active"
+    """lifecycle: planned (DHCP, DNS, boot files and pillar, in Slurm as State=FUTURE, not in the
+    default target of apply/health/rollout), active, maintenance (drained in Slurm with reason by
+    the controller's next apply; not in health's and rollout's default target) or retired (no
+    boot files, DHCP, DNS, pillar or Slurm; keeps its slot in its group's range, so neighbours
+    keep their ports; `fleet keys check` flags its key)"""
+    reason: Text | None = None
+    """why the node is in maintenance (required there): Slurm's drain reason, after the prefix
+    'fleet-inventory: '; a note on other states"""
+    slurm_partition: Name | None = None
+    """this machine's Slurm partition instead of its group's (role slurm.compute only)"""
     serial: Annotated[Text, StringConstraints(min_length=1, max_length=64)]
     """the machine's serial number (unique); carried into pillar node:serial"""
     mac: str
@@ -452,6 +468,13 @@ class NodeFacts(Model):
     """this machine's boot-disk match (e.g. by serial), instead of its profile's"""
     comment: Text | None = None
     """free note for the operator; no config uses it"""
+
+    @model_validator(mode="after")
+    def _reason(self) -> NodeFacts:
+        if self.state == "maintenance" and not (self.reason or "").strip():
+            raise ValueError("state maintenance needs a reason (Slurm's drain reason): "
+                             "add 'reason: <why>'")
+        return self
 
 
 # --- services ---------------------------------------------------------------------------

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory import aptcache, schema
+from fleet.inventory import aptcache, lifecycle, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.names import host_names
-from fleet.render.saltsize import salt_sizing
+from fleet.render.saltsize import site_sizing
 
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge"}
@@ -197,7 +197,7 @@ def _site(inv: Inventory) -> dict[str, Any]:
             "version": site.salt.version,
             "repo": site.salt.repo,
             "master_finger": site.salt.master_finger,
-            "sizing": salt_sizing(len(inv.nodes)),
+            "sizing": site_sizing(inv),
             "bootstrap": bootstrap.site_pillar(inv),
         },
         "apt": site.apt.model_dump(),
@@ -215,17 +215,20 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
     slurm = inv.raw.slurm
     assert slurm is not None
     controller = inv.nodes[slurm.controller]
-    # One NodeName line per profile: the hardware that slurmd -C must report.
-    by_profile: dict[str, list[Node]] = {}
+    # One NodeName line per profile (the hardware that slurmd -C must report) and state:
+    # planned nodes are State=FUTURE (defined, never scheduled until they are active)
+    by_profile: dict[tuple[str, str], list[Node]] = {}
     for node in inv.with_role("slurm.compute"):
-        by_profile.setdefault(node.profile_name, []).append(node)
+        state = "FUTURE" if node.state == "planned" else "UNKNOWN"
+        by_profile.setdefault((node.profile_name, state), []).append(node)
     node_lines = []
     gres = []
-    for pname, nodes in by_profile.items():
+    for (pname, state), nodes in by_profile.items():
         p = nodes[0].profile
         names = compress(n.hostname for n in nodes)
         node_lines.append({
             "names": names,
+            "state": state,
             "sockets": p.cpu.sockets,
             "cores_per_socket": p.cpu.cores_per_socket,
             "threads_per_core": p.cpu.threads_per_core,
@@ -249,6 +252,7 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
         "gres": gres,
         "partitions": partitions,
         "topology": topology,
+        "drains": lifecycle.drains(inv),
     }
 
 
