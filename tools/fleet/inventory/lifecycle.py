@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from fleet.inventory.model import Inventory, YamlPath
-from fleet.problems import Problem
+from fleet.problems import Problem, dotted
 
 if TYPE_CHECKING:
     from fleet.inventory.checks import Ctx
@@ -71,12 +71,17 @@ def drains(inv: Inventory) -> dict[str, object]:
 
 
 def check_lifecycle(c: Ctx) -> Iterator[Problem]:
-    """A per-node ``slurm_partition`` on a compute node and naming a partition; no service
+    """Maintenance with a reason; a per-node ``slurm_partition`` on a compute node and
+    naming a partition; no service
     (provisioning host, Salt master, Slurm controller, mkv master, subnet manager) on a
     retired node."""
     raw = c.raw
     for host, facts in raw.nodes.items():
         npath: YamlPath = ("nodes", host)
+        if facts.state == "maintenance" and not (facts.reason or "").strip():
+            yield c.problem((*npath, "state"), f"{host} is in maintenance without a reason",
+                            code="missing", hint=f"add nodes.{host}.reason: <why> (Slurm's "
+                                                 "drain reason)")
         node = c.nodes.get(host)
         if facts.slurm_partition is None or node is None:
             continue
@@ -89,11 +94,16 @@ def check_lifecycle(c: Ctx) -> Iterator[Problem]:
             yield c.problem((*npath, "slurm_partition"),
                             f"unknown partition {facts.slurm_partition!r}",
                             code="unknown_ref", hint=f"known partitions: {known}")
+    services: dict[str, list[str]] = {}
     for path, host, what in _service_hosts(c):
         if host in raw.nodes and raw.nodes[host].state == "retired":
-            yield c.problem(path, f"{host} ({what}) is retired", code="retired",
-                            hint=f"move {what} to another node first, or set "
-                                 f"nodes.{host}.state back")
+            services.setdefault(host, []).append(f"{what} ({dotted(path)}, "
+                                                 f"{c.src.pos(path)})")
+    for host, whats in services.items():
+        yield c.problem(("nodes", host, "state"), f"{host} is retired, but it is "
+                        + ", ".join(whats), code="retired",
+                        hint=f"move these to another node first, or set nodes.{host}.state "
+                             "back")
 
 
 def _service_hosts(c: Ctx) -> Iterator[tuple[YamlPath, str, str]]:

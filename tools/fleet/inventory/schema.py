@@ -19,7 +19,6 @@ from pydantic import (
     StringConstraints,
     Tag,
     field_validator,
-    model_validator,
 )
 
 from fleet.inventory.types import (
@@ -468,13 +467,6 @@ class NodeFacts(Model):
     """this machine's boot-disk match (e.g. by serial), instead of its profile's"""
     comment: Text | None = None
     """free note for the operator; no config uses it"""
-
-    @model_validator(mode="after")
-    def _reason(self) -> NodeFacts:
-        if self.state == "maintenance" and not (self.reason or "").strip():
-            raise ValueError("state maintenance needs a reason (Slurm's drain reason): "
-                             "add 'reason: <why>'")
-        return self
 
 
 # --- services ---------------------------------------------------------------------------
