@@ -54,8 +54,9 @@ def left_out_text(left: dict[str, list[str]]) -> str:
     for state, names in left.items():
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         parts.append(f"{len(names)} {state} ({shown})")
-    return "left out of the default target: " + ", ".join(parts) + \
-        " (name them to include them)"
+    named = [s for s in left if s != "retired"]
+    return "left out of the default target: " + ", ".join(parts) + (
+        f" (name {' or '.join(named)} nodes in TARGET to include them)" if named else "")
 
 
 def drains(inv: Inventory) -> dict[str, object]:
