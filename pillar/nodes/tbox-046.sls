@@ -68,6 +68,11 @@ node:
       speed_gbps: 100
       switch: sw2
       vlan: 20
+  nvidia:
+    branches:
+      debian-12: "535"
+      ubuntu-22.04: "580"
+      ubuntu-24.04: "580"
   os:
     distro: ubuntu
     release: "24.04"

@@ -16,6 +16,7 @@ from fleet.inventory import aptcache, schema
 from fleet.inventory.lifecycle import check_lifecycle
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
+from fleet.inventory.nvidia import check_nvidia_branch
 from fleet.inventory.slurmcompat import check_slurm_versions
 from fleet.inventory.types import rel_path
 from fleet.problems import Problem, ProblemOptions, Reporter, dotted, short
@@ -705,6 +706,7 @@ RULES: tuple[Rule, ...] = (
     check_fabrics,
     check_slurm_versions,
     check_lifecycle,
+    check_nvidia_branch,
 )
 
 

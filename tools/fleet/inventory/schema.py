@@ -60,6 +60,31 @@ SSH_KEY = re.compile(
 )
 
 
+# an NVIDIA driver branch (Ubuntu's -server branch number, Debian's driver series)
+DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3,4}$")]
+# the OS releases fleet installs or runs (fleet/inventory/slurmcompat.py knows each)
+OsName = Literal["ubuntu-24.04", "ubuntu-22.04", "debian-12"]
+
+
+def _branch_form(value: object) -> str:
+    return "dict" if isinstance(value, dict) else "str"
+
+
+# one branch for every OS, or one per OS release: the archives name their drivers apart
+# (Ubuntu 580-server, Debian 12 535)
+BranchSpec = Annotated[
+    Annotated[DriverBranch, Tag("str")] | Annotated[dict[OsName, DriverBranch], Tag("dict")],
+    Discriminator(_branch_form)]
+
+
+# the site default of site.nvidia_branch: Canonical's -server (ERD) branch with signed
+# precompiled open modules for the GA kernels of 24.04 and 22.04 (570-server is now empty
+# transitional packages pulling 580-server: never pin a branch whose packages are
+# transitional); Debian 12's non-free driver series (bookworm)
+NVIDIA_BRANCHES: dict[OsName, str] = {"ubuntu-24.04": "580", "ubuntu-22.04": "580",
+                                      "debian-12": "535"}
+
+
 class Model(BaseModel):
     # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
     # defer_build: one schema is built for the whole document when it is first validated,
@@ -207,6 +232,10 @@ class Site(Model):
     """run-time boot-mode links, served as /state/"""
     upstream_dns: list[IPv4Address] = Field(default_factory=list)
     """resolvers the site DNS forwards to"""
+    nvidia_branch: BranchSpec | None = Field(default_factory=lambda: dict(NVIDIA_BRANCHES))
+    """the NVIDIA driver branch the nvidia role pins and holds, one for every OS or one per OS
+    release; profiles.*.gpu.driver_branch overrides it per profile; pillar
+    node:nvidia:branches, shown by `fleet diff`, checked by `make check-packages`"""
 
 
 # --- networks and switches -------------------------------------------------------------
@@ -284,6 +313,9 @@ class Gpu(Model):
     health check's nvidia-smi count"""
     memory_gb: StrictInt = Field(ge=1)
     """memory of one GPU in GB; carried into pillar node:hardware:gpu only"""
+    driver_branch: BranchSpec | None = None
+    """this profile's NVIDIA driver branch instead of site.nvidia_branch (a per-OS mapping merges
+    over the site's)"""
 
 
 class DiskMatch(Model):

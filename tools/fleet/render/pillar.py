@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory import aptcache, lifecycle, schema
+from fleet.inventory import aptcache, lifecycle, nvidia, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, yamlout
 from fleet.render.header import header
@@ -25,7 +25,8 @@ from fleet.render.saltsize import site_sizing
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge"}
 # Node pillar entries shared by every node of a profile or group: emitted once, reused.
-PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group"})
+PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group",
+                         "nvidia"})
 
 
 def _header() -> str:
@@ -116,7 +117,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
             "model": p.model,
             "cpu": p.cpu.model_dump(),
             "memory_gb": p.memory_gb,
-            "gpu": p.gpu.model_dump() if p.gpu else None,
+            "gpu": p.gpu.model_dump(exclude={"driver_branch"}) if p.gpu else None,
         },
         "interfaces": interfaces,
         "bmc": _bmc(node),
@@ -125,6 +126,8 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "salt": bootstrap.node_pillar(inv, node),
         "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
     }
+    if node.has("nvidia"):
+        d["nvidia"] = {"branches": nvidia.branches(site, p)}
     return d | _node_services(inv, node)
 
 
