@@ -104,8 +104,8 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
     refused = [r for r in removals if not r.acknowledged]
     if refused:
         for r in refused:
-            print(f"{args.inventory}: {r.field}: {r.text()} (acknowledge: add "
-                  f"{list(r.hosts)} to {r.field})", file=sys.stderr)
+            print(f"{args.inventory}: {r.field}: {r.text()} (acknowledge: {r.field}: "
+                  f"[{', '.join(r.hosts)}])", file=sys.stderr)
         print(f"{len(refused)} error{'s' if len(refused) != 1 else ''}; nothing was written",
               file=sys.stderr)
         return Exit.INVALID

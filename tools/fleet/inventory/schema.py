@@ -493,6 +493,9 @@ class NodeFacts(Model):
     """per-NIC override"""
     port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=dict)
     """per-NIC override"""
+    nics: dict[Name, NicRule] = Field(default_factory=dict)
+    """per-NIC rule instead of the group's (e.g. re-cabled to another fabric): network, switch;
+    the address is ip_base + index (or ip.<nic>), the port first_port itself (or port.<nic>)"""
     hardware: HardwareFacts | None = None
     """what discovery found; `fleet validate` compares it with the profile"""
     boot_disk: DiskMatch | None = None
