@@ -85,19 +85,20 @@ def _node(lab: Lab, node: str) -> tuple[str, str]:
     return state, reason
 
 
-def _health(lab: Lab, extra: Path) -> subprocess.CompletedProcess[str]:
+def _health(lab: Lab, extra: Path, state: Path) -> subprocess.CompletedProcess[str]:
     """`fleet health` with no TARGET, the lab's overlays and ``extra`` (the real CLI)."""
     head = lab.plan.node(HEAD).container
     argv = [sys.executable, "-m", "fleet", "health", "--json",
             "-i", str(ROOT / "inventory.yaml"), *lab.paths.overlay_args(),
             "--overlay", str(extra), "--salt-config", str(lab.paths.salt_etc),
+            "--state-dir", str(state),
             "--slurm-command", f"podman --runtime runc exec {head}"]
     return subprocess.run(argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
                           capture_output=True, text=True, timeout=600, check=False)
 
 
-def test_maintenance_drains_with_the_reason_and_active_resumes(lab: Lab, with_overlay: Any
-                                                               ) -> None:
+def test_maintenance_drains_with_the_reason_and_active_resumes(lab: Lab, with_overlay: Any,
+                                                               tmp_path: Path) -> None:
     poll(f"{MAINT} not drained before the test",
          lambda: "DRAIN" not in _node(lab, MAINT)[0] or None, timeout=120, interval=2)
     with_overlay(f"nodes:\n  {MAINT}: {{state: maintenance, reason: {json.dumps(REASON)}}}\n")
@@ -109,7 +110,7 @@ def test_maintenance_drains_with_the_reason_and_active_resumes(lab: Lab, with_ov
     assert not any(r.failed for r in results)
     assert _node(lab, MAINT) == (state, reason)
 
-    r = _health(lab, lab.paths.lab / "test-lifecycle-overlay.yaml")
+    r = _health(lab, lab.paths.lab / "test-lifecycle-overlay.yaml", tmp_path / "health")
     assert f"1 maintenance ({MAINT})" in r.stderr, r.stderr
     assert MAINT not in {n["node"] for n in json.loads(r.stdout)["nodes"]}, r.stdout
 

@@ -23,6 +23,9 @@ nodes = json.load(open(path))
 args = sys.argv[1:]
 with open(path + ".log", "a") as log:
     log.write(" ".join(args) + "\n")
+if args == ["ping"]:
+    print("Slurmctld(primary) at head-01 is UP")
+    sys.exit(0)
 if args[:2] == ["show", "node"]:
     n = nodes.get(args[2])
     if n is None:
@@ -119,3 +122,20 @@ def test_a_failed_update_fails_the_state_naming_it(tmp_path: Path) -> None:
                        capture_output=True, timeout=60, check=False)
     assert r.returncode == 1
     assert "scontrol update NodeName=gpu-03 State=DRAIN" in r.stderr and "denied" in r.stderr
+
+
+def test_waits_for_a_slurmctld_this_highstate_restarted(tmp_path: Path) -> None:
+    """The first `scontrol ping` finds slurmctld down (restarted by the same apply): the
+    script waits and then drains, instead of skipping every node as unknown."""
+    env = _bed(tmp_path, {"gpu-03": {"state": "IDLE"}})
+    fake = tmp_path / "bin" / "scontrol"
+    fake.write_text(fake.read_text().replace(
+        'if args == ["ping"]:\n',
+        'if args == ["ping"] and not os.path.exists(path + ".up"):\n'
+        '    open(path + ".up", "w").close()\n'
+        '    sys.exit("slurm_load_ctl_conf error: Unable to contact slurm controller")\n'
+        'if args == ["ping"]:\n'))
+    out = _run(tmp_path, env, {"gpu-03": PREFIX + "x"}, [])
+    assert out["changed"] is True
+    assert (tmp_path / "slurm.json.log").read_text().splitlines()[:2] == ["ping", "ping"]
+    assert _states(tmp_path)["gpu-03"]["reason"] == PREFIX + "x"

@@ -8,12 +8,15 @@ reason}, "resume": [node, ...]}. Each node of "drain" is drained with its reason
 starts with P) unless it is already drained with exactly that reason; each node of
 "resume" (active in the inventory) is resumed only when it is drained with a reason that
 starts with P, i.e. by this script: a drain by an operator or by `fleet health` is left
-alone. A node slurmctld does not know (yet) is skipped. Prints Salt's stateful JSON.
+alone. A node slurmctld does not know (yet) is skipped; slurmctld itself must answer
+(`scontrol ping`, up to 60 s: this highstate may have restarted it). Prints Salt's
+stateful JSON.
 """
 import json
 import re
 import subprocess
 import sys
+import time
 
 STATE = re.compile(r"\bState=(\S+)")
 REASON = re.compile(r"^\s*Reason=(.*?)(?: \[[^\]]*\])?\s*$", re.M)
@@ -42,9 +45,23 @@ def update(node, *words):
                  f"{(r.stderr or r.stdout).strip()}")
 
 
+def wait_for_slurmctld(timeout=60.0):
+    """slurmctld answers (it may have been restarted by this same highstate)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = scontrol("ping")
+        if r.returncode == 0 and "UP" in r.stdout:
+            return
+        if time.monotonic() > deadline:
+            sys.exit(f"slurmctld does not answer `scontrol ping` after {timeout:.0f} s: "
+                     f"{(r.stderr or r.stdout).strip()}")
+        time.sleep(1)
+
+
 def main(path):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
+    wait_for_slurmctld()
     prefix, done = data["prefix"], []
     for node, reason in sorted(data.get("drain", {}).items()):
         now = show(node)
