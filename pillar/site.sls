@@ -58,10 +58,10 @@ site:
       minion:
         acceptance_wait_time: 10
         acceptance_wait_time_max: 60
-        auth_timeout: 15
-        random_reauth_delay: 15
+        auth_timeout: 20
+        random_reauth_delay: 20
         recon_default: 1000
-        recon_max: 14400
+        recon_max: 19200
         recon_randomize: true
     version: "3008.4"
   timezone: America/Los_Angeles

@@ -5,6 +5,85 @@ slurm:
   controller:
     address: 10.1.0.10
     host: head-01
+  drains:
+    drain: {}
+    prefix: "fleet-inventory: "
+    resume:
+    - tbox-001
+    - tbox-002
+    - tbox-003
+    - tbox-004
+    - tbox-005
+    - tbox-006
+    - tbox-007
+    - tbox-008
+    - tbox-009
+    - tbox-010
+    - tbox-011
+    - tbox-012
+    - tbox-013
+    - tbox-014
+    - tbox-015
+    - tbox-016
+    - tbox-017
+    - tbox-018
+    - tbox-019
+    - tbox-020
+    - tbox-021
+    - tbox-022
+    - tbox-023
+    - tbox-024
+    - tbox-025
+    - tbox-026
+    - tbox-027
+    - tbox-028
+    - tbox-029
+    - tbox-030
+    - tbox-031
+    - tbox-032
+    - tbox-033
+    - tbox-034
+    - tbox-035
+    - tbox-036
+    - tbox-037
+    - tbox-038
+    - tbox-039
+    - tbox-040
+    - tbox-041
+    - tbox-042
+    - tbox-043
+    - tbox-044
+    - tbox-045
+    - tbox-046
+    - tbox-047
+    - tbox-048
+    - tbox-049
+    - tbox-050
+    - tbox-051
+    - tbox-052
+    - tbox-053
+    - tbox-054
+    - tbox-055
+    - tbox-056
+    - tbox-057
+    - tbox-058
+    - tbox-059
+    - tbox-060
+    - tbox-061
+    - tbox-062
+    - tbox-063
+    - tbox-064
+    - tbox-065
+    - tbox-066
+    - tbox-067
+    - tbox-068
+    - tbox-069
+    - tbox-070
+    - tbox-071
+    - tbox-072
+    - tbox-073
+    - tbox-074
+    - tbox-075
   gres:
   - cores: "0-31"
     file: "/dev/nvidia[0-3]"
@@ -24,6 +103,7 @@ slurm:
     names: "tbox-[001-075]"
     real_memory_mb: 373555
     sockets: 2
+    state: UNKNOWN
     threads_per_core: 2
   partitions:
   - default: true

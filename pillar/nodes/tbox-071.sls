@@ -70,6 +70,11 @@ node:
       vlan: 20
   monitoring:
     address: 10.1.1.71
+  nvidia:
+    branches:
+      debian-12: "535"
+      ubuntu-22.04: "580"
+      ubuntu-24.04: "580"
   os:
     distro: ubuntu
     release: "24.04"
@@ -84,7 +89,7 @@ node:
   - monitoring.gpu
   salt:
     minion_conf:
-      contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: tbox-071\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the inventory's node\n# count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 15\nauth_timeout: 15\nrecon_default: 1000\nrecon_max: 14400\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"
+      contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: tbox-071\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 20\nauth_timeout: 20\nrecon_default: 1000\nrecon_max: 19200\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"
       path: /etc/salt/minion.d/fleet.conf
     minion_id:
       contents: "tbox-071\n"

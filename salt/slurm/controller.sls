@@ -85,3 +85,32 @@ slurm-controller-service-running:
       - file: slurm-controller-file-managed-cgroup
       - file: slurm-controller-file-managed-topology
       - service: slurm-munge-service-running
+
+# The inventory's lifecycle in Slurm: nodes in maintenance drained with their reason
+# ("fleet-inventory: ..."), and nodes back to active resumed when (and only when) that
+# prefix drained them. The script changes nothing when Slurm already agrees.
+slurm-controller-file-managed-drains-script:
+  file.managed:
+    - name: {{ mapdata.drains_script }}
+    - source: salt://{{ tplroot }}/files/fleet-slurm-drains.py
+    - mode: '0755'
+
+slurm-controller-file-serialize-drains:
+  file.serialize:
+    - name: {{ mapdata.drains_file }}
+    - dataset: {{ slurm.get('drains', {'prefix': 'fleet-inventory: ', 'drain': {}, 'resume': []}) | json }}
+    - serializer: json
+    - user: root
+    - group: root
+    - mode: '0644'
+    - require:
+      - pkg: slurm-controller-pkg-installed
+
+slurm-controller-cmd-run-drains:
+  cmd.run:
+    - name: {{ mapdata.drains_script }} {{ mapdata.drains_file }}
+    - stateful: true
+    - require:
+      - service: slurm-controller-service-running
+      - file: slurm-controller-file-managed-drains-script
+      - file: slurm-controller-file-serialize-drains

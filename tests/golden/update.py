@@ -1,4 +1,6 @@
-"""Regenerate the golden render tree of tests/fixtures/small.yaml with the real CLI.
+"""Regenerate the golden render trees with the real CLI: tests/golden/small from
+tests/fixtures/small.yaml, tests/golden/lifecycle from it with
+tests/fixtures/lifecycle-overlay.yaml (a node in each lifecycle state).
 
 Run after a deliberate change to a renderer or template, then review the diff:
 
@@ -16,20 +18,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "tests" / "fixtures" / "small.yaml"
 GOLDEN = ROOT / "tests" / "golden" / "small"
+LIFECYCLE_OVERLAY = ROOT / "tests" / "fixtures" / "lifecycle-overlay.yaml"
+LIFECYCLE = ROOT / "tests" / "golden" / "lifecycle"
+# golden tree -> the render options that make it
+TREES = {GOLDEN: ["-i", str(INVENTORY)],
+         LIFECYCLE: ["-i", str(INVENTORY), "--overlay", str(LIFECYCLE_OVERLAY)]}
 
 
 def main() -> int:
-    GOLDEN.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-    cmd = [sys.executable, "-m", "fleet", "render", "-q",
-           "-i", str(INVENTORY), "-o", str(GOLDEN)]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False)
-    lock = GOLDEN / ".render.lock"  # the writer's lock file is not part of the output
-    lock.unlink(missing_ok=True)
-    if proc.returncode != 0:
-        print(f"update.py: fleet render exited {proc.returncode}", file=sys.stderr)
-        return proc.returncode
-    print(f"updated {GOLDEN.relative_to(ROOT)}; review with: git diff -- tests/golden/")
+    for golden, opts in TREES.items():
+        golden.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "fleet", "render", "-q", *opts, "-o", str(golden)]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False)
+        lock = golden / ".render.lock"  # the writer's lock file is not part of the output
+        lock.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            print(f"update.py: fleet render exited {proc.returncode}", file=sys.stderr)
+            return proc.returncode
+        print(f"updated {golden.relative_to(ROOT)}")
+    print("review with: git diff -- tests/golden/")
     return 0
 
 

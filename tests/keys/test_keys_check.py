@@ -82,3 +82,31 @@ def test_finger_is_read_from_the_masters_public_key(tmp_path: Path) -> None:
     assert r.stdout.strip() == expected
     r = run_fleet("keys", "finger", "--check", "-i", str(SMALL), "--salt-config", str(conf))
     assert r.returncode == 3 and "record" in r.stderr  # the inventory has none recorded
+
+
+LIFECYCLE = ROOT / "tests" / "fixtures" / "lifecycle-overlay.yaml"
+
+
+def test_a_retired_nodes_key_is_flagged_and_a_planned_node_needs_none(tmp_path: Path) -> None:
+    """gpu-01 retired (its key still accepted), gpu-02 planned (no key yet): the first is
+    flagged with the salt-key -d to run, the second is no missing key."""
+    conf, pki = salt_master_config(tmp_path)
+    inv = load_inventory(SMALL, LIFECYCLE)
+    assert "gpu-01" in inv.retired and inv.nodes["gpu-02"].state == "planned"
+    for node in [*inv.nodes, "gpu-01"]:
+        if node != "gpu-02":
+            _accept(pki, conf, node)
+    base = ["keys", "check", "-i", str(SMALL), "--overlay", str(LIFECYCLE),
+            "--salt-config", str(conf)]
+    r = run_fleet(*base)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert ("retired: gpu-01: its key is still accepted, but the inventory retired it "
+            "(nodes.gpu-01.state): run `salt-key -d gpu-01` on the master") in r.stdout
+    assert "missing: gpu-02" not in r.stdout
+    assert "planned: 1 node(s) not installed yet, no key expected: gpu-02" in r.stdout
+    r = run_fleet(*base, "--remove", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    assert report["removed"] == ["gpu-01"] and report["retired"] == []
+    assert report["planned"] == ["gpu-02"]
+    assert not (pki / "minions" / "gpu-01").exists()

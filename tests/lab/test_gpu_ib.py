@@ -30,8 +30,15 @@ def _role_defaults(role: str) -> dict:
 
 
 def _lookup(lab: Lab, role: str) -> dict:
-    """The role's values with the lab pillar's lookup merged over them."""
-    return deep_merge(_role_defaults(role), lab.lab_pillar.get(role, {}).get("lookup", {}))
+    """The role's values with the lab pillar's lookup merged over them; for nvidia also
+    the branch, the inventory's for the lab's OS (the lab render's pillar
+    node:nvidia:branches of a GPU node, as names.jinja takes it)."""
+    values = deep_merge(_role_defaults(role), lab.lab_pillar.get(role, {}).get("lookup", {}))
+    if role == "nvidia":
+        node = yaml.safe_load(Path(lab.paths.render / "pillar" / "nodes"
+                                   / f"{GPU_NODES[0]}.sls").read_text())
+        values["branch"] = node["node"]["nvidia"]["branches"][Paths(ROOT).osfinger.lower()]
+    return values
 
 
 def _names(nv: dict, key: str) -> list[str]:

@@ -80,3 +80,37 @@ def test_diff_report_shows_unified_diff() -> None:
     assert "unexpected (rendered, not in golden): pxe/new" in msg
     assert "pillar/same" not in msg
     assert "tests/golden/update.py" in msg
+
+
+LIFECYCLE = ROOT / "tests" / "golden" / "lifecycle"
+LIFECYCLE_OVERLAY = ROOT / "tests" / "fixtures" / "lifecycle-overlay.yaml"
+
+
+def test_lifecycle_render_matches_golden(tmp_path: Path) -> None:
+    """A node in each state (tests/fixtures/lifecycle-overlay.yaml): its DHCP hosts, boot
+    files, pillar and Slurm lines, byte for byte."""
+    r = run_fleet("render", "-q", "-i", str(SMALL), "--overlay", str(LIFECYCLE_OVERLAY),
+                  "-o", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    got_files, _ = read_tree(tmp_path)
+    want_files, _ = read_tree(LIFECYCLE)
+    if got_files != want_files:
+        pytest.fail(diff_report(want_files, got_files), pytrace=False)
+
+
+def test_lifecycle_golden_has_each_state() -> None:
+    """The golden tree itself says what each state renders (read, not regenerated)."""
+    files, _ = read_tree(LIFECYCLE)
+    retired, planned, maint = "gpu-01", "gpu-02", "gpu-03"
+    assert not [p for p in files if retired in p], "a retired node has no file"
+    for node in (planned, maint):
+        assert f"pxe/dnsmasq/hosts/{node}" in files
+        assert f"pxe/http/hosts/{node}/user-data" in files
+        assert f"pillar/nodes/{node}.sls" in files
+    slurm = files["pillar/slurm.sls"].decode()
+    assert "names: gpu-02\n" in slurm and "state: FUTURE" in slurm
+    assert "gpu-01" not in slurm
+    assert 'gpu-03: "fleet-inventory: fan replaced; RMA #4711 \'urgent\'"' in slurm
+    assert retired not in files["pxe/dnsmasq/dns-hosts"].decode()
+    node2 = files["pillar/nodes/gpu-02.sls"].decode()
+    assert "port: 2\n" in node2  # its slot: position 1 in part-a, whatever gpu-01 is

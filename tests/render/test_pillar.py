@@ -300,3 +300,19 @@ def test_small_inventory_mkv(small_files: dict[str, str]) -> None:
         assert [d["name"] for d in node["disks"]["data"]] == [
             "sv00", "sv01", "sv02", "sv03", "sv04", "sv05", "sv06", "sv07", "sv08", "sv09",
             "sv0A"]
+
+
+def test_driver_branch_per_profile_over_the_site_default(tmp_path: Path) -> None:
+    """site.nvidia_branch, with a profile's gpu.driver_branch merged over it per OS, in
+    each GPU node's pillar node:nvidia:branches (what the nvidia role installs)."""
+    from support.cli import SMALL
+
+    overlay = tmp_path / "branch.yaml"
+    overlay.write_text("site:\n  nvidia_branch: {ubuntu-24.04: '580', debian-12: '535'}\n"
+                       "profiles:\n  gpu:\n    gpu: {driver_branch: {ubuntu-24.04: '590'}}\n")
+    inv = load_inventory(SMALL, overlay)
+    files = pillar_renderer.render(inv)
+    gpu = load_yaml(files["pillar/nodes/gpu-01.sls"])["node"]
+    assert gpu["nvidia"] == {"branches": {"ubuntu-24.04": "590", "debian-12": "535"}}
+    assert "driver_branch" not in gpu["hardware"]["gpu"]
+    assert "nvidia" not in load_yaml(files["pillar/nodes/stor-1.sls"])["node"]

@@ -4,16 +4,24 @@ the install, the P2P option's purge/userspace lists, and a branch that is no bra
 from __future__ import annotations
 
 import copy
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import harness, saltrender
+from fleet.inventory.load import load_inventory
+from fleet.inventory.nvidia import branches
+from support import saltrender
+from support.cli import ROOT
 
 GPU_NODE = "tbox-001"
 OSES = ("ubuntu-24.04", "ubuntu-22.04", "debian-12")
+
+
+def _branch(os_name: str) -> str:
+    """The inventory's branch of GPU_NODE on ``os_name`` (site.nvidia_branch and its
+    profile's gpu.driver_branch): the only place it is written."""
+    inv = load_inventory(ROOT / "inventory.yaml")
+    return branches(inv.raw.site, inv.nodes[GPU_NODE].profile)[os_name]
 
 
 def _render(renderer: Any, os_name: str,
@@ -48,11 +56,10 @@ def test_driver_check_follows_the_install(renderer_and_key: tuple[Any, str],
     assert check["stateful"] is True
     held = check["name"].split("--held ")[1].split(" --driver")[0].split()
     assert held == install["pkgs"]
-    branch = "535" if os_name == "debian-12" else "580"
+    branch = _branch(os_name)
     assert f"--branch {branch} " in check["name"]
-    if os_name != "debian-12":
-        assert all("-580-" in p for p in held), held
-        assert "-570-" not in check["name"]
+    if os_name != "debian-12":  # Debian names its driver packages without the branch
+        assert all(f"-{branch}-" in p for p in held), held
 
 
 @pytest.mark.parametrize("os_name", OSES)
@@ -70,24 +77,57 @@ def test_p2p_replaces_this_os_modules(renderer_and_key: tuple[Any, str], os_name
         assert "nvidia-smi" in userspace["pkgs"]
     else:
         # the meta package and the running kernel's module package (the .ko files)
-        assert purged == ["linux-modules-nvidia-580-server-open-generic",
-                          f"linux-modules-nvidia-580-server-open-{kernel}"]
-        assert "nvidia-utils-580-server" in userspace["pkgs"]
+        branch = _branch(os_name)
+        assert purged == [f"linux-modules-nvidia-{branch}-server-open-generic",
+                          f"linux-modules-nvidia-{branch}-server-open-{kernel}"]
+        assert f"nvidia-utils-{branch}-server" in userspace["pkgs"]
     assert userspace["hold"] is True
     check = states["nvidia-driver-cmd-run-check"]
     assert {"pkg": "nvidia-p2p-pkg-installed-userspace"} in check["require"]
     assert " ".join(userspace["pkgs"]) in check["name"]
 
 
-def test_branch_that_is_not_a_number_fails_the_render(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2] / "salt"
-    tree = tmp_path / "salt"
-    shutil.copytree(root, tree)
-    defaults = tree / "nvidia" / "defaults.yaml"
-    text = defaults.read_text()
-    assert "  branch: '580'\n" in text
-    defaults.write_text(text.replace("  branch: '580'\n", "  branch: '580-server'\n"))
-    renderer, _key = harness.make_renderer(tmp_path / "render", file_root=tree)
-    result = renderer.render(GPU_NODE, "ubuntu-24.04")
+def test_branch_that_is_not_a_number_fails_the_render(renderer_and_key: tuple[Any, str]
+                                                      ) -> None:
+    """The inventory's type refuses it first; the role refuses it too (a hand-edited
+    pillar)."""
+    renderer = renderer_and_key[0]
+    original = renderer.pillar
+
+    def pillar(node: str) -> dict[str, Any]:
+        data = copy.deepcopy(original(node))
+        data["node"]["nvidia"]["branches"]["ubuntu-24.04"] = "580-server"
+        return data
+
+    renderer.pillar = pillar
+    try:
+        result = renderer.render(GPU_NODE, "ubuntu-24.04")
+    finally:
+        renderer.pillar = original
     assert any("nvidia: branch 580-server does not match" in e for e in result.errors), \
         result.errors
+
+
+def test_the_branch_of_each_os_comes_from_the_pillar(renderer_and_key: tuple[Any, str]
+                                                    ) -> None:
+    """A profile's own branch (pillar node:nvidia:branches) is what the role installs;
+    an OS without one fails the render, naming the inventory's fields."""
+    renderer = renderer_and_key[0]
+    original = renderer.pillar
+    branches_now: dict[str, str] = {}
+
+    def pillar(node: str) -> dict[str, Any]:
+        data = copy.deepcopy(original(node))
+        data["node"]["nvidia"]["branches"] = dict(branches_now)
+        return data
+
+    renderer.pillar = pillar
+    try:
+        branches_now.update({"ubuntu-24.04": "1234"})
+        states = _states(renderer.render(GPU_NODE, "ubuntu-24.04"))
+        assert "nvidia-utils-1234-server" in states["nvidia-driver-pkg-installed"]["pkgs"]
+        result = renderer.render(GPU_NODE, "debian-12")
+    finally:
+        renderer.pillar = original
+    assert any("nvidia: no driver branch for debian-12 in pillar node:nvidia:branches" in e
+               for e in result.errors), result.errors

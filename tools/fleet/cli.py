@@ -84,7 +84,7 @@ def _render(args: argparse.Namespace, progress: Progress) -> tuple[Inventory, di
 
 
 def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
-    from fleet.render import tree
+    from fleet.render import tree, volumes
 
     if args.diff:
         return cmd_diff(args, progress)
@@ -110,8 +110,19 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
         elif not args.quiet:
             print(f"rendered output is up to date ({changes.unchanged} files)")
         return Exit.DIFFERS if changes.any else Exit.OK
+    removals = volumes.removals(inv, root)
+    refused = [r for r in removals if not r.acknowledged]
+    if refused:
+        for r in refused:
+            print(f"{args.inventory}: {r.field}: {r.text()} (acknowledge: {r.field}: "
+                  f"[{', '.join(r.hosts)}])", file=sys.stderr)
+        print(f"{len(refused)} error{'s' if len(refused) != 1 else ''}; nothing was written",
+              file=sys.stderr)
+        return Exit.INVALID
     progress(f"writing into {root.resolve()}")
     changes = tree.write(root, files)
+    for r in removals:  # acknowledged ones: what to run next
+        print(f"note: {r.text()}", file=sys.stderr)
     progress("done")
     summary = summarize(inv)
     _warn(inv, args)
@@ -129,11 +140,15 @@ def cmd_render(args: argparse.Namespace, progress: Progress) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, progress: Progress) -> int:
-    from fleet.render import tree
+    from fleet.render import tree, volumes
 
-    _inv, files = _render(args, progress)
+    inv, files = _render(args, progress)
     root = Path(args.output)
     changes = tree.compare(root, files)
+    for r in volumes.removals(inv, root):
+        state = ("acknowledged" if r.acknowledged
+                 else f"`fleet render` refuses it until {r.field} lists them")
+        print(f"{args.inventory}: {r.field}: {r.text()} ({state})", file=sys.stderr)
     for line in tree.unified_diff(root, files, changes):
         sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     if not args.quiet:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.apply.target import TargetError, resolve
+from fleet.inventory.lifecycle import default_target, left_out_text
 from fleet.inventory.model import Inventory
 
 if TYPE_CHECKING:
@@ -23,17 +24,29 @@ if TYPE_CHECKING:
 Loader = Callable[[argparse.Namespace, Any], Inventory]
 
 
+DEFAULT_TARGET = "*"  # what a run without TARGET reports as its target
+
+
 def add_target(p: argparse.ArgumentParser, glob: str = "'stor-*'") -> None:
-    """The optional TARGET of apply, health and rollout (default: every node)."""
-    p.add_argument("target", nargs="?", default="*", metavar="TARGET",
+    """The optional TARGET of apply, health and rollout (default: every node in service,
+    fleet.inventory.lifecycle.default_target)."""
+    p.add_argument("target", nargs="?", default=None, metavar="TARGET",
                    help=f"inventory hostnames, ranges (tbox-[001-038]) or globs ({glob}), "
-                        "comma-separated (default: every node)")
+                        "comma-separated (default: every node but planned and retired "
+                        "ones; for health and rollout also those in maintenance)")
 
 
 def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
-    """The hostnames ``args.target`` names; None, said on stderr, when an item names none."""
+    """The hostnames ``args.target`` names; None, said on stderr, when an item names none.
+    Without TARGET: the verb's default target, the nodes it leaves out said on stderr."""
+    if args.target is None:
+        args.target = DEFAULT_TARGET
+        names, left = default_target(inv, args.verb)
+        if left and not getattr(args, "quiet", False):
+            print(f"fleet {args.verb}: {left_out_text(left)}", file=sys.stderr)
+        return names
     try:
-        return resolve(args.target, inv.nodes)
+        return resolve(args.target, inv.nodes, retired=inv.retired)
     except TargetError as exc:
         print(f"fleet: target: {exc}", file=sys.stderr)
         return None

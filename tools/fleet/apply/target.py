@@ -19,9 +19,12 @@ class TargetError(ValueError):
     """An item of the target that names no node, or a malformed range."""
 
 
-def resolve(target: str, hostnames: Iterable[str]) -> list[str]:
-    """The inventory hostnames ``target`` names, in inventory order."""
+def resolve(target: str, hostnames: Iterable[str],
+            retired: Iterable[str] = ()) -> list[str]:
+    """The inventory hostnames ``target`` names, in inventory order; a name or range item
+    naming a ``retired`` node is an error that says so."""
     names = list(hostnames)
+    gone = set(retired)
     known = set(names)
     chosen: set[str] = set()
     items = [i.strip() for i in target.split(",")]
@@ -36,6 +39,9 @@ def resolve(target: str, hostnames: Iterable[str]) -> list[str]:
             except ValueError as exc:
                 raise TargetError(str(exc)) from None
             missing = [h for h in wanted if h not in known]
+            if set(missing) & gone:
+                raise TargetError(f"{item}: retired (nodes.<name>.state): "
+                                  f"{', '.join(h for h in missing if h in gone)}")
             if missing:
                 raise TargetError(f"{item}: not in the inventory: {', '.join(missing[:5])}"
                                   + (f" and {len(missing) - 5} more" if len(missing) > 5
@@ -48,6 +54,8 @@ def resolve(target: str, hostnames: Iterable[str]) -> list[str]:
             chosen.update(hits)
         elif item in known:
             chosen.add(item)
+        elif item in gone:
+            raise TargetError(f"{item}: retired (nodes.{item}.state)")
         else:
             raise TargetError(f"{item}: no such node in the inventory")
     return [n for n in names if n in chosen]

@@ -13,8 +13,10 @@ from ipaddress import IPv4Address
 from typing import TypeVar, Unpack
 
 from fleet.inventory import aptcache, racks, schema
+from fleet.inventory.lifecycle import check_lifecycle
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
+from fleet.inventory.nvidia import check_nvidia_branch
 from fleet.inventory.slurmcompat import check_slurm_versions
 from fleet.inventory.types import rel_path
 from fleet.problems import Problem, ProblemOptions, Reporter, dotted, short
@@ -555,7 +557,8 @@ def _partition(c: Ctx, pname: str, part: schema.Partition,
     for node in members:
         ib = [i for i in node.interfaces.values() if i.kind == "infiniband"]
         if ib and sw is not None and all(i.switch != part.ib_switch for i in ib):
-            yield c.problem(("node_groups", node.group, "slurm_partition"),
+            yield c.problem(node.origin.get("partition",
+                                            ("node_groups", node.group, "slurm_partition")),
                             f"{node.hostname} is in partition {pname} but not cabled "
                             f"to its fabric {part.ib_switch}", code="mismatch",
                             hint="a partition's jobs must never span IB fabrics")
@@ -750,6 +753,8 @@ RULES: tuple[Rule, ...] = (
     check_fabrics,
     check_slurm_versions,
     check_racks,
+    check_lifecycle,
+    check_nvidia_branch,
 )
 
 

@@ -226,20 +226,25 @@ class _Member:
 def _node(ctx: _Ctx, inv: schema.Inventory, m: _Member) -> Node | None:
     facts, group, profile = m.facts, m.group, m.profile
     origin: dict[str, YamlPath] = {"node": m.npath, "hostname": (*m.gpath, "hosts")}
-    for key, table in (("ip", facts.ip), ("port", facts.port)):
+    for key, table in (("ip", facts.ip), ("port", facts.port), ("nics", facts.nics)):
         for nic in table:
             if nic not in group.nics:
                 ctx.err((*m.npath, key, nic), f"node has no NIC {nic!r}", code="unknown_ref",
                         key=True, hint=f"its NICs are: {', '.join(group.nics)}")
     interfaces: dict[str, Interface] = {}
     boot_nic = ""
-    for nic, rule in group.nics.items():
+    for nic, group_rule in group.nics.items():
+        rule = facts.nics.get(nic, group_rule)
+        if nic in facts.nics and not _node_rule_ok(ctx, inv, m, nic, group_rule, rule):
+            return None
         iface = _interface(ctx, inv, m, nic, rule, origin)
         if iface is None:
             return None
         interfaces[nic] = iface
         if inv.networks[rule.network].purpose == "provisioning":
             boot_nic = nic
+    if facts.slurm_partition is not None:
+        origin["partition"] = (*m.npath, "slurm_partition")
     origin["mac"] = (*m.npath, "mac")
     origin["bmc_mac"] = (*m.npath, "bmc_mac")
     roles = (*schema.IMPLICIT_ROLES, *group.roles)
@@ -248,9 +253,9 @@ def _node(ctx: _Ctx, inv: schema.Inventory, m: _Member) -> Node | None:
         profile_name=group.profile, profile=profile, roles=roles, serial=facts.serial,
         mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac),
         ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
-        partition=group.slurm_partition, mkv_array=group.mkv_array,
+        partition=facts.slurm_partition or group.slurm_partition, mkv_array=group.mkv_array,
         boot_disk=facts.boot_disk or _profile_boot_match(profile), facts=facts, origin=origin,
-        image=group.image,
+        image=group.image, state=facts.state, reason=facts.reason,
     )
 
 
@@ -266,6 +271,9 @@ def _interface(ctx: _Ctx, inv: schema.Inventory, m: _Member, nic: str, rule: sch
     if nic in m.facts.port:
         port = m.facts.port[nic]
         origin[f"port.{nic}"] = (*m.npath, "port", nic)
+    elif nic in m.facts.nics and rule.first_port is not None:  # this node's own rule
+        port = rule.first_port
+        origin[f"port.{nic}"] = (*m.npath, "nics", nic, "first_port")
     elif rule.first_port is not None:
         port = rule.first_port + m.position
         origin[f"port.{nic}"] = (*m.gpath, "nics", nic, "first_port")
@@ -285,30 +293,59 @@ def _interface(ctx: _Ctx, inv: schema.Inventory, m: _Member, nic: str, rule: sch
     )
 
 
+def _node_rule_ok(ctx: _Ctx, inv: schema.Inventory, m: _Member, nic: str,
+                  group_rule: schema.NicRule, rule: schema.NicRule) -> bool:
+    """A node's own rule for ``nic``: its network of the same purpose as the group's, its
+    switch of the kind the NIC needs."""
+    npath = (*m.npath, "nics", nic)
+    net = inv.networks.get(rule.network)
+    if net is None:
+        ctx.err((*npath, "network"), f"unknown network {rule.network!r}", code="unknown_ref",
+                hint=f"known networks: {', '.join(inv.networks)}")
+        return False
+    if net.purpose != inv.networks[group_rule.network].purpose:
+        ctx.err((*npath, "network"), f"{rule.network!r} is a {net.purpose} network, the "
+                f"group's {group_rule.network!r} is not", code="mismatch")
+        return False
+    if rule.switch is not None:
+        sw = inv.switches.get(rule.switch)
+        kind = "bmc" if nic == "bmc" else m.profile.nics[nic].kind
+        if sw is None:
+            ctx.err((*npath, "switch"), f"unknown switch {rule.switch!r}", code="unknown_ref",
+                    hint=f"known switches: {', '.join(inv.switches) or 'none'}")
+            return False
+        if sw.kind != ("infiniband" if kind == "infiniband" else "ethernet"):
+            ctx.err((*npath, "switch"), f"{kind} NIC {nic!r} cannot be cabled to "
+                    f"{sw.kind} switch {rule.switch!r}", code="mismatch")
+            return False
+    return True
+
+
 def _address(ctx: _Ctx, m: _Member, nic: str, rule: schema.NicRule,
              origin: dict[str, YamlPath]) -> IPv4Address | None:
     """The NIC's own ``ip``, else ``ip_base + index``; None (said) when there is none."""
     if nic in m.facts.ip:
         origin[f"ip.{nic}"] = (*m.npath, "ip", nic)
         return m.facts.ip[nic]
+    rpath: YamlPath = (*(m.npath if nic in m.facts.nics else m.gpath), "nics", nic)
     if rule.ip_base is None:
-        ctx.err((*m.gpath, "nics", nic), f"{m.hostname}: NIC {nic!r} has no address",
+        ctx.err(rpath, f"{m.hostname}: NIC {nic!r} has no address",
                 shown=f"nodes.{m.hostname}.ip.{nic}", code="missing",
                 hint=f"set node_groups.{m.gname}.nics.{nic}.ip_base or "
                      f"nodes.{m.hostname}.ip.{nic}")
         return None
     if m.index is None:
-        ctx.err((*m.gpath, "nics", nic, "ip_base"),
+        ctx.err((*rpath, "ip_base"),
                 f"{m.hostname} has no number to add to ip_base",
                 hint=f"give nodes.{m.hostname}.ip.{nic} instead")
         return None
     try:
         address = rule.ip_base + m.index
     except ValueError:
-        ctx.err((*m.gpath, "nics", nic, "ip_base"),
+        ctx.err((*rpath, "ip_base"),
                 f"{rule.ip_base} + {m.index} is not an IPv4 address")
         return None
-    origin[f"ip.{nic}"] = (*m.gpath, "nics", nic, "ip_base")
+    origin[f"ip.{nic}"] = (*rpath, "ip_base")
     return address
 
 

@@ -191,12 +191,16 @@ def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = No
     if selection is not None and osrc is not None:
         nodes, more = _apply_selection(raw, nodes, selection, osrc)
         problems += more
+    # retired machines keep their slot in their group (so their neighbours keep their ports)
+    # and nothing else: no rule sees them, no renderer writes them
+    retired = {h: n for h, n in nodes.items() if n.state == "retired"}
+    nodes = {h: n for h, n in nodes.items() if n.state != "retired"}
     problems += checks.run_all(checks.Ctx(raw=raw, nodes=nodes, src=src))
     if secrets is not None:
         problems += password_problems(raw, src, secrets)
     if problems:
         raise InventoryError(problems)
-    return Inventory(file=file, raw=raw, nodes=nodes,
+    return Inventory(file=file, raw=raw, nodes=nodes, retired=retired,
                      warnings=tuple(sorted(warnings(raw, src, advise), key=Problem.sort_key)))
 
 

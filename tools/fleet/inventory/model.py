@@ -52,6 +52,8 @@ class Node:
     facts: schema.NodeFacts
     origin: dict[str, YamlPath] = field(default_factory=dict)
     image: str | None = None  # a site.images entry; None: the site's install (Ubuntu)
+    state: str = "active"  # planned | active | maintenance | retired (schema.NodeState)
+    reason: str | None = None  # why, for maintenance (Slurm's drain reason)
 
     @property
     def prov(self) -> Interface:
@@ -73,10 +75,14 @@ class Inventory:
 
     file: str
     raw: schema.Inventory
-    nodes: dict[str, Node]  # by hostname, in inventory order
+    nodes: dict[str, Node]  # by hostname, in inventory order; every state but retired
+    retired: dict[str, Node] = field(default_factory=dict)  # state retired, rendered nowhere
     warnings: tuple[Problem, ...] = ()  # fleet.inventory.advice: valid, but worth a word
     _groupings: dict[str, dict[str, list[Node]]] = field(default_factory=dict, repr=False,
                                                          compare=False)
+
+    def in_state(self, *states: str) -> list[Node]:
+        return [n for n in self.nodes.values() if n.state in states]
 
     def with_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes.values() if role in n.roles]

@@ -60,6 +60,31 @@ SSH_KEY = re.compile(
 )
 
 
+# an NVIDIA driver branch (Ubuntu's -server branch number, Debian's driver series)
+DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3,4}$")]
+# the OS releases fleet installs or runs (fleet/inventory/slurmcompat.py knows each)
+OsName = Literal["ubuntu-24.04", "ubuntu-22.04", "debian-12"]
+
+
+def _branch_form(value: object) -> str:
+    return "dict" if isinstance(value, dict) else "str"
+
+
+# one branch for every OS, or one per OS release: the archives name their drivers apart
+# (Ubuntu 580-server, Debian 12 535)
+BranchSpec = Annotated[
+    Annotated[DriverBranch, Tag("str")] | Annotated[dict[OsName, DriverBranch], Tag("dict")],
+    Discriminator(_branch_form)]
+
+
+# the site default of site.nvidia_branch: Canonical's -server (ERD) branch with signed
+# precompiled open modules for the GA kernels of 24.04 and 22.04 (570-server is now empty
+# transitional packages pulling 580-server: never pin a branch whose packages are
+# transitional); Debian 12's non-free driver series (bookworm)
+NVIDIA_BRANCHES: dict[OsName, str] = {"ubuntu-24.04": "580", "ubuntu-22.04": "580",
+                                      "debian-12": "535"}
+
+
 class Model(BaseModel):
     # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
     # defer_build: one schema is built for the whole document when it is first validated,
@@ -246,6 +271,10 @@ class Site(Model):
     """resolvers the site DNS forwards to"""
     monitoring: Monitoring = Monitoring()
     """Prometheus, Alertmanager and the alert thresholds (docs/operations.md, Monitoring)"""
+    nvidia_branch: BranchSpec | None = Field(default_factory=lambda: dict(NVIDIA_BRANCHES))
+    """the NVIDIA driver branch the nvidia role pins and holds, one for every OS or one per OS
+    release; profiles.*.gpu.driver_branch overrides it per profile; pillar
+    node:nvidia:branches, shown by `fleet diff`, checked by `make check-packages`"""
 
 
 # --- racks ------------------------------------------------------------------------------
@@ -363,6 +392,9 @@ class Gpu(Model):
     health check's nvidia-smi count"""
     memory_gb: StrictInt = Field(ge=1)
     """memory of one GPU in GB; carried into pillar node:hardware:gpu only"""
+    driver_branch: BranchSpec | None = None
+    """this profile's NVIDIA driver branch instead of site.nvidia_branch (a per-OS mapping merges
+    over the site's)"""
 
 
 class DiskMatch(Model):
@@ -517,7 +549,22 @@ class HardwareFacts(Model):
     """RAM found in GB; must equal the profile's memory_gb"""
 
 
+NodeState = Literal["planned", "active", "maintenance", "retired"]
+NODE_STATES: tuple[str, ...] = NodeState.__args__  # type: ignore[attr-defined]
+
+
 class NodeFacts(Model):
+    state: NodeState = "active"
+    """lifecycle: planned (DHCP, DNS, boot files and pillar, in Slurm as State=FUTURE, not in the
+    default target of apply/health/rollout), active, maintenance (drained in Slurm with reason by
+    the controller's next apply; not in health's and rollout's default target) or retired (no
+    boot files, DHCP, DNS, pillar or Slurm; keeps its slot in its group's range, so neighbours
+    keep their ports; `fleet keys check` flags its key)"""
+    reason: Text | None = None
+    """why the node is in maintenance (required there): Slurm's drain reason, after the prefix
+    'fleet-inventory: '; a note on other states"""
+    slurm_partition: Name | None = None
+    """this machine's Slurm partition instead of its group's (role slurm.compute only)"""
     serial: Annotated[Text, StringConstraints(min_length=1, max_length=64)]
     """the machine's serial number (unique); carried into pillar node:serial"""
     mac: str
@@ -530,6 +577,9 @@ class NodeFacts(Model):
     """per-NIC override"""
     port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=dict)
     """per-NIC override"""
+    nics: dict[Name, NicRule] = Field(default_factory=dict)
+    """per-NIC rule instead of the group's (e.g. re-cabled to another fabric): network, switch;
+    the address is ip_base + index (or ip.<nic>), the port first_port itself (or port.<nic>)"""
     hardware: HardwareFacts | None = None
     """what discovery found; `fleet validate` compares it with the profile"""
     boot_disk: DiskMatch | None = None
@@ -599,6 +649,11 @@ class MkvArray(Model):
     """directory of the master's LevelDB index on the master host (mkv -db)"""
     purpose: Text | None = None
     """free text: a comment in the master's unit, and pillar mkv:arrays"""
+    volumes_removed: list[HostName] = Field(default_factory=list, max_length=1000)
+    """volumes that may leave the array in the next render (retired, moved to another array or
+    group): `fleet render` refuses to drop a volume of the committed pillar/mkv.sls not listed
+    here, and names the `fleet mkv` run that follows; inert once the render no longer lists
+    them"""
 
 
 class MkvArtifact(Model):

@@ -2,8 +2,10 @@
 
 ``check`` compares the master's accepted minion keys (``salt-key -L``) with the
 inventory's nodes: an accepted key whose id is no node (a node removed or renamed) is
-*stray*, a node without an accepted key is *missing* (pending, rejected or denied keys
-are named). ``--remove`` deletes the stray keys (``salt-key -y -d ID``) and checks again.
+*stray*, an accepted key of a node the inventory retired is *retired* (the message names
+the ``salt-key -d ID`` to run), a node without an accepted key is *missing* (pending,
+rejected or denied keys are named; a planned node is expected to have none).
+``--remove`` deletes the stray and retired keys (``salt-key -y -d ID``) and checks again.
 
 ``finger`` prints the fingerprint of the master's public key as minions compare it
 (``master_finger``: Salt's ``pem_finger`` with ``hash_type`` sha256), read from the
@@ -39,27 +41,35 @@ class KeyReport:
     stray: list[str]  # accepted, but no such node in the inventory
     missing: dict[str, str]  # node -> "no key" | "pending" | "rejected" | "denied"
     removed: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)  # accepted, of a retired node
+    planned: list[str] = field(default_factory=list)  # planned nodes without a key (fine)
 
     @property
     def ok(self) -> bool:
-        return not self.stray and not self.missing
+        return not self.stray and not self.missing and not self.retired
 
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "accepted": self.accepted, "stray": self.stray,
-                "missing": self.missing, "removed": self.removed}
+                "retired": self.retired, "missing": self.missing, "planned": self.planned,
+                "removed": self.removed}
 
 
 def compare(inv: Inventory, lists: dict[str, list[str]]) -> KeyReport:
     accepted = sorted(lists.get("minions", []))
     nodes = set(inv.nodes)
-    stray = [k for k in accepted if k not in nodes]
+    retired = [k for k in accepted if k in inv.retired]
+    stray = [k for k in accepted if k not in nodes and k not in inv.retired]
     missing: dict[str, str] = {}
-    for name in inv.nodes:
+    planned: list[str] = []
+    for name, node in inv.nodes.items():
         if name in accepted:
+            continue
+        if node.state == "planned":  # not installed yet: no key is what is expected
+            planned.append(name)
             continue
         where = [label for key, label in LISTS.items() if name in lists.get(key, [])]
         missing[name] = ", ".join(where) if where else "no key"
-    return KeyReport(accepted, stray, missing)
+    return KeyReport(accepted, stray, missing, retired=retired, planned=planned)
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
@@ -114,8 +124,8 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
                                     f"{args.salt_config} this master's config dir?)")
         report = compare(inv, _lists(runner))
         removed = []
-        if args.remove and report.stray:
-            for key in report.stray:
+        if args.remove and (report.stray or report.retired):
+            for key in [*report.stray, *report.retired]:
                 runner.run(["salt-key", "-y", "-d", key], timeout=60).check()
                 removed.append(key)
             report = compare(inv, _lists(runner))
@@ -127,12 +137,20 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
         print(json.dumps(report.as_json(), indent=2))
     elif not args.quiet:
         for key in report.removed:
-            print(f"removed: {key} (no such node in the inventory)")
+            print(f"removed: {key} ({'retired' if key in inv.retired else 'no such node'} "
+                  "in the inventory)")
+        for key in report.retired:
+            print(f"retired: {key}: its key is still accepted, but the inventory retired it "
+                  f"(nodes.{key}.state): run `salt-key -d {key}` on the master (or "
+                  "`fleet keys check --remove`)")
         for key in report.stray:
             print(f"stray: {key}: accepted, but no node {key} in the inventory (removed or "
                   "renamed: `fleet keys check --remove`)")
         for node, where in report.missing.items():
             print(f"missing: {node}: no accepted key ({where})")
+        if report.planned:
+            print(f"planned: {len(report.planned)} node(s) not installed yet, no key expected: "
+                  + ", ".join(report.planned[:5]) + (" ..." if len(report.planned) > 5 else ""))
         if report.ok:
             print(f"{len(report.accepted)} accepted keys: one per node, none stray")
     return Exit.OK if report.ok else Exit.DIFFERS

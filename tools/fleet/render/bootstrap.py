@@ -20,7 +20,7 @@ from typing import Any
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import SaltSpec
-from fleet.render.saltsize import salt_sizing
+from fleet.render.saltsize import site_sizing
 
 KEYRING = "/etc/apt/keyrings/salt-archive-keyring.pgp"
 SOURCES = "/etc/apt/sources.list.d/salt.sources"
@@ -53,17 +53,17 @@ def finger_line(finger: str) -> str:
 def minion_conf(inv: Inventory, node: Node) -> str:
     """``minion.d/fleet.conf``. The id and master are plain host names or addresses (the
     schema's types), the fingerprint is quoted. The reconnect keys are sized from the
-    node count so that a fleet-wide reconnect does not arrive all at once."""
+    site's capacity (not its node count: adding a node changes no other node's file) so
+    that a fleet-wide reconnect does not arrive all at once."""
     salt = inv.raw.site.salt
-    sizing = salt_sizing(len(inv.nodes))["minion"]
+    sizing = site_sizing(inv)["minion"]
     lines = [
         "# Managed by fleet: written by the installer, then kept by Salt (base.minion). "
         "Do not edit.",
         f"id: {node.hostname}",
         f"master: {inv.master_address}",
-        "# a fleet-wide reconnect must not arrive all at once: sized from the inventory's "
-        "node",
-        "# count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)",
+        "# a fleet-wide reconnect must not arrive all at once: sized from the site's switch",
+        "# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)",
         *(f"{key}: {str(sizing[key]).lower()}" for key in (  # ints and one bool
             "random_reauth_delay", "auth_timeout", "recon_default", "recon_max",
             "recon_randomize", "acceptance_wait_time", "acceptance_wait_time_max")),

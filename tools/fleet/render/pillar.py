@@ -16,18 +16,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory import aptcache, schema
+from fleet.inventory import aptcache, lifecycle, nvidia, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, monitoring, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.names import host_names
-from fleet.render.saltsize import salt_sizing
+from fleet.render.saltsize import site_sizing
 
 MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge", "aptcache": "secrets.aptcache"}
 # Node pillar entries shared by every node of a profile or group: emitted once, reused.
-PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group"})
+PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group",
+                         "nvidia"})
 
 
 def _header() -> str:
@@ -121,7 +122,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
             "model": p.model,
             "cpu": p.cpu.model_dump(),
             "memory_gb": p.memory_gb,
-            "gpu": p.gpu.model_dump() if p.gpu else None,
+            "gpu": p.gpu.model_dump(exclude={"driver_branch"}) if p.gpu else None,
         },
         "interfaces": interfaces,
         "bmc": _bmc(node),
@@ -131,6 +132,8 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
         "monitoring": monitoring.node_pillar(node),
     }
+    if node.has("nvidia"):
+        d["nvidia"] = {"branches": nvidia.branches(site, p)}
     return d | _node_services(inv, node)
 
 
@@ -203,7 +206,7 @@ def _site(inv: Inventory) -> dict[str, Any]:
             "version": site.salt.version,
             "repo": site.salt.repo,
             "master_finger": site.salt.master_finger,
-            "sizing": salt_sizing(len(inv.nodes)),
+            "sizing": site_sizing(inv),
             "bootstrap": bootstrap.site_pillar(inv),
         },
         "apt": site.apt.model_dump(),
@@ -222,17 +225,20 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
     slurm = inv.raw.slurm
     assert slurm is not None
     controller = inv.nodes[slurm.controller]
-    # One NodeName line per profile: the hardware that slurmd -C must report.
-    by_profile: dict[str, list[Node]] = {}
+    # One NodeName line per profile (the hardware that slurmd -C must report) and state:
+    # planned nodes are State=FUTURE (defined, never scheduled until they are active)
+    by_profile: dict[tuple[str, str], list[Node]] = {}
     for node in inv.with_role("slurm.compute"):
-        by_profile.setdefault(node.profile_name, []).append(node)
+        state = "FUTURE" if node.state == "planned" else "UNKNOWN"
+        by_profile.setdefault((node.profile_name, state), []).append(node)
     node_lines = []
     gres = []
-    for pname, nodes in by_profile.items():
+    for (pname, state), nodes in by_profile.items():
         p = nodes[0].profile
         names = compress(n.hostname for n in nodes)
         node_lines.append({
             "names": names,
+            "state": state,
             "sockets": p.cpu.sockets,
             "cores_per_socket": p.cpu.cores_per_socket,
             "threads_per_core": p.cpu.threads_per_core,
@@ -256,6 +262,7 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
         "gres": gres,
         "partitions": partitions,
         "topology": topology,
+        "drains": lifecycle.drains(inv),
     }
 
 

@@ -240,7 +240,11 @@ class Rollout:
 
     def _names(self, opts: Options) -> list[str]:
         from fleet.apply.target import resolve
+        from fleet.cliparts import DEFAULT_TARGET
+        from fleet.inventory.lifecycle import default_target
 
+        if opts.target == DEFAULT_TARGET:  # no TARGET: the nodes in service, as at the start
+            return default_target(self.inv, "rollout")[0]
         return resolve(opts.target, self.inv.nodes)
 
     # -- waves

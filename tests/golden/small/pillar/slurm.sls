@@ -5,6 +5,14 @@ slurm:
   controller:
     address: 10.1.0.10
     host: head-01
+  drains:
+    drain: {}
+    prefix: "fleet-inventory: "
+    resume:
+    - gpu-01
+    - gpu-02
+    - gpu-03
+    - gpu-04
   gres:
   - cores: "0-31"
     file: "/dev/nvidia[0-3]"
@@ -24,6 +32,7 @@ slurm:
     names: "gpu-[01-04]"
     real_memory_mb: 373555
     sockets: 2
+    state: UNKNOWN
     threads_per_core: 2
   partitions:
   - default: true
