@@ -30,7 +30,9 @@ DRAIN_PREFIX = "fleet-inventory: "
 LEFT_OUT = {"apply": ("planned", "retired"),
             "health": ("planned", "maintenance", "retired"),
             "rollout": ("planned", "maintenance", "retired"),
-            "status": ("planned", "retired")}
+            "status": ("planned", "retired"),
+            # the inventory's own view lists every node (retired ones too: cmd_node)
+            "node": ()}
 
 
 def default_target(inv: Inventory, verb: str) -> tuple[list[str], dict[str, list[str]]]:

@@ -50,15 +50,18 @@ def _add_node(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
 def cmd_node(args: argparse.Namespace, inv: Inventory) -> int:
     from fleet.ops import nodes
 
+    every = args.target is None
     names = target_nodes(args, inv)
     if names is None:
         return Exit.USAGE
+    if every:  # the whole inventory: the retired nodes, rendered nowhere, too
+        names += list(inv.retired)
     try:
         where = nodes.parse_where(args.where)
     except nodes.WhereError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.USAGE
-    records = [r for r in (nodes.record(inv.nodes[n]) for n in names)
+    records = [r for r in (nodes.record(inv.nodes.get(n) or inv.retired[n]) for n in names)
                if nodes.matches(r, where)]
     if args.json:
         print(json.dumps({"ok": True, "target": args.target, "where": args.where,

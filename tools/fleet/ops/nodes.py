@@ -25,9 +25,7 @@ def record(node: Node) -> dict[str, Any]:
         "node": node.hostname, "group": node.group, "profile": node.profile_name,
         "roles": list(node.roles), "partition": node.partition, "mkv_array": node.mkv_array,
         "image": node.image,
-        # LIFECYCLE STATE: the model has no per-node state yet (another change adds
-        # one); when it does, this is getattr-free: "state": node.state
-        "state": getattr(node, "state", None),
+        "state": node.state, "reason": node.reason,
         "serial": node.serial, "boot_nic": node.boot_nic,
         "address": str(node.address), "mac": node.mac, "ib_guid": node.ib_guid,
         "interfaces": [_iface(i) for i in node.interfaces.values() if i.name != "bmc"],
@@ -53,7 +51,7 @@ FIELDS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "partition": lambda r: [r["partition"] or "-"],
     "array": lambda r: [r["mkv_array"] or "-"],
     "image": lambda r: [r["image"] or "-"],
-    "state": lambda r: [r["state"] or "-"],
+    "state": lambda r: [r["state"]],
     "switch": lambda r: _nics(r, "switch"),
     "network": lambda r: [i["network"] for i in r["interfaces"]],
     "address": lambda r: _nics(r, "address"),
@@ -114,7 +112,7 @@ def show_text(r: dict[str, Any]) -> str:
         f"  roles      {', '.join(r['roles'])}",
         f"  partition  {r['partition'] or '-'}" + (f"   mkv array {r['mkv_array']}"
                                                   if r["mkv_array"] else ""),
-        f"  state      {r['state'] or '- (no lifecycle state in the inventory)'}",
+        f"  state      {r['state']}" + (f" ({r['reason']})" if r["reason"] else ""),
         f"  serial     {r['serial']}",
     ]
     for i in r["interfaces"]:
