@@ -32,7 +32,7 @@ class Site:
     pki: Path
     answering: list[str] = field(default_factory=lambda: list(ALL))
     slurm: dict[str, tuple[str, str]] = field(
-        default_factory=lambda: {n: ("IDLE", "") for n in GPUS})
+        default_factory=lambda: dict.fromkeys(GPUS, ("IDLE", "")))
     salt_broken: bool = False
     slurm_broken: bool = False
     alerts: list[dict[str, Any]] = field(default_factory=list)

@@ -54,7 +54,7 @@ def test_power_on_off_and_a_hung_bmc_within_its_deadline(tmp_path: Path) -> None
 
 def test_no_secrets_store_is_the_power_column_unknown_not_each_node(tmp_path: Path) -> None:
     site = make_site(tmp_path)
-    rc, doc, err = site.run("tbox-[001-002]", inventory=INVENTORY,
-                            power=["--secrets", str(tmp_path / "none"), "--deadline", "5"])
+    _rc, doc, _err = site.run("tbox-[001-002]", inventory=INVENTORY,
+                              power=["--secrets", str(tmp_path / "none"), "--deadline", "5"])
     assert doc["sources"]["power"]["error"].startswith("every BMC failed alike: ")
     assert all("power" in n["unknown"] for n in doc["nodes"])
