@@ -78,18 +78,22 @@ def test_each_problem_is_named_and_problem_nodes_come_first() -> None:
         "reinstall r1 unfinished at power", "alert NodeDown (critical): node_exporter down"]
 
 
-def test_boot_mode_install_is_no_problem_while_a_reinstall_holds_the_node() -> None:
+def test_install_drained_and_silent_are_no_problem_while_a_reinstall_holds_the_node(
+        ) -> None:
     base = healthy()
     base["boot"].values["gpu-01"] = "install"
+    base["minion"].values["gpu-01"] = False
+    base["slurm"].values["gpu-01"] = Slurm("DOWN+DRAIN", "fleet reinstall (r1)")
     base["work"].values["gpu-01"] = Work(running="fleet reinstall (pid 42)")
     row = by_node(base)["gpu-01"]
     assert row.status == "ok", row.problems
     assert row.as_json()["work"] == {"running": "fleet reinstall (pid 42)", "unfinished": None}
 
 
-def test_maintenance_node_may_be_drained_and_off() -> None:
+def test_maintenance_node_may_be_drained_off_and_silent() -> None:
     base = healthy()
     base["power"].values["gpu-02"] = Power("off")
+    base["minion"].values["gpu-02"] = False
     base["slurm"].values["gpu-02"] = Slurm("IDLE+DRAIN", "fleet-inventory: PSU swap")
     base["power"].values["gpu-03"] = Power("off")
     got = by_node(base)

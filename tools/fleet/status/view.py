@@ -61,7 +61,11 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
     """One node's row: each source's value, and the problems they show."""
     row = Row(node, state, slurm_node)
     f, problems = row.fields, row.problems
-    maintenance = state == "maintenance"
+    col = cols.get("work")
+    running = col is not None and col.error is None and isinstance(
+        col.values.get(node), Work) and col.values[node].running is not None
+    # what maintenance, or a reinstall or rollout at work, means: off, drained, silent
+    expected = state == "maintenance" or running
 
     def value(source: str) -> Any:
         col = cols.get(source)
@@ -79,7 +83,7 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
         f["power"] = {"state": p.state, "error": p.error}
         if p.error is not None:
             problems.append(f"BMC: {p.error}")
-        elif p.state == "off" and not maintenance:
+        elif p.state == "off" and not expected:
             problems.append("powered off")
     b = value("boot")
     if isinstance(b, Exception):
@@ -87,8 +91,7 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
         problems.append(f"boot mode unreadable: {b}")
     elif isinstance(b, str):
         f["boot"] = {"mode": b, "error": None}
-        w = cols["work"].values.get(node) if "work" in cols else None
-        if b == "install" and not (isinstance(w, Work) and w.running):
+        if b == "install" and not running:
             problems.append(f"boot mode install (its next PXE boot reinstalls it; "
                             f"`fleet pxe set {node} local` if none is meant)")
     k = value("key")
@@ -100,7 +103,7 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
     m = value("minion")
     if isinstance(m, bool):
         f["minion"] = "answers" if m else "silent"
-        if not m and state != "planned":
+        if not m and state != "planned" and not expected:
             problems.append("minion does not answer test.ping")
     s = value("slurm") if slurm_node else None  # only Slurm compute nodes are in it
     if not slurm_node and "slurm" in cols:
@@ -108,7 +111,7 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
     if s is not None:
         if isinstance(s, Slurm):
             f["slurm"] = {"state": s.state, "reason": s.reason}
-            if s.bad and not maintenance:
+            if s.bad and not expected:
                 problems.append(f"slurm {s.state}" + (f": {s.reason}" if s.reason else ""))
         else:  # _MISSING: slurmctld does not know it
             f["slurm"] = None
