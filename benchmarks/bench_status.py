@@ -124,10 +124,10 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
             argv = [sys.executable, "-m", "fleet", "status", ",".join(ids), "--json",
                     "-i", str(INVENTORY), "--salt-config", str(sw.config_dir),
                     "--slurm-command", str(slurm_standin(ids, work)),
-                    "--pxe-state", str(work / "pxe"), "--apply-state", str(work / "apply"),
-                    "--health-state", str(work / "health"),
-                    "--reinstall-state", str(work / "reinstall"),
-                    "--rollout-state", str(work / "rollout"), "--no-alerts",
+                    "--pxe-state", str(work / "pxe"), "--apply-state-dir", str(work / "apply"),
+                    "--health-state-dir", str(work / "health"),
+                    "--reinstall-state-dir", str(work / "reinstall"),
+                    "--rollout-state-dir", str(work / "rollout"), "--no-alerts",
                     "--secrets", str(secrets), "--bmc-scheme", "http",
                     "--bmc-address", addresses]
             env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}

@@ -72,10 +72,10 @@ def test_status_shows_every_source_then_puts_a_silent_minion_and_an_armed_instal
     try:
         with rig_up(lab, tmp_path / "rig") as rig:
             status = [
-                "status", target, "--no-alerts", "--apply-state", str(apply_state),
-                "--health-state", str(tmp_path / "health"),
-                "--reinstall-state", str(tmp_path / "reinstall"),
-                "--rollout-state", str(tmp_path / "rollout"),
+                "status", target, "--no-alerts", "--apply-state-dir", str(apply_state),
+                "--health-state-dir", str(tmp_path / "health"),
+                "--reinstall-state-dir", str(tmp_path / "reinstall"),
+                "--rollout-state-dir", str(tmp_path / "rollout"),
                 "--slurm-command", f"{PODMAN} {container}",
                 "--pxe-command", f"{PODMAN} -i {container} fleet-lab",
                 "--secrets", str(rig.work / "secrets"), "--bmc-scheme", "http",

@@ -101,10 +101,10 @@ print(st["scontrol"])
                 "--salt-config", str(self.conf),
                 "--slurm-command", str(self.bin / "slurm-standin"),
                 "--pxe-state", str(self.tmp / "pxe-state"),
-                "--apply-state", str(self.tmp / "apply"),
-                "--health-state", str(self.tmp / "health"),
-                "--reinstall-state", str(self.tmp / "reinstall"),
-                "--rollout-state", str(self.tmp / "rollout"), "--salt-timeout", "5",
+                "--apply-state-dir", str(self.tmp / "apply"),
+                "--health-state-dir", str(self.tmp / "health"),
+                "--reinstall-state-dir", str(self.tmp / "reinstall"),
+                "--rollout-state-dir", str(self.tmp / "rollout"), "--salt-timeout", "5",
                 *(["--prometheus", prometheus] if prometheus else ["--no-alerts"]), *args]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
                "PATH": f"{self.bin}:{Path(salt_key_bin()).parent}:{os.environ['PATH']}"}

@@ -72,11 +72,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--salt-timeout", type=float, default=10.0, metavar="S",
                    help="seconds test.ping waits for the minions (default 10)")
     for flag, env, default, what in (
-            ("--apply-state", "FLEET_APPLY_STATE", APPLY_STATE, "fleet apply's results"),
-            ("--health-state", "FLEET_HEALTH_STATE", HEALTH_STATE, "fleet health's results"),
-            ("--reinstall-state", "FLEET_REINSTALL_STATE", REINSTALL_STATE,
+            ("--apply-state-dir", "FLEET_APPLY_STATE", APPLY_STATE, "fleet apply's results"),
+            ("--health-state-dir", "FLEET_HEALTH_STATE", HEALTH_STATE,
+             "fleet health's results"),
+            ("--reinstall-state-dir", "FLEET_REINSTALL_STATE", REINSTALL_STATE,
              "fleet reinstall's locks and journals"),
-            ("--rollout-state", "FLEET_ROLLOUT_STATE", ROLLOUT_STATE,
+            ("--rollout-state-dir", "FLEET_ROLLOUT_STATE", ROLLOUT_STATE,
              "fleet rollout's journal")):
         p.add_argument(flag, type=Path, default=_env_path(env, default), metavar="DIR",
                        help=f"{what} (default ${env} or {default})")
@@ -148,9 +149,10 @@ def cmd_status(args: argparse.Namespace, inv: Inventory,
     jobs["minion"] = lambda: sources.ping(runner, names, args.salt_timeout)
     if any(inv.nodes[n].has("slurm.compute") for n in names):
         jobs["slurm"] = lambda: sources.slurm(runner, names)
-    jobs["apply"] = lambda: sources.last(args.apply_state, "apply", names)
-    jobs["health"] = lambda: sources.last(args.health_state, "health", names)
-    jobs["work"] = lambda: sources.work(args.reinstall_state, args.rollout_state, names)
+    jobs["apply"] = lambda: sources.last(args.apply_state_dir, "apply", names)
+    jobs["health"] = lambda: sources.last(args.health_state_dir, "health", names)
+    jobs["work"] = lambda: sources.work(args.reinstall_state_dir, args.rollout_state_dir,
+                                        names)
     if args.no_alerts:
         skipped["alerts"] = "--no-alerts"
     else:
