@@ -56,5 +56,7 @@ def test_no_secrets_store_is_the_power_column_unknown_not_each_node(tmp_path: Pa
     site = make_site(tmp_path)
     _rc, doc, _err = site.run("tbox-[001-002]", inventory=INVENTORY,
                               power=["--secrets", str(tmp_path / "none"), "--deadline", "5"])
-    assert doc["sources"]["power"]["error"].startswith("every BMC failed alike: ")
+    assert doc["sources"]["power"]["error"] == (
+        f"{tmp_path / 'none/bmc'}: no such directory: the BMC passwords are not here "
+        "(--secrets DIR, or --no-power)")
     assert all("power" in n["unknown"] for n in doc["nodes"])

@@ -9,7 +9,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +113,8 @@ def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, f
 
 def cmd_status(args: argparse.Namespace, inv: Inventory,
                progress: Callable[[str], None]) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from fleet.inventory.lifecycle import default_target
     from fleet.reinstall.cli import runner_for
     from fleet.status import sources, view
@@ -142,7 +143,7 @@ def cmd_status(args: argparse.Namespace, inv: Inventory,
                                                            timeout=args.bmc_timeout))
 
         jobs["power"] = lambda: sources.power(names, client, parallel=args.parallel,
-                                              deadline=args.deadline)
+                                              deadline=args.deadline, secrets=args.secrets)
     store = boot_mode_store(args, inv)
     jobs["boot"] = lambda: sources.boot_modes(store, names)
     jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))

@@ -55,18 +55,18 @@ class Power:
 
 
 def power(names: Sequence[str], client_for: Callable[[str], Any], *, parallel: int,
-          deadline: float) -> dict[str, Power]:
-    """``fleet power status`` of every node (the same pool, the same deadline)."""
+          deadline: float, secrets: Path | None = None) -> dict[str, Power]:
+    """``fleet power status`` of every node (the same pool, the same deadline); no
+    ``secrets`` store at all is the source failing, not each node."""
     from fleet.ops import power as ops_power
 
+    if secrets is not None and not (secrets / "bmc").is_dir():
+        raise SourceError(f"{secrets / 'bmc'}: no such directory: the BMC passwords are "
+                          "not here (--secrets DIR, or --no-power)")
     results = ops_power.run(names, "status", client_for, lambda _n: [], parallel=parallel,
                             deadline=deadline)
-    out = {r.node: Power(r.power, "; ".join(r.problems) if r.status.bad else None)
-           for r in results}
-    reasons = {p.error for p in out.values()}
-    if len(out) > 1 and len(reasons) == 1 and None not in reasons:  # e.g. no secrets store
-        raise SourceError(f"every BMC failed alike: {reasons.pop()}")
-    return out
+    return {r.node: Power(r.power, "; ".join(r.problems) if r.status.bad else None)
+            for r in results}
 
 
 # --- boot mode ---------------------------------------------------------------------------
