@@ -7,6 +7,7 @@ reason and the others still show."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from fleet.reinstall.journal import Journal
 from fleet.reinstall.lock import NodeLock
 from ops.helpers import arm_install
 from status.site import ALL, Prometheus, firing, make_site, nodes
+from support.cli import SMALL
 
 
 def test_every_source_joined_each_problem_named_problems_first(tmp_path: Path) -> None:
@@ -155,3 +157,27 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
     assert run_fleet("status", "-i", str(SMALL), "gpu-99").returncode == 2
     assert run_fleet("status", "-i", str(SMALL), "--parallel", "0").returncode == 2
+
+
+def test_boot_modes_through_pxe_command_in_one_call(tmp_path: Path) -> None:
+    """--pxe-command: the real `fleet pxe status NODES --json`, once for all nodes, run by
+    a wrapper as `ssh head-01 fleet` would (here: this checkout's fleet, the small
+    inventory, the test's PXE state); a command that fails leaves the column unknown."""
+    site = make_site(tmp_path)
+    arm_install(tmp_path / "pxe-state", "52:54:00:00:00:65")  # gpu-01
+    log = tmp_path / "pxe-calls.log"
+    wrapper = tmp_path / "pxe-host"
+    wrapper.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {sys.executable} -m fleet \"$@\" "
+                       f"-i {SMALL} --state-dir {tmp_path / 'pxe-state'}\n")
+    wrapper.chmod(0o755)
+    rc, doc, err = site.run("--pxe-command", str(wrapper))
+    assert rc == 5, err
+    got = nodes(doc)
+    assert got["gpu-01"]["boot"] == {"mode": "install", "error": None}
+    assert got["gpu-02"]["boot"] == {"mode": "local", "error": None}
+    assert doc["nodes"][0]["node"] == "gpu-01"
+    assert len(log.read_text().splitlines()) == 1  # one call for the seven nodes
+    rc, doc, err = site.run("--pxe-command", "false")
+    assert rc == 0, err
+    assert doc["sources"]["boot"]["error"].startswith("`false pxe status")
+    assert all(n["unknown"] == ["boot"] for n in doc["nodes"])
