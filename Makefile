@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring
+	test-swarm bench-fanout bench-monitoring bench-status
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
+	@echo "make bench-status  fleet status of the site's 144 nodes: real minions, fake BMCs -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
 	@echo "                   LAB_OS=ubuntu-24.04 (default) or LAB_OS=debian-12"
@@ -87,6 +88,8 @@ bench-fanout: $(STAMP)
 
 bench-monitoring: $(STAMP)
 	$(BIN)/python benchmarks/bench_monitoring.py --runs 3 --write docs/benchmarks.md
+bench-status: $(STAMP)
+	$(BIN)/python benchmarks/bench_status.py --runs 3 --sizes 12,144 --write docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -77,3 +77,42 @@ def test_fleet_apply_names_a_stopped_minion_and_a_node_without_key(swarm: Swarm)
     assert nodes[no_key]["status"] == "no-key"
     assert nodes[up]["status"] in ("ok", "changed", "failed")  # it returned
     assert nodes[up]["states"] > 10  # its whole highstate, compiled and checked
+
+
+def test_fleet_apply_keeps_what_it_found_and_fleet_status_shows_it(
+        swarm: Swarm, tmp_path: Path) -> None:
+    """A real `fleet apply` (no --test) of a stopped minion and a node without a key:
+    nothing is applied anywhere, and each result is kept in --state-dir; `fleet status`
+    then shows both, with the minion silent and the key missing, first."""
+    up, stopped = swarm.ids[3], swarm.ids[4]
+    no_key = next(n for n in swarmconf.render_ids() if n not in swarm.ids)
+    inventory = str(swarmconf.ROOT / "inventory.yaml")
+    state = tmp_path / "apply"
+    swarm.stop_minions([stopped])
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fleet", "apply", f"{stopped},{no_key}", "--json",
+             "--timeout", "60", "--salt-config", str(swarm.config_dir), "-i", inventory,
+             "--state-dir", str(state)],
+            capture_output=True, text=True, timeout=600, cwd=Path(swarmconf.ROOT))
+        assert proc.returncode == 5, proc.stderr
+        kept = {n: json.loads((state / n / "last.json").read_text())
+                for n in (stopped, no_key)}
+        assert (kept[stopped]["status"], kept[no_key]["status"]) == ("no-return", "no-key")
+        status = subprocess.run(
+            [sys.executable, "-m", "fleet", "status", f"{up},{stopped},{no_key}", "--json",
+             "--no-power", "--no-alerts", "--salt-config", str(swarm.config_dir),
+             "-i", inventory, "--apply-state-dir", str(state), "--pxe-state", str(tmp_path),
+             "--reinstall-state-dir", str(tmp_path / "r"),
+             "--rollout-state-dir", str(tmp_path / "o"),
+             "--slurm-command", "false", "--salt-timeout", "20"],
+            capture_output=True, text=True, timeout=600, cwd=Path(swarmconf.ROOT))
+    finally:
+        swarm.start_minions([stopped])
+    doc = json.loads(status.stdout)
+    got = {n["node"]: n for n in doc["nodes"]}
+    assert [n["node"] for n in doc["nodes"]][2] == up  # the two problems first
+    assert got[stopped]["minion"] == "silent" and got[stopped]["key"] == "accepted"
+    assert got[stopped]["apply"]["status"] == "no-return"
+    assert got[no_key]["key"] == "missing" and got[no_key]["apply"]["status"] == "no-key"
+    assert got[up]["minion"] == "answers" and got[up]["apply"] is None

@@ -7,12 +7,15 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fleet.apply.result import NodeResult, Status
-from fleet.cliparts import Loader, add_command, add_salt_config, target_nodes
+from fleet.cliparts import Loader, add_command, add_salt_config, add_state_dir, target_nodes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
+
+DEFAULT_STATE = "/var/lib/fleet/apply"
 
 HELP = "run the highstate from the master, every node accounted for"
 DESCRIPTION = """
@@ -20,7 +23,8 @@ Run state.apply (the highstate) on the inventory nodes TARGET names, through the
 master, and report every one of them: ok, changed, failed (which state, and why), no-return,
 lost (the minion dropped the job), no-key (not accepted on the master: not published).
 Returns come from the master's event bus and its job cache; Salt's batch mode is not used.
-See docs/operations.md.
+Each node's result (not with --test) is kept in --state-dir for `fleet status`. See
+docs/operations.md.
 """
 EPILOG = """
 exit codes: 0 every node ok or changed, 1 invalid inventory, 2 usage (a target item that
@@ -38,6 +42,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                         "starts when one returns)")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="S",
                    help="give up on a node S seconds after its publish (default 1800)")
+    add_state_dir(p, "FLEET_APPLY_STATE", DEFAULT_STATE,
+                  "where each node's last result is kept (<dir>/<node>/last.json)")
     add_salt_config(p)
     p.set_defaults(func=lambda a, pr: cmd_apply(a, load(a, pr), pr))
 
@@ -65,6 +71,8 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.IO
     wall = time.monotonic() - t0
+    if not args.test:
+        keep(args.state_dir, results)
     bad = [r for r in results if r.status.bad]
     if args.json:
         print(json.dumps(as_json(args.target, args.test, wall, results), indent=2))
@@ -74,6 +82,19 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
         for r in bad:
             print(f"{r.node}: {r.status.value}: {r.summary()}", file=sys.stderr)
     return Exit.FAILED if bad else Exit.OK
+
+
+def keep(state_dir: Path, results: list[NodeResult]) -> None:
+    """Each node's result for `fleet status` (fleet.lastrun); a state dir that cannot be
+    written is said, and changes nothing else of the run."""
+    from fleet import lastrun
+
+    try:
+        lastrun.record(state_dir, "apply", ((r.node, r.status.value, not r.status.bad,
+                                             r.summary()) for r in results))
+    except OSError as exc:
+        print(f"fleet apply: the results were not kept for `fleet status`: {exc} "
+              "(--state-dir)", file=sys.stderr)
 
 
 def counts(results: list[NodeResult]) -> dict[str, int]:

@@ -7,7 +7,8 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
     Loader,
@@ -20,6 +21,9 @@ from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.reinstall.cli import runner_for
 
+if TYPE_CHECKING:
+    from fleet.health.run import Outcome
+
 DEFAULT_STATE = "/var/lib/fleet/health"
 
 
@@ -31,7 +35,8 @@ three skipped, and said so, where pillar fleet:hardware is false), slurmd active
 registered with its GRES, munge, time sync (chrony), mkv volumes answering with every data
 disk mounted, and the head node's services. --drain drains unhealthy Slurm nodes (reason
 'fleet health: ...'); --resume resumes nodes drained that way once they pass, never a node
-drained otherwise. See docs/operations.md.
+drained otherwise. Each node's result is kept in --state-dir for `fleet status`. See
+docs/operations.md.
 """
 EPILOG = """
 exit codes: 0 every node healthy, 1 invalid inventory, 2 usage (a target item that names no
@@ -46,7 +51,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
                    help="resume the healthy nodes that `fleet health --drain` drained")
-    add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE, "the journal of drains and resumes")
+    add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE,
+                  "the journal of drains and resumes, each node's last result")
     add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
 
@@ -69,6 +75,7 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
         print(f"fleet: the Salt master could not be asked: {exc}", file=sys.stderr)
         return Exit.IO
     wall = time.monotonic() - t0
+    keep(args.state_dir, outcome)
     bad = [r for r in outcome.reports if not r.healthy]
     if args.json:
         print(json.dumps(outcome.as_json(args.target, wall), indent=2))
@@ -80,3 +87,17 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
     for a in outcome.failed_actions:
         print(f"fleet: {a}", file=sys.stderr)
     return Exit.FAILED if bad or outcome.failed_actions else Exit.OK
+
+
+def keep(state_dir: Path, outcome: Outcome) -> None:
+    """Each node's result for `fleet status` (fleet.lastrun); a state dir that cannot be
+    written is said, and changes nothing else of the run."""
+    from fleet import lastrun
+
+    try:
+        lastrun.record(state_dir, "health", (
+            (r.node, "healthy" if r.healthy else "unhealthy", r.healthy,
+             "; ".join(r.problems)) for r in outcome.reports))
+    except OSError as exc:
+        print(f"fleet health: the results were not kept for `fleet status`: {exc} "
+              "(--state-dir)", file=sys.stderr)

@@ -1,0 +1,231 @@
+"""``make bench-status``: ``fleet status`` of a whole site, every source live: one
+salt-master as the site renders it with one real salt-minion per node (fleet.apply.swarm,
+as bench-fanout), FAKE Redfish BMCs (sushy-tools' emulator, tests/support/bmcfakes.py;
+``--bmcs`` processes, the nodes spread over them), a STAND-IN for ``scontrol`` (the
+lines Slurm 22.05 prints, one per compute node: no slurmctld runs here), the PXE links,
+a kept ``fleet apply`` result per node.
+
+Per size (``--sizes``, node counts spread over the site's inventory; default the site's
+144), ``--runs`` runs of the real ``fleet status --json`` (a separate process): its wall
+time, each source's seconds (from its JSON), the master's CPU seconds, and how many
+nodes came out ok. Results -> the ``## fleet status`` section of docs/benchmarks.md
+(``--write``) and JSON (``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests"))  # support.*, health.fakesite
+
+import report  # noqa: E402
+from fleet import lastrun  # noqa: E402
+from fleet.apply.swarm import Swarm, cpu_ticks  # noqa: E402
+from fleet.inventory.load import load_inventory  # noqa: E402
+from health.fakesite import scontrol_line  # noqa: E402
+from support import swarmconf  # noqa: E402
+from support.bmcfakes import PASSWORD, FakeBmcProcess, start_fake_redfish  # noqa: E402
+
+HEADING = "## fleet status"
+TICK = os.sysconf("SC_CLK_TCK")
+KEYS = Path("/var/tmp/fleet-swarm-keys")
+INVENTORY = ROOT / "inventory.yaml"
+
+
+def wait_pings(sw: Swarm, timeout: float, log: Any) -> float:
+    """Seconds until every minion answers one ``salt test.ping``."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        out = subprocess.run([str(ROOT / ".venv/bin/salt"), "-c", str(sw.config_dir), "-L",
+                              ",".join(sw.ids), "test.ping", "-t10", "--out=json",
+                              "--static"], capture_output=True, text=True, check=False)
+        try:
+            got = json.loads(out.stdout or "{}")
+        except ValueError:
+            got = {}
+        up = sum(1 for i in sw.ids if got.get(i) is True)
+        log(f"  {up}/{len(sw.ids)} minions answer")
+        if up == len(sw.ids):
+            return time.monotonic() - t0
+        time.sleep(2)
+    raise RuntimeError(f"not every minion answered within {timeout:.0f}s")
+
+
+def start_bmcs(ids: list[str], count: int, work: Path) -> tuple[list[FakeBmcProcess], str,
+                                                                   Path]:
+    """``count`` fake BMCs per BMC user the nodes' profiles have (at least one each), every
+    node given one (--bmc-address NODE=HOST:PORT,...), and the secrets store."""
+    inv = load_inventory(INVENTORY)
+    secrets = work / "secrets" / "bmc"
+    secrets.mkdir(parents=True, mode=0o700)
+    by_user: dict[str, list[str]] = {}
+    for n in ids:
+        spec = inv.nodes[n].profile.bmc
+        by_user.setdefault(spec.user, []).append(n)
+        secret = secrets / spec.password_secret
+        secret.write_text(PASSWORD + "\n")
+        secret.chmod(0o600)
+    fakes: list[FakeBmcProcess] = []
+    pairs = []
+    for user, nodes in by_user.items():
+        mine = []
+        for k in range(max(1, min(count, len(nodes)))):
+            d = work / f"bmc-{user}-{k}"
+            d.mkdir()
+            mine.append(start_fake_redfish(d, power="On", system=f"{user}-{k}", user=user))
+        fakes += mine
+        pairs += [f"{n}=127.0.0.1:{mine[i % len(mine)].port}" for i, n in enumerate(nodes)]
+    return fakes, ",".join(pairs), secrets.parent
+
+
+def slurm_standin(ids: list[str], work: Path) -> Path:
+    inv = load_inventory(INVENTORY)
+    lines = work / "scontrol.txt"
+    lines.write_text("\n".join(scontrol_line(n) for n in ids
+                               if inv.nodes[n].has("slurm.compute")) + "\n")
+    script = work / "slurm-standin"  # STAND-IN for a Slurm client: scontrol show node -o
+    script.write_text(f"#!/bin/sh\n[ \"$1 $2 $3 $4\" = 'scontrol show node -o' ] || exit 2\n"
+                      f"cat {lines}\n")
+    script.chmod(0o755)
+    return script
+
+
+def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Namespace,
+             log: Any) -> dict[str, Any]:
+    ids = swarmconf.spread(conf.ids, n)
+    sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
+               minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
+               minion_nice=args.minion_nice)
+    sw.write()
+    out: dict[str, Any] = {"n": len(ids), "runs": []}
+    fakes: list[FakeBmcProcess] = []
+    with sw:
+        sw.start_master()
+        sw.start_minions()
+        out["ready_s"] = wait_pings(sw, args.ready_timeout, log)
+        fakes, addresses, secrets = start_bmcs(ids, args.bmcs, work)
+        out["bmcs"] = len(fakes)
+        try:
+            for d in ("pxe", "apply", "health", "reinstall", "rollout"):
+                (work / d).mkdir()
+            lastrun.record(work / "apply", "apply", [(i, "ok", True, "") for i in ids])
+            argv = [sys.executable, "-m", "fleet", "status", ",".join(ids), "--json",
+                    "-i", str(INVENTORY), "--salt-config", str(sw.config_dir),
+                    "--slurm-command", str(slurm_standin(ids, work)),
+                    "--pxe-state", str(work / "pxe"), "--apply-state-dir", str(work / "apply"),
+                    "--health-state-dir", str(work / "health"),
+                    "--reinstall-state-dir", str(work / "reinstall"),
+                    "--rollout-state-dir", str(work / "rollout"), "--no-alerts",
+                    "--secrets", str(secrets), "--bmc-scheme", "http",
+                    "--bmc-address", addresses]
+            env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+            for i in range(args.runs):
+                cpu0 = cpu_ticks(sw.master_pids())
+                t0 = time.monotonic()
+                proc = subprocess.run(argv, capture_output=True, text=True, env=env,
+                                      check=False, timeout=600)
+                wall = time.monotonic() - t0
+                doc = json.loads(proc.stdout)
+                run = {"rc": proc.returncode, "wall_s": round(wall, 2),
+                       "master_cpu_s": (cpu_ticks(sw.master_pids()) - cpu0) / TICK,
+                       "counts": doc["counts"],
+                       "sources_s": {k: v["seconds"] for k, v in doc["sources"].items()
+                                     if v["skipped"] is None},
+                       "errors": {k: v["error"] for k, v in doc["sources"].items()
+                                  if v["error"]}}
+                out["runs"].append(run)
+                log(f"  run {i + 1}: rc {proc.returncode}, {wall:.1f}s, {doc['counts']}, "
+                    f"sources {run['sources_s']}")
+        finally:
+            for f in fakes:
+                f.stop()
+    return out
+
+
+def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str],
+              args: argparse.Namespace) -> None:
+    lines = [HEADING, "", "`make bench-status` (benchmarks/bench_status.py): the real "
+             "`fleet status --json` of N nodes with every source live: a swarm of real "
+             "salt-minions (one per node, as bench-fanout), FAKE Redfish BMCs (sushy-tools; "
+             "the nodes spread over a few emulator processes), a stand-in for `scontrol`, "
+             "the PXE links and a kept `fleet apply` result per node; no Prometheus "
+             "(`--no-alerts`).", ""]
+    lines += [f"- {k}: {v}" for k, v in machine.items()]
+    lines += ["", "| nodes | fake BMCs | minions ready | runs | status wall (median, max) "
+              "| power | key | minion | slurm | master CPU | ok / problem / unknown |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        walls = [x["wall_s"] for x in r["runs"]]
+        src = {k: statistics.median(x["sources_s"].get(k, 0.0) for x in r["runs"])
+               for k in ("power", "key", "minion", "slurm")}
+        last = r["runs"][-1]["counts"]
+        lines.append(
+            f"| {r['n']} | {r['bmcs']} | {r['ready_s']:.0f} s | {len(walls)} | "
+            f"{statistics.median(walls):.1f} s, {max(walls):.1f} s | "
+            + " | ".join(f"{src[k]:.1f} s" for k in src)
+            + f" | {statistics.median(x['master_cpu_s'] for x in r['runs']):.1f} s | "
+            f"{last['ok']} / {last['problem']} / {last['unknown']} |")
+    lines += ["", "Each source's seconds are its own, side by side (the wall is about the "
+              "slowest, plus the CLI's start). Not measured here: "
+              + (args.not_measured or "nothing left out of the sizes asked for") + ".", ""]
+    report.replace_section(path, HEADING, "\n".join(lines))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="144",
+                    help="node counts, spread over the site (default 144: the site)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--bmcs", type=int, default=8,
+                    help="fake BMC processes per BMC user (default 8)")
+    ap.add_argument("--minion-nice", type=int, default=10)
+    ap.add_argument("--ready-timeout", type=float, default=900)
+    ap.add_argument("--not-measured", default="",
+                    help="what the doc says was not measured (e.g. the 144 nodes)")
+    ap.add_argument("--write", type=Path, metavar="MD")
+    ap.add_argument("--json", type=Path, metavar="FILE")
+    args = ap.parse_args()
+
+    def log(msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    machine = {"CPU": f"{report.cpu_model()}; {os.cpu_count()} logical CPUs",
+               "memory": report.mem_total(), "OS": report.os_name(),
+               "fleet at commit": report.commit(),
+               "minions' nice value": str(args.minion_nice),
+               "load average before": report.load_average(),
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    work = Path(tempfile.mkdtemp(prefix="fleet-status-", dir="/tmp"))
+    results = []
+    try:
+        conf = swarmconf.render(work / "conf")
+        for n in [int(x) for x in args.sizes.split(",")]:
+            log(f"{n} nodes")
+            d = work / f"n{n}"
+            d.mkdir()
+            results.append(one_size(conf, n, d, args, log))
+            if args.json:
+                args.json.write_text(json.dumps({"machine": machine, "results": results},
+                                                indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    machine["load average after"] = report.load_average()
+    if args.write and results:
+        write_doc(args.write, results, machine, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

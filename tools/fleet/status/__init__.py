@@ -1,0 +1,2 @@
+"""``fleet status [TARGET]``: one row per node from every live source (sources.py), joined
+and judged (view.py)."""

@@ -1,0 +1,294 @@
+"""The sources of ``fleet status``, each asked once for all the nodes and bounded in time:
+a source that cannot be asked raises :class:`SourceError` (its column is then unknown,
+with the reason); one that answers gives a value per node (a node's own failure, as a BMC
+that does not answer, is that node's value, not the source's).
+
+- power: the BMCs through ``fleet power``'s pool and per-node deadline (fleet.ops.power);
+- boot mode: the one boot-mode store (fleet.cliparts.boot_mode_store);
+- key: one ``salt-key -L --out=json``; minion: one ``salt -L NODES test.ping``;
+- slurm: one ``scontrol show node -o``;
+- apply, health: the last results ``fleet apply`` and ``fleet health`` keep
+  (fleet.lastrun);
+- work: a reinstall or rollout holding the node's lock, or an unfinished one in their
+  journals;
+- alerts: Prometheus's alerts API (fleet.monitoring.alerts).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from fleet.reinstall.commands import Runner
+
+KEY_LISTS = {"minions": "accepted", "minions_pre": "pending",
+             "minions_rejected": "rejected", "minions_denied": "denied"}
+
+
+class SourceError(Exception):
+    """The source could not be asked at all; its column is unknown for every node."""
+
+
+class MasterDownError(SourceError):
+    """The Salt master itself did not answer (exit 4)."""
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    line = lines[-1] if lines else ""
+    return "".join(c if c.isprintable() else "?" for c in line)[:300]
+
+
+# --- power -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Power:
+    state: str | None  # "on", "off" (what the BMC says), None when it did not tell
+    error: str | None = None
+
+
+def power(names: Sequence[str], client_for: Callable[[str], Any], *, parallel: int,
+          deadline: float, secrets: Path | None = None) -> dict[str, Power]:
+    """``fleet power status`` of every node (the same pool, the same deadline); no
+    ``secrets`` store at all is the source failing, not each node."""
+    from fleet.ops import power as ops_power
+
+    if secrets is not None and not (secrets / "bmc").is_dir():
+        raise SourceError(f"{secrets / 'bmc'}: no such directory: the BMC passwords are "
+                          "not here (--secrets DIR, or --no-power)")
+    results = ops_power.run(names, "status", client_for, lambda _n: [], parallel=parallel,
+                            deadline=deadline)
+    return {r.node: Power(r.power, "; ".join(r.problems) if r.status.bad else None)
+            for r in results}
+
+
+# --- boot mode ---------------------------------------------------------------------------
+
+
+class ModeReader(Protocol):
+    def get_mode(self, node: str) -> str: ...
+
+
+def boot_modes(store: ModeReader, names: Sequence[str], workers: int = 8
+               ) -> dict[str, str | Exception]:
+    """Each node's mode (``install`` or ``local``), or why it could not be read; a store
+    that answers for no node is the source failing (its one reason). Through
+    --pxe-command: one ``CMD pxe status NODES --json`` for all of them."""
+    from fleet.reinstall.bootmode import BootModeUnavailableError, CommandBootMode
+
+    if isinstance(store, CommandBootMode):
+        return _command_modes(store, names)
+
+    def one(name: str) -> str | Exception:
+        try:
+            return store.get_mode(name)
+        except BootModeUnavailableError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(names)))) as pool:
+        got = dict(zip(names, pool.map(one, names), strict=True))
+    if got and all(isinstance(v, Exception) for v in got.values()):
+        reasons = {str(v) for v in got.values()}
+        raise SourceError(next(iter(reasons)) if len(reasons) == 1 else
+                          f"no node's boot mode could be read (first: {got[names[0]]})")
+    return got
+
+
+def _command_modes(store: Any, names: Sequence[str]) -> dict[str, str | Exception]:
+    import subprocess
+
+    from fleet.pxe.modes import MODES
+    from fleet.reinstall.commands import through
+
+    argv = through(store.command, ["pxe", "status", *names, "--json"])
+    what = f"`{' '.join(argv[:len(store.command) + 2])} ... --json`"
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=store.timeout, check=False,
+                              start_new_session=True)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SourceError(f"{what}: {exc}") from None
+    if proc.returncode != 0:
+        raise SourceError(f"{what} exited {proc.returncode}: "
+                          f"{_last_line(proc.stderr or proc.stdout)}")
+    try:
+        entries = json.loads(proc.stdout).get("nodes", [])
+        modes = {str(e["node"]): e.get("mode") for e in entries}
+    except (ValueError, AttributeError, TypeError, KeyError) as exc:
+        raise SourceError(f"{what}: not its JSON ({exc})") from None
+    out: dict[str, str | Exception] = {}
+    for n in names:
+        mode = modes.get(n)
+        out[n] = (("install" if mode == "install" else "local") if mode in MODES else
+                  LookupError(f"{what} gave no mode for {n}" if mode is None else
+                              f"{what}: mode {str(mode)[:40]!r} is none of {MODES}"))
+    return out
+
+
+# --- Salt --------------------------------------------------------------------------------
+
+
+def keys(runner: Runner, names: Sequence[str], accepted_dir: Path | None = None,
+         timeout: float = 30.0) -> dict[str, str]:
+    """Each node's key on the master: accepted, pending, rejected, denied or missing.
+    ``accepted_dir``: the master's ``pki_dir/minions``, which must be there (salt-key
+    with another master's config lists nothing, as if no key existed)."""
+    if accepted_dir is not None and not accepted_dir.is_dir():
+        raise MasterDownError(f"{accepted_dir}: no such directory (is --salt-config this "
+                              "master's config dir?)")
+    res = runner.run(["salt-key", "-L", "--out=json"], timeout=timeout)
+    if res.returncode != 0:
+        raise MasterDownError(f"`salt-key -L` exited {res.returncode}: "
+                              f"{_last_line(res.stderr or res.stdout)}")
+    try:
+        data = json.loads(res.stdout)
+        if not isinstance(data, dict):
+            raise ValueError("not a mapping")
+        lists = {k: {str(x) for x in v} for k, v in data.items() if isinstance(v, list)}
+    except ValueError as exc:
+        raise SourceError(f"`salt-key -L --out=json` answered no key lists ({exc})") from None
+    out = {}
+    for name in names:
+        where = [label for k, label in KEY_LISTS.items() if name in lists.get(k, set())]
+        out[name] = "accepted" if "accepted" in where else (where[0] if where else "missing")
+    return out
+
+
+def ping(runner: Runner, names: Sequence[str], timeout: float) -> dict[str, bool]:
+    """Which minions answer one ``test.ping`` (``-t timeout``), all in one salt call."""
+    from fleet.reinstall.saltjobs import json_dict
+
+    if not names:
+        return {}
+    res = runner.run(["salt", "-L", ",".join(names), "test.ping", f"-t{timeout:g}",
+                      "--out=json", "--static"], timeout=timeout + 30)
+    data = json_dict(res)
+    if not data and res.returncode != 0:
+        raise MasterDownError(f"`salt test.ping` exited {res.returncode}: "
+                         f"{_last_line(res.stderr or res.stdout)}")
+    return {n: data.get(n) is True for n in names}
+
+
+# --- Slurm -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slurm:
+    state: str   # scontrol's State, e.g. IDLE, MIXED+DRAIN, DOWN*+NOT_RESPONDING
+    reason: str
+
+    @property
+    def bad(self) -> bool:
+        words = set(self.state.replace("*", "").replace("+", " ").split())
+        return bool(words & {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING",
+                             "NOT_RESPONDING", "INVALID_REG", "UNKNOWN"}) or \
+            self.state.endswith("*")
+
+
+def slurm(runner: Runner, names: Sequence[str], timeout: float = 30.0) -> dict[str, Slurm]:
+    """The Slurm state and reason of each node slurmctld knows (one ``scontrol``)."""
+    from fleet.health import parse
+
+    res = runner.run(["scontrol", "show", "node", "-o"], timeout=timeout)
+    if res.returncode != 0:
+        raise SourceError(f"`scontrol show node` exited {res.returncode}: "
+                          f"{_last_line(res.stderr or res.stdout)}")
+    nodes = parse.scontrol_nodes(res.stdout)
+    return {n: Slurm(parse.clean(nodes[n].get("State", "?"), 40),
+                     parse.clean(nodes[n].get("Reason", ""), 200))
+            for n in names if n in nodes}
+
+
+# --- the last apply and health -----------------------------------------------------------
+
+
+def last(state_dir: Path, verb: str, names: Sequence[str]) -> dict[str, Any]:
+    """Each node's last ``verb`` (fleet.lastrun.Last), None when none, or the error."""
+    from fleet import lastrun
+
+    if not state_dir.is_dir():
+        return dict.fromkeys(names)  # nothing kept yet: no node has a result
+    out: dict[str, Any] = {}
+    for n in names:
+        try:
+            out[n] = lastrun.read(state_dir, n, verb)
+        except (lastrun.LastError, OSError) as exc:
+            out[n] = exc
+    return out
+
+
+# --- reinstall and rollout ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Work:
+    running: str | None = None     # "fleet reinstall (pid 12)", "fleet rollout RUN (pid 9)"
+    unfinished: str | None = None  # what an unfinished run left, and what to run
+
+
+def _holder(lock: Path) -> str | None:
+    """Who holds ``lock`` (its file's pid and command), None when nobody does. Asks with a
+    shared flock taken and dropped at once (a flow starting in that instant is refused
+    as busy, as by any other holder)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid, _, command = os.read(fd, 256).decode(errors="replace").strip().partition(" ")
+            pid = pid if pid.isdigit() else "?"
+            command = "".join(c for c in command if c.isprintable())[:80] or "fleet"
+            return f"{command} (pid {pid})"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def work(reinstall_state: Path, rollout_state: Path, names: Sequence[str]) -> dict[str, Work]:
+    from fleet.reinstall import layout
+    from fleet.reinstall.journal import Journal, latest_run
+    from fleet.rollout.flow import latest
+
+    rollout = latest(Journal(rollout_state).entries()) if rollout_state.is_dir() else None
+    rollout_running = _holder(rollout_state / "lock")
+    out = {}
+    for n in names:
+        node_dir = layout.node_dir(reinstall_state, n)
+        running = _holder(layout.lock(node_dir))
+        unfinished = None
+        if running is None:
+            st = latest_run(Journal(node_dir).entries())
+            if st.unfinished:
+                where = f" at {st.failed_step}" if st.failed_step else ""
+                unfinished = (f"reinstall {st.run_id} unfinished{where}: `fleet reinstall {n} "
+                              "--resume` or `--abort`")
+        if (unfinished is None and rollout is not None and rollout.unfinished
+                and rollout_running is None and n in rollout.drained):
+            unfinished = (f"left drained by unfinished rollout {rollout.run_id}: `fleet "
+                          "rollout --resume` or `--abort`")
+        out[n] = Work(running, unfinished)
+    return out
+
+
+# --- alerts ------------------------------------------------------------------------------
+
+
+def alerts(url: str, names: Sequence[str], timeout: float) -> dict[str, list[Any]]:
+    from fleet.monitoring import alerts as mon
+
+    try:
+        found = mon.by_node(mon.fetch(url, timeout=timeout))
+    except mon.AlertsError as exc:
+        raise SourceError(str(exc)) from None
+    return {n: found.get(n, []) for n in names} | {"": found.get(mon.SITE_WIDE, [])}
