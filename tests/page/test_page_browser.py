@@ -17,10 +17,9 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from support import chromium
 from support.cli import ROOT, run_fleet
-from support.page_status import HOSTILE, fixture_status
+from support.page_status import BAD, DOWN, HOSTILE, MAINT, fixture_status
 
 ARTIFACTS = ROOT / "artifacts"
-MAINT, DOWN, BAD = "tbox-003", "tbox-010", "stor-020"
 
 
 class _Dom(HTMLParser):

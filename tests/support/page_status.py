@@ -10,6 +10,8 @@ from typing import Any
 from fleet.inventory.model import Inventory
 from fleet.page import contract as c
 
+# the nodes the fixture picks out (of the real inventory.yaml)
+MAINT, DOWN, BAD = "tbox-003", "tbox-010", "stor-020"
 HOSTILE = '<img src=x onerror="document.title=\'owned\'"><script>alert(1)</script>'
 
 
