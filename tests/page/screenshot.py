@@ -29,7 +29,7 @@ def main() -> int:
         write.write(www, inv, fixture_status(inv, MAINT, DOWN, BAD))
         with chromium.serve(www) as url:
             chromium.screenshot(url + f"index.html#node={DOWN}", args.out.resolve(),
-                                Path(tmp) / "profile")
+                                Path(tmp) / "profile", size="1600,1500")
     print(f"{args.out}: written")
     return 0
 

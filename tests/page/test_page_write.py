@@ -141,3 +141,9 @@ def test_cli_without_status_runs_fleet_status(tmp_path: Path) -> None:
         assert (tmp_path / "w" / "status.json").is_file(), r.stderr
     else:
         assert r.returncode == 2 and "give --status FILE" in r.stderr
+
+
+def test_help_names_the_exit_codes_and_the_readme_the_verb() -> None:
+    r = run_fleet("page", "--help")
+    assert r.returncode == 0 and "exit codes: 0 written" in r.stdout
+    assert "| `page " in (SMALL.parents[2] / "README.md").read_text()

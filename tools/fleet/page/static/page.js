@@ -3,7 +3,7 @@
 // it reaches the DOM through textContent and setAttribute only, never as HTML.
 "use strict";
 (function () {
-  var U = 10; // px per rack unit
+  var U = 9; // px per rack unit
   var layout = null;
   var view = null;
   var selected = null;
