@@ -41,10 +41,10 @@ def test_state_precedence_and_missing_fields(inv: Inventory) -> None:
     a, b, c, d, e, f = list(inv.nodes)[:6]
     doc = {"nodes": {
         a: {"status": "ok"},
-        b: {"status": "ok", "minion": False},
+        b: {"status": "ok", "minion": "silent"},
         c: {"status": "problem", "minion": {"answering": False}, "state": "maintenance"},
         d: {"status": "problem", "problems": [{"text": "disk <b>"}, "x" * 1000]},
-        e: {"status": "bogus", "minion": "up"},
+        e: {"status": "bogus", "minion": "answers"},
         f: {"state": "planned", "status": "ok"},
     }}
     v = view.build(inv, doc, "t")["nodes"]
@@ -52,7 +52,7 @@ def test_state_precedence_and_missing_fields(inv: Inventory) -> None:
         "ok", "minion-down", "maintenance", "problem", "unknown", "planned"]
     assert v[d]["problems"][0] == "disk <b>"  # text: the page escapes, the view keeps it
     assert len(v[d]["problems"][1]) == view.CLIP
-    assert ["minion answering", "no"] in v[b]["fields"]
+    assert ["minion", "silent"] in v[b]["fields"]
     assert v[a]["fields"] == []  # nothing made up for missing fields
 
 

@@ -1,7 +1,8 @@
 """A FIXTURE status document for the fleet page (tests/page, `make page-screenshot`):
-what `fleet status --json` would say of the inventory's nodes, generated here (no node is
-asked), with its fields named by fleet.page.contract. One node is in maintenance, one
-node's minion does not answer, one has a problem whose text is hostile markup."""
+what `fleet status --json` would say of the inventory's nodes (its records' shape,
+fleet.status.view on its branch), generated here (no node is asked), with the fields
+fleet.page.contract names. One node is in maintenance, one node's minion does not
+answer, one has a problem whose text is hostile markup."""
 
 from __future__ import annotations
 
@@ -20,22 +21,28 @@ def fixture_status(inv: Inventory, maintenance: str, minion_down: str, problem: 
     nodes = []
     for host, node in inv.nodes.items():
         rec: dict[str, Any] = {
-            c.NODE: host, c.STATUS: "ok", c.PROBLEMS: [], c.LIFECYCLE: node.state,
-            "power": "on", "boot_mode": "local", "key": "accepted", c.MINION: True,
-            "slurm": {"state": "idle", "reason": None} if node.has("slurm.compute") else None,
-            "last_apply": {"result": "ok", "at": "2026-12-02T01:00:00Z"},
-            "last_health": "ok", "in_progress": None, "alerts": [],
+            c.NODE: host, c.STATUS: "ok", c.PROBLEMS: [], "unknown": [],
+            c.LIFECYCLE: node.state, "power": {"state": "on", "error": None},
+            "boot": {"mode": "local", "error": None}, "key": "accepted", c.MINION: "answers",
+            "slurm": ({"state": "IDLE", "reason": None} if node.has("slurm.compute")
+                      else None),
+            "apply": {"verb": "apply", "ts": 1764637200.0, "status": "ok", "ok": True,
+                      "summary": "", "ago": "30m ago"},
+            "health": {"verb": "health", "ts": 1764637800.0, "status": "ok", "ok": True,
+                       "summary": "", "ago": "20m ago"},
+            "work": {"running": None, "unfinished": None}, "alerts": [],
         }
         if host == maintenance:
-            rec.update({c.LIFECYCLE: "maintenance", c.STATUS: "problem",
-                        "slurm": {"state": "drained", "reason": "fleet-inventory: DIMM B2"},
-                        c.PROBLEMS: ["drained: fleet-inventory: DIMM B2"]})
+            rec.update({c.LIFECYCLE: "maintenance",
+                        "slurm": {"state": "DRAIN", "reason": "fleet-inventory: DIMM B2"}})
         if host == minion_down:
-            rec.update({c.STATUS: "problem", c.MINION: False, "last_health": None,
-                        c.PROBLEMS: ["minion did not answer test.ping within 10 s"],
-                        "alerts": ["NodeDown (critical)"]})
+            rec.update({c.STATUS: "problem", c.MINION: "silent",
+                        c.PROBLEMS: ["minion does not answer test.ping",
+                                     "alert NodeDown (critical): node_exporter down"],
+                        "alerts": [{"name": "NodeDown", "severity": "critical",
+                                    "summary": "node_exporter down", "since": None}]})
         if host == problem:
-            rec.update({c.STATUS: "problem", c.PROBLEMS: [HOSTILE],
-                        "slurm": {"state": "down", "reason": HOSTILE}})
+            rec.update({c.STATUS: "problem", c.PROBLEMS: [f"slurm DOWN: {HOSTILE}"],
+                        "slurm": {"state": "DOWN", "reason": HOSTILE}})
         nodes.append(rec)
-    return {"ok": False, "generated": generated, c.NODES: nodes}
+    return {"ok": False, "target": "", "generated": generated, c.NODES: nodes}

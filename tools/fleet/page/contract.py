@@ -1,13 +1,17 @@
 """The input contract of the fleet page: the fields of a ``fleet status --json`` document
-that the page reads, in this one place.
+(fleet.status.view.document) that the page reads, in this one place.
 
-The document: ``{"nodes": [RECORD, ...], "generated": TIME?}`` (``nodes`` may also be a
-mapping from hostname to RECORD). A RECORD has ``node`` (the hostname), ``status``
-(``ok`` | ``problem`` | ``unknown``), ``problems`` (a list of strings, or of objects
-with a ``text``/``message``/``problem``), and one field per source (:data:`FIELDS`).
-Every field may be missing; a node with no record is ``unknown``; a record of a node the
-inventory does not have is listed as such, never drawn in a rack; anything else in a
-record is shown as it is (as text). All values are untrusted text from the nodes.
+The document: ``{"nodes": [RECORD, ...], ...}`` (``nodes`` may also be a mapping from
+hostname to RECORD; an optional ``generated`` time). A RECORD has ``node`` (the hostname),
+``status`` (``ok`` | ``problem`` | ``unknown``), ``problems`` (a list of strings, or of
+objects with a ``text``/``message``/``problem``), ``state`` (the lifecycle state) and one
+field per source (:data:`FIELDS`: as `fleet status` writes them, e.g. ``power``
+``{"state", "error"}``, ``minion`` ``"answers"``/``"silent"``, ``slurm``
+``{"state", "reason"}``). Every field may be missing; a node with no record is
+``unknown`` (``planned`` if the inventory says so: `fleet status` leaves planned nodes
+out by default); a record of a node the inventory does not have is listed as such, never
+drawn in a rack; anything else in a record is shown as it is (as text). All values are
+untrusted text from the nodes.
 """
 
 from __future__ import annotations
@@ -18,25 +22,26 @@ STATUS = "status"
 PROBLEMS = "problems"
 PROBLEM_TEXT = ("text", "message", "problem")  # a problem given as an object
 LIFECYCLE = "state"  # planned | active | maintenance (retired nodes are in no rack)
-MINION = "minion"  # true/false (answering), a word (MINION_DOWN), or {"answering": bool}
+MINION = "minion"  # "answers" / "silent" (a word of MINION_DOWN), a bool, or {"answering": bool}
 GENERATED = ("generated", "generated_at", "time")  # when the status was collected
 
 STATUSES = ("ok", "problem", "unknown")
-MINION_DOWN = frozenset({"down", "no", "false", "not answering", "no answer", "no-answer",
+MINION_DOWN = frozenset({"silent", "down", "no", "false", "not answering", "no answer", "no-answer",
                          "no-return", "timeout", "lost", "no-key"})
 
 # (field, label) of each source, in the order the details list them
 FIELDS: tuple[tuple[str, str], ...] = (
     (LIFECYCLE, "lifecycle"),
     ("power", "power"),
-    ("boot_mode", "boot mode"),
+    ("boot", "boot mode"),
     ("key", "minion key"),
-    (MINION, "minion answering"),
+    (MINION, "minion"),
     ("slurm", "Slurm"),
-    ("last_apply", "last apply"),
-    ("last_health", "last health"),
-    ("in_progress", "in progress (reinstall, rollout)"),
+    ("apply", "last apply"),
+    ("health", "last health"),
+    ("work", "reinstall / rollout at work"),
     ("alerts", "firing alerts"),
+    ("unknown", "sources without an answer"),
 )
 
 # the page's states, in precedence order (a node is drawn in the first that holds), with

@@ -162,8 +162,8 @@
         view.unknown_nodes.join(", ")));
     }
     drawLegend();
-    var when = view ? "status " + (view.collected || "-") + ", page written " + view.refreshed
-      : "no status yet";
+    var when = !view ? "no status yet" : (view.collected ? "status collected " +
+      view.collected + ", " : "") + "page written " + view.refreshed;
     document.getElementById("refreshed").textContent = "last refreshed: " + when +
       "; loaded " + new Date().toISOString().replace(/\.\d+Z$/, "Z");
     var want = selected || decodeURIComponent(location.hash.replace(/^#node=/, ""));
