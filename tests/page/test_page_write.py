@@ -147,3 +147,15 @@ def test_help_names_the_exit_codes_and_the_readme_the_verb() -> None:
     r = run_fleet("page", "--help")
     assert r.returncode == 0 and "exit codes: 0 written" in r.stdout
     assert "| `page " in (SMALL.parents[2] / "README.md").read_text()
+
+
+def test_site_wide_lines_are_notices(inv: Inventory) -> None:
+    doc = {"nodes": [], "site_alerts": [{"name": "SlurmControllerDown", "summary": "x"}, 3],
+           "sources": {"slurm": {"ok": False, "error": "sinfo: timeout"}, "key": {"ok": True},
+                       "junk": "x"},
+           "notes": ["2 planned left out"]}
+    assert view.build(inv, doc, "t")["notices"] == [
+        "site alert SlurmControllerDown: x", "site alert 3", "unknown slurm: sinfo: timeout",
+        "note: 2 planned left out"]
+    assert view.build(inv, {"sources": [], "notes": "x", "site_alerts": {}}, "t")[
+        "notices"] == []

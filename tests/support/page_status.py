@@ -45,4 +45,9 @@ def fixture_status(inv: Inventory, maintenance: str, minion_down: str, problem: 
             rec.update({c.STATUS: "problem", c.PROBLEMS: [f"slurm DOWN: {HOSTILE}"],
                         "slurm": {"state": "DOWN", "reason": HOSTILE}})
         nodes.append(rec)
-    return {"ok": False, "target": "", "generated": generated, c.NODES: nodes}
+    return {"ok": False, "target": "", "generated": generated,
+            c.SOURCES: {"power": {"ok": True, "error": None},
+                        "alerts": {"ok": False, "error": f"prometheus: {HOSTILE}"}},
+            c.SITE_ALERTS: [{"name": "SlurmControllerDown", "severity": "critical",
+                             "summary": "slurmctld does not answer"}],
+            c.NOTES: [], c.NODES: nodes}

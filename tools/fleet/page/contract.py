@@ -24,6 +24,12 @@ PROBLEM_TEXT = ("text", "message", "problem")  # a problem given as an object
 LIFECYCLE = "state"  # planned | active | maintenance (retired nodes are in no rack)
 MINION = "minion"  # "answers" / "silent" (a word of MINION_DOWN), a bool, or {"answering": bool}
 GENERATED = ("generated", "generated_at", "time")  # when the status was collected
+# the document's site-wide lines, shown above the racks: alerts of no node
+# ([{"name", "severity", "summary"}]), the sources that could not be asked
+# ({"slurm": {"error": "..."}}) and notes (["..."])
+SITE_ALERTS = "site_alerts"
+SOURCES = "sources"
+NOTES = "notes"
 
 STATUSES = ("ok", "problem", "unknown")
 MINION_DOWN = frozenset({"silent", "down", "no", "false", "not answering", "no answer", "no-answer",

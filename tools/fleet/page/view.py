@@ -112,8 +112,29 @@ def generated(doc: Any) -> str | None:
     return None
 
 
+def notices(doc: Any) -> list[str]:
+    """The document's site-wide lines: alerts of no node, sources not asked, notes."""
+    if not isinstance(doc, dict):
+        return []
+    out = []
+    alerts = doc.get(c.SITE_ALERTS)
+    for a in alerts[:MAX_PROBLEMS] if isinstance(alerts, list) else []:
+        out.append("site alert " + (text(a.get("name")) + (f": {text(a['summary'])}" if
+                                    a.get("summary") else "") if isinstance(a, dict)
+                                    else text(a)))
+    sources = doc.get(c.SOURCES)
+    for name, col in sources.items() if isinstance(sources, dict) else ():
+        if isinstance(col, dict) and col.get("error"):
+            out.append(f"unknown {text(name)}: {text(col['error'])}")
+    notes = doc.get(c.NOTES)
+    out += [f"note: {text(n)}" for n in (notes[:MAX_PROBLEMS] if isinstance(notes, list)
+                                         else [])]
+    return out
+
+
 def build(inv: Inventory, doc: Any, refreshed: str) -> dict[str, Any]:
-    """view.json: ``{"refreshed", "collected", "nodes": {host: {...}}, "unknown_nodes"}``."""
+    """view.json: ``{"refreshed", "collected", "notices", "nodes": {host: {...}},
+    "unknown_nodes"}``."""
     recs = records(doc)
     nodes = {}
     for host, node in inv.nodes.items():
@@ -124,5 +145,6 @@ def build(inv: Inventory, doc: Any, refreshed: str) -> dict[str, Any]:
             "problems": problems(r.get(c.PROBLEMS)) if r else [],
             "fields": fields(r) if r else [],
         }
-    return {"refreshed": refreshed, "collected": generated(doc), "nodes": nodes,
+    return {"refreshed": refreshed, "collected": generated(doc), "notices": notices(doc),
+            "nodes": nodes,
             "unknown_nodes": [text(h) for h in recs if h not in inv.nodes]}

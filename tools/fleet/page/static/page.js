@@ -142,6 +142,10 @@
     document.getElementById("title").textContent = "fleet: site " + layout.site;
     var racks = document.getElementById("racks");
     racks.textContent = "";
+    var notes = el("ul", "notices");
+    notes.id = "notices";
+    ((view && view.notices) || []).forEach(function (n) { notes.appendChild(el("li", null, n)); });
+    if (notes.children.length) { racks.appendChild(notes); }
     layout.rows.forEach(function (r) {
       var sec = el("div", "row");
       sec.appendChild(el("h2", null, r.label));
