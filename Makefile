@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status
+	test-swarm bench-fanout bench-monitoring bench-status page-screenshot
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -32,6 +32,7 @@ help:
 	@echo "make test-pxe      PXE end to end: BIOS/UEFI QEMU guests boot from pxe/ (docs/pxe.md)"
 	@echo "make test-reinstall-vm  only the reinstall VM test of test-pxe: fleet reinstall drives a QEMU guest behind a fake BMC"
 	@echo "make test-vm        fleet reinstall of a QEMU guest end to end: PXE, install, key, callback, disk boot, converge (docs/pxe.md)"
+	@echo "make page-screenshot  docs/fleet-page.png: the fleet page (fixture status) in headless Chromium"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
@@ -88,8 +89,13 @@ bench-fanout: $(STAMP)
 
 bench-monitoring: $(STAMP)
 	$(BIN)/python benchmarks/bench_monitoring.py --runs 3 --write docs/benchmarks.md
+
 bench-status: $(STAMP)
 	$(BIN)/python benchmarks/bench_status.py --runs 3 --sizes 12,144 --write docs/benchmarks.md
+
+# the README's screenshot of the fleet page: the real inventory, the tests' fixture status
+page-screenshot: $(STAMP)
+	$(BIN)/python tests/page/screenshot.py docs/fleet-page.png
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

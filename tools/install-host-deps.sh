@@ -32,6 +32,9 @@ for bin in promtool:prometheus amtool:prometheus-alertmanager \
     prometheus-blackbox-exporter:prometheus-blackbox-exporter; do
   command -v "${bin%%:*}" >/dev/null 2>&1 || { need+=("${bin#*:}"); FLEET_APT_NO_START=1; PROM_NEW=1; }
 done
+# the fleet page's test (tests/page): real headless Chromium drives the page (Debian 12's
+# package; on Ubuntu 24.04 the package of that name installs the snap, which needs snapd)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done

@@ -7,6 +7,14 @@
 {%- if not pxe_root %}
 {{- raise('provisioning: pillar provisioning:pxe_root is missing for ' ~ opts['id']) }}
 {%- endif %}
+{#- the fleet page's server: the management address, which on this site is the
+    provisioning address (the inventory has no separate management network) #}
+{%- set management = salt['pillar.get']('site:provisioning:address', '') %}
+{%- set networks = salt['pillar.get']('provisioning:networks', {}).values() %}
+{%- set management_cidrs = networks | selectattr('purpose', 'equalto', 'provisioning') | map(attribute='cidr') | list %}
+{%- if not management or not management_cidrs %}
+{{- raise('provisioning: pillar site:provisioning:address or a provisioning network in provisioning:networks is missing for ' ~ opts['id']) }}
+{%- endif %}
 
 provisioning-pxe-pkg-installed:
   pkg.installed:
@@ -150,6 +158,10 @@ provisioning-pxe-file-managed-nginx-site:
         state: {{ pxe_state | json }}
         images: {{ mapdata.images_dir | json }}
         port: {{ http_port }}
+        page: {{ mapdata.page.dir | json }}
+        page_port: {{ mapdata.page.port }}
+        management: {{ management | json }}
+        management_cidrs: {{ management_cidrs | json }}
     - require:
       - pkg: provisioning-pxe-pkg-installed
 

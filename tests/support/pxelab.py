@@ -139,7 +139,10 @@ def start_nginx(ns: Netns, work: Path, *, root: Path, state: Path, images: Path,
                 listen: str) -> tuple[Proc, Path]:
     """nginx with the role's own site (files/pxe-nginx.conf.jinja) in a minimal main config."""
     site = jinja2.Template((ROLE / "files" / "pxe-nginx.conf.jinja").read_text()).render(
-        root=root, state=state, images=images, port=f"{listen}:80")
+        root=root, state=state, images=images, port=f"{listen}:80",
+        # the fleet page's server (provisioning.page): served from work/page, on its port
+        page=root.parent / "page", page_port=8080, management=listen,
+        management_cidrs=[f"{listen}/32"])
     ndir = work / "nginx"
     ndir.mkdir()
     (ndir / "site.conf").write_text(site)

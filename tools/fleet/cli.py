@@ -265,14 +265,15 @@ def _add_secrets(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add_day_two(sub: Any, common: argparse.ArgumentParser) -> None:
-    """keys, mkv, health, rollout, apply, power, console, node, ports, status and lab (imported only
-    as the parser is built)."""
+    """keys, mkv, health, rollout, apply, power, console, node, ports, status, page and lab
+    (imported only as the parser is built)."""
     from fleet.apply.cli import add_parser as add_apply
     from fleet.health.cli import add_parser as add_health
     from fleet.keys.cli import add_parser as add_keys
     from fleet.lab.cli import add_parser as add_lab
     from fleet.mkv.cli import add_parser as add_mkv
     from fleet.ops.cli import add_parsers as add_ops
+    from fleet.page.cli import add_parser as add_page
     from fleet.rollout.cli import add_parser as add_rollout
     from fleet.status.cli import add_parser as add_status
 
@@ -283,6 +284,7 @@ def _add_day_two(sub: Any, common: argparse.ArgumentParser) -> None:
     add_apply(sub, common, _load)
     add_ops(sub, common, _load)
     add_status(sub, common, _load)
+    add_page(sub, common, _load)
     add_lab(sub)
 
 

@@ -50,7 +50,7 @@ def _rack(svg: Svg, inv: Inventory, x: int, y: int, name: str, height: int,
         svg.text(x + GUTTER + RACK_W - 8, mid, clip(detail, 20), size=10, anchor="end")
 
 
-def _rows(inv: Inventory) -> list[tuple[str, list[str]]]:
+def rack_rows(inv: Inventory) -> list[tuple[str, list[str]]]:
     """The racks as drawn: each row (in order of its first rack) on lines of PER_ROW,
     racks in no row after them."""
     by_row: dict[str | None, list[str]] = {}
@@ -78,7 +78,7 @@ def render(inv: Inventory) -> str:
     unplaced = [h for h in inv.nodes if h not in placed]
     unplaced += [s for s in inv.raw.switches if s not in placed]
     names = list(racks)
-    rows = _rows(inv)
+    rows = rack_rows(inv)
     row_h = [LABEL + HEAD + max(racks[n].height_u for n in row) * U_PX + GAP
              for _, row in rows]
     cols = max((len(row) for _, row in rows), default=1)

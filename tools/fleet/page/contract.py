@@ -1,0 +1,62 @@
+"""The input contract of the fleet page: the fields of a ``fleet status --json`` document
+(fleet.status.view.document) that the page reads, in this one place.
+
+The document: ``{"nodes": [RECORD, ...], ...}`` (``nodes`` may also be a mapping from
+hostname to RECORD; an optional ``generated`` time). A RECORD has ``node`` (the hostname),
+``status`` (``ok`` | ``problem`` | ``unknown``), ``problems`` (a list of strings, or of
+objects with a ``text``/``message``/``problem``), ``state`` (the lifecycle state) and one
+field per source (:data:`FIELDS`: as `fleet status` writes them, e.g. ``power``
+``{"state", "error"}``, ``minion`` ``"answers"``/``"silent"``, ``slurm``
+``{"state", "reason"}``). Every field may be missing; a node with no record is
+``unknown`` (``planned`` if the inventory says so: `fleet status` leaves planned nodes
+out by default); a record of a node the inventory does not have is listed as such, never
+drawn in a rack; anything else in a record is shown as it is (as text). All values are
+untrusted text from the nodes.
+"""
+
+from __future__ import annotations
+
+NODES = "nodes"
+NODE = "node"
+STATUS = "status"
+PROBLEMS = "problems"
+PROBLEM_TEXT = ("text", "message", "problem")  # a problem given as an object
+LIFECYCLE = "state"  # planned | active | maintenance (retired nodes are in no rack)
+MINION = "minion"  # "answers" / "silent" (a word of MINION_DOWN), a bool, or {"answering": bool}
+GENERATED = ("generated", "generated_at", "time")  # when the status was collected
+# the document's site-wide lines, shown above the racks: alerts of no node
+# ([{"name", "severity", "summary"}]), the sources that could not be asked
+# ({"slurm": {"error": "..."}}) and notes (["..."])
+SITE_ALERTS = "site_alerts"
+SOURCES = "sources"
+NOTES = "notes"
+
+STATUSES = ("ok", "problem", "unknown")
+MINION_DOWN = frozenset({"silent", "down", "no", "false", "not answering", "no answer", "no-answer",
+                         "no-return", "timeout", "lost", "no-key"})
+
+# (field, label) of each source, in the order the details list them
+FIELDS: tuple[tuple[str, str], ...] = (
+    (LIFECYCLE, "lifecycle"),
+    ("power", "power"),
+    ("boot", "boot mode"),
+    ("key", "minion key"),
+    (MINION, "minion"),
+    ("slurm", "Slurm"),
+    ("apply", "last apply"),
+    ("health", "last health"),
+    ("work", "reinstall / rollout at work"),
+    ("alerts", "firing alerts"),
+    ("unknown", "sources without an answer"),
+)
+
+# the page's states, in precedence order (a node is drawn in the first that holds), with
+# the legend's label: the CSS class is "state-<name>" (static/page.css)
+STATES: tuple[tuple[str, str], ...] = (
+    ("planned", "planned (not installed yet)"),
+    ("maintenance", "maintenance (inventory)"),
+    ("minion-down", "minion not answering"),
+    ("problem", "problem"),
+    ("unknown", "unknown / no status"),
+    ("ok", "ok"),
+)

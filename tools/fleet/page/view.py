@@ -1,0 +1,150 @@
+"""``view.json``: each node's page state and its status fields as text, from a
+``fleet status --json`` document (contract.py) and the inventory's lifecycle states.
+
+Tolerant: a missing field is left out, a node without a record is ``unknown``, a value
+of any JSON type becomes text (clipped). The page only draws this; it never interprets
+the status document itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fleet.inventory.model import Inventory
+from fleet.page import contract as c
+
+CLIP = 400  # characters of one value or problem shown
+MAX_PROBLEMS = 50
+
+
+def text(value: Any) -> str:
+    """A status value as one line of text."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        out = value
+    elif isinstance(value, int | float):
+        out = str(value)
+    elif isinstance(value, dict):
+        out = ", ".join(f"{k}: {text(v)}" for k, v in value.items())
+    elif isinstance(value, list):
+        out = "; ".join(text(v) for v in value) or "none"
+    else:
+        out = json.dumps(value, default=str)
+    out = " ".join(out.split())
+    return out if len(out) <= CLIP else out[:CLIP - 1] + "…"
+
+
+def records(doc: Any) -> dict[str, dict[str, Any]]:
+    """The document's node records by hostname (a list of records or a mapping)."""
+    raw = doc.get(c.NODES) if isinstance(doc, dict) else None
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(raw, dict):
+        items = [({c.NODE: k, **v} if isinstance(v, dict) else {c.NODE: k})
+                 for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = [r for r in raw if isinstance(r, dict)]
+    else:
+        items = []
+    for r in items:
+        name = r.get(c.NODE)
+        if isinstance(name, str) and name not in out:
+            out[name] = r
+    return out
+
+
+def minion_down(value: Any) -> bool:
+    if value is False:
+        return True
+    if isinstance(value, str):
+        return value.strip().lower() in c.MINION_DOWN
+    if isinstance(value, dict):
+        return value.get("answering") is False
+    return False
+
+
+def problems(value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for p in items[:MAX_PROBLEMS]:
+        if isinstance(p, dict):
+            p = next((p[k] for k in c.PROBLEM_TEXT if k in p), p)
+        out.append(text(p))
+    if len(items) > MAX_PROBLEMS:
+        out.append(f"and {len(items) - MAX_PROBLEMS} more")
+    return out
+
+
+def state(record: dict[str, Any] | None, lifecycle: str) -> str:
+    """The page state (contract.STATES) of a node."""
+    life = record.get(c.LIFECYCLE) if record else None
+    life = life if life in ("planned", "active", "maintenance") else lifecycle
+    if life in ("planned", "maintenance"):
+        return life
+    if record is None:
+        return "unknown"
+    if minion_down(record.get(c.MINION)):
+        return "minion-down"
+    status = record.get(c.STATUS)
+    return status if status in ("ok", "problem") else "unknown"
+
+
+def fields(record: dict[str, Any]) -> list[list[str]]:
+    """[label, text] of every field of the record but node, status and problems: the
+    contract's sources first, in its order, then any other field by its own name."""
+    known = dict(c.FIELDS)
+    skip = {c.NODE, c.STATUS, c.PROBLEMS}
+    out = [[label, text(record[k])] for k, label in c.FIELDS if k in record]
+    out += [[text(k), text(v)] for k, v in record.items() if k not in known and k not in skip]
+    return out
+
+
+def generated(doc: Any) -> str | None:
+    if isinstance(doc, dict):
+        for key in c.GENERATED:
+            if isinstance(doc.get(key), str | int | float):
+                return text(doc[key])
+    return None
+
+
+def notices(doc: Any) -> list[str]:
+    """The document's site-wide lines: alerts of no node, sources not asked, notes."""
+    if not isinstance(doc, dict):
+        return []
+    out = []
+    alerts = doc.get(c.SITE_ALERTS)
+    for a in alerts[:MAX_PROBLEMS] if isinstance(alerts, list) else []:
+        out.append("site alert " + (text(a.get("name")) + (f": {text(a['summary'])}" if
+                                    a.get("summary") else "") if isinstance(a, dict)
+                                    else text(a)))
+    sources = doc.get(c.SOURCES)
+    for name, col in sources.items() if isinstance(sources, dict) else ():
+        if isinstance(col, dict) and col.get("error"):
+            out.append(f"unknown {text(name)}: {text(col['error'])}")
+    notes = doc.get(c.NOTES)
+    out += [f"note: {text(n)}" for n in (notes[:MAX_PROBLEMS] if isinstance(notes, list)
+                                         else [])]
+    return out
+
+
+def build(inv: Inventory, doc: Any, refreshed: str) -> dict[str, Any]:
+    """view.json: ``{"refreshed", "collected", "notices", "nodes": {host: {...}},
+    "unknown_nodes"}``."""
+    recs = records(doc)
+    nodes = {}
+    for host, node in inv.nodes.items():
+        r = recs.get(host)
+        nodes[host] = {
+            "state": state(r, node.state),
+            "status": text(r.get(c.STATUS)) if r and c.STATUS in r else "no record",
+            "problems": problems(r.get(c.PROBLEMS)) if r else [],
+            "fields": fields(r) if r else [],
+        }
+    return {"refreshed": refreshed, "collected": generated(doc), "notices": notices(doc),
+            "nodes": nodes,
+            "unknown_nodes": [text(h) for h in recs if h not in inv.nodes]}
