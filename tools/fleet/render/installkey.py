@@ -90,7 +90,7 @@ def _prelude(inv: Inventory, node: Node, curl: str) -> list[str]:
         f"mt={ATTEMPT_SECONDS}", f"b={outside}", "k=",
         'say() { echo "fleet: $*" >&2; { echo "fleet: $*" > /dev/console; } 2>/dev/null '
         "|| true; }",
-        f'fail() {{ say "$1"; {curl} -sS --max-time $mt -o /dev/null -X POST '
+        f'fail() {{ say "$1"; {curl} -fsS --max-time $mt -o /dev/null -X POST '
         '-H "Authorization: Bearer $t" '
         "-H 'Content-Type: text/plain' --data-binary \"$1\" \"$ep/v1/error/$n\" >&2 || "
         'say "the error report to the master failed too"; exit 1; }',
