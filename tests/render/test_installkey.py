@@ -8,8 +8,8 @@ reset, silence) stands in for one that is flooded or cut off."""
 
 from __future__ import annotations
 
-import json
 import contextlib
+import json
 import os
 import shlex
 import socket

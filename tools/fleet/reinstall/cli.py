@@ -39,8 +39,9 @@ HELP = "reinstall one node: drain, new key, PXE, converge"
 DESCRIPTION = """
 Reinstall NODE: preflight, drain in Slurm, rotate its minion key, power it off through its
 BMC (confirmed off), arm a one-shot PXE install, power it on (PXE once), wait for the
-installer's callback, converge, check, resume. Journal and lock under --state-dir/NODE. Several nodes (a range, list or glob):
-their reinstalls in parallel (--parallel). See docs/operations.md.
+installer's callback, converge, check, resume. Journal and lock under --state-dir/NODE.
+Several nodes (a range, list or glob): their reinstalls in parallel (--parallel). See
+docs/operations.md.
 """
 EPILOG = """
 exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a step failed (node
