@@ -8,8 +8,8 @@ plus what a whole reinstall needs (tests/vm/vmbed.py): a real salt-master, a Deb
 mirror (a caching proxy of deb.debian.org through a veth pair), and a guest with a qcow2
 disk that reboots in place (tests/support/fake_bmc_hardware.py --disk).
 
-What runs, nothing interrupted: preflight -> rotate key -> arm install -> power (Redfish:
-PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config;
+What runs, nothing interrupted: preflight -> rotate key -> power off (off already: nothing
+sent) -> arm install -> power on (Redfish: PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config;
 it fetches its preseed and reads the mirror's indexes. Where the mirror has the
 installer's components (.udeb), the installer goes on and installs (not seen here). Here
 it has none (the deb.debian.org this host reaches serves no .udeb): the installer stops,
@@ -448,7 +448,8 @@ def _outcomes(r: Run) -> list[tuple[str, str]]:
 def test_every_step_ran_and_the_reinstall_succeeded(run: Run) -> None:
     assert _outcomes(run) == [
         ("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
-        ("arm_install", "ok"), ("power", "ok"), ("wait_install", "ok"), ("converge", "ok"),
+        ("power_off", "ok"), ("arm_install", "ok"), ("power_on", "ok"), ("wait_install", "ok"),
+        ("converge", "ok"),
         ("health", "ok"), ("resume", "skipped")], run.stderr[-3000:]
     assert run.rc == 0 and run.report.get("outcome") == "done", run.stderr[-3000:]
 
