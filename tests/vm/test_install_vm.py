@@ -10,8 +10,8 @@ disk that reboots in place (tests/support/fake_bmc_hardware.py --disk).
 
 What runs, nothing interrupted: preflight -> rotate key -> power off (off already: nothing
 sent) -> arm install -> power on (Redfish: PXE once, UEFI, On) -> the guest PXE-boots the
-Debian installer from the rendered config; it fetches its preseed and reads the mirror's indexes. Where the mirror has the
-installer's components (.udeb), the installer goes on and installs (not seen here). Here
+Debian installer from the rendered config; it fetches its preseed and reads the mirror's
+indexes. Where the mirror has the installer's components (.udeb), the installer goes on and installs (not seen here). Here
 it has none (the deb.debian.org this host reaches serves no .udeb): the installer stops,
 `test_the_debian_installer_installed_the_system` is SKIPPED with that reason, and the
 INSTALLER STAND-IN (tests/vm/standin.py) does the part of the installer that cannot run,
