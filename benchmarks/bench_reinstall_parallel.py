@@ -23,8 +23,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".lab" / "reinstall-parallel-bench.json"
-STEPS = ["preflight", "drain", "rotate_key", "arm_install", "power", "wait_install",
-         "converge", "health", "resume"]
+sys.path.insert(0, str(ROOT / "tools"))
+from fleet.reinstall.steps import STEP_NAMES as STEPS  # noqa: E402
 
 
 def table(runs: list[dict[str, Any]]) -> list[str]:

@@ -3,6 +3,8 @@ external notifications of one sushy-tools Redfish emulator per lab node
 (tests/bmc/fake_redfish_bmc.py ``--notify http://127.0.0.1:PORT/<node>``) and acts them out
 on that node's container.
 
+A power-off is a power cut: the container is stopped at once, before the BMC's request
+returns (so the BMC reports off only once the node's old OS is gone, as a real one does).
 A node's boot order has PXE first, as in the datacenter, so every power-on or reset asks
 the head node's nginx for the node's boot script (``/state/<mac>.ipxe``, what iPXE
 chains). The install script means an install:
@@ -73,7 +75,7 @@ class Hardware:
         self.head = next(n for n in self.plan.nodes if "provisioning" in n.roles)
         self.controller = next(n for n in self.plan.nodes if "slurm.controller" in n.roles)
         self.locks: dict[str, threading.Lock] = {}
-        self.busy: set[str] = set()
+        self.busy: dict[str, str] = {}  # node -> the action under way (off, boot)
         self.log_lock = threading.Lock()
 
     def log(self, node: str, **event: Any) -> None:
@@ -88,15 +90,22 @@ class Hardware:
         lab_node = self.plan.node(node)
         running = pm.inspect(self.paths, lab_node.container)["State"].get("Running") \
             if pm.exists(self.paths, "container", lab_node.container) else False
-        if want == "Off" and running:
+        doing = self.busy.get(node)
+        if want == "Off" and running and doing != "off":
             action = "off"
-        elif "Restart" in want or (want == "On" and not running and
-                                   node not in self.busy):
-            action = "boot"  # (a node being installed has no running container for a while)
+        elif "Restart" in want or (want == "On" and doing != "boot" and
+                                   (not running or doing == "off")):
+            # (a node being installed has no running container for a while; a power-on
+            # that comes while the power-off still stops the container boots after it)
+            action = "boot"
         else:
             return
-        self.busy.add(node)
-        # the BMC's request returns at once; the "hardware" acts in the background
+        self.busy[node] = action
+        if action == "off":  # a power cut: the node is dark before the BMC answers
+            self.act(lab_node, action)
+            return
+        # a boot takes minutes: the BMC's request returns at once and the "hardware"
+        # acts in the background, one action at a time per node
         threading.Thread(target=self.act, args=(lab_node, action), daemon=True).start()
 
     def act(self, node: LabNode, action: str) -> None:
@@ -105,14 +114,16 @@ class Hardware:
             try:
                 self.log(node.hostname, event=f"power-{action}",
                          slurm_state=self.slurm_state(node.hostname))
-                if action == "off":
-                    pm.podman(self.paths, "stop", "-t", "10", node.container, check=False)
+                if action == "off":  # ForceOff: no shutdown, at once
+                    pm.podman(self.paths, "stop", "-t", "0", node.container, check=False)
+                    self.log(node.hostname, event="powered-off")
                 else:
                     self.boot(node, first=True)
             except Exception as exc:  # the node is left as it is; the test reads why
                 self.log(node.hostname, event="error", error=f"{type(exc).__name__}: {exc}")
             finally:
-                self.busy.discard(node.hostname)
+                if self.busy.get(node.hostname) == action:
+                    del self.busy[node.hostname]
 
     def slurm_state(self, node: str) -> str:
         res = pm.exec_(self.paths, self.controller.container, "sinfo", "-h", "-N", "-n",

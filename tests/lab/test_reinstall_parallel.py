@@ -62,7 +62,8 @@ def test_two_nodes_reinstall_in_parallel(rig: Rig, lab: Lab) -> None:
         report = nodes[node]
         assert report["outcome"] == "done" and report["exit"] == 0, report
         assert [s["step"] for s in report["steps"]] == [
-            "preflight", "drain", "rotate_key", "arm_install", "power", "wait_install",
+            "preflight", "drain", "rotate_key", "power_off", "arm_install", "power_on",
+            "wait_install",
             "converge", "health", "resume"]
         assert all(s["outcome"] == "ok" for s in report["steps"]), report["steps"]
         # its own run, journal and token; a new key on the master, in use

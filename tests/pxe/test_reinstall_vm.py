@@ -7,7 +7,8 @@ driver notifies tests/support/fake_bmc_hardware.py, the fake BMC's "hardware", w
 a QEMU guest with the node's MAC on and off. The node is stor-1, a storage node: not in
 Slurm, so the drain step is skipped (and says so).
 
-What runs: preflight -> rotate key -> arm install (token published) -> power (Redfish:
+What runs: preflight -> rotate key -> power off (the fake BMC's system is off already:
+nothing sent, confirmed off) -> arm install (token published) -> power on (Redfish:
 PXE once, UEFI, On) -> the guest PXE-boots the Debian installer, which fetches stor-1's
 preseed from nginx. Then the test interrupts the run (SIGINT, as an operator's Ctrl-C)
 and ends it with `--abort`: the node must be back in local boot, the token withdrawn.
@@ -206,7 +207,7 @@ def _ends(r: Run) -> list[tuple[str, str]]:
 
 def test_steps_up_to_power_ran_and_the_wait_was_interrupted(run: Run) -> None:
     assert _ends(run) == [("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
-                          ("arm_install", "ok"), ("power", "ok"),
+                          ("power_off", "ok"), ("arm_install", "ok"), ("power_on", "ok"),
                           ("wait_install", "failed")], run.stderr
     wait = next(e for e in run.journal() if e.get("step") == "wait_install"
             and e.get("phase") == "end")

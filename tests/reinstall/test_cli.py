@@ -43,7 +43,7 @@ def test_refused_run_then_unfinished_then_abort(tmp_path: Path) -> None:
     assert report["outcome"] == "failed" and report["node"] == "head-01"
     assert [s["step"] for s in report["steps"]] == ["preflight"]
     assert "cannot reinstall itself" in report["message"]
-    assert "[1/9] preflight: failed in " in r.stderr  # progress with timings
+    assert "[1/10] preflight: failed in " in r.stderr  # progress with timings
 
     r = run_fleet(*base)
     assert r.returncode == 6

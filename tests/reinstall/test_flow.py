@@ -31,7 +31,7 @@ from fleet.reinstall.flow import (
     Report,
     resume_point,
 )
-from fleet.reinstall.journal import latest_run
+from fleet.reinstall.journal import RunState, latest_run
 from fleet.reinstall.lock import BusyError
 from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.steps import STEP_NAMES
@@ -119,12 +119,17 @@ def wait_for(pred: Callable[[], object], what: str, timeout: float = 60) -> None
         time.sleep(0.1)
 
 
+def powered_on(rig: Rig, flow: Flow) -> bool:
+    """The flow armed the install and powered the node on (recorded with the token)."""
+    status = rig.ctx().tokens.status() if (rig.node_dir / "token.json").exists() else None
+    return bool(flow.callback_url and rig.boot.modes.get(NODE) == "install" and status
+                and status.get("powered_on"))
+
+
 def act_as_installer(rig: Rig, flow: Flow) -> bytes:
     """What the installer's late-commands do: fetch the key with the token, call back."""
     token_file = rig.node_dir / "install-token"
-    wait_for(lambda: flow.callback_url and rig.boot.modes.get(NODE) == "install"
-             and any(r["method"] == "POST" for r in rig.fake.control("GET", "/_fake/requests")),
-             "the flow to arm the install and power the node")
+    wait_for(lambda: powered_on(rig, flow), "the flow to arm the install and power the node")
     token = rig.boot.tokens[NODE]  # published with the install mode, for the installer
     assert token == token_file.read_text().strip()
     status, pem = http("GET", f"{flow.callback_url}/v1/key/{NODE}", token, source=NODE_ADDR)
@@ -147,7 +152,8 @@ def test_reinstall_through_the_install_callback_then_abort(rig: Rig) -> None:
     thread.join(timeout=60)
     [report] = out
     assert steps(report) == [("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
-                             ("arm_install", "ok"), ("power", "ok"), ("wait_install", "ok")]
+                             ("power_off", "ok"), ("arm_install", "ok"), ("power_on", "ok"),
+                             ("wait_install", "ok")]
     assert report.outcome == "stopped"
     assert any("only replica" in w and "'training'" in w for w in report.warnings)
     # boot mode: install before power, local again from the callback
@@ -170,28 +176,29 @@ def test_reinstall_through_the_install_callback_then_abort(rig: Rig) -> None:
     assert not (rig.node_dir / "install-token").exists()
     # the journal has every step with its timing
     ends = [e for e in journal(rig.node_dir) if e["event"] == "step" and e["phase"] == "end"]
-    assert [e["step"] for e in ends] == STEP_NAMES[:6]
+    assert [e["step"] for e in ends] == STEP_NAMES[:7]
     assert all(isinstance(e["seconds"], float) for e in ends)
-    assert any(m.startswith("[5/9] power: ok in ") for m in rig.said)
+    assert any(m.startswith("[6/10] power_on: ok in ") for m in rig.said)
 
     aborted = Flow(rig.ctx()).abort()
     assert aborted.outcome == "aborted"
     assert aborted.left["boot_mode"] == "local"
-    assert aborted.left["key"] == "accepted"
+    # the callback alone proves nothing: no minion answered with the key, so it goes
+    assert aborted.left["key"] == "no key on the master"
     assert aborted.left["token"] == "none outstanding"
     assert not latest_run([*map(dict, journal(rig.node_dir))]).unfinished
 
 
 def test_bmc_down_at_power_disarms_then_resume_continues(rig: Rig) -> None:
     def bmc_dies(msg: str) -> None:
-        if msg == "[5/9] power ...":
+        if msg == "[6/10] power_on ...":
             rig.fake.stop()
 
     rig.on_say = bmc_dies
     report = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
                 addresses=ADDRESSES).run()
     assert report.outcome == "failed"
-    assert steps(report)[-1] == ("power", "failed")
+    assert steps(report)[-1] == ("power_on", "failed")
     assert "Connection refused" in report.message
     assert rig.boot.history == [(NODE, "install"), (NODE, "local")]
     assert report.left["boot_mode"] == "local (set back after the failure)"
@@ -206,9 +213,10 @@ def test_bmc_down_at_power_disarms_then_resume_continues(rig: Rig) -> None:
     rig.on_say = None
     (rig.tmp / "bmc2").mkdir()
     rig.point_at(start_fake_redfish(rig.tmp / "bmc2", user="root"))
-    resumed = Flow(rig.ctx()).run(resume=True, stop_after="power")
-    # a new key and token first (the failure withdrew them), then re-armed
-    assert steps(resumed) == [("rotate_key", "ok"), ("arm_install", "ok"), ("power", "ok")]
+    resumed = Flow(rig.ctx()).run(resume=True, stop_after="power_on")
+    # a new key and token first (the failure withdrew them), off again, then re-armed
+    assert steps(resumed) == [("rotate_key", "ok"), ("power_off", "ok"), ("arm_install", "ok"),
+                              ("power_on", "ok")]
     assert (rig.pki / "minions" / NODE).exists()
     assert rig.boot.history[-1] == (NODE, "install")
 
@@ -324,9 +332,7 @@ def test_a_claimed_key_stops_the_run_naming_the_claimant(rig: Rig) -> None:
     flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
                 addresses=ADDRESSES)
     thread, out = run_in_thread(flow)
-    wait_for(lambda: flow.callback_url and rig.boot.modes.get(NODE) == "install"
-             and any(r["method"] == "POST" for r in rig.fake.control("GET", "/_fake/requests")),
-             "the flow to arm the install and power the node")
+    wait_for(lambda: powered_on(rig, flow), "the flow to arm the install and power the node")
     token = rig.boot.tokens[NODE]
     assert (rig.pki / "minions" / NODE).exists()
     key_url = f"{flow.callback_url}/v1/key/{NODE}"
@@ -363,3 +369,154 @@ def test_a_hostile_lock_file_never_reaches_the_terminal(rig: Rig) -> None:
     msg = str(info.value)
     assert "\x1b" not in msg and "\x07" not in msg, repr(msg)
     assert msg.startswith("another `]0;ownedfleet [2Jrollout` (pid ?) is running for "), msg
+
+
+@dataclass
+class ArmingWatch(RecordingBootMode):
+    """Boot modes as RecordingBootMode, and what the node's BMC reports each time the
+    flow arms the install (a FAKE BMC: sushy-tools' emulator)."""
+
+    rig: Rig | None = None
+    power_when_armed: list[str] = field(default_factory=list)
+
+    def set_mode(self, node: str, mode: str, token: str | None = None) -> None:  # type: ignore[override]
+        if mode == "install" and self.rig is not None:
+            self.power_when_armed.append(self.rig.ctx().bmc().power_state())
+        super().set_mode(node, mode, token)  # type: ignore[arg-type]
+
+
+def test_the_node_is_confirmed_off_before_the_token_is_published(
+        rig: Rig, tmp_path: Path) -> None:
+    """A node that runs its old OS: powered off through its BMC, polled until the BMC says
+    off, only then armed; then PXE once and On, and the power-on time recorded with the
+    token. Nothing from its address counted before that."""
+    rig.fake.stop()
+    (tmp_path / "bmc-on").mkdir()
+    rig.point_at(start_fake_redfish(tmp_path / "bmc-on", power="On",
+                                    user=rig.inv.nodes[NODE].profile.bmc.user))
+    watch = ArmingWatch(rig=rig)
+    rig.boot = watch
+    before = time.time()
+    report = Flow(rig.ctx(), callback_bind=("127.0.0.1", 0),
+                  addresses=ADDRESSES).run(stop_after="power_on")
+    assert steps(report)[-4:] == [("rotate_key", "ok"), ("power_off", "ok"),
+                                  ("arm_install", "ok"), ("power_on", "ok")], report.message
+    assert watch.power_when_armed == ["off"]
+    assert "confirmed off" in report.steps[3].detail
+    sent = [r for r in rig.fake.control("GET", "/_fake/requests")
+            if r["method"] in ("PATCH", "POST")]
+    assert [r["body"] for r in sent] == [
+        {"ResetType": "ForceOff"},
+        {"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once",
+                  "BootSourceOverrideMode": "UEFI"}},
+        {"ResetType": "On"}]
+    status = rig.ctx().tokens.status()
+    assert status is not None and status["powered_on"] >= before
+    Flow(rig.ctx()).abort()
+
+
+def test_a_callback_recorded_before_the_power_on_fails_wait_install(rig: Rig) -> None:
+    """A done (or a key fetch) the token store holds from before the node's power-on (an
+    endpoint of another process, an old one): not the installer's; wait_install refuses
+    it and the failure withdraws the key."""
+    import json
+
+    from fleet.reinstall.context import StepFailedError
+    from fleet.reinstall.steps import wait_install
+
+    ctx = rig.ctx(install_timeout=5)
+    store = ctx.tokens
+    store.issue(60)
+    data = json.loads(store.path.read_text())
+    data.update(done=time.time() - 10, powered_on=time.time())
+    store.path.write_text(json.dumps(data))
+    with pytest.raises(StepFailedError, match="before the node was powered on for its install"):
+        wait_install(ctx)
+    data.update(done=None, key_fetched=time.time(), powered_on=None)
+    store.path.write_text(json.dumps(data))
+    with pytest.raises(StepFailedError, match="the key was fetched before the node was powered"):
+        wait_install(ctx)
+
+
+def test_a_failure_after_the_callback_withdraws_the_key_unless_the_minion_answered(
+        rig: Rig) -> None:
+    """The installer called back, then converge fails before the minion answered (here
+    no master answers `salt`): the callback proved nothing about who holds the key, so it
+    is removed from the master (the real salt-key) and a resume starts over at
+    rotate_key. Once the minion answered with the key, a failure keeps it."""
+    flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
+                addresses=ADDRESSES)
+    thread, out = run_in_thread(flow, stop_after="wait_install")
+    act_as_installer(rig, flow)
+    thread.join(timeout=60)
+    assert (rig.pki / "minions" / NODE).exists()
+    report = Flow(rig.ctx(converge_timeout=1)).run(resume=True)
+    assert steps(report) == [("converge", "failed")]
+    assert report.left["key"].startswith("old key deleted; the pre-accepted new key removed "
+                                         "(the minion never answered with it)")
+    assert not (rig.pki / "minions" / NODE).exists()
+    state = latest_run(journal(rig.node_dir))  # type: ignore[arg-type]
+    assert state.key_withdrawn
+    assert STEP_NAMES[resume_point(state, rig.ctx().tokens.usable())] == "rotate_key"
+    Flow(rig.ctx()).abort()
+
+    # the same, but the minion had answered (converge's note): the key stays
+    flow = Flow(rig.ctx(install_timeout=90), callback_bind=("127.0.0.1", 0),
+                addresses=ADDRESSES)
+    thread, out = run_in_thread(flow, stop_after="wait_install")
+    act_as_installer(rig, flow)
+    thread.join(timeout=60)
+    ctx = rig.ctx()
+    ctx.journal.append("note", run=out[0].run_id, what="minion-answered")
+    report = Flow(rig.ctx(converge_timeout=1)).run(resume=True)
+    assert steps(report) == [("converge", "failed")]
+    assert report.left["key"] == "new key accepted and in use by the node's minion"
+    assert (rig.pki / "minions" / NODE).exists()
+
+
+def _state(completed: list[str], **kw: bool) -> RunState:
+    return RunState(run_id="r", finished=None, completed=completed, **kw)
+
+
+@pytest.mark.parametrize(("completed", "usable", "extra", "at"), [
+    # ended in arm_install (a SIGKILL): the node may have been powered on meanwhile
+    (["preflight", "drain", "rotate_key", "power_off"], True, {}, "power_off"),
+    # ended in power_on: off again before it is powered on
+    (["preflight", "drain", "rotate_key", "power_off", "arm_install"], True, {}, "power_off"),
+    # ended while its installer ran: keep waiting for it
+    (["preflight", "drain", "rotate_key", "power_off", "arm_install", "power_on"], True, {},
+     "wait_install"),
+    # disarmed by a failure: off first
+    (["preflight", "drain", "rotate_key", "power_off", "arm_install", "power_on"], True,
+     {"disarmed": True}, "power_off"),
+    # the token spent: a new key and token
+    (["preflight", "drain", "rotate_key", "power_off", "arm_install", "power_on"], False, {},
+     "rotate_key"),
+    # the key withdrawn after the callback: a new install
+    (["preflight", "drain", "rotate_key", "power_off", "arm_install", "power_on",
+      "wait_install"], False, {"key_withdrawn": True}, "rotate_key"),
+    (["preflight", "drain", "rotate_key", "power_off", "arm_install", "power_on",
+      "wait_install"], False, {}, "converge"),
+])
+def test_a_resume_never_arms_or_powers_on_without_a_power_off_first(
+        completed: list[str], usable: bool, extra: dict[str, bool], at: str) -> None:
+    assert STEP_NAMES[resume_point(_state(completed, **extra), usable)] == at
+
+
+def test_a_step_run_again_drops_what_completed_after_it() -> None:
+    """A resume that goes back to rotate_key runs wait_install again: until then the run
+    is armed and not past its callback (a failure disarms it and withdraws the key)."""
+    entries: list[dict[str, object]] = [{"event": "run", "mode": "new", "run": "r"}]
+    for step in STEP_NAMES[:8]:
+        entries += [{"event": "step", "run": "r", "step": step, "phase": "start"},
+                    {"event": "step", "run": "r", "step": step, "phase": "end",
+                     "outcome": "ok"}]
+    entries += [{"event": "note", "run": "r", "what": "key-revoked"},
+                {"event": "run", "run": "r", "mode": "resume"}]
+    for step in ("rotate_key", "power_off", "arm_install"):
+        entries += [{"event": "step", "run": "r", "step": step, "phase": "start"},
+                    {"event": "step", "run": "r", "step": step, "phase": "end",
+                     "outcome": "ok"}]
+    state = latest_run(entries)
+    assert state.completed == ["preflight", "drain", "rotate_key", "power_off", "arm_install"]
+    assert state.armed and not state.key_withdrawn and not state.minion_answered

@@ -194,7 +194,7 @@ def test_cli_several_nodes_each_its_own_journal_summary_and_abort(tmp_path: Path
         entries = journal(tmp_path / "state" / name)
         assert entries[-1]["event"] == "finish" and entries[-1]["step"] == "preflight"
         assert entries[0]["run"] == nodes[name]["run"]
-    assert "tbox-001: [1/9] preflight: failed in " in r.stderr  # progress names the node
+    assert "tbox-001: [1/10] preflight: failed in " in r.stderr  # progress names the node
     # an unfinished run on each: a plain rerun is busy for each, exit 6
     r = run_fleet(*base)
     assert r.returncode == 6, r.stdout + r.stderr

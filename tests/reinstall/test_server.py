@@ -1,7 +1,8 @@
-"""The installer's endpoint over real HTTP: the node's own address only, the key
-once, a callback only with a signature by the node's new key, an installer's error
-report stops the reinstall and revokes the key, and a hostile client gets bounded,
-traceback-free refusals."""
+"""The installer's endpoint over real HTTP: armed nodes' addresses only, each with its own
+quota, decided before a thread; the node's own address only, nothing before its power-on,
+the key once, a callback only with a signature by the node's new key, an installer's
+error report (with its token) stops the reinstall and revokes the key, and a hostile
+client gets bounded, traceback-free refusals."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from fleet.reinstall.server import (
 )
 from fleet.reinstall.tokens import TokenStore
 from reinstall.helpers import ROOT, RecordingBootMode, journal, sign_done
+from support.bmcfakes import wait_until
 from support.httpreq import http
 
 NODE, OTHER = "tbox-001", "tbox-002"
@@ -58,7 +60,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     revoked: list[str] = []
     server = CallbackServer(("127.0.0.1", 0), tmp_path, boot,
                             {NODE: NODE_ADDR, OTHER: NEIGHBOUR}, revoke_key=revoked.append,
-                            max_connections=4, timeout=1.0, master_finger="ab:cd").start()
+                            per_address=4, timeout=1.0, master_finger="ab:cd").start()
     node_dir = tmp_path / NODE
     (node_dir / "keys").mkdir(parents=True)
     pem, pub = gen_key_pair()
@@ -68,8 +70,17 @@ def served(tmp_path: Path) -> Iterator[Served]:
     server.stop()
 
 
+def arm(node_dir: Path, powered_on: bool = True) -> str:
+    """What the flow leaves: a token issued and, after the power-on, its time recorded."""
+    store = TokenStore(node_dir)
+    token = store.issue(60)
+    if powered_on:
+        store.power_on(time.time())
+    return token
+
+
 def test_key_once_then_a_signed_callback_sets_local(served: Served) -> None:
-    token = TokenStore(served.node_dir).issue(60)
+    token = arm(served.node_dir)
     url = f"{served.url}/v1/key/{NODE}"
     finger = f"{served.url}/v1/finger/{NODE}"
     assert http("GET", finger, token, source=NODE_ADDR)[0] == 403  # with the key only
@@ -91,7 +102,7 @@ def test_a_repeated_signed_callback_is_answered_ok_and_changes_nothing(
         served: Served) -> None:
     """The installer retries a callback whose answer it lost: the same signed request is
     answered ok once the install finished; unsigned or signed by another key, refused."""
-    token = TokenStore(served.node_dir).issue(60)
+    token = arm(served.node_dir)
     assert http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)[0] == 200
     done = f"{served.url}/v1/done/{NODE}"
     signed = sign_done(served.pem, NODE, token)
@@ -107,9 +118,10 @@ def test_a_repeated_signed_callback_is_answered_ok_and_changes_nothing(
 
 
 def test_the_endpoint_enforces_the_nodes_address(served: Served) -> None:
-    """The right token, from any other address (a neighbour, this host), is refused and
-    not spent; nginx's rule is not the only guard."""
-    token = TokenStore(served.node_dir).issue(60)
+    """The right token, from any other address (an armed neighbour, this host), is
+    refused and not spent; nginx's rule is not the only guard."""
+    token = arm(served.node_dir)
+    arm(served.node_dir.parent / OTHER)  # the neighbour is let in: it is armed too
     for source in (NEIGHBOUR, "127.0.0.1"):
         status, body = http("GET", f"{served.url}/v1/key/{NODE}", token, source=source)
         assert status == 403 and b"not from tbox-001's address" in body
@@ -123,8 +135,27 @@ def test_the_endpoint_enforces_the_nodes_address(served: Served) -> None:
     assert peers[0].startswith(NEIGHBOUR) and peers[2].startswith("127.0.0.1")
 
 
+def test_no_key_and_no_callback_before_the_power_on(served: Served) -> None:
+    """Armed and the token published, but the node not yet powered on for its install:
+    what its old OS would send from its own address (the key, a callback signed with the
+    key) is refused and spends nothing; after the power-on the installer is served."""
+    token = arm(served.node_dir, powered_on=False)
+    key, done = f"{served.url}/v1/key/{NODE}", f"{served.url}/v1/done/{NODE}"
+    status, body = http("GET", key, token, source=NODE_ADDR)
+    assert status == 403 and b"not been powered on for its install" in body
+    status, body = http("POST", done, token, sign_done(served.pem, NODE, token),
+                        source=NODE_ADDR)
+    assert status == 403 and b"not been powered on" in body
+    assert http("POST", f"{served.url}/v1/error/{NODE}", token, b"stop it",
+                source=NODE_ADDR)[0] == 403  # nor can it stop the reinstall
+    assert served.boot.history == [] and served.revoked == []
+    assert TokenStore(served.node_dir).usable()
+    TokenStore(served.node_dir).power_on(time.time())
+    assert http("GET", key, token, source=NODE_ADDR) == (200, served.pem)
+
+
 def test_a_bare_or_forged_token_cannot_call_back(served: Served) -> None:
-    token = TokenStore(served.node_dir).issue(60)
+    token = arm(served.node_dir)
     done = f"{served.url}/v1/done/{NODE}"
     status, body = http("POST", done, token, source=NODE_ADDR)  # the token alone
     assert status == 403 and b"no proof of the node's new key" in body
@@ -146,7 +177,7 @@ def test_a_claimed_key_fails_the_real_installer_and_stops_the_reinstall(
     naming it, reports the error, and the reinstall stops: token spent, boot mode local,
     the key revoked on the master, the claimant in the journal; a later callback by the
     claimant (who holds the key) is refused."""
-    token = TokenStore(served.node_dir).issue(60)
+    token = arm(served.node_dir)
     assert http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)[0] == 200
     status, body = http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)
     assert status == 409 and b"already used for key fetched by 127.0.0.2" in body
@@ -172,19 +203,31 @@ def test_a_claimed_key_fails_the_real_installer_and_stops_the_reinstall(
 def test_an_installer_without_a_token_learns_a_reinstall_is_in_progress(
         served: Served, tmp_path: Path) -> None:
     status_url = f"{served.url}/v1/status/{NODE}"
-    assert http("GET", f"{served.url}/v1/status/{OTHER}", None, source=NEIGHBOUR) == \
-        (200, b"none: no reinstall in progress for this node\n")
-    token = TokenStore(served.node_dir).issue(60)
+    # OTHER is not armed: its address is turned away at the door (what the installer of
+    # a plain install reads as "no reinstall armed")
+    status, body = http("GET", f"{served.url}/v1/status/{OTHER}", None, source=NEIGHBOUR)
+    assert status == 403 and b"not the address of a node whose reinstall is armed" in body
+    token = arm(served.node_dir)
     status, body = http("GET", status_url, None, source=NODE_ADDR)
     assert status == 409 and body.startswith(b"armed")
     http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)
     status, body = http("GET", status_url, None, source=NODE_ADDR)
     assert status == 409 and body.startswith(b"claimed")
-    # its error report needs no token while the reinstall is in progress
-    assert http("POST", f"{served.url}/v1/error/{NODE}", None, b"no token",
-                source=NODE_ADDR)[0] == 200
-    assert served.revoked == [NODE]
-    assert http("GET", status_url, None, source=NEIGHBOUR)[0] == 403  # not its address
+    assert http("GET", status_url, None, source="127.0.0.1")[0] == 403  # not its address
+
+
+def test_an_error_report_needs_the_nodes_token(served: Served) -> None:
+    """No token-less path: from the node's own address, without the token or with a wrong
+    one, an error report is refused and stops nothing; with it, it stops the reinstall."""
+    token = arm(served.node_dir)
+    error = f"{served.url}/v1/error/{NODE}"
+    for bearer in (None, "", "forged"):
+        status, body = http("POST", error, bearer, b"stop it", source=NODE_ADDR)
+        assert status == 403 and b"needs the node's install token" in body, body
+    assert served.revoked == [] and served.boot.history == []
+    assert TokenStore(served.node_dir).usable()
+    assert http("POST", error, token, b"no key", source=NODE_ADDR)[0] == 200
+    assert served.revoked == [NODE] and served.boot.history == [(NODE, "local")]
 
 
 def test_strict_content_length_and_no_tracebacks(
@@ -210,26 +253,61 @@ def test_strict_content_length_and_no_tracebacks(
     assert TokenStore(served.node_dir).usable()
 
 
-def test_idle_connections_time_out_and_their_number_is_bounded(served: Served) -> None:
+def test_a_flood_from_other_addresses_does_not_stop_the_armed_node_being_served(
+        served: Served) -> None:
+    """64 idle connections from 50 addresses that are no armed node's (twice the 32 that
+    used to take every slot): each is answered 403 at once, unread, and holds nothing;
+    the armed node fetches its key and calls back while all of them are open."""
+    token = arm(served.node_dir)
     addr = served.server.server_address[:2]
-    idle = [socket.create_connection(addr, timeout=10) for _ in range(4)]  # the limit
+    flood = [socket.create_connection(addr, timeout=10,
+                                      source_address=(f"127.0.1.{1 + i % 50}", 0))
+             for i in range(64)]
     try:
-        time.sleep(0.3)
-        with socket.create_connection(addr, timeout=10) as extra:
-            extra.sendall(b"GET /v1/health HTTP/1.1\r\n\r\n")
-            assert extra.recv(100) == b""  # over the limit: closed unanswered
+        for s in flood:
+            assert s.recv(300).startswith(b"HTTP/1.1 403 Forbidden"), "not turned away"
+        status, pem = http("GET", f"{served.url}/v1/key/{NODE}", token, source=NODE_ADDR)
+        assert status == 200 and pem == served.pem
+        assert http("POST", f"{served.url}/v1/done/{NODE}", token,
+                    sign_done(pem, NODE, token), source=NODE_ADDR)[0] == 200
+    finally:
+        for s in flood:
+            s.close()
+    # a request sent before the door answers still gets the whole answer (not a reset)
+    answer = served.raw(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", source="127.0.1.99")
+    assert answer.startswith(b"HTTP/1.1 403") and answer.endswith(b"is armed\n")
+
+
+def test_each_armed_address_has_its_own_quota_and_idle_ones_time_out(
+        served: Served) -> None:
+    """The node's own address can only crowd itself: over its quota (4 here) a quick 503
+    (the installer retries it), while another armed node is served; its idle connections
+    time out (1 s here) and it is served again."""
+    arm(served.node_dir)
+    arm(served.node_dir.parent / OTHER)
+    addr = served.server.server_address[:2]
+    own = [socket.create_connection(addr, timeout=10, source_address=(NODE_ADDR, 0))
+           for _ in range(4)]
+    try:
+        with socket.create_connection(addr, timeout=10, source_address=(NODE_ADDR, 0)) as s:
+            s.sendall(b"GET /v1/health HTTP/1.1\r\n\r\n")
+            assert s.recv(300).startswith(b"HTTP/1.1 503 Service Unavailable")
+        status, body = http("GET", f"{served.url}/v1/status/{OTHER}", None,
+                            source=NEIGHBOUR)
+        assert status == 409 and body.startswith(b"armed")
         t0 = time.monotonic()
-        assert idle[0].recv(100) == b""  # the 1 s per-connection timeout closed it
+        assert own[0].recv(100) == b""  # the per-connection timeout closed it
         assert time.monotonic() - t0 < 5
     finally:
-        for s in idle:
+        for s in own:
             s.close()
-    time.sleep(0.3)
-    assert http("GET", f"{served.url}/v1/health", None) == (200, b"ok\n")
+    assert wait_until(lambda: http("GET", f"{served.url}/v1/health", None,
+                                   source=NODE_ADDR)[0] == 200, timeout=10)
 
 
 def test_refusals_are_journaled_up_to_a_bound(served: Served) -> None:
-    TokenStore(served.node_dir).issue(60)
+    arm(served.node_dir)
+    arm(served.node_dir.parent / OTHER)  # the neighbour gets past the door
     for _ in range(JOURNALED_REFUSALS * 3):
         assert http("GET", f"{served.url}/v1/key/{NODE}", "forged", source=NEIGHBOUR)[0] == 403
     lines = journal(served.node_dir)

@@ -24,6 +24,7 @@ def test_token_is_stored_hashed_and_private(tmp_path: Path) -> None:
 def test_each_use_once(tmp_path: Path) -> None:
     store = TokenStore(tmp_path / "n1")
     token = store.issue(60)
+    store.power_on(time.time())
     with pytest.raises(TokenError, match="wrong token"):
         store.consume(token[:-1] + ("A" if token[-1] != "A" else "B"), "key_fetched")
     store.consume(token, "key_fetched")
@@ -53,4 +54,25 @@ def test_revoke_and_reissue(tmp_path: Path) -> None:
     new = store.issue(60)
     with pytest.raises(TokenError, match="wrong token"):
         store.check(old, "key_fetched")
+    store.power_on(time.time())
     store.check(new, "key_fetched")
+
+
+def test_no_use_before_the_power_on(tmp_path: Path) -> None:
+    """Issued and published, but the node not yet powered on for its install (its old OS
+    may be what asks): neither the key nor the callback, and the token is not spent; a
+    new power-off takes the power-on back."""
+    store = TokenStore(tmp_path / "n1")
+    token = store.issue(60)
+    for use in ("key_fetched", "done"):
+        with pytest.raises(TokenError, match="not been powered on for its install"):
+            store.consume(token, use)
+    assert store.usable()
+    store.power_on(time.time())
+    store.check(token, "key_fetched")
+    store.power_on(None)  # powered off again (a resume)
+    with pytest.raises(TokenError, match="not been powered on"):
+        store.check(token, "key_fetched")
+    store.power_on(time.time())
+    store.consume(token, "key_fetched")
+    assert store.status()["powered_on"] is not None  # type: ignore[index]

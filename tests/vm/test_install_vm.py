@@ -8,22 +8,22 @@ plus what a whole reinstall needs (tests/vm/vmbed.py): a real salt-master, a Deb
 mirror (a caching proxy of deb.debian.org through a veth pair), and a guest with a qcow2
 disk that reboots in place (tests/support/fake_bmc_hardware.py --disk).
 
-What runs, nothing interrupted: preflight -> rotate key -> arm install -> power (Redfish:
-PXE once, UEFI, On) -> the guest PXE-boots the Debian installer from the rendered config;
-it fetches its preseed and reads the mirror's indexes. Where the mirror has the
-installer's components (.udeb), the installer goes on and installs (not seen here). Here
-it has none (the deb.debian.org this host reaches serves no .udeb): the installer stops,
-`test_the_debian_installer_installed_the_system` is SKIPPED with that reason, and the
-INSTALLER STAND-IN (tests/vm/standin.py) does the part of the installer that cannot run,
-inside the installer in the guest: it writes the test's Debian image (built on the host
-by debootstrap: GPT, Debian's shim and GRUB) to the disk, mounts it on /target and runs
-the preseed's late_command from the installer's debconf database, as finish-install does
-(the guest fetches the token and its rotated key and calls back), then reboots the
-guest. From there for real again: boot mode local at the callback; the guest PXE-boots,
-GRUB's local script chainloads the disk's shim, the installed system boots and its
-first-boot unit prints the key's fingerprint (compared with the key the master
-accepted); its minion connects with the rotated key -> converge (highstate of the test's
-one-state tree) -> health (nothing to check: see below) -> done.
+What runs, nothing interrupted: preflight -> rotate key -> power off (off already: nothing
+sent) -> arm install -> power on (Redfish: PXE once, UEFI, On) -> the guest PXE-boots the
+Debian installer from the rendered config; it fetches its preseed and reads the mirror's
+indexes. Where the mirror has the installer's components (.udeb), the installer goes on
+and installs (not seen here). Here it has none (the deb.debian.org this host reaches
+serves no .udeb): the installer stops, `test_the_debian_installer_installed_the_system` is
+SKIPPED with that reason, and the INSTALLER STAND-IN (tests/vm/standin.py) does the part
+of the installer that cannot run, inside the installer in the guest: it writes the test's
+Debian image (built on the host by debootstrap: GPT, Debian's shim and GRUB) to the disk,
+mounts it on /target and runs the preseed's late_command from the installer's debconf
+database, as finish-install does (the guest fetches the token and its rotated key and
+calls back), then reboots the guest. From there for real again: boot mode local at the
+callback; the guest PXE-boots, GRUB's local script chainloads the disk's shim, the
+installed system boots and its first-boot unit prints the key's fingerprint (compared with
+the key the master accepted); its minion connects with the rotated key -> converge
+(highstate of the test's one-state tree) -> health (nothing to check: see below) -> done.
 
 Test-only changes, each said here: the overlay points the image at the mirror and
 site.salt.repo at a path that 404s (Salt's apt repository is unreachable here, Debian 12
@@ -448,7 +448,8 @@ def _outcomes(r: Run) -> list[tuple[str, str]]:
 def test_every_step_ran_and_the_reinstall_succeeded(run: Run) -> None:
     assert _outcomes(run) == [
         ("preflight", "ok"), ("drain", "skipped"), ("rotate_key", "ok"),
-        ("arm_install", "ok"), ("power", "ok"), ("wait_install", "ok"), ("converge", "ok"),
+        ("power_off", "ok"), ("arm_install", "ok"), ("power_on", "ok"), ("wait_install", "ok"),
+        ("converge", "ok"),
         ("health", "ok"), ("resume", "skipped")], run.stderr[-3000:]
     assert run.rc == 0 and run.report.get("outcome") == "done", run.stderr[-3000:]
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import (
     add_bmc_options,
     add_command,
-    add_force,
     add_modes,
     add_pxe_options,
     add_slurm_command,
@@ -41,10 +40,11 @@ DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
 HELP = "reinstall one node: drain, new key, PXE, converge"
 DESCRIPTION = """
-Reinstall NODE: preflight, drain in Slurm, rotate its minion key, arm a one-shot PXE
-install, power-cycle it through its BMC, wait for the installer's callback, converge, check,
-resume. Journal and lock under --state-dir/NODE. Several nodes (a range, list or glob):
-their reinstalls in parallel (--parallel). See docs/operations.md.
+Reinstall NODE: preflight, drain in Slurm, rotate its minion key, power it off through its
+BMC (confirmed off), arm a one-shot PXE install, power it on (PXE once), wait for the
+installer's callback, converge, check, resume. Journal and lock under --state-dir/NODE.
+Several nodes (a range, list or glob): their reinstalls in parallel (--parallel). See
+docs/operations.md.
 """
 EPILOG = """
 exit codes: 0 done (or aborted), 1 invalid inventory, 2 usage, 4 I/O, 5 a step failed (node
@@ -63,9 +63,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     add_modes(p, ("--resume", "continue the node's unfinished reinstall"),
               ("--abort", "end the unfinished reinstall: boot mode local, token revoked; "
                           "report what is left (drained, key state)"))
-    add_force(p)
+    p.add_argument("--force", action="store_true",
+                   help="do not wait for running jobs: cancel them (scancel, named) at the "
+                        "drain; the node is never powered off with jobs on it")
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
+    p.add_argument("--power-timeout", type=float, default=120.0, metavar="S",
+                   help="seconds for the BMC to report the node off after the power-off "
+                        "(default 120)")
     add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
     add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
@@ -104,13 +109,14 @@ def _tool(name: str) -> str:
 
 def runner_for(args: argparse.Namespace) -> SubprocessRunner:
     """The commands through --salt-config (salt, salt-key, salt-run) and --slurm-command
-    (scontrol, sinfo, squeue); shared by fleet health, fleet rollout and fleet power."""
+    (scontrol, sinfo, squeue, scancel); shared by fleet health, fleet rollout, fleet power
+    and fleet status."""
     from fleet.reinstall.commands import SubprocessRunner
 
     conf = os.fspath(args.salt_config)
     prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
     if args.slurm_command:
-        for tool in ("scontrol", "sinfo", "squeue"):
+        for tool in ("scontrol", "sinfo", "squeue", "scancel"):
             prefix[tool] = [*shlex.split(args.slurm_command), tool]
     return SubprocessRunner(prefix)
 
@@ -139,6 +145,7 @@ def _context(args: argparse.Namespace, inv: Inventory, name: str,
         boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
         keys=MinionKeys(runner, _pki_dir(args.salt_config)),
         options=Options(force=args.force, install_timeout=args.timeout,
+                        power_timeout=args.power_timeout,
                         drain_timeout=args.drain_timeout,
                         converge_timeout=args.converge_timeout,
                         health_timeout=args.health_timeout, reason=args.reason),

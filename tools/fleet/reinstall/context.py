@@ -20,6 +20,7 @@ from fleet.reinstall.tokens import TokenStore
 class Options:
     force: bool = False  # do not wait for running jobs to finish when draining
     install_timeout: float = 3600.0  # power-on to the installer's callback
+    power_timeout: float = 120.0  # power-off to the BMC reporting the node off
     drain_timeout: float = 3600.0
     converge_timeout: float = 1800.0
     health_timeout: float = 300.0  # checks are retried until they pass or this is spent

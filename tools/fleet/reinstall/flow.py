@@ -31,9 +31,6 @@ from fleet.reinstall.lock import NodeLock
 from fleet.reinstall.server import CallbackServer, node_addresses
 from fleet.reinstall.steps import STEP_NAMES, STEPS
 
-# Steps between arming the install and its callback: a failure there disarms the node.
-ARMED = ("power", "wait_install")
-
 
 class FlowError(Exception):
     """The run cannot start (unfinished run, nothing to resume...)."""
@@ -182,15 +179,20 @@ class Report:
 
 
 def resume_point(state: RunState, token_usable: bool) -> int:
-    """Index of the first step a resumed run repeats."""
+    """Index of the first step a resumed run repeats. Never one that arms or powers on
+    without a power-off confirmed first in the same run: from arm_install or power_on a
+    resume goes back to power_off. A key or token that is spent, or a key withdrawn after
+    the install, goes back to rotate_key (a new key, token and install)."""
     idx = next((i for i, n in enumerate(STEP_NAMES) if n not in state.completed),
                len(STEP_NAMES))
-    if "wait_install" not in state.completed:
-        if "rotate_key" in state.completed and not token_usable:
-            idx = min(idx, STEP_NAMES.index("rotate_key"))  # the token or key is spent
-        elif "arm_install" in state.completed and state.disarmed:
-            idx = min(idx, STEP_NAMES.index("arm_install"))
-    return idx
+    rotate, off = STEP_NAMES.index("rotate_key"), STEP_NAMES.index("power_off")
+    if "wait_install" in state.completed:
+        return min(idx, rotate) if state.key_withdrawn else idx
+    if "rotate_key" in state.completed and not token_usable:
+        return min(idx, rotate)  # the token or key is spent
+    if STEP_NAMES[idx] == "wait_install" and not state.disarmed:
+        return idx  # the run ended while its installer ran: keep waiting for it
+    return min(idx, off)
 
 
 class Flow:
@@ -295,9 +297,9 @@ class Flow:
         ctx = self.ctx
         left: dict[str, str] = {}
         state = latest_run(ctx.journal.entries())
-        # arm_install itself: a signal can end it after the links were switched
-        armed = "arm_install" in state.completed or failed == "arm_install"
-        if armed and "wait_install" not in state.completed:
+        # from the start of an arm_install (a signal can end it after the links were
+        # switched) to the callback, or to a disarm
+        if state.armed:
             try:
                 ctx.boot.set_mode(ctx.name, "local")
                 ctx.journal.append("note", run=ctx.run_id, what="disarmed", boot_mode="local")
@@ -312,16 +314,17 @@ class Flow:
                 if "drain" in state.completed else "drain not confirmed (see the drain " \
                 "step)" if failed == "drain" else "not drained"
         if "rotate_key" in state.completed or failed == "rotate_key":
-            left["key"] = self._withdraw_key(state.completed)
+            left["key"] = self._withdraw_key(state)
         return left
 
-    def _withdraw_key(self, completed: list[str]) -> str:
-        """A run that ends without a completed install leaves no key waiting on the
-        master: the pre-accepted key is removed, the token revoked, the private key and
-        token deleted here (a resume rotates again)."""
+    def _withdraw_key(self, state: RunState) -> str:
+        """A run that ends before the node's minion answered with the new key leaves no
+        key on the master: the installer's callback alone proves nothing (whoever called
+        back may hold it), so after it too the pre-accepted key is removed, the token
+        revoked, the private key and token deleted here (a resume rotates again)."""
         ctx = self.ctx
-        if "wait_install" in completed:
-            return "new key accepted and installed on the node"
+        if state.minion_answered:
+            return "new key accepted and in use by the node's minion"
         status = ctx.tokens.status() or {}
         # the endpoint revoked it already on the installer's error report
         served = bool(status.get("key_fetched")) and not status.get("error")
@@ -337,10 +340,10 @@ class Flow:
             ctx.journal.append("note", run=ctx.run_id, what="revoke-failed",
                                reason=str(exc)[:300])
             return f"UNKNOWN: the pre-accepted key could not be removed: {exc}"
-        ctx.journal.append("note", run=ctx.run_id, what="key-revoked",
-                           reason="the install did not complete")
-        return "old key deleted; the pre-accepted new key removed (the install did not " \
-            "complete); token revoked"
+        why = "the minion never answered with it" if "wait_install" in state.completed \
+            else "the install did not complete"
+        ctx.journal.append("note", run=ctx.run_id, what="key-revoked", reason=why)
+        return f"old key deleted; the pre-accepted new key removed ({why}); token revoked"
 
     # --- abort --------------------------------------------------------------------
 
@@ -367,9 +370,9 @@ class Flow:
                 f.unlink(missing_ok=True)
             left["token"] = "revoked" if revoked else "none outstanding"
             waiting = ctx.keys.pki_dir / "minions" / ctx.name
-            if "rotate_key" in state.completed and "wait_install" not in state.completed \
+            if "rotate_key" in state.completed and not state.minion_answered \
                     and waiting.exists():  # not withdrawn yet by the failure that ended it
-                self._withdraw_key(state.completed)
+                self._withdraw_key(state)
             if ctx.is_slurm_node():
                 try:
                     left["slurm"] = slurm.state(ctx.runner, ctx.name) + \

@@ -58,6 +58,9 @@ class RunState:
     completed: list[str] = field(default_factory=list)  # steps ended ok or skipped, in order
     failed_step: str | None = None
     disarmed: bool = False  # boot mode put back to local after arm_install completed
+    armed: bool = False  # an arm_install began and nothing set the boot mode back since
+    minion_answered: bool = False  # converge heard the minion (the new key) since rotate_key
+    key_withdrawn: bool = False  # the flow removed the new key since rotate_key
     started: float | None = None
 
     @property
@@ -89,6 +92,12 @@ def latest_run(entries: list[Entry]) -> RunState:
         if ev == "run":
             state.finished = None
             state.failed_step = None
+        elif ev == "step" and e.get("phase") == "start":
+            step = str(e.get("step"))
+            if step in state.completed:  # run again (a resume went back): it and the
+                del state.completed[state.completed.index(step):]  # steps after it
+            if step == "arm_install":
+                state.armed = True
         elif ev == "step" and e.get("phase") == "end":
             step = str(e.get("step"))
             if e.get("outcome") in ("ok", "skipped"):
@@ -97,10 +106,19 @@ def latest_run(entries: list[Entry]) -> RunState:
                 state.failed_step = None
                 if step == "arm_install":
                     state.disarmed = False
+                elif step == "rotate_key":
+                    state.minion_answered = state.key_withdrawn = False
+                elif step == "wait_install":
+                    state.armed = False  # the callback set the boot mode local
             else:
                 state.failed_step = step
         elif ev == "note" and e.get("what") == "disarmed":
             state.disarmed = True
+            state.armed = False
+        elif ev == "note" and e.get("what") == "minion-answered":
+            state.minion_answered = True
+        elif ev == "note" and e.get("what") == "key-revoked":
+            state.key_withdrawn = True
         elif ev == "finish":
             state.finished = e.get("outcome")
     return state

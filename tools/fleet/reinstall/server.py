@@ -1,8 +1,11 @@
 """The installer's endpoint on the master (stdlib http.server, in a thread of the reinstall
-or on its own: ``python -m fleet.reinstall.server``). Every request for a node must come
-from that node's own address in the inventory (the endpoint checks it itself, whatever
-nginx does), and the token ones carry the node's one-time token as
-``Authorization: Bearer <token>``:
+or on its own: ``python -m fleet.reinstall.server``). A connection is let in by its
+address alone before it takes a thread (fleet.reinstall.door): an armed node's address,
+or the master's own, each with its own small quota; any other gets a quick 403 unread.
+Every request for a node must come from that node's own address in the inventory (the
+endpoint checks it itself, whatever nginx does), and the token ones carry the node's
+one-time token as ``Authorization: Bearer <token>``; the key and the callback only once
+the node was powered on for its install (fleet.reinstall.tokens):
 
     GET  /v1/key/<node>     the node's new minion private key, once; then deleted here.
                             A second fetch is 409 and names who fetched it.
@@ -16,7 +19,7 @@ nginx does), and the token ones carry the node's one-time token as
                             spent for every use, the boot mode goes back to ``local`` and
                             the node's pre-accepted key is removed from the master; the
                             reinstall stops with the first claimant's address.
-                            Without a token only while a reinstall is in progress.
+                            With the node's token only, after the power-on.
     GET  /v1/status/<node>  for an installer that found no token: ``none`` (no
                             reinstall: a plain install), else 409 (a token was issued
                             for this install: where it went is an incident)
@@ -25,10 +28,10 @@ nginx does), and the token ones carry the node's one-time token as
     GET  /v1/health         ``ok``
 
 Refusals are 403 (409 for a token already used) with the reason, journaled (at most
-``JOURNALED_REFUSALS`` per node and endpoint: a flood cannot fill the disk). Each
-connection has a timeout, the number of connections served at once is bounded, request
-bodies need an exact ``Content-Length`` within a small limit, every response closes the
-connection, and no request can print a traceback.
+``JOURNALED_REFUSALS`` per node and endpoint: a flood cannot fill the disk; the door's
+refusals are not journaled at all). Each connection has a timeout, the number served at
+once is bounded per address, request bodies need an exact ``Content-Length`` within a
+small limit, every response closes the connection, and no request can print a traceback.
 """
 
 from __future__ import annotations
@@ -46,13 +49,13 @@ from typing import Any
 
 from fleet.reinstall import layout
 from fleet.reinstall.bootmode import BootModeSetter
+from fleet.reinstall.door import PER_ADDRESS, Door, Linger
 from fleet.reinstall.journal import Journal
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
 MAX_BODY = 4096  # a signature (512 bytes for RSA-4096) or a short reason
 CONNECTION_TIMEOUT = 10.0  # seconds a connection may take to send its request
-MAX_CONNECTIONS = 32  # served at once; more are closed without an answer
 JOURNALED_REFUSALS = 20  # per node, for the endpoint's lifetime
 DONE_MESSAGE = "fleet-install-done:{node}:{token}"
 
@@ -84,21 +87,23 @@ def _printable(text: str, limit: int = 300) -> str:
 
 class CallbackServer(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 16
+    request_queue_size = 128  # the door empties it fast: a flood must not drop a SYN
 
     def __init__(self, bind: tuple[str, int], state_root: Path, boot: BootModeSetter,
                  addresses: Mapping[str, str], revoke_key: KeyRevoker | None = None,
-                 max_connections: int = MAX_CONNECTIONS,
+                 per_address: int = PER_ADDRESS,
                  timeout: float = CONNECTION_TIMEOUT,
                  master_finger: str | None = None) -> None:
         super().__init__(bind, _Handler)
+        self.door = Door(dict(addresses), self.armed, own={str(self.server_address[0])},
+                         per_address=per_address)
+        self.linger = Linger()
         self.state_root = state_root
         self.boot = boot
         self.addresses = dict(addresses)  # node -> the only address it is served to
         self.revoke_key = revoke_key
         self.master_finger = master_finger  # of the master's own public key
         self.connection_timeout = timeout
-        self._slots = threading.BoundedSemaphore(max_connections)
         self._refusals: dict[str, int] = {}
         self._refusals_lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -128,24 +133,32 @@ class CallbackServer(ThreadingHTTPServer):
             self.shutdown()
             self._thread.join(timeout=5)
         self.server_close()
+        self.linger.stop()
 
-    # --- connection limit; no tracebacks ------------------------------------------
+    # --- the door: by address, before a thread; no tracebacks ---------------------
+
+    def armed(self, node: str) -> bool:
+        """The node's reinstall is armed: a token issued, not revoked, closed, expired."""
+        node_dir = layout.node_dir(self.state_root, node)
+        return node_dir.is_dir() and TokenStore(node_dir).in_progress()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)  # over the limit: closed, nothing read
+        peer = str(client_address[0])
+        refusal = self.door.admit(peer)
+        if refusal is not None:
+            self.linger.turn_away(request, refusal)  # answered at once, unread
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self.door.leave(peer)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self.door.leave(str(client_address[0]))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a broken or hostile connection: nothing to print, nothing to keep
@@ -354,12 +367,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, node: str, node_dir: Path, token: str, body: bytes) -> None:
         tokens = TokenStore(node_dir)
-        if token and not tokens.matches(token):
-            self._refuse(node, node_dir, "error", TokenError("wrong token"), token)
+        data = tokens.status() or {}
+        if not (token and tokens.matches(token)):
+            self._refuse(node, node_dir, "error", TokenError(
+                "an error report needs the node's install token"), token)
             return
-        if not token and not tokens.in_progress():
-            self._refuse(node, node_dir, "error",
-                         TokenError("no reinstall in progress for this node"), token)
+        if not data.get("powered_on"):
+            self._refuse(node, node_dir, "error", TokenError(
+                "the node has not been powered on for its install yet"), token)
             return
         reason = _printable(body.decode("utf-8", errors="replace").strip() or "no reason")
         before = tokens.fail(reason, self._peer_name())

@@ -51,16 +51,26 @@ def drain(ctx: Context) -> str:
     if not ctx.is_slurm_node():
         raise SkipStepError("not a Slurm compute node")
     slurm.drain(ctx.runner, ctx.name, f"{ctx.options.reason} ({ctx.run_id})")
+    cancelled = ""
     if ctx.options.force:
-        return f"drain requested; not waiting for jobs (--force); state {_sinfo(ctx)}"
+        # --force does not wait for the jobs to end: it ends them, named, and the node is
+        # powered off only once Slurm has none on it (power_off checks again)
+        ids = slurm.jobs(ctx.runner, ctx.name)
+        if ids:
+            ctx.say(f"  --force: cancelling job(s) {', '.join(ids)} on {ctx.name}")
+            slurm.cancel(ctx.runner, ids)
+            cancelled = f"--force cancelled job(s) {', '.join(ids)}; "
     deadline = time.monotonic() + ctx.options.drain_timeout
     while True:
         state = slurm.state(ctx.runner, ctx.name)
-        if slurm.no_jobs_can_run(state):
-            return f"state {state}"
+        left = slurm.jobs(ctx.runner, ctx.name) if ctx.options.force else []
+        if slurm.no_jobs_can_run(state) and not left:
+            return f"{cancelled}state {state}"
         if time.monotonic() >= deadline:
-            raise StepFailedError(f"still {state} after {ctx.options.drain_timeout:g}s: jobs "
-                                  "are running; wait, or rerun with --force")
+            on = f"; job(s) {', '.join(left)} still on it" if left else ""
+            raise StepFailedError(f"still {state} after {ctx.options.drain_timeout:g}s{on}: "
+                                  "jobs are running; wait, or rerun with --force (which "
+                                  "cancels them)")
         time.sleep(ctx.options.poll)
 
 
@@ -89,6 +99,33 @@ def rotate_key(ctx: Context) -> str:
             f"one-time token issued, valid {ctx.options.token_ttl:g}s")
 
 
+def power_off(ctx: Context) -> str:
+    """Nothing is armed while the node's old OS can run: the node is powered off through
+    its BMC and confirmed off (``power_state`` polled, at most ``power_timeout``) before
+    the token is published; a token already issued counts for nothing until the next
+    power-on. A Slurm node with jobs on it is never powered off."""
+    if ctx.is_slurm_node():
+        ids = slurm.jobs(ctx.runner, ctx.name)
+        if ids:
+            raise StepFailedError(f"job(s) {', '.join(ids)} on {ctx.name}: not powering it "
+                                  "off under them (--force cancels them at the drain)")
+    if ctx.tokens.status() is not None:
+        ctx.tokens.power_on(None)
+    bmc = ctx.bmc()
+    t0 = time.monotonic()
+    sent = "already off"
+    if bmc.power_state() != "off":
+        sent = f"power {bmc.power_off()}"
+    deadline = t0 + ctx.options.power_timeout
+    while (state := bmc.power_state()) != "off":
+        if time.monotonic() >= deadline:
+            raise StepFailedError(f"{bmc.name}: still {state} {ctx.options.power_timeout:g}s "
+                                  f"after the power-off ({sent}): the install is not armed "
+                                  "while the old OS may run")
+        time.sleep(min(ctx.options.poll, 1.0))
+    return f"{bmc.name}: {sent}; confirmed off after {time.monotonic() - t0:.0f}s"
+
+
 def arm_install(ctx: Context) -> str:
     try:
         token = ctx.token_file.read_text(encoding="utf-8").strip()
@@ -96,13 +133,25 @@ def arm_install(ctx: Context) -> str:
         raise StepFailedError("no install token to publish (rotate_key did not run or "
                               "its token is spent): use --abort, then start again") from None
     ctx.boot.set_mode(ctx.name, "install", token=token)
-    return "boot mode install; token published for the installer"
+    return "boot mode install; token published for the installer (no use of it counts " \
+        "before the power-on)"
 
 
-def power(ctx: Context) -> str:
+def power_on(ctx: Context) -> str:
+    """Still off (else someone powered it on meanwhile: its old OS may run with the
+    token published), then PXE once and power on, nothing between (IPMI boot flags
+    expire), and the power-on time recorded with the token: from then on the endpoint
+    serves the key and the callback."""
     bmc = ctx.bmc()
-    action = bmc.pxe_boot_now()
-    return f"{bmc.name}: next boot PXE (UEFI, once); power {action}"
+    state = bmc.power_state()
+    if state != "off":
+        raise StepFailedError(f"{bmc.name}: the node is {state} again since its power-off: "
+                              "not powering on an armed install; --resume powers it off "
+                              "again")
+    bmc.set_pxe_once()
+    action = bmc.power_on()
+    ctx.tokens.power_on(time.time())
+    return f"{bmc.name}: next boot PXE (UEFI, once); power {action}; power-on recorded"
 
 
 def wait_install(ctx: Context) -> str:
@@ -111,6 +160,9 @@ def wait_install(ctx: Context) -> str:
     key_seen = False
     while True:
         status = ctx.tokens.status() or {}
+        early = before_power_on(status)
+        if early:
+            raise StepFailedError(early)
         if status.get("key_fetched") and not key_seen:
             key_seen = True
             ctx.say(f"  installer fetched its key after {time.monotonic() - t0:.0f}s")
@@ -129,6 +181,20 @@ def wait_install(ctx: Context) -> str:
                 + (" (the key was fetched)" if key_seen else " (the key was never fetched)")
                 + "; token revoked")
         time.sleep(min(ctx.options.poll, 1.0))
+
+
+def before_power_on(status: dict[str, object]) -> str | None:
+    """Why a key fetch or callback recorded with the token cannot be the installer's:
+    it came before the node was powered on for its install (None when none did)."""
+    on = status.get("powered_on")
+    for use, what in (("key_fetched", "the key was fetched"),
+                      ("done", "the install called back")):
+        at = status.get(use)
+        if isinstance(at, (int, float)) and not (isinstance(on, (int, float)) and at >= on):
+            return (f"{what} before the node was powered on for its install: not its "
+                    "installer (its old OS, or someone at its address); the key is "
+                    "withdrawn")
+    return None
 
 
 def claim_failure(status: dict[str, object]) -> str:
@@ -162,6 +228,9 @@ def converge(ctx: Context) -> str:
                                   f"advance; is salt-minion running with the new key?); "
                                   f"last: {why}")
         time.sleep(ctx.options.poll)
+    # the master accepts no other key for this id: the minion holds the new one (a run
+    # that fails from here on keeps it; before, the failure withdraws it)
+    ctx.journal.append("note", run=ctx.run_id, what="minion-answered")
     check_claim(ctx)  # the pillar (the munge key) goes only to the node's own installer
     ret = _highstate(ctx, deadline)
     if isinstance(ret, saltjobs.Lost):
@@ -222,8 +291,9 @@ STEPS: list[tuple[str, Step]] = [
     ("preflight", preflight),
     ("drain", drain),
     ("rotate_key", rotate_key),
+    ("power_off", power_off),
     ("arm_install", arm_install),
-    ("power", power),
+    ("power_on", power_on),
     ("wait_install", wait_install),
     ("converge", converge),
     ("health", health),

@@ -1,6 +1,11 @@
 """One-time install tokens. Only a SHA-256 of the token is stored (``token.json``, 0600);
 the token itself goes to the installer and nowhere else. One token allows one key fetch
 and one install-finished callback, until it expires; then it is spent.
+
+Neither use is allowed before the node was powered on for its install (``powered_on``,
+recorded by the flow's power_on step after the BMC confirmed it off and accepted the
+power-on): until then the node's old OS may have been running on the node's address, and
+nothing it sends counts. A new power-off (``power_on(None)``) clears it again.
 """
 
 from __future__ import annotations
@@ -70,8 +75,18 @@ class TokenStore:
         with self._locked():
             self._write({"sha256": _hash(token), "issued": now, "expires": now + ttl,
                          "key_fetched": None, "key_peer": None, "done": None,
-                         "revoked": None, "error": None})
+                         "revoked": None, "error": None, "powered_on": None})
         return token
+
+    def power_on(self, at: float | None) -> None:
+        """The node was powered on for its install at ``at`` (None: it is being powered
+        off again, and nothing from it counts until the next power-on)."""
+        with self._locked():
+            data = self._read()
+            if data is None:
+                raise TokenError("no install token was issued for this node")
+            data["powered_on"] = at
+            self._write(data)
 
     def status(self) -> dict[str, Any] | None:
         with self._locked():
@@ -171,3 +186,7 @@ class TokenStore:
             raise TokenUsedError(f"token already used for {use.replace('_', ' ')}{by}")
         if time.time() >= data["expires"]:
             raise TokenError("token expired")
+        if not data.get("powered_on"):
+            raise TokenError("the node has not been powered on for its install yet: "
+                             "nothing from its address counts before that (its old OS "
+                             "may be running there)")
