@@ -147,7 +147,8 @@ def cmd_status(args: argparse.Namespace, inv: Inventory,
     store = boot_mode_store(args, inv)
     jobs["boot"] = lambda: sources.boot_modes(store, names)
     jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))
-    jobs["minion"] = lambda: sources.ping(runner, names, args.salt_timeout)
+    jobs["minion"] = lambda: sources.ping(
+        runner, names, args.salt_timeout, sources.gather_job_timeout(args.salt_config))
     if any(inv.nodes[n].has("slurm.compute") for n in names):
         jobs["slurm"] = lambda: sources.slurm(runner, names)
     jobs["apply"] = lambda: sources.last(args.apply_state_dir, "apply", names)
