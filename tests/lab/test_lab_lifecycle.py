@@ -72,9 +72,10 @@ def with_overlay(lab: Lab) -> Iterator[Any]:
 
 
 def _node(lab: Lab, node: str) -> tuple[str, str]:
-    """(State=, Reason= without its [user@time]) of ``scontrol show node``."""
-    r = podman_exec(lab, HEAD, "scontrol", "show", "node", node)
-    assert r.returncode == 0, r.stderr
+    """(State=, Reason= without its [user@time]) of ``scontrol --future show node``
+    (without --future, scontrol says a node in State=FUTURE is "not found")."""
+    r = podman_exec(lab, HEAD, "scontrol", "--future", "show", "node", node)
+    assert r.returncode == 0, r.stdout + r.stderr
     state = reason = ""
     for line in r.stdout.splitlines():
         for word in line.split():

@@ -160,14 +160,16 @@ FETCH = ("import urllib.request as u; "
 
 def test_ib_collector_reads_a_fixture_sysfs_tree(lab: Lab) -> None:
     """node_exporter's InfiniBand collector (the one the role turns on) over a fixture
-    /sys/class/infiniband, on a loopback port of an IB node (the lab has no HCA)."""
+    /sys/class/infiniband, on a loopback port of an IB node (the lab has no HCA). The port
+    has its hw_counters directory, as an mlx5 HCA's: Ubuntu 24.04's node_exporter (1.7)
+    reports nothing for a port without one."""
     node = lab.with_role("infiniband")[0].hostname
     host = lab.host(node)
     dev = f"{IB_FIXTURE}/class/infiniband/mlx5_0"
     port_dir = f"{dev}/ports/1"
     setup = f"""set -e
 rm -rf {IB_FIXTURE}
-mkdir -p {port_dir}/counters
+mkdir -p {port_dir}/counters {port_dir}/hw_counters
 echo MT_0000000224 > {dev}/board_id
 echo 20.31.1014 > {dev}/fw_ver
 echo MT4123 > {dev}/hca_type

@@ -187,9 +187,12 @@ def test_textfile_writer_escapes_label_values(tmp_path: Path) -> None:
 # --- InfiniBand: node_exporter's own collector over a fixture sysfs tree -----------------
 
 def _ib_fixture_sysfs(root: Path, state: str) -> Path:
-    """A fixture /sys/class/infiniband with one HCA port (not a real device)."""
+    """A fixture /sys/class/infiniband with one HCA port (not a real device); with the
+    port's hw_counters directory, as an mlx5 HCA has it (node_exporter 1.7, Ubuntu 24.04's,
+    reports no InfiniBand data without it; Debian 12's 1.5 does not look)."""
     d = root / "class" / "infiniband" / "mlx5_0"
     (d / "ports" / "1" / "counters").mkdir(parents=True)
+    (d / "ports" / "1" / "hw_counters").mkdir()
     for name, value in (("board_id", "MT_0000000224"), ("fw_ver", "20.31.1014"),
                         ("hca_type", "MT4123")):
         (d / name).write_text(value + "\n")
