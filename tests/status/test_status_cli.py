@@ -179,5 +179,5 @@ def test_boot_modes_through_pxe_command_in_one_call(tmp_path: Path) -> None:
     assert len(log.read_text().splitlines()) == 1  # one call for the seven nodes
     rc, doc, err = site.run("--pxe-command", "false")
     assert rc == 0, err
-    assert doc["sources"]["boot"]["error"].startswith("`false pxe status")
+    assert "boot mode: `false pxe status ... --json` exited 1" in doc["sources"]["boot"]["error"]
     assert all(n["unknown"] == ["boot"] for n in doc["nodes"])

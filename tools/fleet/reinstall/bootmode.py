@@ -94,14 +94,25 @@ class CommandBootMode:
 
     def get_mode(self, node: str) -> BootMode:
         """The node's mode from ``CMD pxe status NODE --json``."""
+        mode = self.get_modes([node])[node]
+        if isinstance(mode, BootModeUnavailableError):
+            raise mode
+        return mode
+
+    def get_modes(self, nodes: list[str]
+                  ) -> dict[str, BootMode | BootModeUnavailableError]:
+        """Each node's mode from one ``CMD pxe status NODE... --json``; raises when the
+        command gives no answer, and a node its answer lacks gets its error as its value."""
         import json
         import subprocess
 
         from fleet.pxe.modes import MODES
         from fleet.reinstall.commands import through
 
-        argv = through(self.command, ["pxe", "status", node, "--json"])
-        what = f"cannot read {node}'s boot mode: `{' '.join(argv)}`"
+        argv = through(self.command, ["pxe", "status", *nodes, "--json"])
+        shown = argv if len(nodes) == 1 else [*argv[:len(self.command) + 2], "...", "--json"]
+        who = f"{nodes[0]}'s" if len(nodes) == 1 else f"{len(nodes)} nodes'"
+        what = f"cannot read {who} boot mode: `{' '.join(shown)}`"
         try:
             proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
                                   text=True, timeout=self.timeout, check=False,
@@ -114,10 +125,14 @@ class CommandBootMode:
                                            + (f": {last[-1]}" if last else ""))
         try:
             entries = json.loads(proc.stdout).get("nodes", [])
-            [mode] = [e.get("mode") for e in entries if e.get("node") == node]
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise BootModeUnavailableError(f"{what}: no mode for {node} in its answer"
-                                           ) from exc
-        if mode not in MODES:
-            raise BootModeUnavailableError(f"{what}: mode {mode!r} is none of {MODES}")
-        return "install" if mode == "install" else "local"
+            modes = {str(e["node"]): e.get("mode") for e in entries}
+        except (ValueError, AttributeError, TypeError, KeyError) as exc:
+            raise BootModeUnavailableError(f"{what}: not its JSON ({exc})") from exc
+        out: dict[str, BootMode | BootModeUnavailableError] = {}
+        for n in nodes:
+            mode = modes.get(n)
+            out[n] = ("install" if mode == "install" else "local") if mode in MODES else \
+                BootModeUnavailableError(f"{what}: no mode for {n} in its answer"
+                                         if mode is None else
+                                         f"{what}: mode {str(mode)[:40]!r} is none of {MODES}")
+        return out

@@ -102,34 +102,13 @@ def boot_modes(store: ModeReader, names: Sequence[str], workers: int = 8
 
 
 def _command_modes(store: Any, names: Sequence[str]) -> dict[str, str | Exception]:
-    import subprocess
+    """One ``CMD pxe status NODE... --json`` for all (the store's own reader)."""
+    from fleet.reinstall.bootmode import BootModeUnavailableError
 
-    from fleet.pxe.modes import MODES
-    from fleet.reinstall.commands import through
-
-    argv = through(store.command, ["pxe", "status", *names, "--json"])
-    what = f"`{' '.join(argv[:len(store.command) + 2])} ... --json`"
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=store.timeout, check=False,
-                              start_new_session=True)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SourceError(f"{what}: {exc}") from None
-    if proc.returncode != 0:
-        raise SourceError(f"{what} exited {proc.returncode}: "
-                          f"{_last_line(proc.stderr or proc.stdout)}")
-    try:
-        entries = json.loads(proc.stdout).get("nodes", [])
-        modes = {str(e["node"]): e.get("mode") for e in entries}
-    except (ValueError, AttributeError, TypeError, KeyError) as exc:
-        raise SourceError(f"{what}: not its JSON ({exc})") from None
-    out: dict[str, str | Exception] = {}
-    for n in names:
-        mode = modes.get(n)
-        out[n] = (("install" if mode == "install" else "local") if mode in MODES else
-                  LookupError(f"{what} gave no mode for {n}" if mode is None else
-                              f"{what}: mode {str(mode)[:40]!r} is none of {MODES}"))
-    return out
+        return dict(store.get_modes(list(names)))
+    except BootModeUnavailableError as exc:
+        raise SourceError(str(exc)) from None
 
 
 # --- Salt --------------------------------------------------------------------------------
