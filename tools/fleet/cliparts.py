@@ -174,3 +174,17 @@ def boot_mode_store(args: argparse.Namespace, inv: Inventory
     if args.pxe_command:
         return CommandBootMode(shlex.split(args.pxe_command))
     return PxeBootMode(inv, args.pxe_state, args.pxe_root)
+
+
+def add_bmc_pool(p: argparse.ArgumentParser, *, parallel: int, deadline: float,
+                 bmc_timeout: float) -> None:
+    """How many BMCs are asked at once and how long each may take (fleet.ops.power's
+    pool: fleet power, fleet status)."""
+    p.add_argument("--parallel", type=int, default=parallel, metavar="N",
+                   help=f"at most N BMCs asked at once (default {parallel})")
+    p.add_argument("--deadline", type=float, default=deadline, metavar="S",
+                   help=f"give up on a node's BMC S seconds after its start (default "
+                        f"{deadline:g})")
+    p.add_argument("--bmc-timeout", type=float, default=bmc_timeout, metavar="S",
+                   help=f"seconds each BMC request may wait for an answer (default "
+                        f"{bmc_timeout:g})")

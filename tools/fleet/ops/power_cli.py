@@ -9,9 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from fleet.bmc.limits import REQUEST_TIMEOUT
 from fleet.cliparts import (
     Loader,
     add_bmc_options,
+    add_bmc_pool,
     add_command,
     add_pxe_options,
     add_salt_config,
@@ -53,12 +55,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--force", action="store_true",
                    help="off, cycle, reset: act even on a head node, a node in install boot "
                         "mode and a node with Slurm jobs")
-    p.add_argument("--parallel", type=int, default=16, metavar="N",
-                   help="at most N BMCs asked at once (default 16)")
-    p.add_argument("--deadline", type=float, default=60.0, metavar="S",
-                   help="give up on a node S seconds after its start (default 60)")
-    p.add_argument("--bmc-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds each BMC request may wait for an answer (default 10)")
+    add_bmc_pool(p, parallel=16, deadline=60.0, bmc_timeout=REQUEST_TIMEOUT)
     add_pxe_options(p, "reads (off, cycle, reset)")
     add_slurm_command(p)
     add_bmc_options(p)

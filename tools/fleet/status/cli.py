@@ -15,6 +15,7 @@ from typing import Any
 from fleet.cliparts import (
     Loader,
     add_bmc_options,
+    add_bmc_pool,
     add_command,
     add_pxe_options,
     add_salt_config,
@@ -62,12 +63,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     p.add_argument("--prometheus", metavar="URL",
                    help="Prometheus to ask for alerts (default: http://<site.monitoring "
                         "host>:9090)")
-    p.add_argument("--parallel", type=int, default=32, metavar="N",
-                   help="at most N BMCs asked at once (default 32)")
-    p.add_argument("--deadline", type=float, default=15.0, metavar="S",
-                   help="give up on a node's BMC S seconds after its start (default 15)")
-    p.add_argument("--bmc-timeout", type=float, default=5.0, metavar="S",
-                   help="seconds each BMC request may wait for an answer (default 5)")
+    add_bmc_pool(p, parallel=32, deadline=15.0, bmc_timeout=5.0)
     p.add_argument("--salt-timeout", type=float, default=10.0, metavar="S",
                    help="seconds test.ping waits for the minions (default 10)")
     for flag, env, default, what in (
