@@ -29,6 +29,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from fleet.inventory.lifecycle import DRAIN_PREFIX
 from fleet.inventory.load import parse
 from fleet.problems import InventoryError, dotted
 from fleet.render import render_all
@@ -60,6 +61,10 @@ def _base() -> dict[str, Any]:
     data["nodes"]["stor-1"]["comment"] = "racked 2026-11"
     data["mkv"]["arrays"]["data"]["purpose"] = "training data"
     data["switches"]["ib1"]["location"] = "row1"
+    # a node in maintenance: its reason is Slurm's drain reason (pillar slurm:drains)
+    data["nodes"]["gpu-02"]["state"] = "maintenance"
+    data["nodes"]["gpu-02"]["reason"] = "PSU swapped"
+    data["site"]["monitoring"] = {"storage_path": "/var/lib/prometheus/metrics2"}
     return data
 
 
@@ -67,7 +72,8 @@ BASE = _base()
 
 # Where each field lands: "pillar" (a pillar SLS leaf), "user-data" (an autoinstall leaf),
 # "preseed" (shell-quoted in the preseed's partman/early_command), "kernel" (a word of
-# the kernel lines), "svg" (a tooltip of pictures/racks.svg), or None (validated, never
+# the kernel lines), "drain" (Slurm's drain reason in pillar/slurm.sls), "svg" (a
+# tooltip of pictures/racks.svg), or None (validated, never
 # rendered: the BMC user, the comment).
 FIELDS: dict[tuple[Any, ...], str | None] = {
     ("profiles", "storage", "vendor"): "pillar",
@@ -97,6 +103,8 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("slurm", "version"): "pillar",
     ("slurm", "partitions", "tbox1", "max_time"): "pillar",
     ("mkv", "arrays", "data", "index_path"): "pillar",
+    ("nodes", "gpu-02", "reason"): "drain",
+    ("site", "monitoring", "storage_path"): "pillar",
 }
 FREE_TEXT = [f for f in FIELDS if f[0] in ("profiles", "nodes", "switches")
              or f[-1] == "purpose"]
@@ -287,6 +295,10 @@ def _intact(files: dict[str, str], sink: str | None, value: str) -> None:
         leaves = {x for p, t in files.items() if p.startswith("pillar/")
                   for x in _leaves(yaml.safe_load(t))}
         assert value in leaves, f"{value!r} is not in the rendered pillar"
+    elif sink == "drain":  # Slurm's drain reason: the inventory's, after fleet's prefix
+        drains = yaml.safe_load(files["pillar/slurm.sls"])["slurm"]["drains"]["drain"]
+        assert DRAIN_PREFIX + value.strip() in drains.values(), \
+            f"{value!r} is not the drain reason"
     elif sink == "user-data":
         texts = [t for p, t in files.items() if p.endswith("/user-data")]
         leaves = {x for t in texts for x in _leaves(yaml.safe_load(t))}

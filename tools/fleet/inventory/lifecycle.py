@@ -82,7 +82,9 @@ def check_lifecycle(c: Ctx) -> Iterator[Problem]:
     for host, facts in raw.nodes.items():
         npath: YamlPath = ("nodes", host)
         if facts.state == "maintenance" and not (facts.reason or "").strip():
-            yield c.problem((*npath, "state"), f"{host} is in maintenance without a reason",
+            # a reason given but blank is reported where it is written
+            at = "reason" if facts.reason is not None else "state"
+            yield c.problem((*npath, at), f"{host} is in maintenance without a reason",
                             code="missing", hint=f"add nodes.{host}.reason: <why> (Slurm's "
                                                  "drain reason)")
         node = c.nodes.get(host)
