@@ -15,8 +15,8 @@ from fleet.exitcodes import Exit
 
 DEFAULT_OUT = "/var/lib/fleet/page"
 EPILOG = """
-exit codes: 0 written, 1 invalid inventory, 2 usage (no --status FILE and no `fleet status`
-to run), 4 the status document could not be read or parsed, or DIR not written
+exit codes: 0 written, 1 invalid inventory, 2 usage, 4 the status document could not be
+read, parsed or collected in time, or DIR not written
 """
 
 
@@ -42,16 +42,21 @@ class StatusError(Exception):
         self.code = code
 
 
+STATUS_TIMEOUT = 600.0
+
+
 def _run_status(args: argparse.Namespace) -> Any:
     """The document of ``fleet status --json`` run as a subprocess, on the same inventory
     (its exit code says ok or problems; only a document that does not parse is an error)."""
     cmd = [sys.executable, "-m", "fleet", "status", "--json", "-i", str(args.inventory)]
     for o in args.overlay or ():
         cmd += ["--overlay", str(o)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode == Exit.USAGE and "invalid choice: 'status'" in proc.stderr:
-        raise StatusError("this fleet has no `fleet status` verb yet: give --status FILE",
-                          Exit.USAGE)
+    try:  # fleet status bounds each of its sources; this bounds the whole
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                              timeout=STATUS_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise StatusError(f"`{' '.join(cmd[1:])}` gave no answer within {STATUS_TIMEOUT:g}s",
+                          Exit.IO) from None
     try:
         return json.loads(proc.stdout)
     except ValueError as exc:
