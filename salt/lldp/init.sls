@@ -4,6 +4,10 @@
 {%- if not lldp.get('interfaces') or not lldp.get('system_name') %}
 {{- raise('lldp: pillar node:lldp:interfaces or node:lldp:system_name is missing for ' ~ opts['id']) }}
 {%- endif %}
+{#- every line the file may hold (lldpcli's commands; values are inventory names) #}
+{%- set word = '[a-z][a-z0-9-]*' %}
+{%- set grammar = '^(|# .*|configure system hostname ' ~ word
+                  ~ '|configure system interface pattern ' ~ word ~ '(,' ~ word ~ ')*)$' %}
 # lldp (every node, derived by fleet.cabling.role): the OS's lldpd, on the node's Ethernet
 # NICs only, announcing its hostname; `fleet cabling` reads what each NIC hears.
 
@@ -23,8 +27,8 @@ lldp-file-managed-conf:
     - group: root
     - mode: '0644'
     - check_cmd: >-
-        /bin/sh -c '! grep -Evq "^(|# .*|configure system hostname [a-z][a-z0-9-]*|configure system interface pattern [a-z][a-z0-9-]*(,[a-z][a-z0-9-]*)*)$" "$1"'
-        fleet-lldp-check
+        /bin/sh -c '! grep -Evq -e "$0" -- "$1"'
+        '{{ grammar }}'
     - context:
         system_name: {{ lldp.system_name | json }}
         interfaces: {{ lldp.interfaces | json }}
