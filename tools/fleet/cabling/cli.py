@@ -64,7 +64,7 @@ def ask(args: argparse.Namespace, nodes: Sequence[str]) -> dict[str, Any]:
     from fleet.reinstall.cli import runner_for
     from fleet.status.sources import gather_job_timeout
 
-    args.slurm_command = getattr(args, "slurm_command", None)
+    args.slurm_command = None  # runner_for's Slurm prefix: no Slurm tool is run here
     return salt_run_all(runner_for(args), nodes, LLDPCLI, args.salt_timeout,
                         gather_job_timeout(args.salt_config))
 
