@@ -7,6 +7,8 @@ report exactly those two, each with its expected and found port."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,13 +32,12 @@ def switch(lab: Lab) -> Iterator[StandinSwitch]:
 
 
 def cabling(lab: Lab, *args: str) -> tuple[int, Any, str]:
-    import json
-
+    """`fleet cabling ARGS --json` (the real CLI, this checkout) through the lab's master."""
     proc = subprocess.run(
         [sys.executable, "-m", "fleet", "cabling", "--json", "-i", str(ROOT / "inventory.yaml"),
          *lab.paths.overlay_args(), "--salt-config", str(lab.paths.salt_etc), *args],
         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
-        env={"PYTHONPATH": str(ROOT / "tools"), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     assert proc.stdout.strip().startswith("{"), (proc.returncode, proc.stderr[-3000:])
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
