@@ -84,6 +84,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         print("fleet: --salt-timeout must be above 0", file=sys.stderr)
         return Exit.USAGE
     left = {} if explicit else default_target(inv, "cabling")[1]
+    try:
+        boot = boot_nic_name()
+    except RuntimeError as exc:  # fleet installed away from its checkout's salt/
+        print(f"fleet: {exc}", file=sys.stderr)
+        return Exit.IO
     t0 = time.monotonic()
     ctx.progress(f"asking {len(names)} node(s) for their LLDP neighbours")
     try:
@@ -93,7 +98,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         return Exit.IO
     seen = gather.observe(answers, names)
     chosen = set(names)
-    expected = {k: w for k, w in expected_links(inv, boot_nic_name()).items()
+    expected = {k: w for k, w in expected_links(inv, boot).items()
                 if k[0] in chosen}
     findings = compare(expected, seen.neighbours, switches=list(inv.raw.switches))
     wall = time.monotonic() - t0
