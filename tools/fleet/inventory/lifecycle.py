@@ -31,6 +31,7 @@ LEFT_OUT = {"apply": ("planned", "retired"),
             "health": ("planned", "maintenance", "retired"),
             "rollout": ("planned", "maintenance", "retired"),
             "status": ("planned", "retired"),
+            "cabling": ("planned", "retired"),
             # the inventory's own view lists every node (retired ones too: cmd_node)
             "node": ()}
 

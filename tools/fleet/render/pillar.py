@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleet.cabling import role as lldp_role
 from fleet.inventory import aptcache, lifecycle, nvidia, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, monitoring, yamlout
@@ -113,7 +114,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "fqdn": f"{node.hostname}.{site.domain}",
         "group": node.group,
         "profile": node.profile_name,
-        "roles": [*node.roles, *monitoring.roles(inv, node)],
+        "roles": [*node.roles, *monitoring.roles(inv, node), *lldp_role.roles(node)],
         "serial": node.serial,
         "boot_mode": p.boot_mode,
         "os": {"distro": site.os.distro, "release": site.os.release},
@@ -131,6 +132,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "salt": bootstrap.node_pillar(inv, node),
         "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
         "monitoring": monitoring.node_pillar(node),
+        "lldp": lldp_role.node_pillar(node),
     }
     if node.has("nvidia"):
         d["nvidia"] = {"branches": nvidia.branches(site, p)}
