@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory.checks import MONITORING_PORTS, SLURMCTLD_PORT
+from fleet.inventory.checks.services import MONITORING_PORTS, SLURMCTLD_PORT
 from fleet.inventory.model import Inventory, Node
 
 PORTS = MONITORING_PORTS

@@ -317,7 +317,7 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
         "http_port": site.http_port,
         "install": site.install.model_dump(),
         # the same files relative to the role's images directory (served as /images/;
-        # fleet.inventory.checks.check_install_media holds them there)
+        # fleet.inventory.checks.install.check_install_media holds them there)
         "media": {
             "iso": site.install.iso_url.split("/images/", 1)[1],
             "kernel": site.install.kernel.removeprefix("images/"),
