@@ -182,6 +182,8 @@ def _named_paths(text: str) -> list[str]:
 
 
 def _exists(named: str) -> bool:
+    if named.startswith("tools/"):
+        return (ROOT / named).exists()
     rel = named.removeprefix("fleet/")
     return any((FLEET / rel).exists() or (FLEET / pkg / rel).exists()
                for pkg in ["", *(p.split(".", 1)[1].replace(".", "/")
