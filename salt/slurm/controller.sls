@@ -1,6 +1,7 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/version.jinja' import version with context %}
+{%- from 'lib/macros.jinja' import assert_version %}
 {%- set slurm = salt['pillar.get']('slurm', {}) %}
 {%- set conf = mapdata.conf_dir %}
 # slurm.controller: slurmctld with slurm.conf, gres.conf, cgroup.conf and topology.conf
@@ -15,19 +16,9 @@ slurm-controller-pkg-installed:
     - require:
       - pkg: slurm-init-pkg-installed
 
-# The installed daemon is the pinned Slurm: an apt pin that matches nothing is ignored
-# (apt installs and holds the OS's own Slurm), so this fails the highstate, naming both.
-slurm-controller-cmd-run-version:
-  cmd.run:
-    - name: >-
-        v=$({{ mapdata.controller_service }} -V | awk '{print $NF}');
-        case "$v" in {{ version }}|{{ version }}.*)
-        echo "changed=no comment='{{ mapdata.controller_service }} $v is slurm:version {{ version }}'";;
-        *) echo "{{ mapdata.controller_service }} ${v:-(none)} is installed, but pillar slurm:version is {{ version }}" >&2;
-        exit 1;; esac
-    - stateful: true
-    - require:
-      - pkg: slurm-controller-pkg-installed
+# the installed daemon is the pinned Slurm (lib/macros.jinja)
+{{ assert_version('slurm-controller-cmd-run-version', mapdata.controller_service, version, 'slurm:version',
+                  ['pkg: slurm-controller-pkg-installed']) }}
 
 slurm-controller-file-directory-state:
   file.directory:
