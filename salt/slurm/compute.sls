@@ -13,7 +13,7 @@ slurm-compute-pkg-installed:
     - pkgs: {{ mapdata.compute_packages | json }}
     - hold: true
     - require:
-      - pkg: slurm-init-pkg-installed
+      - sls: slurm
 
 # the installed daemon is the pinned Slurm (lib/macros.jinja)
 {{ assert_version('slurm-compute-cmd-run-version', mapdata.compute_service, version, 'slurm:version',
@@ -64,8 +64,9 @@ slurm-compute-service-running:
       - pkg: slurm-compute-pkg-installed
       - file: slurm-compute-file-absent-local-conf
       - file: slurm-compute-file-directory-spool
-      - file: slurm-init-file-directory-log
+      - sls: slurm
     - watch:
       - file: slurm-compute-file-managed-defaults
       - file: slurm-compute-file-managed-dropin
+      # an ID other files may name (docs/salt.md): a new munge key restarts munge, then this
       - service: slurm-munge-service-running

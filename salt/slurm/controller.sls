@@ -14,7 +14,7 @@ slurm-controller-pkg-installed:
     - pkgs: {{ mapdata.controller_packages | json }}
     - hold: true
     - require:
-      - pkg: slurm-init-pkg-installed
+      - sls: slurm
 
 # the installed daemon is the pinned Slurm (lib/macros.jinja)
 {{ assert_version('slurm-controller-cmd-run-version', mapdata.controller_service, version, 'slurm:version',
@@ -45,7 +45,7 @@ slurm-controller-file-managed-{{ name.split('.')[0] }}:
         params: {{ mapdata | json }}
     - require:
       - pkg: slurm-controller-pkg-installed
-      - file: slurm-init-file-managed-check-script
+      - sls: slurm
 {%- endfor %}
 
 # the whole set is checked together before any restart: a bad set fails the highstate,
@@ -54,7 +54,7 @@ slurm-controller-cmd-run-check:
   cmd.run:
     - name: {{ mapdata.check_script }} --dir {{ conf }}
     - require:
-      - file: slurm-init-file-managed-check-script
+      - sls: slurm
     - onchanges:
       - file: slurm-controller-file-managed-slurm
       - file: slurm-controller-file-managed-gres
@@ -69,12 +69,13 @@ slurm-controller-service-running:
       - cmd: slurm-controller-cmd-run-version
       - cmd: slurm-controller-cmd-run-check
       - file: slurm-controller-file-directory-state
-      - file: slurm-init-file-directory-log
+      - sls: slurm
     - watch:
       - file: slurm-controller-file-managed-slurm
       - file: slurm-controller-file-managed-gres
       - file: slurm-controller-file-managed-cgroup
       - file: slurm-controller-file-managed-topology
+      # an ID other files may name (docs/salt.md): a new munge key restarts munge, then this
       - service: slurm-munge-service-running
 
 # The inventory's lifecycle in Slurm: nodes in maintenance drained with their reason
