@@ -125,12 +125,16 @@ def _by_count(label: str, counts: set[int], metric: str) -> str:
     return " or ".join(f'{metric}{{{label}="{c}"}} < {c}' for c in sorted(counts))
 
 
-def _node_rules(inv: Inventory) -> list[dict[str, Any]]:
+def rules(inv: Inventory) -> dict[str, Any]:
+    """Prometheus alert rules, thresholds from ``site.monitoring.thresholds``."""
     t = inv.raw.site.monitoring.thresholds
     stale_s = 10 * inv.raw.site.monitoring.scrape_interval_s
     mkv_mounts = f"{MKV_ROOT}/sv[0-9A-F]+"
     fs = 'fstype!~"' + PSEUDO_FS + '"'
-    return [
+    nodes = list(inv.nodes.values())
+    gpu_counts = {n.profile.gpu.count for n in nodes if n.profile.gpu and n.has("nvidia")}
+    ib_counts = {ib_ports(n) for n in nodes if ib_ports(n)}
+    node_rules = [
         _alert("NodeDown", 'up{job="node"} == 0', f"{t.node_down_minutes}m", "critical",
                "{{ $labels.node }}: its node exporter does not answer",
                "ping it and its BMC; `fleet health {{ $labels.node }}`"),
@@ -159,13 +163,7 @@ def _node_rules(inv: Inventory) -> list[dict[str, Any]]:
                "{{ $labels.node }}: {{ $labels.file }} is not being rewritten",
                "`systemctl status 'fleet-*-metrics.timer'` on the node"),
     ]
-
-
-def _gpu_rules(inv: Inventory) -> list[dict[str, Any]]:
-    t = inv.raw.site.monitoring.thresholds
-    nodes = inv.nodes.values()
-    gpu_counts = {n.profile.gpu.count for n in nodes if n.profile.gpu and n.has("nvidia")}
-    return [
+    gpu_rules = [
         _alert("GpuMissing",
                _by_count("gpus_expected", gpu_counts, "fleet_gpus_visible")
                if gpu_counts else "vector(0) > 1",
@@ -189,17 +187,12 @@ def _gpu_rules(inv: Inventory) -> list[dict[str, Any]]:
                "{{ $labels.node }}: GPU {{ $labels.gpu }} at {{ $value }} C",
                "check fans and airflow of the box"),
     ]
-
-
-def _ib_rules(inv: Inventory) -> list[dict[str, Any]]:
-    t = inv.raw.site.monitoring.thresholds
-    ib_counts = {ib_ports(n) for n in inv.nodes.values() if ib_ports(n)}
     # each counter's increase labelled with its name, so the union has no duplicate
     # label sets and a counter a driver lacks only adds nothing
     ib_err = "sum by (node, instance, device, port) (" + " or ".join(
         f'label_replace(increase(node_infiniband_{c}[15m]), "counter", "{c}", "", "")'
         for c in IB_ERRORS) + ")"
-    return [
+    ib_rules = [
         _alert("IbPortDown", f"node_infiniband_state_id != {IB_ACTIVE}", "5m", "critical",
                "{{ $labels.node }}: IB {{ $labels.device }} port {{ $labels.port }} is not "
                "ACTIVE", "`ibstat` on the node; the cable and the switch port; opensm"),
@@ -214,11 +207,7 @@ def _ib_rules(inv: Inventory) -> list[dict[str, Any]]:
                "{{ $labels.node }}: IB {{ $labels.device }} port {{ $labels.port }}: "
                "{{ $value }} errors in 15 minutes", "reseat or replace the cable"),
     ]
-
-
-def _service_rules(inv: Inventory) -> list[dict[str, Any]]:
-    t = inv.raw.site.monitoring.thresholds
-    return [
+    service_rules = [
         _alert("SlurmControllerDown",
                'probe_success{job="slurmctld"} == 0 or fleet_slurm_up == 0', "2m",
                "critical", "slurmctld on {{ $labels.node }} does not answer",
@@ -236,13 +225,10 @@ def _service_rules(inv: Inventory) -> list[dict[str, Any]]:
                "mkv master of array {{ $labels.array }} on {{ $labels.node }} unreachable",
                "`systemctl status mkv-{{ $labels.array }}` on {{ $labels.node }}"),
     ]
-
-
-def rules(inv: Inventory) -> dict[str, Any]:
-    """Prometheus alert rules, thresholds from ``site.monitoring.thresholds``."""
     return {"groups": [
-        {"name": "fleet-node", "rules": _node_rules(inv)},
-        {"name": "fleet-gpu", "rules": _gpu_rules(inv)},
-        {"name": "fleet-infiniband", "rules": _ib_rules(inv)},
-        {"name": "fleet-services", "rules": _service_rules(inv)},
+        {"name": "fleet-node", "rules": node_rules},
+        {"name": "fleet-gpu", "rules": gpu_rules},
+        {"name": "fleet-infiniband", "rules": ib_rules},
+        {"name": "fleet-services", "rules": service_rules},
     ]}
+
