@@ -1,5 +1,7 @@
+"""``python -m fleet.lab ACTION ...``: ``fleet lab ACTION ...`` (the Makefile's lab targets)."""
+
 import sys
 
-from fleet.lab.cli import main
+from fleet.cli import main
 
-sys.exit(main())
+sys.exit(main(["lab", *sys.argv[1:]]))

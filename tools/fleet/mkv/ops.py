@@ -23,6 +23,11 @@ class MkvOpError(Exception):
     """A step could not run (the master did not answer, the unit is missing or stale)."""
 
 
+class NoAnswerError(MkvOpError):
+    """The array's master host gave no answer through Salt (the Salt master, or the minion,
+    could not be reached): exit 4 as for every verb, not a step that failed."""
+
+
 class StaleUnitError(MkvOpError):
     pass
 
@@ -71,7 +76,7 @@ class MasterHost:
         ret = out.get(self.minion) if isinstance(out, dict) else None
         if not isinstance(ret, dict) or "retcode" not in ret:
             detail = (res.stderr.strip() or res.stdout.strip() or "no answer")[-300:]
-            raise MkvOpError(f"{self.minion} did not run `{' '.join(argv)}`: {detail}")
+            raise NoAnswerError(f"{self.minion} did not run `{' '.join(argv)}`: {detail}")
         return ret
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import shlex
 import shutil
@@ -16,29 +15,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
+    Parents,
     add_bmc_options,
     add_command,
     add_modes,
     add_pxe_options,
+    add_salt_config,
     add_slurm_command,
     add_state_dir,
     add_timeouts,
     bmc_options,
     boot_mode_store,
 )
-from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
+from fleet.context import Context
+from fleet.exitcodes import Exit, for_signal
+from fleet.output import node_entry
 
 if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
     from fleet.reinstall.commands import SubprocessRunner
-    from fleet.reinstall.context import Context
+    from fleet.reinstall.context import Context as FlowContext
     from fleet.reinstall.flow import Interrupts, Report
     from fleet.reinstall.parallel import NodeInterrupts, NodeResult
 
 DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
-
-HELP = "reinstall one node: drain, new key, PXE, converge"
 DESCRIPTION = """
 Reinstall NODE: preflight, drain in Slurm, rotate its minion key, power it off through its
 BMC (confirmed off), arm a one-shot PXE install, power it on (PXE once), wait for the
@@ -55,8 +56,8 @@ left as after a failure; a second signal does not cut that short)
 """
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = add_command(sub, common, "reinstall", HELP, DESCRIPTION, EPILOG)
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(sub, parents, "reinstall", DESCRIPTION, EPILOG)
     p.add_argument("node", help="the node's hostname in the inventory, or several: "
                                 "comma-separated names, ranges (tbox-[001-010], the "
                                 "inventory's syntax) and globs, reinstalled in parallel")
@@ -73,8 +74,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         "(default 120)")
     add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
     add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
-    p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
-                   help="the Salt master's config dir (-c of salt and salt-key)")
+    add_salt_config(p)
     _add_boot_options(p)
     add_slurm_command(p)
     add_bmc_options(p)
@@ -85,7 +85,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                         "docs/operations.md); each node has its own journal, lock and "
                         "token, one failing does not stop the others; a summary at the "
                         "end, exit 5 when any node failed")
-    p.set_defaults(func=cmd_reinstall)
 
 
 def _add_boot_options(p: argparse.ArgumentParser) -> None:
@@ -130,7 +129,7 @@ def _pki_dir(config_dir: Path) -> Path:
 
 
 def _context(args: argparse.Namespace, inv: Inventory, name: str,
-             say: Callable[[str], None]) -> Context:
+             say: Callable[[str], None]) -> FlowContext:
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
     from fleet.bmc.connect import client_for
@@ -165,7 +164,8 @@ def _bind(args: argparse.Namespace, inv: Inventory) -> tuple[str, int] | None:
     return default_bind(inv)
 
 
-def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) -> int:
+def _reinstall_many(args: argparse.Namespace, ctx: Context, inv: Inventory,
+                    names: list[str]) -> int:
     """Several nodes: fleet.reinstall.parallel runs their flows, one endpoint serves them."""
     from contextlib import nullcontext
 
@@ -197,8 +197,8 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
     try:
         serving: Any = nullcontext()
         if bind is not None and not args.abort:
-            ctx = _context(args, inv, names[0], say)
-            _url, serving = endpoint(ctx, bind, node_addresses(inv))
+            first = _context(args, inv, names[0], say)
+            _url, serving = endpoint(first, bind, node_addresses(inv))
         with serving:
             run = parallel.run_all(names, functools.partial(_node_job, args, inv), used, hub,
                                    say)
@@ -209,7 +209,9 @@ def _reinstall_many(args: argparse.Namespace, inv: Inventory, names: list[str]) 
         hub.restore()
     run.extra["bound"] = {"limit": bound.limit, "why": bound.why, "asked": asked}
     if args.json:
-        print(json.dumps(parallel.as_json(run), indent=2))
+        doc = parallel.as_json(run)
+        doc["nodes"] = [_node(n) for n in doc["nodes"]]
+        ctx.out.emit(doc)
     elif not quiet:
         for line in parallel.summary(run):
             print(line)
@@ -240,13 +242,13 @@ def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
     except OSError as exc:
         return NodeResult(name, "error", Exit.IO, message=str(exc))
     unsafe = report.left.get("boot_mode", "").startswith("UNKNOWN")
-    code = 128 + signal.Signals[report.signal] if report.signal else \
+    code = for_signal(signal.Signals[report.signal]) if report.signal else \
         Exit.FAILED if report.outcome == "failed" or unsafe else Exit.OK
     why = f"boot mode {report.left['boot_mode']}" if unsafe else report.message
     return NodeResult(name, report.outcome, code, report=report, message=why)
 
 
-def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
     """SIGINT and SIGTERM are handled here, whatever the process inherited (fleet.reinstall.
     flow.Interrupts): the flow journals the step they end and leaves the node safe."""
     from fleet.reinstall.flow import Interrupted, Interrupts
@@ -255,21 +257,20 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
         (lambda msg: print(f"fleet reinstall: {msg}", file=sys.stderr, flush=True))
     interrupts = Interrupts(say).install()
     try:
-        return _cmd_reinstall(args, interrupts)
+        return Exit(_cmd_reinstall(args, ctx, interrupts))
     except Interrupted as exc:  # before the flow began (or after it ended): nothing to undo
         print(f"fleet reinstall: interrupted ({signal.Signals(exc.signum).name}) outside "
               "the run's steps; the journal says where the node is", file=sys.stderr)
-        return 128 + exc.signum
+        return for_signal(exc.signum)
     finally:
         interrupts.restore()
 
 
-def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
-    from fleet.inventory.load import load_inventory
+def _cmd_reinstall(args: argparse.Namespace, ctx: Context, interrupts: Interrupts) -> int:
     from fleet.reinstall.flow import Flow, FlowError
     from fleet.reinstall.lock import BusyError
 
-    inv = load_inventory(args.inventory, args.overlay)
+    inv = ctx.inventory()
     if args.parallel is not None and args.parallel < 1:
         print("fleet reinstall: --parallel must be at least 1", file=sys.stderr)
         return Exit.USAGE
@@ -278,13 +279,13 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
         return names
     if len(names) > 1:
         interrupts.restore()  # the many-node run has its own handlers
-        return _reinstall_many(args, inv, names)
+        return _reinstall_many(args, ctx, inv, names)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(msg, file=sys.stderr, flush=True))
-    ctx = _context(args, inv, names[0], say)
+    node_ctx = _context(args, inv, names[0], say)
     bind = _bind(args, inv)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    flow = Flow(ctx, callback_bind=bind, interrupts=interrupts)
+    flow = Flow(node_ctx, callback_bind=bind, interrupts=interrupts)
     try:
         report = flow.abort() if args.abort else flow.run(resume=args.resume)
     except BusyError as exc:
@@ -293,9 +294,9 @@ def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     except FlowError as exc:
         print(f"fleet reinstall: {exc}", file=sys.stderr)
         return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
-    _print_report(args, report)
+    _print_report(args, ctx, report)
     if report.signal:
-        return 128 + signal.Signals[report.signal]
+        return for_signal(signal.Signals[report.signal])
     if interrupts.received is not None:
         print(f"fleet reinstall: {interrupts.name} came as the run ended; it was not "
               "interrupted", file=sys.stderr)
@@ -320,9 +321,21 @@ def _nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | int:
     return Exit.USAGE
 
 
-def _print_report(args: argparse.Namespace, report: Report) -> None:
+def _node(doc: dict[str, Any]) -> dict[str, Any]:
+    """One node's reinstall in the common shape: its outcome, the seconds of its steps,
+    the message of a run that did not end done as its problem."""
+    seconds = doc.get("seconds")
+    if seconds is None:
+        seconds = sum(float(s.get("seconds") or 0) for s in doc.get("steps", []))
+    bad = doc.get("outcome") not in ("done", "aborted")
+    return node_entry(doc["node"], doc.get("outcome", ""), seconds,
+                      [doc["message"]] if bad and doc.get("message") else [], doc)
+
+
+def _print_report(args: argparse.Namespace, ctx: Context, report: Report) -> None:
     if args.json:
-        print(json.dumps(report.as_json(), indent=2))
+        doc = report.as_json()
+        ctx.out.emit({**doc, "nodes": [_node(doc)]})
     elif not args.quiet:
         total = sum(s.seconds for s in report.steps)
         print(f"{report.node}: {report.outcome} ({report.run_id}, {total:.1f}s in steps)")

@@ -25,12 +25,15 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fleet.cliparts import Loader
+from fleet.cliparts import Parents, add_actions, add_salt_config
+from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
-from fleet.reinstall.commands import CommandError, SubprocessRunner
+
+if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
+    from fleet.reinstall.commands import SubprocessRunner
 
 LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
          "minions_denied": "denied"}
@@ -72,35 +75,38 @@ def compare(inv: Inventory, lists: dict[str, list[str]]) -> KeyReport:
     return KeyReport(accepted, stray, missing, retired=retired, planned=planned)
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    salt = argparse.ArgumentParser(add_help=False)
-    salt.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
-                      help="the Salt master's config dir (-c of salt-key; default /etc/salt)")
-    p = sub.add_parser("keys", help="the master's minion keys against the inventory",
-                       description="Compare the Salt master's minion keys with the "
-                                   "inventory; print the master's key fingerprint.",
-                       epilog="exit codes: 0 match, 1 invalid inventory, 2 usage, "
-                              "3 differences remain, 4 the keys could not be read/changed")
-    ksub = p.add_subparsers(dest="keys_verb", required=True, metavar="ACTION")
-    sp = ksub.add_parser("check", parents=[common, salt],
-                         help="accepted keys of no node (stray), nodes without a key",
-                         description="Accepted minion keys whose id is no node in the "
-                                     "inventory (removed or renamed: stray), and nodes "
-                                     "without an accepted key (missing).")
+def register(sub: Any, parents: Parents) -> None:
+    _p, actions = add_actions(
+        sub, "keys", "Compare the Salt master's minion keys with the inventory; print the "
+                     "master's key fingerprint.",
+        "exit codes: 0 match, 1 invalid inventory, 2 usage, 3 differences remain, 4 the "
+        "keys could not be read/changed")
+    sp = actions.add_parser("check", parents=list(parents),
+                            help="accepted keys of no node (stray), nodes without a key",
+                            description="Accepted minion keys whose id is no node in the "
+                                        "inventory (removed or renamed: stray), and nodes "
+                                        "without an accepted key (missing).")
     sp.add_argument("--remove", action="store_true",
                     help="delete the stray accepted keys (salt-key -y -d ID)")
-    sp.set_defaults(func=lambda a, pr: cmd_check(a, load(a, pr)))
-    sp = ksub.add_parser("finger", parents=[common, salt],
-                         help="the master's public key fingerprint (master_finger)",
-                         description="Print the fingerprint minions pin (master_finger), "
-                                     "read from the master's own public key.")
+    add_salt_config(sp)
+    sp = actions.add_parser("finger", parents=list(parents),
+                            help="the master's public key fingerprint (master_finger)",
+                            description="Print the fingerprint minions pin (master_finger), "
+                                        "read from the master's own public key.")
     sp.add_argument("--check", action="store_true",
                     help="compare with the inventory's site.salt.master_finger")
-    sp.set_defaults(func=lambda a, pr: cmd_finger(a, load(a, pr)))
+    add_salt_config(sp)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    inv = ctx.inventory()
+    return cmd_check(args, ctx, inv) if args.keys_verb == "check" else \
+        cmd_finger(args, ctx, inv)
 
 
 def _runner(config: Path) -> SubprocessRunner:
-    from fleet.reinstall.cli import _tool
+    from fleet.commands.reinstall import _tool
+    from fleet.reinstall.commands import SubprocessRunner
 
     return SubprocessRunner({"salt-key": [_tool("salt-key"), "-c", os.fspath(config)]})
 
@@ -113,8 +119,9 @@ def _lists(runner: SubprocessRunner) -> dict[str, list[str]]:
     return {k: [str(x) for x in v] for k, v in data.items() if isinstance(v, list)}
 
 
-def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
-    from fleet.reinstall.cli import _pki_dir
+def cmd_check(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
+    from fleet.commands.reinstall import _pki_dir
+    from fleet.reinstall.commands import CommandError
 
     runner = _runner(args.salt_config)
     try:
@@ -134,7 +141,7 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
         print(f"fleet keys: {exc}", file=sys.stderr)
         return Exit.IO
     if args.json:
-        print(json.dumps(report.as_json(), indent=2))
+        ctx.out.emit(report.as_json())
     elif not args.quiet:
         for key in report.removed:
             print(f"removed: {key} ({'retired' if key in inv.retired else 'no such node'} "
@@ -158,7 +165,7 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
 
 def master_finger(config: Path) -> str:
     """``master_finger`` as a minion computes it, from the master's ``master.pub``."""
-    from fleet.reinstall.cli import _pki_dir
+    from fleet.commands.reinstall import _pki_dir
     from fleet.reinstall.saltkeys import MinionKeys
 
     pki = _pki_dir(config)
@@ -169,7 +176,7 @@ def master_finger(config: Path) -> str:
     return finger
 
 
-def cmd_finger(args: argparse.Namespace, inv: Inventory) -> int:
+def cmd_finger(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
     try:
         finger = master_finger(args.salt_config)
     except OSError as exc:
@@ -178,8 +185,7 @@ def cmd_finger(args: argparse.Namespace, inv: Inventory) -> int:
     recorded = inv.raw.site.salt.master_finger
     same = recorded == finger
     if args.json:
-        print(json.dumps({"ok": same or not args.check, "finger": finger,
-                          "recorded": recorded}, indent=2))
+        ctx.out.emit({"finger": finger, "recorded": recorded})
     elif not args.quiet:
         print(finger)
         if args.check and not same:

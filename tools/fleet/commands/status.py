@@ -4,7 +4,6 @@ the table (problems first) and --json."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.cliparts import (
-    Loader,
+    Parents,
     add_bmc_options,
     add_bmc_pool,
     add_command,
@@ -24,10 +23,9 @@ from fleet.cliparts import (
     boot_mode_store,
     target_nodes,
 )
+from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
 
-HELP = "one row per node: power, boot mode, key, minion, Slurm, last apply/health, alerts"
 DESCRIPTION = """
 What state every node TARGET names is in, from every live source, each asked once for all
 of them, side by side, each within its time: power (the BMCs, as `fleet power status`:
@@ -51,13 +49,13 @@ def _env_path(name: str, default: str) -> Path:
     return Path(os.environ.get(name, default))
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    from fleet.apply.cli import DEFAULT_STATE as APPLY_STATE
-    from fleet.health.cli import DEFAULT_STATE as HEALTH_STATE
-    from fleet.reinstall.cli import DEFAULT_STATE as REINSTALL_STATE
-    from fleet.rollout.cli import DEFAULT_STATE as ROLLOUT_STATE
+def register(sub: Any, parents: Parents) -> None:
+    from fleet.commands.apply import DEFAULT_STATE as APPLY_STATE
+    from fleet.commands.health import DEFAULT_STATE as HEALTH_STATE
+    from fleet.commands.reinstall import DEFAULT_STATE as REINSTALL_STATE
+    from fleet.commands.rollout import DEFAULT_STATE as ROLLOUT_STATE
 
-    p = add_command(sub, common, "status", HELP, DESCRIPTION, EPILOG, target="'tbox-0*'")
+    p = add_command(sub, parents, "status", DESCRIPTION, EPILOG, target="'tbox-0*'")
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
     p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
     p.add_argument("--prometheus", metavar="URL",
@@ -80,11 +78,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_salt_config(p)
     add_slurm_command(p)
     add_bmc_options(p)
-    p.set_defaults(func=lambda a, pr: cmd_status(a, load(a, pr), pr))
 
 
 def _accepted_dir(config: Path) -> Path:
-    from fleet.reinstall.cli import _pki_dir
+    from fleet.commands.reinstall import _pki_dir
 
     return _pki_dir(config) / "minions"
 
@@ -107,14 +104,15 @@ def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, f
     return run
 
 
-def cmd_status(args: argparse.Namespace, inv: Inventory,
-               progress: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from concurrent.futures import ThreadPoolExecutor
 
+    from fleet.commands.reinstall import runner_for
     from fleet.inventory.lifecycle import default_target
-    from fleet.reinstall.cli import runner_for
     from fleet.status import sources, view
 
+    inv = ctx.inventory()
+    progress = ctx.progress
     explicit = args.target is not None
     names = target_nodes(args, inv)
     if names is None:
@@ -183,7 +181,7 @@ def cmd_status(args: argparse.Namespace, inv: Inventory,
     rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
                     for n in names], cols)
     if args.json:
-        print(json.dumps(view.document(args.target, rs, cols, wall, notes, left), indent=2))
+        ctx.out.emit(_document(view.document(args.target, rs, cols, wall, notes, left)))
     elif not args.quiet:
         print(view.table(rs, cols, wall, notes))
     else:
@@ -195,3 +193,13 @@ def cmd_status(args: argparse.Namespace, inv: Inventory,
               file=sys.stderr)
         return Exit.IO
     return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
+
+
+def _document(doc: dict[str, Any]) -> dict[str, Any]:
+    """The view's document, each node in the common shape (no time of its own: every
+    source is asked for all the nodes at once)."""
+    from fleet.output import node_entry
+
+    doc["nodes"] = [node_entry(n["node"], n["status"], None, n["problems"], n)
+                    for n in doc["nodes"]]
+    return doc

@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
-    Loader,
+    Parents,
     add_command,
     add_salt_options,
     add_state_dir,
     target_nodes,
 )
+from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
-from fleet.reinstall.cli import runner_for
+from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.health.run import Outcome
 
 DEFAULT_STATE = "/var/lib/fleet/health"
 
-
-HELP = "check nodes: GPUs, Xid, IB, slurmd, munge, time, mkv disks, head services"
 DESCRIPTION = """
 The health gate of the inventory nodes TARGET names, one Salt call per check across all of
 them: GPU count and persistence mode, NVIDIA Xid errors since boot, InfiniBand ports (these
@@ -45,8 +41,8 @@ drained if it is a Slurm node)
 """
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = add_command(sub, common, "health", HELP, DESCRIPTION, EPILOG, target="'stor-*'")
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(sub, parents, "health", DESCRIPTION, EPILOG, target="'stor-*'")
     p.add_argument("--drain", action="store_true",
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
@@ -54,14 +50,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE,
                   "the journal of drains and resumes, each node's last result")
     add_salt_options(p)
-    p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
 
 
-def cmd_health(args: argparse.Namespace, inv: Inventory,
-               progress: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.commands.reinstall import runner_for
     from fleet.health.checks import MasterError
     from fleet.health.run import gate
 
+    inv = ctx.inventory()
+    progress = ctx.progress
     names = target_nodes(args, inv)
     if names is None:
         return Exit.USAGE
@@ -78,7 +75,7 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
     keep(args.state_dir, outcome)
     bad = [r for r in outcome.reports if not r.healthy]
     if args.json:
-        print(json.dumps(outcome.as_json(args.target, wall), indent=2))
+        ctx.out.emit(as_json(outcome, args.target, wall))
     elif not args.quiet:
         print(outcome.table(wall))
     else:
@@ -87,6 +84,16 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
     for a in outcome.failed_actions:
         print(f"fleet: {a}", file=sys.stderr)
     return Exit.FAILED if bad or outcome.failed_actions else Exit.OK
+
+
+def as_json(outcome: Outcome, target: str, wall: float) -> dict[str, Any]:
+    """The gate's document, each node in the common shape (its problems; no time of its
+    own: the checks run across all the nodes at once)."""
+    doc = outcome.as_json(target, wall)
+    doc["nodes"] = [node_entry(r.node, "healthy" if r.healthy else "unhealthy", None,
+                               r.problems, n) for r, n in zip(outcome.reports, doc["nodes"],
+                                                              strict=True)]
+    return doc
 
 
 def keep(state_dir: Path, outcome: Outcome) -> None:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from fleet.bmc.limits import REQUEST_TIMEOUT
 from fleet.cliparts import (
-    Loader,
+    Parents,
     add_bmc_options,
     add_bmc_pool,
     add_command,
@@ -22,11 +20,11 @@ from fleet.cliparts import (
     boot_mode_store,
     target_nodes,
 )
+from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
 from fleet.ops.power import ACTIONS, Action, NodeResult, Status
+from fleet.output import node_entry
 
-HELP = "power nodes on, off, cycle or reset through their BMCs, or read their state"
 DESCRIPTION = """
 Send one power action to the BMC of every node TARGET names (Redfish or IPMI, as the
 profile says; the password from the secrets store, never on a command line or in a log),
@@ -43,8 +41,8 @@ target item that names no node), 5 a node was refused or failed
 """
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = add_command(sub, common, "power", HELP, DESCRIPTION, EPILOG)
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(sub, parents, "power", DESCRIPTION, EPILOG)
     p.add_argument("action", choices=ACTIONS, metavar="ACTION",
                    help="on | off (at once, no OS shutdown) | cycle (off then on; a node "
                         "that is off is powered on) | reset (hard reset of a node that is "
@@ -60,15 +58,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_slurm_command(p)
     add_bmc_options(p)
     add_salt_config(p)  # unused by power itself: the shared runner is built from it
-    p.set_defaults(func=lambda a, pr: cmd_power(a, load(a, pr), pr))
 
 
-def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.bmc.base import BmcClient
     from fleet.bmc.connect import client_for
+    from fleet.commands.reinstall import runner_for
     from fleet.ops import power, refusals
-    from fleet.reinstall.cli import runner_for
 
+    inv = ctx.inventory()
+    progress = ctx.progress
     names = target_nodes(args, inv)
     if names is None:
         return Exit.USAGE
@@ -95,7 +94,7 @@ def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
     wall = time.monotonic() - t0
     bad = [r for r in results if r.status.bad]
     if args.json:
-        print(json.dumps(as_json(args.target, action, args.force, wall, results), indent=2))
+        ctx.out.emit(as_json(args.target, action, args.force, wall, results))
     elif not args.quiet:
         print(format_table(results, wall, action))
     else:
@@ -112,7 +111,8 @@ def as_json(target: str, action: str, force: bool, wall: float,
             results: list[NodeResult]) -> dict[str, Any]:
     return {"ok": not any(r.status.bad for r in results), "target": target, "action": action,
             "force": force, "wall_s": round(wall, 2), "counts": counts(results),
-            "nodes": [r.as_json() for r in results]}
+            "nodes": [node_entry(r.node, r.status.value, r.seconds, r.problems, r.as_json())
+                      for r in results]}
 
 
 def format_table(results: list[NodeResult], wall: float, action: str) -> str:

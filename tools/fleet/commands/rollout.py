@@ -4,16 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
-    Loader,
+    Parents,
     add_bmc_options,
     add_command,
     add_force,
@@ -26,18 +24,17 @@ from fleet.cliparts import (
     boot_mode_store,
     target_nodes,
 )
-from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
-from fleet.reinstall.cli import DEFAULT_STATE as REINSTALL_STATE
-from fleet.reinstall.cli import runner_for
+from fleet.commands.reinstall import DEFAULT_STATE as REINSTALL_STATE
+from fleet.context import Context
+from fleet.exitcodes import Exit, for_signal
+from fleet.output import node_entry
 
 if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
     from fleet.rollout.flow import Parts
 
 DEFAULT_STATE = "/var/lib/fleet/rollout"
 
-
-HELP = "apply a change wave by wave: drain, apply, (reboot), health, resume"
 DESCRIPTION = """
 Apply the highstate (or --states) to the nodes TARGET names, wave by wave: at most K nodes
 of each Slurm partition at once, each drained (waiting for its jobs unless --force),
@@ -57,8 +54,8 @@ needs --resume or --abort; 130 / 143 interrupted (the nodes in flight are left d
 """
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = add_command(sub, common, "rollout", HELP, DESCRIPTION, EPILOG, target="'tbox-*'")
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(sub, parents, "rollout", DESCRIPTION, EPILOG, target="'tbox-*'")
     p.add_argument("--states", metavar="S,...",
                    help="apply these states (state.apply S,...) instead of the highstate")
     p.add_argument("--wave", type=int, default=1, metavar="K",
@@ -82,14 +79,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                         f"$FLEET_REINSTALL_STATE or {REINSTALL_STATE})")
     add_bmc_options(p)
     add_salt_options(p)
-    p.set_defaults(func=lambda a, pr: cmd_rollout(a, load(a, pr), pr))
 
 
-def cmd_rollout(args: argparse.Namespace, inv: Inventory,
-                progress: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.reinstall.lock import BusyError
     from fleet.rollout.flow import Options, Rollout, RolloutError
 
+    inv = ctx.inventory()
     names = target_nodes(args, inv)
     if names is None or _refused(args, inv, names):
         return Exit.USAGE
@@ -131,11 +127,11 @@ def cmd_rollout(args: argparse.Namespace, inv: Inventory,
         for s, h in old.items():
             signal.signal(s, h)
     if args.json:
-        print(json.dumps(report.as_json(), indent=2))
+        ctx.out.emit(as_json(report))
     elif not quiet:
         print(format_table(report))
     if got:
-        return 128 + got[0]
+        return for_signal(got[0])
     return Exit.FAILED if report.outcome == "failed" else Exit.OK
 
 
@@ -168,6 +164,7 @@ def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool
 def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
     """Salt, the BMCs and the health gate as the command line sets them."""
     from fleet.bmc.connect import client_for
+    from fleet.commands.reinstall import runner_for
     from fleet.health.run import check
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
@@ -182,6 +179,16 @@ def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
                  reboot=BmcReboot(runner,
                                   lambda n: client_for(inv.nodes[n], bmc_options(args, n))),
                  health=health, boot_mode=boot_mode_store(args, inv))
+
+
+def as_json(report: Any) -> dict[str, Any]:
+    """The rollout's document, each node in the common shape: its outcome, the seconds of
+    its steps, the failed step's message as its problem."""
+    doc: dict[str, Any] = report.as_json()
+    doc["nodes"] = [node_entry(n.node, n.outcome, sum(n.steps.values()),
+                               [n.message] if n.outcome == "failed" and n.message else [],
+                               n.as_json()) for n in report.nodes.values()]
+    return doc
 
 
 def format_table(report: Any) -> str:

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fleet.apply.result import NodeResult, Status
-from fleet.cliparts import Loader, add_command, add_salt_config, add_state_dir, target_nodes
+from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir, target_nodes
+from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
+from fleet.output import node_entry
+
+if TYPE_CHECKING:
+    from fleet.apply.result import NodeResult
 
 DEFAULT_STATE = "/var/lib/fleet/apply"
 
-HELP = "run the highstate from the master, every node accounted for"
 DESCRIPTION = """
 Run state.apply (the highstate) on the inventory nodes TARGET names, through the Salt
 master, and report every one of them: ok, changed, failed (which state, and why), no-return,
@@ -33,8 +33,8 @@ no accepted key; 130 interrupted (jobs already published keep running on the nod
 """
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = add_command(sub, common, "apply", HELP, DESCRIPTION, EPILOG, target="'stor-*'")
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(sub, parents, "apply", DESCRIPTION, EPILOG, target="'stor-*'")
     p.add_argument("--test", action="store_true",
                    help="state.apply test=True: report what would change, change nothing")
     p.add_argument("--batch", type=int, metavar="N",
@@ -45,13 +45,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_state_dir(p, "FLEET_APPLY_STATE", DEFAULT_STATE,
                   "where each node's last result is kept (<dir>/<node>/last.json)")
     add_salt_config(p)
-    p.set_defaults(func=lambda a, pr: cmd_apply(a, load(a, pr), pr))
 
 
-def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str], None]) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.apply.master import MasterError, SaltMaster
     from fleet.apply.run import Options, apply
 
+    inv = ctx.inventory()
+    progress = ctx.progress
     nodes = target_nodes(args, inv)
     if nodes is None:
         return Exit.USAGE
@@ -75,7 +76,7 @@ def cmd_apply(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
         keep(args.state_dir, results)
     bad = [r for r in results if r.status.bad]
     if args.json:
-        print(json.dumps(as_json(args.target, args.test, wall, results), indent=2))
+        ctx.out.emit(as_json(args.target, args.test, wall, results))
     elif not args.quiet:
         print(format_table(results, wall, test=args.test))
     elif bad:
@@ -98,6 +99,8 @@ def keep(state_dir: Path, results: list[NodeResult]) -> None:
 
 
 def counts(results: list[NodeResult]) -> dict[str, int]:
+    from fleet.apply.result import Status
+
     return {s.value: sum(1 for r in results if r.status is s) for s in Status}
 
 
@@ -105,7 +108,13 @@ def as_json(target: str, test: bool, wall: float,
             results: list[NodeResult]) -> dict[str, Any]:
     return {"ok": not any(r.status.bad for r in results), "target": target, "test": test,
             "wall_s": round(wall, 2), "counts": counts(results),
-            "nodes": [r.as_json() for r in results]}
+            "nodes": [_node(r) for r in results]}
+
+
+def _node(r: NodeResult) -> dict[str, Any]:
+    """A node's result in the common shape: its run time, what failed as its problems."""
+    problems = [r.summary()] if r.status.bad else []
+    return node_entry(r.node, r.status.value, r.run_s, problems, r.as_json())
 
 
 def _secs(v: float | None) -> str:
@@ -114,6 +123,8 @@ def _secs(v: float | None) -> str:
 
 def format_table(results: list[NodeResult], wall: float, *, test: bool) -> str:
     """Problems first (failed, lost, no-return, no-key), then the rest, in target order."""
+    from fleet.apply.result import Status
+
     order = {Status.FAILED: 0, Status.LOST: 1, Status.NO_RETURN: 2, Status.NO_KEY: 3,
              Status.CHANGED: 4, Status.OK: 5}
     rows = sorted(results, key=lambda r: order[r.status])

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Loader
+from fleet.cliparts import Parents, add_command
+from fleet.context import Context
 from fleet.exitcodes import Exit
 
 DEFAULT_OUT = "/var/lib/fleet/page"
@@ -20,9 +21,9 @@ read, parsed or collected in time, or DIR not written
 """
 
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    p = sub.add_parser(
-        "page", parents=[common], help="write the fleet page (racks coloured by live state)",
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(
+        sub, parents, "page",
         description="Write the fleet page into DIR: index.html, page.js, page.css, "
                     "layout.json (the racks and each node's inventory facts), status.json "
                     "(the `fleet status --json` document) and view.json (each node's "
@@ -33,7 +34,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    help=f"the page's directory (default: {DEFAULT_OUT}, what nginx serves)")
     p.add_argument("--status", type=Path, metavar="FILE",
                    help="a `fleet status --json` document to show (default: run it)")
-    p.set_defaults(func=lambda a, pr: cmd_page(a, load, pr))
 
 
 class StatusError(Exception):
@@ -58,11 +58,17 @@ def _run_status(args: argparse.Namespace) -> Any:
         raise StatusError(f"`{' '.join(cmd[1:])}` gave no answer within {STATUS_TIMEOUT:g}s",
                           Exit.IO) from None
     try:
-        return json.loads(proc.stdout)
+        doc = json.loads(proc.stdout)
     except ValueError as exc:
         tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
         raise StatusError(f"`{' '.join(cmd[1:])}` (exit {proc.returncode}) gave no JSON "
                           f"document: {exc}; {tail[0]}", Exit.IO) from exc
+    if isinstance(doc, dict) and "nodes" not in doc:  # it failed before it had any node
+        said = "; ".join(str(e.get("message", e)) for e in doc.get("errors", [])
+                         if isinstance(e, dict))
+        raise StatusError(f"`{' '.join(cmd[1:])}` (exit {proc.returncode}) failed: "
+                          f"{said or 'no nodes in its document'}", Exit.IO)
+    return doc
 
 
 def _read_status(path: Path) -> Any:
@@ -75,18 +81,18 @@ def _read_status(path: Path) -> Any:
                           "`fleet status --json`", Exit.IO) from exc
 
 
-def cmd_page(args: argparse.Namespace, load: Loader, progress: Any) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.page import write
 
-    inv = load(args, progress)
+    inv = ctx.inventory()
     try:
         doc = _read_status(args.status) if args.status else _run_status(args)
     except StatusError as exc:
         print(f"fleet page: {exc}", file=sys.stderr)
-        return exc.code
+        return Exit(exc.code)
     changed = write.write(args.out, inv, doc)
     if args.json:
-        print(json.dumps({"ok": True, "out": str(args.out), "changed": changed}, indent=2))
+        ctx.out.emit({"out": str(args.out), "changed": changed})
     elif not args.quiet:
         print(f"{args.out}: fleet page written ({len(inv.nodes)} nodes; "
               f"{len(changed)} file(s) changed)")

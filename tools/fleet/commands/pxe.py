@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fleet.cliparts import Loader
+from fleet.cliparts import Parents, add_actions
+from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.inventory.model import Inventory
+from fleet.output import node_entry
 from fleet.pxe import state
 
+if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
 
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
+
+def register(sub: Any, parents: Parents) -> None:
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--state-dir", type=Path, metavar="DIR",
                        help="the boot-mode links (default: the inventory's site.pxe_state)")
     where.add_argument("--pxe-root", type=Path, metavar="DIR",
                        help="the deployed pxe/ tree (default: site.pxe_root)")
-    p = sub.add_parser("pxe", help="show or switch nodes' PXE boot mode (install | local)",
-                       description="Run-time boot mode per node, switched atomically on the "
-                                   "provisioning host: no render, no dnsmasq reload. A node "
-                                   "without a mode boots from its local disk.")
-    psub = p.add_subparsers(dest="pxe_verb", required=True, metavar="ACTION")
-    sp = psub.add_parser("set", parents=[common, where], help="arm an install or boot locally",
+    _p, psub = add_actions(sub, "pxe", "Run-time boot mode per node, switched atomically on "
+                                       "the provisioning host: no render, no dnsmasq reload. "
+                                       "A node without a mode boots from its local disk.",
+                           "exit codes: 0 ok, 1 invalid inventory, 2 usage (no such node), "
+                           "4 the boot-mode links could not be read or written")
+    sp = psub.add_parser("set", parents=[*parents, where], help="arm an install or boot locally",
                          description="Point NODE's iPXE and GRUB links at its rendered "
                                      "install or local script.")
     sp.add_argument("node", metavar="NODE", help="hostname or provisioning MAC")
@@ -34,18 +37,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                     help="with install: read the node's one-time install token from stdin "
                          "and publish it for the installer (what `fleet reinstall` does "
                          "when the provisioning host is not the master)")
-    sp.set_defaults(func=lambda a, pr: cmd_set(a, load(a, pr)))
-    sp = psub.add_parser("status", parents=[common, where], help="list every node's mode",
+    sp = psub.add_parser("status", parents=[*parents, where], help="list every node's mode",
                          description="List each node's boot mode and where its links point.")
     sp.add_argument("nodes", nargs="*", metavar="NODE", help="only these (default: all)")
-    sp.set_defaults(func=lambda a, pr: cmd_status(a, load(a, pr)))
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    inv = ctx.inventory()
+    return cmd_set(args, ctx, inv) if args.pxe_verb == "set" else cmd_status(args, ctx, inv)
 
 
 def _state_dir(args: argparse.Namespace, inv: Inventory) -> Path:
     return args.state_dir if args.state_dir is not None else state.state_dir(inv)
 
 
-def cmd_set(args: argparse.Namespace, inv: Inventory) -> int:
+def cmd_set(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
     try:
         t = state.target(inv, args.node, args.pxe_root)
     except state.StateError as exc:
@@ -66,14 +72,13 @@ def cmd_set(args: argparse.Namespace, inv: Inventory) -> int:
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.IO
     if args.json:
-        print(json.dumps({"ok": True, "node": t.hostname, "mac": t.mac, "before": before,
-                          "mode": args.mode}, indent=2))
+        ctx.out.emit({"node": t.hostname, "mac": t.mac, "before": before, "mode": args.mode})
     elif not args.quiet:
         print(f"{t.hostname} ({t.mac}): {before} -> {args.mode}")
     return Exit.OK
 
 
-def cmd_status(args: argparse.Namespace, inv: Inventory) -> int:
+def cmd_status(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
     try:
         ts = ([state.target(inv, n, args.pxe_root) for n in args.nodes] if args.nodes
               else state.targets(inv, args.pxe_root))
@@ -88,10 +93,12 @@ def cmd_status(args: argparse.Namespace, inv: Inventory) -> int:
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.IO
     if args.json:
-        print(json.dumps({"ok": True, "state_dir": str(sd), "nodes": [
-            {"node": e.hostname, "mac": e.mac, "mode": e.mode, "ipxe": e.ipxe,
-             "grub": e.grub, "consistent": e.consistent} for e in entries],
-            "stray": stray}, indent=2))
+        ctx.out.emit({"state_dir": str(sd), "nodes": [
+            node_entry(e.hostname, e.mode, None,
+                       [] if e.consistent else ["iPXE and GRUB links disagree: set it again"],
+                       {"mac": e.mac, "mode": e.mode, "ipxe": e.ipxe, "grub": e.grub,
+                        "consistent": e.consistent}) for e in entries],
+            "stray": stray})
         return Exit.OK
     if not args.quiet:
         width = max((len(e.hostname) for e in entries), default=4)
