@@ -26,10 +26,9 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def build_parser(argv: Sequence[str] | None = None
-                 ) -> tuple[argparse.ArgumentParser, ModuleType | None]:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser, every verb listed; the full arguments only for the verb argv names
-    (None: all of them, e.g. for the docs' checks), and that verb's module."""
+    (None: all of them, e.g. for the docs' checks)."""
     parser = argparse.ArgumentParser(
         prog="fleet",
         description="Declarative provisioning for a GPU datacenter: validate inventory.yaml "
@@ -39,23 +38,24 @@ def build_parser(argv: Sequence[str] | None = None
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     chosen = None if argv is None else _chosen(argv)
     parents = [common_options()]
-    module = None
     for verb, short in VERBS.items():
         if argv is None or verb == chosen:
-            module = importlib.import_module(module_name(verb))
-            module.register(sub, parents)
+            _module(verb).register(sub, parents)
         else:
             sub.add_parser(verb, help=short)
-    return parser, module if argv is not None else None
+    return parser
+
+
+def _module(verb: str) -> ModuleType:
+    return importlib.import_module(module_name(verb))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from fleet.context import Context
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, module = build_parser(argv)
-    args = parser.parse_args(argv)
-    assert module is not None  # parse_args exits on a verb that is not registered
+    args = build_parser(argv).parse_args(argv)
+    module = _module(args.verb)
     ctx = Context.of(args)
     ctx.out.capture_stderr()
     # A run builds a large, acyclic heap and then exits: the cyclic garbage collector

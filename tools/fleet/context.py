@@ -26,8 +26,9 @@ class Progress:
         self.t0 = time.perf_counter()
 
     def __call__(self, msg: str) -> None:
-        if self.enabled:
-            print(f"[{time.perf_counter() - self.t0:6.2f}s] {msg}", file=sys.stderr, flush=True)
+        if self.enabled:  # past fleet.output's tee: progress is not an error of the run
+            print(f"[{time.perf_counter() - self.t0:6.2f}s] {msg}",
+                  file=getattr(sys.stderr, "inner", sys.stderr), flush=True)
 
 
 @dataclass

@@ -54,6 +54,9 @@ class StderrTee:
     def fileno(self) -> int:
         return self.inner.fileno()
 
+    def __getattr__(self, name: str) -> Any:  # encoding, closed, ...: the stream's own
+        return getattr(self.inner, name)
+
     @property
     def said(self) -> list[str]:
         return [*self.lines, *([self._part] if self._part.strip() else [])]
@@ -70,6 +73,7 @@ class Output:
         self.document: dict[str, Any] | None = None
         self.errors: list[dict[str, Any]] = []
         self.tee: StderrTee | None = None
+        self.said: list[str] = []  # what the run said on stderr, with --json
 
     def emit(self, doc: dict[str, Any]) -> None:
         """The run's document (written by :meth:`finish`); a second one is a bug."""
@@ -89,13 +93,14 @@ class Output:
     def release_stderr(self) -> None:
         if self.tee is not None:
             sys.stderr = self.tee.inner
+            self.said = self.tee.said
             self.tee = None
 
     def finish(self, code: int, out: TextIO | None = None) -> None:
         """With --json: the one document, with ``ok``, ``verb``, ``exit`` and ``errors``."""
         if not self.json:
             return
-        said = [{"message": line} for line in (self.tee.said if self.tee else [])]
+        said = [{"message": line} for line in self.said]
         doc = dict(self.document) if self.document is not None else {}
         errors = [*self.errors, *doc.get("errors", [])]
         if not errors and code != 0:  # what it said on stderr is all there is

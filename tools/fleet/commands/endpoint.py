@@ -74,6 +74,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         raise KeyboardInterrupt  # ends serve_forever in this thread
 
     old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     ctx.progress(f"serving on {host}:{port}")
     try:
         server.serve_forever()
