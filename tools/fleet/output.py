@@ -103,8 +103,8 @@ class Output:
         said = [{"message": line} for line in self.said]
         doc = dict(self.document) if self.document is not None else {}
         errors = [*self.errors, *doc.get("errors", [])]
-        if not errors and code != 0:  # what it said on stderr is all there is
-            errors = said
+        if self.document is None and not errors and code != 0:
+            errors = said  # it failed before it had a document: what it said is all there is
         doc.update(ok=code == 0, verb=self.verb,
                    exit=int(code), errors=[_error(e) for e in errors])
         print(json.dumps(doc, indent=2), file=out or sys.stdout, flush=True)

@@ -189,8 +189,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
             if r.problems:
                 print(f"{r.node}: {'; '.join(r.problems)}", file=sys.stderr)
     if master_down:
-        print("fleet: the Salt master could not be asked (keys and minions unknown)",
-              file=sys.stderr)
+        why = "the Salt master could not be asked (keys and minions unknown)"
+        ctx.out.error(why)
+        print(f"fleet: {why}", file=sys.stderr)
         return Exit.IO
     return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
 
