@@ -73,10 +73,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         got.append(signum)
         raise KeyboardInterrupt  # ends serve_forever in this thread
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    ctx.progress(f"serving on {host}:{port}")
-    try:
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:  # from the handlers on: a signal that comes at once still ends it here
+        ctx.progress(f"serving on {host}:{port}")
         server.serve_forever()
     except KeyboardInterrupt:
         pass
