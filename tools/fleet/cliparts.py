@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleet.apply.target import TargetError, resolve
 from fleet.inventory.lifecycle import default_target, left_out_text
 from fleet.inventory.model import Inventory
+from fleet.inventory.target import TargetError, resolve
 
 if TYPE_CHECKING:
     from fleet.bmc.connect import BmcOptions

@@ -14,8 +14,7 @@ from fleet.apply.result import NodeResult, Status
 from fleet.cliparts import Loader, add_command, add_salt_config, add_state_dir, target_nodes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-
-DEFAULT_STATE = "/var/lib/fleet/apply"
+from fleet.master import statedir
 
 HELP = "run the highstate from the master, every node accounted for"
 DESCRIPTION = """
@@ -42,7 +41,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                         "starts when one returns)")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="S",
                    help="give up on a node S seconds after its publish (default 1800)")
-    add_state_dir(p, "FLEET_APPLY_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.APPLY.env, statedir.APPLY.default,
                   "where each node's last result is kept (<dir>/<node>/last.json)")
     add_salt_config(p)
     p.set_defaults(func=lambda a, pr: cmd_apply(a, load(a, pr), pr))

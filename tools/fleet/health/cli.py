@@ -19,12 +19,12 @@ from fleet.cliparts import (
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-from fleet.reinstall.cli import runner_for
+from fleet.master import statedir
+from fleet.master.runner import runner_for
 
 if TYPE_CHECKING:
     from fleet.health.run import Outcome
 
-DEFAULT_STATE = "/var/lib/fleet/health"
 
 
 HELP = "check nodes: GPUs, Xid, IB, slurmd, munge, time, mkv disks, head services"
@@ -51,7 +51,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
                    help="resume the healthy nodes that `fleet health --drain` drained")
-    add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.HEALTH.env, statedir.HEALTH.default,
                   "the journal of drains and resumes, each node's last result")
     add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_health(a, load(a, pr), pr))
@@ -68,7 +68,8 @@ def cmd_health(args: argparse.Namespace, inv: Inventory,
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
     try:
-        outcome = gate(inv, names, runner_for(args), progress, drain=args.drain,
+        runner = runner_for(args.salt_config, args.slurm_command)
+        outcome = gate(inv, names, runner, progress, drain=args.drain,
                        resume=args.resume, state_dir=args.state_dir,
                        salt_timeout=args.salt_timeout)
     except MasterError as exc:

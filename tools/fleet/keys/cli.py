@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,10 +29,9 @@ from typing import Any
 from fleet.cliparts import Loader
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-from fleet.reinstall.commands import CommandError, SubprocessRunner
+from fleet.master import keys
+from fleet.master.runner import CommandError, Runner, pki_dir, runner_for
 
-LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
-         "minions_denied": "denied"}
 
 @dataclass
 class KeyReport:
@@ -67,7 +65,7 @@ def compare(inv: Inventory, lists: dict[str, list[str]]) -> KeyReport:
         if node.state == "planned":  # not installed yet: no key is what is expected
             planned.append(name)
             continue
-        where = [label for key, label in LISTS.items() if name in lists.get(key, [])]
+        where = [label for key, label in keys.KEY_LISTS.items() if name in lists.get(key, [])]
         missing[name] = ", ".join(where) if where else "no key"
     return KeyReport(accepted, stray, missing, retired=retired, planned=planned)
 
@@ -99,13 +97,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     sp.set_defaults(func=lambda a, pr: cmd_finger(a, load(a, pr)))
 
 
-def _runner(config: Path) -> SubprocessRunner:
-    from fleet.reinstall.cli import _tool
-
-    return SubprocessRunner({"salt-key": [_tool("salt-key"), "-c", os.fspath(config)]})
-
-
-def _lists(runner: SubprocessRunner) -> dict[str, list[str]]:
+def _lists(runner: Runner) -> dict[str, list[str]]:
     out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
     data = json.loads(out)
     if not isinstance(data, dict):
@@ -114,11 +106,9 @@ def _lists(runner: SubprocessRunner) -> dict[str, list[str]]:
 
 
 def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
-    from fleet.reinstall.cli import _pki_dir
-
-    runner = _runner(args.salt_config)
+    runner = runner_for(args.salt_config)
     try:
-        accepted_dir = _pki_dir(args.salt_config) / "minions"
+        accepted_dir = pki_dir(args.salt_config) / "minions"
         if not accepted_dir.is_dir():  # salt-key would list nothing, as if no key existed
             raise FileNotFoundError(f"{accepted_dir}: no such directory (is "
                                     f"{args.salt_config} this master's config dir?)")
@@ -158,11 +148,8 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
 
 def master_finger(config: Path) -> str:
     """``master_finger`` as a minion computes it, from the master's ``master.pub``."""
-    from fleet.reinstall.cli import _pki_dir
-    from fleet.reinstall.saltkeys import MinionKeys
-
-    pki = _pki_dir(config)
-    finger = MinionKeys(_runner(config), pki).master_finger()
+    pki = pki_dir(config)
+    finger = keys.master_finger(pki)
     if finger is None:
         raise FileNotFoundError(f"{pki / 'master.pub'}: no master public key (has "
                                 "salt-master started?)")

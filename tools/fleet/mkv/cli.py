@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,6 @@ from fleet.exitcodes import Exit
 from fleet.inventory.load import load_inventory
 from fleet.mkv.flags import ArrayFlags, UnknownArrayError, array_flags
 from fleet.mkv.ops import MasterHost, MkvOpError, OpReport, StaleUnitError, run_maintenance
-from fleet.salttools import tool_path
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -42,7 +40,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
-    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.master.runner import runner_for
 
     inv = load_inventory(args.inventory, args.overlay)
     try:
@@ -56,9 +54,7 @@ def cmd_mkv(args: argparse.Namespace, progress: Any) -> int:
     if args.mkv_verb == "show":
         _show(args, flags)
         return Exit.OK
-    conf = os.fspath(args.salt_config)
-    host = MasterHost(SubprocessRunner({"salt": [tool_path("salt"), "-c", conf]}),
-                      flags.master)
+    host = MasterHost(runner_for(args.salt_config), flags.master)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"fleet mkv: {msg}", file=sys.stderr, flush=True))
     try:

@@ -2,7 +2,7 @@
 ``ipmitool -I lanplus -H BMC -U USER -E sol activate``: the password in ipmitool's
 environment (``-E``: IPMI_PASSWORD), never on its command line; fleet execs it, so the
 operator's terminal is ipmitool's. One session per node at a time: the lock
-``<reinstall state>/<node>/console.lock`` (fleet.reinstall.layout), held by ipmitool
+``<reinstall state>/<node>/console.lock`` (fleet.master.layout), held by ipmitool
 itself after the exec until it exits."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ Exec = Callable[[str, list[str], Mapping[str, str]], Any]
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    from fleet.reinstall.cli import DEFAULT_STATE
+    from fleet.master import statedir
 
     p = add_command(sub, common, "console", HELP, DESCRIPTION, EPILOG)
     p.add_argument("node", metavar="NODE", help="the node's hostname in the inventory")
@@ -50,7 +50,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                         "speak both)")
     p.add_argument("--bmc-address", metavar="HOST[:PORT]",
                    help="override the inventory's BMC address (an emulator in the lab)")
-    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.REINSTALL.env, statedir.REINSTALL.default,
                   "where the node's console.lock is kept, beside the reinstall's")
     p.set_defaults(func=lambda a, pr: cmd_console(a, load(a, pr)))
 
@@ -106,8 +106,8 @@ def cmd_console(args: argparse.Namespace, inv: Inventory, exec_: Exec = os.execv
 def attach(args: argparse.Namespace, inv: Inventory, exec_: Exec) -> int:
     from fleet.bmc.base import BmcError
     from fleet.bmc.connect import read_password
-    from fleet.reinstall import layout
-    from fleet.reinstall.lock import BusyError, NodeLock
+    from fleet.master import layout
+    from fleet.master.lock import BusyError, NodeLock
 
     node = inv.nodes.get(args.node)
     if node is None:

@@ -66,8 +66,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
 def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str], None]) -> int:
     from fleet.bmc.base import BmcClient
     from fleet.bmc.connect import client_for
+    from fleet.master.runner import runner_for
     from fleet.ops import power, refusals
-    from fleet.reinstall.cli import runner_for
 
     names = target_nodes(args, inv)
     if names is None:
@@ -77,7 +77,7 @@ def cmd_power(args: argparse.Namespace, inv: Inventory, progress: Callable[[str]
               file=sys.stderr)
         return Exit.USAGE
     action: Action = args.action
-    runner = runner_for(args)
+    runner = runner_for(args.salt_config, args.slurm_command)
     modes = boot_mode_store(args, inv)
 
     def client(name: str) -> BmcClient:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
-import shlex
-import shutil
 import signal
 import sys
 import threading
@@ -28,14 +25,13 @@ from fleet.cliparts import (
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
+from fleet.master import statedir
+from fleet.master.runner import pki_dir, runner_for
 
 if TYPE_CHECKING:
-    from fleet.reinstall.commands import SubprocessRunner
     from fleet.reinstall.context import Context
     from fleet.reinstall.flow import Interrupts, Report
     from fleet.reinstall.parallel import NodeInterrupts, NodeResult
-
-DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
 
 HELP = "reinstall one node: drain, new key, PXE, converge"
@@ -72,7 +68,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="seconds for the BMC to report the node off after the power-off "
                         "(default 120)")
     add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
-    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
+    add_state_dir(p, statedir.REINSTALL.env, statedir.REINSTALL.default, statedir.REINSTALL.what)
     p.add_argument("--salt-config", type=Path, default=Path("/etc/salt"), metavar="DIR",
                    help="the Salt master's config dir (-c of salt and salt-key)")
     _add_boot_options(p)
@@ -99,51 +95,21 @@ def _add_boot_options(p: argparse.ArgumentParser) -> None:
     add_pxe_options(p, "sets")
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    beside = Path(sys.executable).parent / name  # the venv's salt tools
-    return os.fspath(beside) if beside.exists() else name
-
-
-def runner_for(args: argparse.Namespace) -> SubprocessRunner:
-    """The commands through --salt-config (salt, salt-key, salt-run) and --slurm-command
-    (scontrol, sinfo, squeue, scancel); shared by fleet health, fleet rollout, fleet power
-    and fleet status."""
-    from fleet.reinstall.commands import SubprocessRunner
-
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo", "squeue", "scancel"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    return SubprocessRunner(prefix)
-
-
-@functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
-def _pki_dir(config_dir: Path) -> Path:
-    import salt.config  # type: ignore[import-untyped]  # heavy; only here
-
-    opts = salt.config.master_config(os.fspath(config_dir / "master"))
-    return Path(opts["pki_dir"])
-
-
 def _context(args: argparse.Namespace, inv: Inventory, name: str,
              say: Callable[[str], None]) -> Context:
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
     from fleet.bmc.connect import client_for
+    from fleet.master.keys import MinionKeys
     from fleet.reinstall.context import Context, Options
-    from fleet.reinstall.saltkeys import MinionKeys
 
     node = inv.nodes[name]
-    runner = runner_for(args)
+    runner = runner_for(args.salt_config, args.slurm_command)
     bmc_opts = bmc_options(args, name)
     return Context(
         inventory=inv, node=node, state_root=args.state_dir, runner=runner,
         boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
-        keys=MinionKeys(runner, _pki_dir(args.salt_config)),
+        keys=MinionKeys(runner, pki_dir(args.salt_config)),
         options=Options(force=args.force, install_timeout=args.timeout,
                         power_timeout=args.power_timeout,
                         drain_timeout=args.drain_timeout,
@@ -223,8 +189,8 @@ def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
               interrupts: NodeInterrupts) -> NodeResult:
     """One node's flow in a parallel run, its outcome as the exit code a run of it alone
     would have."""
+    from fleet.master.lock import BusyError
     from fleet.reinstall.flow import Flow, FlowError
-    from fleet.reinstall.lock import BusyError
     from fleet.reinstall.parallel import NodeResult
 
     # no endpoint of its own: the run's one serves every node
@@ -266,8 +232,8 @@ def cmd_reinstall(args: argparse.Namespace, progress: Any) -> int:
 
 def _cmd_reinstall(args: argparse.Namespace, interrupts: Interrupts) -> int:
     from fleet.inventory.load import load_inventory
+    from fleet.master.lock import BusyError
     from fleet.reinstall.flow import Flow, FlowError
-    from fleet.reinstall.lock import BusyError
 
     inv = load_inventory(args.inventory, args.overlay)
     if args.parallel is not None and args.parallel < 1:
@@ -309,7 +275,7 @@ def _nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | int:
     if args.node in inv.nodes:
         return [args.node]
     if any(c in args.node for c in ",[*?"):
-        from fleet.apply.target import TargetError, resolve
+        from fleet.inventory.target import TargetError, resolve
 
         try:
             return resolve(args.node, inv.nodes)

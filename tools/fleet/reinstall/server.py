@@ -47,10 +47,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from fleet.reinstall import layout
+from fleet.master import layout, statedir
+from fleet.master.journal import Journal
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
-from fleet.reinstall.journal import Journal
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
@@ -474,7 +474,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m fleet.reinstall.server")
     ap.add_argument("-i", "--inventory", type=Path, default=Path("inventory.yaml"))
     ap.add_argument("--overlay", type=Path, action="append")
-    ap.add_argument("--state-dir", type=Path, default=Path("/var/lib/fleet/reinstall"))
+    ap.add_argument("--state-dir", type=Path, default=statedir.REINSTALL.path())
     ap.add_argument("--pxe-state", type=Path, help="default: the inventory's site.pxe_state")
     ap.add_argument("--pxe-root", type=Path, help="default: the inventory's site.pxe_root")
     ap.add_argument("--salt-config", type=Path, default=Path("/etc/salt"),
@@ -489,19 +489,19 @@ def main() -> None:
         host, _, p = args.bind.rpartition(":")
         port = int(p)
     boot = PxeBootMode(inv, args.pxe_state, args.pxe_root)
-    from fleet.reinstall.cli import _pki_dir
-    from fleet.reinstall.saltkeys import master_finger
+    from fleet.master.keys import master_finger
+    from fleet.master.runner import pki_dir
 
     CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
                    revoke_key=salt_key_revoker(args.salt_config),
-                   master_finger=master_finger(_pki_dir(args.salt_config))).serve_forever()
+                   master_finger=master_finger(pki_dir(args.salt_config))).serve_forever()
 
 
 def salt_key_revoker(config_dir: Path) -> KeyRevoker:
     """Removes a node's accepted key with the real ``salt-key -c config_dir``."""
-    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.master.runner import runner_for
 
-    runner = SubprocessRunner({"salt-key": ["salt-key", "-c", str(config_dir)]})
+    runner = runner_for(config_dir)
 
     def revoke(node: str) -> None:
         runner.run(["salt-key", "-y", "-d", node]).check()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from collections.abc import Callable
@@ -28,13 +27,12 @@ from fleet.cliparts import (
 )
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
-from fleet.reinstall.cli import DEFAULT_STATE as REINSTALL_STATE
-from fleet.reinstall.cli import runner_for
+from fleet.master import statedir
+from fleet.master.runner import runner_for
 
 if TYPE_CHECKING:
     from fleet.rollout.flow import Parts
 
-DEFAULT_STATE = "/var/lib/fleet/rollout"
 
 
 HELP = "apply a change wave by wave: drain, apply, (reboot), health, resume"
@@ -74,12 +72,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
     add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
-    add_state_dir(p, "FLEET_ROLLOUT_STATE", DEFAULT_STATE, "journal and lock")
+    add_state_dir(p, statedir.ROLLOUT.env, statedir.ROLLOUT.default, statedir.ROLLOUT.what)
     p.add_argument("--reinstall-state-dir", type=Path, metavar="DIR",
-                   default=Path(os.environ.get("FLEET_REINSTALL_STATE", REINSTALL_STATE)),
+                   default=statedir.REINSTALL.path(),
                    help="fleet reinstall's state dir, whose per-node locks the rollout "
                         "takes so the two never work on one node at once (default "
-                        f"$FLEET_REINSTALL_STATE or {REINSTALL_STATE})")
+                        f"${statedir.REINSTALL.env} or {statedir.REINSTALL.default})")
     add_bmc_options(p)
     add_salt_options(p)
     p.set_defaults(func=lambda a, pr: cmd_rollout(a, load(a, pr), pr))
@@ -87,7 +85,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
 
 def cmd_rollout(args: argparse.Namespace, inv: Inventory,
                 progress: Callable[[str], None]) -> int:
-    from fleet.reinstall.lock import BusyError
+    from fleet.master.lock import BusyError
     from fleet.rollout.flow import Options, Rollout, RolloutError
 
     names = target_nodes(args, inv)
@@ -172,7 +170,7 @@ def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
 
-    runner = runner_for(args)
+    runner = runner_for(args.salt_config, args.slurm_command)
 
     def health(node: str) -> list[str]:
         return check(inv, [node], runner, lambda _m: None,
