@@ -20,11 +20,11 @@ import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.reinstall import layout
+from fleet.master import layout
+from fleet.master.journal import Journal
+from fleet.master.lock import BusyError, NodeLock
+from fleet.master.runner import Result
 from fleet.reinstall.bootmode import BootMode, BootModeUnavailableError
-from fleet.reinstall.commands import Result
-from fleet.reinstall.journal import Journal
-from fleet.reinstall.lock import BusyError, NodeLock
 from fleet.rollout import plan
 from fleet.rollout.flow import (
     Options,
@@ -331,7 +331,7 @@ def test_a_node_a_reinstall_holds_fails_at_its_lock_untouched(inv: Inventory,
     node_dir.mkdir(parents=True, mode=0o700)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from fleet.reinstall.lock import NodeLock\n"
+         "from fleet.master.lock import NodeLock\n"
          "with NodeLock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(30)",
          str(node_dir)], stdout=subprocess.PIPE, text=True)
     try:

@@ -149,7 +149,7 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     node_pub = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/pki/minion/minion.pub").stdout
     assert node_pub.strip() == new_pub.strip()
     # the installer pinned the master that served the key (master_finger)
-    from fleet.reinstall.saltkeys import master_finger
+    from fleet.master.keys import master_finger
 
     pinned = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/minion.d/fleet-master-finger.conf")
     finger = master_finger(lab.paths.master_root / "pki")

@@ -19,10 +19,10 @@ import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
+from fleet.master.keys import MinionKeys
+from fleet.master.runner import Result
 from fleet.reinstall import health
-from fleet.reinstall.commands import Result
 from fleet.reinstall.context import Context, Options, StepFailedError
-from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.steps import health as health_step
 from reinstall.helpers import ROOT, RecordingBootMode
 

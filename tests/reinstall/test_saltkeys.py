@@ -5,8 +5,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from fleet.reinstall.commands import SubprocessRunner
-from fleet.reinstall.saltkeys import MinionKeys
+from fleet.master.keys import MinionKeys
+from fleet.master.runner import SubprocessRunner
 from support.saltkeys import salt_key_bin, salt_master_config
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.apply.result import Status, classify, classify_plain
-from fleet.apply.target import TargetError, resolve
+from fleet.inventory.target import TargetError, resolve
 
 NODES = ["head-01", "tbox-001", "tbox-002", "tbox-003", "tbox-010", "stor-01", "stor-02"]
 

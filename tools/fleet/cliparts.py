@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fleet.bmc.connect import BmcOptions
     from fleet.inventory.model import Inventory
+    from fleet.master.statedir import StateDir
     from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
 
 Parents = Sequence[argparse.ArgumentParser]
@@ -62,8 +63,8 @@ def add_target(p: argparse.ArgumentParser, glob: str = "'stor-*'") -> None:
 def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
     """The hostnames ``args.target`` names; None, said on stderr, when an item names none.
     Without TARGET: the verb's default target, the nodes it leaves out said on stderr."""
-    from fleet.apply.target import TargetError, resolve
     from fleet.inventory.lifecycle import default_target, left_out_text
+    from fleet.inventory.target import TargetError, resolve
 
     if args.target is None:
         args.target = DEFAULT_TARGET
@@ -79,10 +80,13 @@ def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
 
 
 def add_salt_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--salt-config", type=Path,
-                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
-                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
-                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
+    """``--salt-config``, the one declaration: every verb that talks to the master takes it,
+    with the default of fleet.master.statedir ($FLEET_SALT_CONFIG, then /etc/salt)."""
+    from fleet.master import statedir
+
+    p.add_argument("--salt-config", type=Path, default=statedir.salt_config(), metavar="DIR",
+                   help="the Salt master's config dir, as `salt -c` (default "
+                        f"${statedir.SALT_CONFIG_ENV} or {statedir.SALT_CONFIG_DEFAULT})")
 
 
 def add_salt_options(p: argparse.ArgumentParser) -> None:
@@ -137,10 +141,11 @@ def add_actions(sub: Any, name: str, description: str, epilog: str | None = None
     return p, p.add_subparsers(dest=f"{name}_verb", required=True, metavar="ACTION")
 
 
-def add_state_dir(p: argparse.ArgumentParser, env: str, default: str, what: str) -> None:
-    """``--state-dir``: ``$env`` (read when the parser is built) or ``default``."""
-    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get(env, default)),
-                   help=f"{what} (default ${env} or {default})")
+def add_state_dir(p: argparse.ArgumentParser, where: StateDir, what: str) -> None:
+    """``--state-dir``: one of fleet.master.statedir's roots (its env var, read when the
+    parser is built, or its default)."""
+    p.add_argument("--state-dir", type=Path, default=where.path(),
+                   help=f"{what} (default ${where.env} or {where.default})")
 
 
 _TIMEOUT_HELP = {"health": "retry the health checks this long before failing (default {:g})"}

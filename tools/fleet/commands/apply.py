@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir, target_nodes
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.master import statedir
 from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.apply.result import NodeResult
 
-DEFAULT_STATE = "/var/lib/fleet/apply"
 
 DESCRIPTION = """
 Run state.apply (the highstate) on the inventory nodes TARGET names, through the Salt
@@ -42,7 +42,7 @@ def register(sub: Any, parents: Parents) -> None:
                         "starts when one returns)")
     p.add_argument("--timeout", type=float, default=1800.0, metavar="S",
                    help="give up on a node S seconds after its publish (default 1800)")
-    add_state_dir(p, "FLEET_APPLY_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.APPLY,
                   "where each node's last result is kept (<dir>/<node>/last.json)")
     add_salt_config(p)
 

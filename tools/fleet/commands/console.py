@@ -24,7 +24,7 @@ exit codes: ipmitool's once attached (0 after ~.); before that 1 invalid invento
 the node's console
 """
 def register(sub: Any, parents: Parents) -> None:
-    from fleet.commands.reinstall import DEFAULT_STATE
+    from fleet.master import statedir
 
     p = add_command(sub, parents, "console", DESCRIPTION, EPILOG)
     p.add_argument("node", metavar="NODE", help="the node's hostname in the inventory")
@@ -35,7 +35,7 @@ def register(sub: Any, parents: Parents) -> None:
                         "speak both)")
     p.add_argument("--bmc-address", metavar="HOST[:PORT]",
                    help="override the inventory's BMC address (an emulator in the lab)")
-    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.REINSTALL,
                   "where the node's console.lock is kept, beside the reinstall's")
 
 

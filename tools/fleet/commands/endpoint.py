@@ -29,10 +29,10 @@ bound or the master's key read, 130 / 143 SIGINT / SIGTERM ended it (its normal 
 
 
 def register(sub: Any, parents: Parents) -> None:
-    from fleet.commands.reinstall import DEFAULT_STATE
+    from fleet.master import statedir
 
     p = add_command(sub, parents, "endpoint", DESCRIPTION, EPILOG)
-    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.REINSTALL,
                   "fleet reinstall's state dir: tokens, keys, journals")
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help="the boot-mode links (default: the inventory's site.pxe_state)")
@@ -45,9 +45,9 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.commands.reinstall import _pki_dir
+    from fleet.master.keys import master_finger
+    from fleet.master.runner import pki_dir
     from fleet.reinstall.bootmode import PxeBootMode
-    from fleet.reinstall.saltkeys import master_finger
     from fleet.reinstall.server import (
         CallbackServer,
         default_bind,
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     boot = PxeBootMode(inv, args.pxe_state, args.pxe_root)
     server = CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
                             revoke_key=salt_key_revoker(args.salt_config),
-                            master_finger=master_finger(_pki_dir(args.salt_config)))
+                            master_finger=master_finger(pki_dir(args.salt_config)))
     got: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:

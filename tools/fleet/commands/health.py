@@ -17,12 +17,12 @@ from fleet.cliparts import (
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.master import statedir
 from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.health.run import Outcome
 
-DEFAULT_STATE = "/var/lib/fleet/health"
 
 DESCRIPTION = """
 The health gate of the inventory nodes TARGET names, one Salt call per check across all of
@@ -47,15 +47,15 @@ def register(sub: Any, parents: Parents) -> None:
                    help="drain unhealthy Slurm nodes, the problems as the reason")
     p.add_argument("--resume", action="store_true",
                    help="resume the healthy nodes that `fleet health --drain` drained")
-    add_state_dir(p, "FLEET_HEALTH_STATE", DEFAULT_STATE,
+    add_state_dir(p, statedir.HEALTH,
                   "the journal of drains and resumes, each node's last result")
     add_salt_options(p)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.commands.reinstall import runner_for
     from fleet.health.checks import MasterError
     from fleet.health.run import gate
+    from fleet.master.runner import runner_for
 
     inv = ctx.inventory()
     progress = ctx.progress
@@ -65,7 +65,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
     try:
-        outcome = gate(inv, names, runner_for(args), progress, drain=args.drain,
+        runner = runner_for(args.salt_config, args.slurm_command)
+        outcome = gate(inv, names, runner, progress, drain=args.drain,
                        resume=args.resume, state_dir=args.state_dir,
                        salt_timeout=args.salt_timeout)
     except MasterError as exc:

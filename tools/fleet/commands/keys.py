@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from fleet.keys.compare import compare
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
-    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.master.runner import Runner
 
 def register(sub: Any, parents: Parents) -> None:
     _p, actions = add_actions(
@@ -64,14 +63,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         cmd_finger(args, ctx, inv)
 
 
-def _runner(config: Path) -> SubprocessRunner:
-    from fleet.commands.reinstall import _tool
-    from fleet.reinstall.commands import SubprocessRunner
-
-    return SubprocessRunner({"salt-key": [_tool("salt-key"), "-c", os.fspath(config)]})
-
-
-def _lists(runner: SubprocessRunner) -> dict[str, list[str]]:
+def _lists(runner: Runner) -> dict[str, list[str]]:
     out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
     data = json.loads(out)
     if not isinstance(data, dict):
@@ -80,12 +72,11 @@ def _lists(runner: SubprocessRunner) -> dict[str, list[str]]:
 
 
 def cmd_check(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
-    from fleet.commands.reinstall import _pki_dir
-    from fleet.reinstall.commands import CommandError
+    from fleet.master.runner import CommandError, pki_dir, runner_for
 
-    runner = _runner(args.salt_config)
+    runner = runner_for(args.salt_config)
     try:
-        accepted_dir = _pki_dir(args.salt_config) / "minions"
+        accepted_dir = pki_dir(args.salt_config) / "minions"
         if not accepted_dir.is_dir():  # salt-key would list nothing, as if no key existed
             raise FileNotFoundError(f"{accepted_dir}: no such directory (is "
                                     f"{args.salt_config} this master's config dir?)")
@@ -125,11 +116,11 @@ def cmd_check(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
 
 def master_finger(config: Path) -> str:
     """``master_finger`` as a minion computes it, from the master's ``master.pub``."""
-    from fleet.commands.reinstall import _pki_dir
-    from fleet.reinstall.saltkeys import MinionKeys
+    from fleet.master import keys
+    from fleet.master.runner import pki_dir
 
-    pki = _pki_dir(config)
-    finger = MinionKeys(_runner(config), pki).master_finger()
+    pki = pki_dir(config)
+    finger = keys.master_finger(pki)
     if finger is None:
         raise FileNotFoundError(f"{pki / 'master.pub'}: no master public key (has "
                                 "salt-master started?)")

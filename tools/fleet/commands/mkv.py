@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.master.runner import runner_for
     from fleet.mkv.flags import UnknownArrayError, array_flags
     from fleet.mkv.ops import (
         MasterHost,
@@ -46,8 +46,6 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         StaleUnitError,
         run_maintenance,
     )
-    from fleet.reinstall.commands import SubprocessRunner
-    from fleet.salttools import tool_path
 
     inv = ctx.inventory()
     try:
@@ -61,9 +59,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     if args.mkv_verb == "show":
         _show(args, ctx, flags)
         return Exit.OK
-    conf = os.fspath(args.salt_config)
-    host = MasterHost(SubprocessRunner({"salt": [tool_path("salt"), "-c", conf]}),
-                      flags.master)
+    host = MasterHost(runner_for(args.salt_config), flags.master)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"fleet mkv: {msg}", file=sys.stderr, flush=True))
     try:

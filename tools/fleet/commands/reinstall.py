@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
-import shlex
-import shutil
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
@@ -29,16 +25,15 @@ from fleet.cliparts import (
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit, for_signal
+from fleet.master import statedir
 from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
-    from fleet.reinstall.commands import SubprocessRunner
     from fleet.reinstall.context import Context as FlowContext
     from fleet.reinstall.flow import Interrupts, Report
     from fleet.reinstall.parallel import NodeInterrupts, NodeResult
 
-DEFAULT_STATE = "/var/lib/fleet/reinstall"
 
 DESCRIPTION = """
 Reinstall NODE: preflight, drain in Slurm, rotate its minion key, power it off through its
@@ -73,7 +68,7 @@ def register(sub: Any, parents: Parents) -> None:
                    help="seconds for the BMC to report the node off after the power-off "
                         "(default 120)")
     add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
-    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE, "journals, locks, tokens, keys")
+    add_state_dir(p, statedir.REINSTALL, statedir.REINSTALL.what)
     add_salt_config(p)
     _add_boot_options(p)
     add_slurm_command(p)
@@ -98,51 +93,22 @@ def _add_boot_options(p: argparse.ArgumentParser) -> None:
     add_pxe_options(p, "sets")
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
-    beside = Path(sys.executable).parent / name  # the venv's salt tools
-    return os.fspath(beside) if beside.exists() else name
-
-
-def runner_for(args: argparse.Namespace) -> SubprocessRunner:
-    """The commands through --salt-config (salt, salt-key, salt-run) and --slurm-command
-    (scontrol, sinfo, squeue, scancel); shared by fleet health, fleet rollout, fleet power
-    and fleet status."""
-    from fleet.reinstall.commands import SubprocessRunner
-
-    conf = os.fspath(args.salt_config)
-    prefix = {tool: [_tool(tool), "-c", conf] for tool in ("salt", "salt-key", "salt-run")}
-    if args.slurm_command:
-        for tool in ("scontrol", "sinfo", "squeue", "scancel"):
-            prefix[tool] = [*shlex.split(args.slurm_command), tool]
-    return SubprocessRunner(prefix)
-
-
-@functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
-def _pki_dir(config_dir: Path) -> Path:
-    import salt.config  # type: ignore[import-untyped]  # heavy; only here
-
-    opts = salt.config.master_config(os.fspath(config_dir / "master"))
-    return Path(opts["pki_dir"])
-
-
 def _context(args: argparse.Namespace, inv: Inventory, name: str,
              say: Callable[[str], None]) -> FlowContext:
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
     from fleet.bmc.connect import client_for
+    from fleet.master.keys import MinionKeys
+    from fleet.master.runner import pki_dir, runner_for
     from fleet.reinstall.context import Context, Options
-    from fleet.reinstall.saltkeys import MinionKeys
 
     node = inv.nodes[name]
-    runner = runner_for(args)
+    runner = runner_for(args.salt_config, args.slurm_command)
     bmc_opts = bmc_options(args, name)
     return Context(
         inventory=inv, node=node, state_root=args.state_dir, runner=runner,
         boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
-        keys=MinionKeys(runner, _pki_dir(args.salt_config)),
+        keys=MinionKeys(runner, pki_dir(args.salt_config)),
         options=Options(force=args.force, install_timeout=args.timeout,
                         power_timeout=args.power_timeout,
                         drain_timeout=args.drain_timeout,
@@ -225,8 +191,8 @@ def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
               interrupts: NodeInterrupts) -> NodeResult:
     """One node's flow in a parallel run, its outcome as the exit code a run of it alone
     would have."""
+    from fleet.master.lock import BusyError
     from fleet.reinstall.flow import Flow, FlowError
-    from fleet.reinstall.lock import BusyError
     from fleet.reinstall.parallel import NodeResult
 
     # no endpoint of its own: the run's one serves every node
@@ -267,8 +233,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _cmd_reinstall(args: argparse.Namespace, ctx: Context, interrupts: Interrupts) -> int:
+    from fleet.master.lock import BusyError
     from fleet.reinstall.flow import Flow, FlowError
-    from fleet.reinstall.lock import BusyError
 
     inv = ctx.inventory()
     if args.parallel is not None and args.parallel < 1:
@@ -310,7 +276,7 @@ def _nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | int:
     if args.node in inv.nodes:
         return [args.node]
     if any(c in args.node for c in ",[*?"):
-        from fleet.apply.target import TargetError, resolve
+        from fleet.inventory.target import TargetError, resolve
 
         try:
             return resolve(args.node, inv.nodes)

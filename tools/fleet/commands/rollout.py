@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from pathlib import Path
@@ -24,16 +23,15 @@ from fleet.cliparts import (
     boot_mode_store,
     target_nodes,
 )
-from fleet.commands.reinstall import DEFAULT_STATE as REINSTALL_STATE
 from fleet.context import Context
 from fleet.exitcodes import Exit, for_signal
+from fleet.master import statedir
 from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
     from fleet.rollout.flow import Parts
 
-DEFAULT_STATE = "/var/lib/fleet/rollout"
 
 DESCRIPTION = """
 Apply the highstate (or --states) to the nodes TARGET names, wave by wave: at most K nodes
@@ -71,18 +69,18 @@ def register(sub: Any, parents: Parents) -> None:
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
     add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
-    add_state_dir(p, "FLEET_ROLLOUT_STATE", DEFAULT_STATE, "journal and lock")
+    add_state_dir(p, statedir.ROLLOUT, statedir.ROLLOUT.what)
     p.add_argument("--reinstall-state-dir", type=Path, metavar="DIR",
-                   default=Path(os.environ.get("FLEET_REINSTALL_STATE", REINSTALL_STATE)),
+                   default=statedir.REINSTALL.path(),
                    help="fleet reinstall's state dir, whose per-node locks the rollout "
                         "takes so the two never work on one node at once (default "
-                        f"$FLEET_REINSTALL_STATE or {REINSTALL_STATE})")
+                        f"${statedir.REINSTALL.env} or {statedir.REINSTALL.default})")
     add_bmc_options(p)
     add_salt_options(p)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.reinstall.lock import BusyError
+    from fleet.master.lock import BusyError
     from fleet.rollout.flow import Options, Rollout, RolloutError
 
     inv = ctx.inventory()
@@ -164,12 +162,12 @@ def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool
 def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
     """Salt, the BMCs and the health gate as the command line sets them."""
     from fleet.bmc.connect import client_for
-    from fleet.commands.reinstall import runner_for
     from fleet.health.run import check
+    from fleet.master.runner import runner_for
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
 
-    runner = runner_for(args)
+    runner = runner_for(args.salt_config, args.slurm_command)
 
     def health(node: str) -> list[str]:
         return check(inv, [node], runner, lambda _m: None,

@@ -4,7 +4,6 @@ the table (problems first) and --json."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -45,15 +44,8 @@ asked, 5 a node has a problem
 """
 
 
-def _env_path(name: str, default: str) -> Path:
-    return Path(os.environ.get(name, default))
-
-
 def register(sub: Any, parents: Parents) -> None:
-    from fleet.commands.apply import DEFAULT_STATE as APPLY_STATE
-    from fleet.commands.health import DEFAULT_STATE as HEALTH_STATE
-    from fleet.commands.reinstall import DEFAULT_STATE as REINSTALL_STATE
-    from fleet.commands.rollout import DEFAULT_STATE as ROLLOUT_STATE
+    from fleet.master import statedir
 
     p = add_command(sub, parents, "status", DESCRIPTION, EPILOG, target="'tbox-0*'")
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
@@ -64,16 +56,14 @@ def register(sub: Any, parents: Parents) -> None:
     add_bmc_pool(p, parallel=32, deadline=15.0, bmc_timeout=5.0)
     p.add_argument("--salt-timeout", type=float, default=10.0, metavar="S",
                    help="seconds test.ping waits for the minions (default 10)")
-    for flag, env, default, what in (
-            ("--apply-state-dir", "FLEET_APPLY_STATE", APPLY_STATE, "fleet apply's results"),
-            ("--health-state-dir", "FLEET_HEALTH_STATE", HEALTH_STATE,
-             "fleet health's results"),
-            ("--reinstall-state-dir", "FLEET_REINSTALL_STATE", REINSTALL_STATE,
+    for flag, where, what in (
+            ("--apply-state-dir", statedir.APPLY, "fleet apply's results"),
+            ("--health-state-dir", statedir.HEALTH, "fleet health's results"),
+            ("--reinstall-state-dir", statedir.REINSTALL,
              "fleet reinstall's locks and journals"),
-            ("--rollout-state-dir", "FLEET_ROLLOUT_STATE", ROLLOUT_STATE,
-             "fleet rollout's journal")):
-        p.add_argument(flag, type=Path, default=_env_path(env, default), metavar="DIR",
-                       help=f"{what} (default ${env} or {default})")
+            ("--rollout-state-dir", statedir.ROLLOUT, "fleet rollout's journal")):
+        p.add_argument(flag, type=Path, default=where.path(), metavar="DIR",
+                       help=f"{what} (default ${where.env} or {where.default})")
     add_pxe_options(p, "reads")
     add_salt_config(p)
     add_slurm_command(p)
@@ -81,9 +71,9 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def _accepted_dir(config: Path) -> Path:
-    from fleet.commands.reinstall import _pki_dir
+    from fleet.master.runner import pki_dir
 
-    return _pki_dir(config) / "minions"
+    return pki_dir(config) / "minions"
 
 
 def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, float]]:
@@ -107,8 +97,8 @@ def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, f
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from concurrent.futures import ThreadPoolExecutor
 
-    from fleet.commands.reinstall import runner_for
     from fleet.inventory.lifecycle import default_target
+    from fleet.master.runner import runner_for
     from fleet.status import sources, view
 
     inv = ctx.inventory()
@@ -122,7 +112,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
               "--salt-timeout above 0", file=sys.stderr)
         return Exit.USAGE
     left = {} if explicit else default_target(inv, "status")[1]
-    runner = runner_for(args)
+    runner = runner_for(args.salt_config, args.slurm_command)
     notes: list[str] = []
     jobs: dict[str, Callable[[], Any]] = {}
     skipped: dict[str, str] = {}

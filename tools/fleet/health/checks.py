@@ -31,8 +31,8 @@ from typing import Any
 from fleet.health import parse
 from fleet.health.expect import data_mounts
 from fleet.inventory.model import Inventory, Node
-from fleet.reinstall.commands import Runner
-from fleet.reinstall.saltjobs import json_dict
+from fleet.master.runner import Runner
+from fleet.master.salt import json_dict
 
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"

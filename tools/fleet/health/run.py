@@ -13,9 +13,9 @@ from fleet.health import checks, decide
 from fleet.health.checks import PROBLEM, SKIPPED, WARNING, NodeReport
 from fleet.health.parse import clean
 from fleet.inventory.model import Inventory
-from fleet.reinstall import slurm
-from fleet.reinstall.commands import CommandError, Runner
-from fleet.reinstall.journal import Journal
+from fleet.master import slurm
+from fleet.master.journal import Journal
+from fleet.master.runner import CommandError, Runner
 
 
 @dataclass

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fleet.master.keys import KEY_LISTS
+
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
-
-LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
-         "minions_denied": "denied"}
 
 @dataclass
 class KeyReport:
@@ -44,6 +43,6 @@ def compare(inv: Inventory, lists: dict[str, list[str]]) -> KeyReport:
         if node.state == "planned":  # not installed yet: no key is what is expected
             planned.append(name)
             continue
-        where = [label for key, label in LISTS.items() if name in lists.get(key, [])]
+        where = [label for key, label in KEY_LISTS.items() if name in lists.get(key, [])]
         missing[name] = ", ".join(where) if where else "no key"
     return KeyReport(accepted, stray, missing, retired=retired, planned=planned)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleet.master.runner import Runner
 from fleet.mkv.flags import ArrayFlags, parse_exec_start
-from fleet.reinstall.commands import Runner
 
 
 class MkvOpError(Exception):

@@ -2,7 +2,7 @@
 ``ipmitool -I lanplus -H BMC -U USER -E sol activate``: the password in ipmitool's
 environment (``-E``: IPMI_PASSWORD), never on its command line; fleet execs it, so the
 operator's terminal is ipmitool's. One session per node at a time: the lock
-``<reinstall state>/<node>/console.lock`` (fleet.reinstall.layout), held by ipmitool
+``<reinstall state>/<node>/console.lock`` (fleet.master.layout), held by ipmitool
 itself after the exec until it exits."""
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def cmd_console(args: argparse.Namespace, inv: Inventory, exec_: Exec = os.execv
 def attach(args: argparse.Namespace, inv: Inventory, exec_: Exec) -> int:
     from fleet.bmc.base import BmcError
     from fleet.bmc.connect import read_password
-    from fleet.reinstall import layout
-    from fleet.reinstall.lock import BusyError, NodeLock
+    from fleet.master import layout
+    from fleet.master.lock import BusyError, NodeLock
 
     node = inv.nodes.get(args.node)
     if node is None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from fleet.bmc.base import BmcClient
 from fleet.inventory.model import Inventory, Node
-from fleet.reinstall import layout
+from fleet.master import layout
+from fleet.master.journal import Journal
+from fleet.master.keys import MinionKeys
+from fleet.master.runner import Runner
 from fleet.reinstall.bootmode import BootModeSetter
-from fleet.reinstall.commands import Runner
-from fleet.reinstall.journal import Journal
-from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.tokens import TokenStore
 
 

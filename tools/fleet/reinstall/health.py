@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fleet.health import parse
-from fleet.reinstall import saltjobs, slurm
-from fleet.reinstall.commands import CommandError
+from fleet.master import salt, slurm
+from fleet.master.runner import CommandError
 from fleet.reinstall.context import Context, StepFailedError
 
 # the IB port read and its verdict are shared with `fleet health` (fleet.health.parse)
@@ -41,8 +41,8 @@ class Findings:
 
 
 def salt_json(ctx: Context, target: str, *args: str, timeout: float) -> dict[str, object]:
-    """``salt TARGET ARGS --out=json --static`` as a dict (fleet.reinstall.saltjobs)."""
-    return saltjobs.salt_json(ctx.runner, target, *args, timeout=timeout)
+    """``salt TARGET ARGS --out=json --static`` as a dict (fleet.master.salt)."""
+    return salt.salt_json(ctx.runner, target, *args, timeout=timeout)
 
 
 class _Hardware:

@@ -46,10 +46,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from fleet.reinstall import layout
+from fleet.master import layout
+from fleet.master.journal import Journal
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
-from fleet.reinstall.journal import Journal
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
@@ -467,9 +467,9 @@ def node_addresses(inv: Any) -> dict[str, str]:
 
 def salt_key_revoker(config_dir: Path) -> KeyRevoker:
     """Removes a node's accepted key with the real ``salt-key -c config_dir``."""
-    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.master.runner import runner_for
 
-    runner = SubprocessRunner({"salt-key": ["salt-key", "-c", str(config_dir)]})
+    runner = runner_for(config_dir)
 
     def revoke(node: str) -> None:
         runner.run(["salt-key", "-y", "-d", node]).check()

@@ -10,8 +10,8 @@ import os
 import time
 from collections.abc import Callable
 
+from fleet.master import salt, slurm
 from fleet.reinstall import health as health_checks
-from fleet.reinstall import saltjobs, slurm
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
 # Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
@@ -233,7 +233,7 @@ def converge(ctx: Context) -> str:
     ctx.journal.append("note", run=ctx.run_id, what="minion-answered")
     check_claim(ctx)  # the pillar (the munge key) goes only to the node's own installer
     ret = _highstate(ctx, deadline)
-    if isinstance(ret, saltjobs.Lost):
+    if isinstance(ret, salt.Lost):
         # a minion restarting (base.minion restarts it after a config change, in the
         # background after a run) drops a job published meanwhile: a highstate is safe
         # to apply again
@@ -252,15 +252,15 @@ def converge(ctx: Context) -> str:
 
 
 def _answers(ctx: Context) -> str | None:
-    return saltjobs.ping(ctx.runner, ctx.name)
+    return salt.ping(ctx.runner, ctx.name)
 
 
 def _highstate(ctx: Context, deadline: float) -> object:
     try:
-        return saltjobs.highstate(ctx.runner, ctx.name, deadline, ctx.options.poll)
-    except saltjobs.NoJobError as exc:
+        return salt.highstate(ctx.runner, ctx.name, deadline, ctx.options.poll)
+    except salt.NoJobError as exc:
         raise StepFailedError(str(exc)) from None
-    except saltjobs.NoReturnError as exc:
+    except salt.NoReturnError as exc:
         raise StepFailedError(f"highstate (job {exc.jid}) did not return within "
                               f"{ctx.options.converge_timeout:g}s") from None
 

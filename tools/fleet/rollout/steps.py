@@ -22,7 +22,7 @@ from typing import Any
 
 from fleet.bmc.base import BmcClient, BmcError
 from fleet.health.parse import clean
-from fleet.reinstall.commands import Runner
+from fleet.master.runner import Runner
 from fleet.rollout.flow import StepFailedError
 
 POLL = 5.0

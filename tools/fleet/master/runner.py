@@ -1,11 +1,16 @@
-"""The command runner the steps use for scontrol, sinfo, salt-key and salt: injectable, so
-the lab can point the same steps at its own master (``.lab/bin/salt``...)."""
+"""The command runner every day-two verb uses for scontrol, sinfo, salt-key and salt:
+injectable, so the lab can point the same steps at its own master (``.lab/bin/salt``...);
+where the Salt command-line tools are; the master's pki dir; and the runner built from a
+Salt config dir and a Slurm command prefix."""
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,3 +74,36 @@ class SubprocessRunner:
         except subprocess.TimeoutExpired:
             return Result(tuple(full), 124, "", f"timed out after {timeout:g}s")
         return Result(tuple(full), proc.returncode, proc.stdout, proc.stderr)
+
+
+SALT_TOOLS = ("salt", "salt-key", "salt-run")
+SLURM_TOOLS = ("scontrol", "sinfo", "squeue", "scancel")
+
+
+def tool_path(name: str) -> str:
+    """A Salt command-line tool: the one beside this Python (the venv's, the Salt that
+    fleet's own Python client is) first, then PATH; the bare name when neither has it."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return os.fspath(beside)
+    return shutil.which(name) or name
+
+
+@functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
+def pki_dir(config_dir: Path) -> Path:
+    """The master's ``pki_dir`` as its config in ``config_dir`` sets it."""
+    import salt.config  # type: ignore[import-untyped]  # heavy; only here
+
+    opts = salt.config.master_config(os.fspath(config_dir / "master"))
+    return Path(opts["pki_dir"])
+
+
+def runner_for(salt_config: Path, slurm_command: str | None = None) -> SubprocessRunner:
+    """salt, salt-key and salt-run through ``-c salt_config``; scontrol, sinfo, squeue and
+    scancel through ``slurm_command`` (e.g. ``ssh head-01``) when one is given."""
+    conf = os.fspath(salt_config)
+    prefix = {tool: [tool_path(tool), "-c", conf] for tool in SALT_TOOLS}
+    if slurm_command:
+        for tool in SLURM_TOOLS:
+            prefix[tool] = [*shlex.split(slurm_command), tool]
+    return SubprocessRunner(prefix)

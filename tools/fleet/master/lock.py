@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from fleet.reinstall import layout
+from fleet.master import layout
 
 
 class BusyError(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from fleet.reinstall.commands import Runner
+from fleet.master.runner import Runner
 
 # Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
 IDLE_ENOUGH = frozenset({"drained", "down", "fail"})

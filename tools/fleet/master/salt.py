@@ -11,7 +11,7 @@ import re
 import time
 from typing import Any
 
-from fleet.reinstall.commands import CommandError, Result, Runner
+from fleet.master.runner import CommandError, Result, Runner
 
 FIND_JOB_EVERY = 30.0  # seconds between saltutil.find_job questions while a job runs
 LOST_AFTER = 2  # "not running it" answers in a row that give a job up

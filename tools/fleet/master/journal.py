@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleet.reinstall import layout
+from fleet.master import layout
 
 Entry = dict[str, Any]
 
@@ -99,19 +99,7 @@ def latest_run(entries: list[Entry]) -> RunState:
             if step == "arm_install":
                 state.armed = True
         elif ev == "step" and e.get("phase") == "end":
-            step = str(e.get("step"))
-            if e.get("outcome") in ("ok", "skipped"):
-                if step not in state.completed:
-                    state.completed.append(step)
-                state.failed_step = None
-                if step == "arm_install":
-                    state.disarmed = False
-                elif step == "rotate_key":
-                    state.minion_answered = state.key_withdrawn = False
-                elif step == "wait_install":
-                    state.armed = False  # the callback set the boot mode local
-            else:
-                state.failed_step = step
+            _step_ended(state, str(e.get("step")), e.get("outcome") in ("ok", "skipped"))
         elif ev == "note" and e.get("what") == "disarmed":
             state.disarmed = True
             state.armed = False
@@ -122,3 +110,18 @@ def latest_run(entries: list[Entry]) -> RunState:
         elif ev == "finish":
             state.finished = e.get("outcome")
     return state
+
+
+def _step_ended(state: RunState, step: str, passed: bool) -> None:
+    if not passed:
+        state.failed_step = step
+        return
+    if step not in state.completed:
+        state.completed.append(step)
+    state.failed_step = None
+    if step == "arm_install":
+        state.disarmed = False
+    elif step == "rotate_key":
+        state.minion_answered = state.key_withdrawn = False
+    elif step == "wait_install":
+        state.armed = False  # the callback set the boot mode local

@@ -10,8 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
-from fleet.reinstall import layout
-from fleet.reinstall.commands import Runner
+from fleet.master import layout
+from fleet.master.runner import Runner
 
 KEY_LISTS = {"minions": "accepted", "minions_pre": "pending", "minions_rejected": "rejected",
              "minions_denied": "denied"}
