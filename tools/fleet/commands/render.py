@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import Parents, add_command, add_modes
+from fleet.commands._render import add_output, rendered, show_diff
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -25,12 +26,6 @@ inventory or the output could not be read or written (or another render writes t
 """
 
 
-def add_output(p: argparse.ArgumentParser) -> None:
-    """-o DIR of render and diff."""
-    p.add_argument("-o", "--output", default=".", metavar="DIR",
-                   help="directory holding pillar/, pxe/ and pictures/ (default: .)")
-
-
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "render", DESCRIPTION, EPILOG)
     add_output(p)
@@ -38,23 +33,11 @@ def register(sub: Any, parents: Parents) -> None:
               ("--diff", "write nothing; show what a render would change (same as `fleet diff`)"))
 
 
-def rendered(ctx: Context) -> tuple[Inventory, dict[str, str]]:
-    from fleet.render import render_all  # jinja2 and the templates: not needed to validate
-
-    inv = ctx.inventory()
-    ctx.progress(f"rendering pillar and pxe for {len(inv.nodes)} nodes")
-    files = render_all(inv)
-    ctx.progress(f"{len(files)} files rendered")
-    return inv, files
-
-
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.render import volumes
 
     if args.diff:
-        from fleet.commands import diff
-
-        return diff.run(args, ctx)
+        return show_diff(args, ctx)
     inv, files = rendered(ctx)
     root = Path(args.output)
     if args.check:
