@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
     from fleet.reinstall.context import Context as FlowContext
     from fleet.reinstall.flow import Interrupts, Report
-    from fleet.reinstall.parallel import NodeInterrupts, NodeResult
+    from fleet.reinstall.parallel import NodeInterrupts, NodeResult, Run
 
 
 DESCRIPTION = """
@@ -174,17 +174,23 @@ def _reinstall_many(args: argparse.Namespace, ctx: Context, inv: Inventory,
     finally:
         hub.restore()
     run.extra["bound"] = {"limit": bound.limit, "why": bound.why, "asked": asked}
+    _print_many(args, ctx, run)
+    return run.exit
+
+
+def _print_many(args: argparse.Namespace, ctx: Context, run: Run) -> None:
+    from fleet.reinstall import parallel
+
     if args.json:
         doc = parallel.as_json(run)
         doc["nodes"] = [_node(n) for n in doc["nodes"]]
         ctx.out.emit(doc)
-    elif not quiet:
+    elif not args.quiet:
         for line in parallel.summary(run):
             print(line)
         for r in run.results:
             for w in r.report.warnings if r.report else []:
                 print(f"warning: {r.node}: {w}")
-    return run.exit
 
 
 def _node_job(args: argparse.Namespace, inv: Inventory, name: str,

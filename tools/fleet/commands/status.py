@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
     Parents,
@@ -24,6 +24,9 @@ from fleet.cliparts import (
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
 
 DESCRIPTION = """
 What state every node TARGET names is in, from every live source, each asked once for all
@@ -95,14 +98,10 @@ def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, f
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from concurrent.futures import ThreadPoolExecutor
-
     from fleet.inventory.lifecycle import default_target
-    from fleet.master.runner import runner_for
-    from fleet.status import sources, view
+    from fleet.status import view
 
     inv = ctx.inventory()
-    progress = ctx.progress
     explicit = args.target is not None
     names = target_nodes(args, inv)
     if names is None:
@@ -112,8 +111,36 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
               "--salt-timeout above 0", file=sys.stderr)
         return Exit.USAGE
     left = {} if explicit else default_target(inv, "status")[1]
+    jobs, skipped = _jobs(args, inv, names)
+    t0 = time.monotonic()
+    ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}")
+    cols, notes, master_down = _ask(jobs, skipped, ctx.progress)
+    wall = time.monotonic() - t0
+    rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
+                    for n in names], cols)
+    if args.json:
+        ctx.out.emit(_document(view.document(args.target, rs, cols, wall, notes, left)))
+    elif not args.quiet:
+        print(view.table(rs, cols, wall, notes))
+    else:
+        for r in rs:
+            if r.problems:
+                print(f"{r.node}: {'; '.join(r.problems)}", file=sys.stderr)
+    if master_down:
+        why = "the Salt master could not be asked (keys and minions unknown)"
+        ctx.out.error(why)
+        print(f"fleet: {why}", file=sys.stderr)
+        return Exit.IO
+    return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
+
+
+def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str]
+          ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
+    """Each source to ask, as a call; the sources skipped, with why."""
+    from fleet.master.runner import runner_for
+    from fleet.status import sources
+
     runner = runner_for(args.salt_config, args.slurm_command)
-    notes: list[str] = []
     jobs: dict[str, Callable[[], Any]] = {}
     skipped: dict[str, str] = {}
     if args.no_power:
@@ -148,9 +175,19 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
             url = prometheus_url(inv)
         jobs["alerts"] = lambda: sources.alerts(url, names, timeout=args.salt_timeout)
-    t0 = time.monotonic()
-    progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}")
+    return jobs, skipped
+
+
+def _ask(jobs: dict[str, Callable[[], Any]], skipped: dict[str, str],
+         progress: Callable[[str], None]) -> tuple[dict[str, Any], list[str], bool]:
+    """Every source at once, each bounded: its column, the notes, whether the master was
+    down."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fleet.status import view
+
     cols: dict[str, view.Column] = {}
+    notes: list[str] = []
     master_down = False
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {name: pool.submit(_timed(fn)) for name, fn in jobs.items()}
@@ -167,23 +204,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                 cols[name] = view.Column(skipped="Prometheus did not answer", seconds=secs)
             else:
                 cols[name] = view.Column(values, error, seconds=secs)
-    wall = time.monotonic() - t0
-    rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
-                    for n in names], cols)
-    if args.json:
-        ctx.out.emit(_document(view.document(args.target, rs, cols, wall, notes, left)))
-    elif not args.quiet:
-        print(view.table(rs, cols, wall, notes))
-    else:
-        for r in rs:
-            if r.problems:
-                print(f"{r.node}: {'; '.join(r.problems)}", file=sys.stderr)
-    if master_down:
-        why = "the Salt master could not be asked (keys and minions unknown)"
-        ctx.out.error(why)
-        print(f"fleet: {why}", file=sys.stderr)
-        return Exit.IO
-    return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
+    return cols, notes, master_down
 
 
 def _document(doc: dict[str, Any]) -> dict[str, Any]:
