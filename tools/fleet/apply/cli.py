@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fleet.apply.result import NodeResult, Status
 from fleet.cliparts import Loader, add_command, add_salt_config, add_state_dir, target_nodes
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.master import statedir
+from fleet.master.highstate import NodeResult, Status
 
 HELP = "run the highstate from the master, every node accounted for"
 DESCRIPTION = """

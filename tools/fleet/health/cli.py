@@ -59,8 +59,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
 
 def cmd_health(args: argparse.Namespace, inv: Inventory,
                progress: Callable[[str], None]) -> int:
-    from fleet.health.checks import MasterError
     from fleet.health.run import gate
+    from fleet.master.salt import MasterError
 
     names = target_nodes(args, inv)
     if names is None:

@@ -30,7 +30,7 @@ from fleet.cliparts import Loader
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory
 from fleet.master import keys
-from fleet.master.runner import CommandError, Runner, pki_dir, runner_for
+from fleet.master.runner import CommandError, pki_dir, runner_for
 
 
 @dataclass
@@ -97,14 +97,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
     sp.set_defaults(func=lambda a, pr: cmd_finger(a, load(a, pr)))
 
 
-def _lists(runner: Runner) -> dict[str, list[str]]:
-    out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
-    data = json.loads(out)
-    if not isinstance(data, dict):
-        raise ValueError(f"salt-key -L answered {out[:200]!r}")
-    return {k: [str(x) for x in v] for k, v in data.items() if isinstance(v, list)}
-
-
 def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
     runner = runner_for(args.salt_config)
     try:
@@ -112,13 +104,13 @@ def cmd_check(args: argparse.Namespace, inv: Inventory) -> int:
         if not accepted_dir.is_dir():  # salt-key would list nothing, as if no key existed
             raise FileNotFoundError(f"{accepted_dir}: no such directory (is "
                                     f"{args.salt_config} this master's config dir?)")
-        report = compare(inv, _lists(runner))
+        report = compare(inv, keys.key_lists(runner))
         removed = []
         if args.remove and (report.stray or report.retired):
             for key in [*report.stray, *report.retired]:
-                runner.run(["salt-key", "-y", "-d", key], timeout=60).check()
+                keys.delete_key(runner, key)
                 removed.append(key)
-            report = compare(inv, _lists(runner))
+            report = compare(inv, keys.key_lists(runner))
             report.removed = removed
     except (CommandError, OSError, ValueError) as exc:
         print(f"fleet keys: {exc}", file=sys.stderr)

@@ -53,9 +53,9 @@ def run_lab(args: argparse.Namespace, *_: object) -> int:
             timings, results = lab.up(paths, apply=not args.no_apply)
             if args.json:
                 Path(args.json).write_text(json.dumps(
-                    {"timings": timings.steps, "results": [r.__dict__ for r in results]},
+                    {"timings": timings.steps, "results": [r.as_json() for r in results]},
                     indent=2))
-            return Exit.FAILED if any(r.failed for r in results) else Exit.OK
+            return Exit.FAILED if any(r.status.bad for r in results) else Exit.OK
         if args.lab_verb == "down":
             lab.down(paths, everything=args.everything)
         elif args.lab_verb == "status":
