@@ -16,7 +16,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from fleet.master.highstate import NodeResult
 
 NODE_KEYS = ("node", "status", "seconds", "problems")
 
@@ -29,6 +32,13 @@ def node_entry(node: str, status: str, seconds: float | None, problems: list[str
     return {"node": node, "status": status,
             "seconds": None if seconds is None else round(seconds, 2),
             "problems": list(problems), **own}
+
+
+def highstate_node(r: NodeResult) -> dict[str, Any]:
+    """A node's highstate (fleet apply, fleet lab) in the common shape: its states' run
+    time, what failed as its problem."""
+    return node_entry(r.node, r.status.value, r.run_s, [r.summary()] if r.status.bad else [],
+                      r.as_json())
 
 
 class StderrTee:

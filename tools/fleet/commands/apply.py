@@ -12,10 +12,10 @@ from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir,
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.master import statedir
-from fleet.output import node_entry
+from fleet.output import highstate_node
 
 if TYPE_CHECKING:
-    from fleet.apply.result import NodeResult
+    from fleet.master.highstate import NodeResult
 
 
 DESCRIPTION = """
@@ -99,7 +99,7 @@ def keep(state_dir: Path, results: list[NodeResult]) -> None:
 
 
 def counts(results: list[NodeResult]) -> dict[str, int]:
-    from fleet.apply.result import Status
+    from fleet.master.highstate import Status
 
     return {s.value: sum(1 for r in results if r.status is s) for s in Status}
 
@@ -108,13 +108,8 @@ def as_json(target: str, test: bool, wall: float,
             results: list[NodeResult]) -> dict[str, Any]:
     return {"ok": not any(r.status.bad for r in results), "target": target, "test": test,
             "wall_s": round(wall, 2), "counts": counts(results),
-            "nodes": [_node(r) for r in results]}
+            "nodes": [highstate_node(r) for r in results]}
 
-
-def _node(r: NodeResult) -> dict[str, Any]:
-    """A node's result in the common shape: its run time, what failed as its problems."""
-    problems = [r.summary()] if r.status.bad else []
-    return node_entry(r.node, r.status.value, r.run_s, problems, r.as_json())
 
 
 def _secs(v: float | None) -> str:
@@ -123,7 +118,7 @@ def _secs(v: float | None) -> str:
 
 def format_table(results: list[NodeResult], wall: float, *, test: bool) -> str:
     """Problems first (failed, lost, no-return, no-key), then the rest, in target order."""
-    from fleet.apply.result import Status
+    from fleet.master.highstate import Status
 
     order = {Status.FAILED: 0, Status.LOST: 1, Status.NO_RETURN: 2, Status.NO_KEY: 3,
              Status.CHANGED: 4, Status.OK: 5}

@@ -53,9 +53,9 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.health.checks import MasterError
     from fleet.health.run import gate
     from fleet.master.runner import runner_for
+    from fleet.master.salt import MasterError
 
     inv = ctx.inventory()
     progress = ctx.progress

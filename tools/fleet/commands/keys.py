@@ -20,7 +20,6 @@ or different); 4 the master's keys could not be read or changed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,6 @@ from fleet.keys.compare import compare
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
-    from fleet.master.runner import Runner
 
 def register(sub: Any, parents: Parents) -> None:
     _p, actions = add_actions(
@@ -63,15 +61,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         cmd_finger(args, ctx, inv)
 
 
-def _lists(runner: Runner) -> dict[str, list[str]]:
-    out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
-    data = json.loads(out)
-    if not isinstance(data, dict):
-        raise ValueError(f"salt-key -L answered {out[:200]!r}")
-    return {k: [str(x) for x in v] for k, v in data.items() if isinstance(v, list)}
-
-
 def cmd_check(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
+    from fleet.master import keys
     from fleet.master.runner import CommandError, pki_dir, runner_for
 
     runner = runner_for(args.salt_config)
@@ -80,13 +71,13 @@ def cmd_check(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
         if not accepted_dir.is_dir():  # salt-key would list nothing, as if no key existed
             raise FileNotFoundError(f"{accepted_dir}: no such directory (is "
                                     f"{args.salt_config} this master's config dir?)")
-        report = compare(inv, _lists(runner))
+        report = compare(inv, keys.key_lists(runner))
         removed = []
         if args.remove and (report.stray or report.retired):
             for key in [*report.stray, *report.retired]:
-                runner.run(["salt-key", "-y", "-d", key], timeout=60).check()
+                keys.delete_key(runner, key)
                 removed.append(key)
-            report = compare(inv, _lists(runner))
+            report = compare(inv, keys.key_lists(runner))
             report.removed = removed
     except (CommandError, OSError, ValueError) as exc:
         print(f"fleet keys: {exc}", file=sys.stderr)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_actions, output_options
 from fleet.context import Context
 from fleet.exitcodes import Exit
-from fleet.output import node_entry
+from fleet.output import highstate_node
 
 if TYPE_CHECKING:
-    from fleet.lab.highstate import NodeResult
+    from fleet.master.highstate import NodeResult
 
 DESCRIPTION = ("Bring up the lab: the inventory through lab/overlay.yaml as systemd "
                "containers converged by a local Salt master.")
@@ -45,11 +45,6 @@ def register(sub: Any, parents: Parents) -> None:
                  help="re-render the lab and apply the highstate on every node")
 
 
-def _nodes(results: list[NodeResult]) -> list[dict[str, Any]]:
-    return [node_entry(r.minion, "failed" if r.failed else "ok", r.seconds, r.failures,
-                       vars(r)) for r in results]
-
-
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.lab import lab
     from fleet.lab.paths import LabOSError, Paths
@@ -71,7 +66,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
             doc["timings"] = timings.steps
             if args.timings:
                 Path(args.timings).write_text(json.dumps(
-                    {"timings": timings.steps, "results": [vars(r) for r in results]},
+                    {"timings": timings.steps, "results": [r.as_json() for r in results]},
                     indent=2))
         elif args.lab_verb == "down":
             lab.down(paths, everything=args.everything)
@@ -85,5 +80,5 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"fleet lab: {exc}", file=sys.stderr)
         return Exit.FAILED
     if ctx.out.json:
-        ctx.out.emit({**doc, "nodes": _nodes(results)})
-    return Exit.FAILED if any(r.failed for r in results) else Exit.OK
+        ctx.out.emit({**doc, "nodes": [highstate_node(r) for r in results]})
+    return Exit.FAILED if any(r.status.bad for r in results) else Exit.OK

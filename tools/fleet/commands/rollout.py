@@ -164,6 +164,7 @@ def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
     from fleet.bmc.connect import client_for
     from fleet.health.run import check
     from fleet.master.runner import runner_for
+    from fleet.master.salt import Salt
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
 
@@ -173,8 +174,9 @@ def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
         return check(inv, [node], runner, lambda _m: None,
                      salt_timeout=args.salt_timeout)[0].problems
 
-    return Parts(runner=runner, apply=SaltApply(runner),
-                 reboot=BmcReboot(runner,
+    salt = Salt(runner)
+    return Parts(runner=runner, apply=SaltApply(salt),
+                 reboot=BmcReboot(salt,
                                   lambda n: client_for(inv.nodes[n], bmc_options(args, n))),
                  health=health, boot_mode=boot_mode_store(args, inv))
 

@@ -1,4 +1,6 @@
-"""Rotate a minion's identity on the Salt master: delete the old key (``salt-key -d``),
+"""The master's minion keys through ``salt-key``: the lists (:func:`key_lists`), a key's
+deletion (:func:`delete_key`), the master's own fingerprint (:func:`master_finger`); and
+a minion's identity rotated (:class:`MinionKeys`): delete the old key (``salt-key -d``),
 generate a new pair (``salt-key --gen-keys``), accept the new public key in advance by
 placing it in the master's ``pki_dir/minions/<id>``, keep the private key (0600) in the
 node's state directory until the installer fetches it once.
@@ -29,6 +31,20 @@ def master_finger(pki_dir: Path) -> str | None:
     return str(salt.utils.crypt.pem_finger(str(pub), sum_type="sha256"))
 
 
+def key_lists(runner: Runner) -> dict[str, list[str]]:
+    """``salt-key -L --out=json``: the key ids by list (minions, minions_pre, ...)."""
+    out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
+    data = json.loads(out)
+    if not isinstance(data, dict):
+        raise ValueError(f"salt-key -L answered {out[:200]!r}")
+    return {k: [str(x) for x in v] for k, v in data.items() if isinstance(v, list)}
+
+
+def delete_key(runner: Runner, key: str) -> None:
+    """``salt-key -y -d KEY``."""
+    runner.run(["salt-key", "-y", "-d", key], timeout=60).check()
+
+
 class MinionKeys:
     def __init__(self, runner: Runner, pki_dir: Path) -> None:
         self.runner = runner
@@ -36,12 +52,11 @@ class MinionKeys:
 
     def status(self, node: str) -> list[str]:
         """Where the master holds keys for ``node``: accepted, pending, rejected, denied."""
-        out = self.runner.run(["salt-key", "-L", "--out=json"]).check().stdout
-        lists = json.loads(out)
+        lists = key_lists(self.runner)
         return [label for key, label in KEY_LISTS.items() if node in lists.get(key, [])]
 
     def delete(self, node: str) -> None:
-        self.runner.run(["salt-key", "-y", "-d", node]).check()
+        delete_key(self.runner, node)
         for sub in KEY_LISTS:  # salt-key leaves a denied key in place; none may remain
             path = self.pki_dir / sub / node
             if path.exists():

@@ -12,6 +12,7 @@ from fleet.master import layout
 from fleet.master.journal import Journal
 from fleet.master.keys import MinionKeys
 from fleet.master.runner import Runner
+from fleet.master.salt import Salt
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.tokens import TokenStore
 
@@ -82,6 +83,10 @@ class Context:
     @property
     def public_key_file(self) -> Path:
         return layout.public_key(self.node_dir)
+
+    @property
+    def salt(self) -> Salt:
+        return Salt(self.runner, poll=min(self.options.poll, 3.0))
 
     def is_slurm_node(self) -> bool:
         return self.node.has("slurm.compute")

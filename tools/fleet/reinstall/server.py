@@ -467,12 +467,13 @@ def node_addresses(inv: Any) -> dict[str, str]:
 
 def salt_key_revoker(config_dir: Path) -> KeyRevoker:
     """Removes a node's accepted key with the real ``salt-key -c config_dir``."""
+    from fleet.master.keys import delete_key
     from fleet.master.runner import runner_for
 
     runner = runner_for(config_dir)
 
     def revoke(node: str) -> None:
-        runner.run(["salt-key", "-y", "-d", node]).check()
+        delete_key(runner, node)
 
     return revoke
 

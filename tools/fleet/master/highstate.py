@@ -1,11 +1,15 @@
-"""What one node's highstate return means: ok, changed, failed (which states, why), or
-no return at all. Pure functions over Salt's return data (tested on recorded returns)."""
+"""What one node's highstate return means: ok, changed, failed (which states, why), lost,
+or no return at all. The one verdict of fleet apply, fleet rollout, fleet reinstall's
+converge and the lab; pure functions over Salt's return data (tested on recorded
+returns)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from fleet.master.salt import Lost
 
 
 class Status(StrEnum):
@@ -38,6 +42,7 @@ class NodeResult:
     changed: int = 0
     failed: list[FailedState] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # render errors, other non-state returns
+    changes: list[str] = field(default_factory=list)  # the ids of the states that changed
     returned_s: float | None = None  # seconds from publish to the return
     run_s: float | None = None       # sum of the states' own durations
     jid: str | None = None
@@ -53,6 +58,13 @@ class NodeResult:
         if self.status.bad:
             return self.why
         return ""
+
+    def problems(self) -> list[str]:
+        """Every reason the node is not ok, one line each (none when it is)."""
+        out = [f"{f.state_id} ({f.function}): {_one_line(f.comment, 300)}"
+               for f in self.failed]
+        out += [_one_line(e, 300) for e in self.errors]
+        return out + ([self.why] if self.why else [])
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -70,16 +82,17 @@ def _round(v: float | None) -> float | None:
 
 
 def _one_line(text: str, width: int = 160) -> str:
-    line = " ".join(text.split())
+    """Printable, on one line, cut at ``width`` (a minion's text reaches a terminal)."""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def _function(key: str) -> tuple[str, str]:
-    """``file_|-id_|-name_|-managed`` -> (``file.managed``, ``name``)."""
+def _function(key: str) -> tuple[str, str, str]:
+    """``file_|-id_|-name_|-managed`` -> (``file.managed``, ``id``, ``name``)."""
     parts = key.split("_|-")
     if len(parts) == 4:
-        return f"{parts[0]}.{parts[3]}", parts[2]
-    return key, ""
+        return f"{parts[0]}.{parts[3]}", parts[1], parts[2]
+    return key, key, ""
 
 
 def classify(node: str, ret: Any, retcode: int | None, *, test: bool) -> NodeResult:
@@ -94,14 +107,15 @@ def classify(node: str, ret: Any, retcode: int | None, *, test: bool) -> NodeRes
             if isinstance(dur, (int, float)):
                 run_ms += float(dur)
             result = st.get("result")
+            fn, sid, name = _function(key)
             if result is False:
-                fn, name = _function(key)
                 res.failed.append(FailedState(
-                    state_id=str(st.get("__id__", key)), function=fn,
+                    state_id=str(st.get("__id__", sid)), function=fn,
                     name=str(st.get("name", name)), sls=str(st.get("__sls__", "")),
                     comment=str(st.get("comment", ""))))
             elif st.get("changes") or (test and result is None):
                 res.changed += 1
+                res.changes.append(str(st.get("__id__", sid)))
         res.run_s = run_ms / 1000
     elif isinstance(ret, list):
         res.errors = [str(e) for e in ret] or ["empty error list"]
@@ -130,3 +144,32 @@ def classify_plain(node: str, ret: Any, retcode: int | None) -> NodeResult:
         res.status = Status.FAILED
         res.errors = [f"returned {str(ret)[:300]!r} (retcode {retcode})"]
     return res
+
+
+def judge(node: str, ret: object, *, jid: str | None = None) -> NodeResult:
+    """A node's highstate as fleet.master.salt collected it from the job cache: its
+    return, a :class:`~fleet.master.salt.Lost` (the minion no longer ran the job), or
+    None (no return by the deadline)."""
+    if ret is None:
+        res = NodeResult(node=node, status=Status.NO_RETURN,
+                         why=f"no return of job {jid} by the deadline")
+    elif isinstance(ret, Lost):
+        res = NodeResult(node=node, status=Status.LOST, why=str(ret))
+    else:
+        res = classify(node, ret, None, test=False)
+    res.jid = jid
+    return res
+
+
+def describe(res: NodeResult) -> str:
+    """One line for a step's message or a journal: the counts, or what went wrong."""
+    if not res.status.bad:
+        return f"{res.states} states ok, {res.changed} changed"
+    if res.failed:
+        first = res.failed[0]
+        return (f"{len(res.failed)} of {res.states} state(s) failed: "
+                + ", ".join(_one_line(f.state_id, 80) for f in res.failed[:5])
+                + f" ({_one_line(first.comment)})")
+    if res.status is Status.FAILED:
+        return "no state results: " + _one_line("; ".join(res.errors), 300)
+    return res.why
