@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -48,12 +49,14 @@ class StderrTee:
         self.inner = inner
         self.lines: list[str] = []
         self._part = ""
+        self._lock = threading.Lock()  # a parallel reinstall's threads all say things
 
     def write(self, text: str) -> int:
-        self._part += text
-        *done, self._part = self._part.split("\n")
-        self.lines.extend(line for line in done if line.strip())
-        return self.inner.write(text)
+        with self._lock:
+            self._part += text
+            *done, self._part = self._part.split("\n")
+            self.lines.extend(line for line in done if line.strip())
+            return self.inner.write(text)
 
     def flush(self) -> None:
         self.inner.flush()
