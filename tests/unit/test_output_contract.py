@@ -152,6 +152,14 @@ def test_each_exit_code_is_reached_with_its_one_meaning(code: Exit, tmp_path: Pa
         assert doc["added"]
 
 
+def test_a_usage_error_is_exit_2_with_its_document(tmp_path: Path) -> None:
+    """argparse's own refusals too: not a number where one is wanted."""
+    r = fleet(["apply", "--batch", "x", "-i", str(SMALL), "--json"], tmp_path)
+    assert r.returncode == Exit.USAGE
+    assert "--batch" in document(r, "apply")["errors"][0]["message"]
+    assert "usage: fleet apply" in r.stderr
+
+
 def test_a_bug_is_exit_70_with_its_document(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """No input reaches a bug on purpose: a verb that raises one stands in for it."""

@@ -12,12 +12,27 @@ import sys
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from fleet import __version__
 from fleet.cliparts import common_options
 from fleet.commands import VERBS, module_name
 from fleet.exitcodes import Exit, for_signal
 from fleet.exitcodes import summary as exit_summary
+
+
+class UsageError(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors main() reports (a JSON document with --json)
+    instead of exiting from inside parse_args; its subparsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self, message)
 
 
 def _chosen(argv: Sequence[str]) -> str | None:
@@ -29,7 +44,7 @@ def _chosen(argv: Sequence[str]) -> str | None:
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser, every verb listed; the full arguments only for the verb argv names
     (None: all of them, e.g. for the docs' checks)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fleet",
         description="Declarative provisioning for a GPU datacenter: validate inventory.yaml "
                     "and render Salt pillars and PXE boot configs from it.",
@@ -54,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from fleet.context import Context
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv).parse_args(argv)
+    try:
+        args = build_parser(argv).parse_args(argv)
+    except UsageError as exc:
+        return _usage(exc, argv)
     module = _module(args.verb)
     ctx = Context.of(args)
     ctx.out.capture_stderr()
@@ -75,6 +93,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         ctx.out.release_stderr()
     ctx.out.finish(code)
     return code
+
+
+def _usage(exc: UsageError, argv: Sequence[str]) -> int:
+    """A usage error, as argparse says it (usage and message on stderr), exit 2; with
+    --json also the one document."""
+    from fleet.output import Output
+
+    exc.parser.print_usage(sys.stderr)
+    print(f"{exc.parser.prog}: error: {exc}", file=sys.stderr)
+    chosen = _chosen(argv)
+    out = Output(chosen if chosen in VERBS else "", json_mode="--json" in argv, quiet=False,
+                 verbose=False)
+    out.error(str(exc))
+    out.finish(Exit.USAGE)
+    return Exit.USAGE
 
 
 def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
