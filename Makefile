@@ -117,13 +117,13 @@ $(LAB_STAMP): tools/install-lab-deps.sh
 lab-deps: $(STAMP) $(LAB_STAMP)
 
 lab: lab-deps
-	$(BIN)/python -m fleet.lab up -v
+	$(BIN)/fleet lab up -v
 
 lab-down: $(STAMP)
-	$(BIN)/python -m fleet.lab down -v
+	$(BIN)/fleet lab down -v
 
 lab-clean: $(STAMP)
-	$(BIN)/python -m fleet.lab down -v --all
+	$(BIN)/fleet lab down -v --all
 
 test-lab: lab-deps
 	FLEET_LAB=1 $(BIN)/pytest tests/lab -v --durations=10

@@ -1,4 +1,4 @@
-"""`fleet lab ...` is a verb of `fleet` (docs/lab.md), not only `python -m fleet.lab`."""
+"""`fleet lab ...` is a verb of `fleet` (docs/lab.md): the Makefile's lab targets run it."""
 
 from __future__ import annotations
 

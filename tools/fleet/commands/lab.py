@@ -1,5 +1,5 @@
-"""``fleet lab up|down|status|apply`` (also ``python -m fleet.lab ...``): the containerized
-lab (docs/lab.md). Its inventory is always the checkout's ``inventory.yaml`` through
+"""``fleet lab up|down|status|apply``: the containerized lab (docs/lab.md; the Makefile's
+lab targets run it). Its inventory is always the checkout's ``inventory.yaml`` through
 ``lab/overlay.yaml``, so ``lab`` takes the output options of every verb (--json, -q, -v,
 --debug) but not -i or --overlay."""
 
