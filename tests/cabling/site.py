@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from support.cli import ROOT, SMALL
+from support.venvbin import venv_bin
 
 ALL = ["head-01", "gpu-01", "gpu-02", "gpu-03", "gpu-04", "stor-1", "stor-2"]
 # the small inventory's prov ports on sw1
@@ -55,8 +56,7 @@ class Site:
     salt_broken: bool = False
 
     def write_standin(self) -> Path:
-        bin_dir = self.tmp / "standin-bin"
-        bin_dir.mkdir(exist_ok=True)
+        bin_dir = venv_bin(self.tmp / "standin-venv")  # the salt STAND-IN beside python
         state = self.tmp / "standin.json"
         state.write_text(json.dumps({"answers": self.answers, "broken": self.salt_broken}))
         salt = bin_dir / "salt"  # STAND-IN for the salt CLI: cmd.run_all only
@@ -86,7 +86,7 @@ print(json.dumps({{n: a for n, a in st["answers"].items() if n in nodes}}))
         bin_dir = self.write_standin()
         conf = self.tmp / "salt-conf"
         conf.mkdir(exist_ok=True)
-        argv = [sys.executable, "-m", "fleet", "cabling", "-i", str(SMALL),
+        argv = [str(bin_dir / "python"), "-m", "fleet", "cabling", "-i", str(SMALL),
                 "--salt-config", str(conf), "--salt-timeout", "7",
                 *(["--json"] if json_out else []), *args]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),

@@ -17,7 +17,7 @@ def test_cabled_as_inventoried_is_ok_with_one_bounded_salt_call(tmp_path: Path) 
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["ok"] is True and doc["target"] == "*"
-    assert {n: v["verdict"] for n, v in doc["nodes"].items()} == dict.fromkeys(ALL, "ok")
+    assert {v["node"]: v["verdict"] for v in doc["nodes"]} == dict.fromkeys(ALL, "ok")
     assert doc["counts"] == {"ok": 7}
     gpu1 = next(f for f in doc["findings"] if f["node"] == "gpu-01")
     assert gpu1 == {"node": "gpu-01", "interface": "prov", "status": "ok",
@@ -56,7 +56,7 @@ def test_target_asks_only_its_nodes(tmp_path: Path) -> None:
     rc, out, err = site.run("gpu-0[1-2],head-01")
     assert rc == 0, err
     doc = json.loads(out)
-    assert set(doc["nodes"]) == {"gpu-01", "gpu-02", "head-01"}
+    assert {v["node"] for v in doc["nodes"]} == {"gpu-01", "gpu-02", "head-01"}
     assert {f["node"] for f in doc["findings"]} == {"gpu-01", "gpu-02", "head-01"}
     (call,) = site.calls()
     assert sorted(call[call.index("-L") + 1].split(",")) == ["gpu-01", "gpu-02", "head-01"]
@@ -84,12 +84,15 @@ def test_silent_minion_and_stopped_lldpd_are_not_observed(tmp_path: Path) -> Non
     rc, out, _ = site.run()
     doc = json.loads(out)
     assert rc == 5 and doc["ok"] is False
-    assert doc["nodes"]["stor-2"] == {"verdict": "unknown",
-                                      "error": "the minion did not answer"}
-    assert doc["nodes"]["stor-1"]["verdict"] == "unknown"
-    assert "lldpcli exited 1" in doc["nodes"]["stor-1"]["error"]
-    assert "is lldpd running" in doc["nodes"]["stor-1"]["error"]
-    assert doc["nodes"]["gpu-04"]["verdict"] == "problems"
+    nodes = {v["node"]: v for v in doc["nodes"]}
+    assert nodes["stor-2"] == {"node": "stor-2", "status": "unknown", "seconds": None,
+                               "problems": ["the minion did not answer"],
+                               "verdict": "unknown", "error": "the minion did not answer"}
+    assert nodes["stor-1"]["verdict"] == "unknown"
+    assert "lldpcli exited 1" in nodes["stor-1"]["error"]
+    assert "is lldpd running" in nodes["stor-1"]["error"]
+    assert nodes["gpu-04"]["verdict"] == "problems"
+    assert nodes["gpu-04"]["problems"] == ["prov: missing"]
     assert doc["counts"] == {"missing": 1, "not_observed": 2, "ok": 4}
 
 

@@ -68,8 +68,10 @@ def test_maintenance_stays_maintenance(inv: Inventory) -> None:
 
 
 @pytest.mark.parametrize("doc", [None, [], "x", 3, {}, {"nodes": []}, {"nodes": {"gpu-01": 3}},
-                                 {"nodes": {"gpu-01": {}}, "findings": [None, 1, {"node": 2}]},
-                                 {"nodes": {"gpu-01": {"verdict": "problems"}},
+                                 {"nodes": [3, None, {"node": 5}]},
+                                 {"nodes": [{"node": "gpu-01"}],
+                                  "findings": [None, 1, {"node": 2}]},
+                                 {"nodes": [{"node": "gpu-01", "verdict": "problems"}],
                                   "findings": [{"node": "gpu-01", "status": "missing",
                                                 "expected": "x", "found": [1]}]}])
 def test_any_document_is_tolerated(inv: Inventory, doc: Any) -> None:

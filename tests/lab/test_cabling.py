@@ -75,7 +75,7 @@ def test_cabled_as_inventoried_then_a_swap(lab: Lab, switch: StandinSwitch) -> N
     _wait_heard(lab, switch, list(switch.ends))
     rc, doc, err = cabling(lab)
     assert rc == 0, (err, doc)
-    assert {n: v["verdict"] for n, v in doc["nodes"].items()} == dict.fromkeys(
+    assert {v["node"]: v["verdict"] for v in doc["nodes"]} == dict.fromkeys(
         node_ids(), "ok")
     assert doc["counts"] == {"ok": len(node_ids())}
 

@@ -36,6 +36,28 @@ def test_the_readme_lists_the_exit_codes_of_the_enum() -> None:
     assert f"Exit codes: {summary()}." in readme
 
 
+def test_the_output_doc_tables_the_exit_codes_of_the_enum() -> None:
+    """docs/output.md's table: every code of fleet.exitcodes with its meaning, no other."""
+    from fleet.exitcodes import MEANING
+
+    text = (ROOT / "docs" / "output.md").read_text(encoding="utf-8")
+    table = text.split("## Exit codes", 1)[1]
+    rows = dict(re.findall(r"^\| (\d+) \| ([^|]+?) \|$", table, flags=re.M))
+    assert rows == {str(int(code)): meaning for code, meaning in MEANING.items()}
+
+
+def test_the_readme_lists_every_verb_of_the_registry_in_order() -> None:
+    """The README's verb table: one row per verb of fleet.commands.VERBS, in --help's order."""
+    from fleet.commands import VERBS
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("`fleet` (in `.venv/bin`) has these verbs", 1)[1].split("\n\n", 2)[1]
+    cells = [re.split(r"(?<!\\)\|", row)[1] for row in table.splitlines()[2:]]
+    named = [re.findall(r"`([a-z-]+)", cell) for cell in cells]
+    listed = list(dict.fromkeys(w for words in named for w in words if w in VERBS))
+    assert listed == list(VERBS)
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_links_stay_inside_the_repository(doc: Path) -> None:
     for target in LINK.findall(doc.read_text(encoding="utf-8")):

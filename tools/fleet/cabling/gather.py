@@ -15,7 +15,7 @@ from typing import Any
 
 from fleet.cabling.lldp import LldpFormatError, Neighbour, neighbours
 from fleet.health.parse import clean
-from fleet.reinstall.commands import Runner
+from fleet.master.runner import Runner
 
 LLDPCLI = "lldpcli -f json show neighbors"
 # a node with 4 NICs and a neighbour each answers in about 6 KB; 4096 neighbours
@@ -37,20 +37,16 @@ class Observed:
 
 def salt_run_all(runner: Runner, nodes: Sequence[str], command: str, timeout: float,
                  gather: float) -> dict[str, Any]:
-    """``salt -L NODES cmd.run_all COMMAND``: the one Salt call (to move to
-    fleet.master.salt once it exists). A minion that is down costs the CLI's ``timeout``,
-    then the master's ``gather`` (find_job) seconds; the whole call is bounded by both."""
-    from fleet.reinstall.saltjobs import json_dict
+    """``salt -L NODES cmd.run_all COMMAND`` through the one Salt client
+    (fleet.master.salt). A minion that is down costs the CLI's ``timeout``, then the
+    master's ``gather`` (find_job) seconds; the call is bounded by both."""
+    from fleet.master.salt import MasterError, Salt
 
-    res = runner.run(["salt", "-L", ",".join(nodes), "cmd.run_all", command,
-                      "python_shell=False", f"-t{timeout:g}", "--out=json", "--static"],
-                     timeout=timeout + gather + 30)
-    data = json_dict(res)
-    if not data and res.returncode != 0:
-        lines = (res.stderr.strip() or res.stdout.strip()).splitlines()
-        raise MasterDownError(f"`salt cmd.run_all` exited {res.returncode}"
-                              + (f": {clean(lines[-1], 300)}" if lines else ""))
-    return data
+    try:
+        return Salt(runner).call(nodes, "cmd.run_all", command, "python_shell=False",
+                                 timeout=timeout, bound=timeout + gather + 30)
+    except MasterError as exc:
+        raise MasterDownError(clean(str(exc), 300)) from exc
 
 
 def read_answer(answer: Any) -> list[Neighbour]:

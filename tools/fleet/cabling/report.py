@@ -75,6 +75,19 @@ def _finding(f: Finding) -> dict[str, Any]:
             {"switch": f.seen_switch, "port": f.seen_port, "port_id": f.seen_port_id}}
 
 
+def _node(node: str, verdict: str, error: str | None,
+          findings: Sequence[Finding]) -> dict[str, Any]:
+    """A node in the output contract's shape (fleet.output): its verdict as its status,
+    each NIC not where the inventory says (or the node's error) as a problem."""
+    from fleet.output import node_entry
+
+    problems = [f"{f.interface}: {f.status.replace('_', ' ')}" for f in ordered(findings)
+                if f.node == node and f.status not in ("ok", "not_observed")]
+    if error:
+        problems.append(error)
+    return node_entry(node, verdict, None, problems, {"verdict": verdict, "error": error})
+
+
 def document(target: str, findings: Sequence[Finding], nodes: Sequence[str],
              errors: dict[str, str], wall: float,
              left_out: dict[str, list[str]]) -> dict[str, Any]:
@@ -83,7 +96,7 @@ def document(target: str, findings: Sequence[Finding], nodes: Sequence[str],
     return {
         "target": target,
         "ok": all(v == "ok" for v in verdict.values()),
-        "nodes": {n: {"verdict": verdict[n], "error": errors.get(n)} for n in nodes},
+        "nodes": [_node(n, verdict[n], errors.get(n), findings) for n in nodes],
         "findings": [_finding(f) for f in ordered(findings)],
         "counts": dict(sorted(Counter(f.status for f in findings).items())),
         "left_out": left_out,

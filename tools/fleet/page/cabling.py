@@ -28,10 +28,11 @@ def _where(value: Any) -> str:
 
 def per_node(doc: Any, text: Any) -> dict[str, Cabling]:
     """``text``: view.text (one line, clipped). Per node the document names."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
         return {}
     out: dict[str, Cabling] = {}
-    for host, rec in doc["nodes"].items():
+    for rec in doc["nodes"]:
+        host = rec.get("node") if isinstance(rec, dict) else None
         if isinstance(host, str) and isinstance(rec, dict):
             verdict = text(rec.get("verdict"))
             why = f" ({text(rec['error'])})" if rec.get("error") else ""
