@@ -34,7 +34,8 @@ ARGV: dict[str, list[str]] = {
     "reinstall": ["gpu-01", "--state-dir", "{tmp}/reinstall"],
     "endpoint": ["--bind", "127.0.0.1:0", "--state-dir", "{tmp}/reinstall"],
     "pxe": ["status"], "power": ["status", "gpu-01"], "console": ["gpu-01"],
-    "node": ["list"], "ports": [], "cabling": ["gpu-01"], "keys": ["check"], "page": ["--out", "{tmp}/page"],
+    "node": ["list"], "ports": [], "cabling": ["gpu-01"], "keys": ["check"],
+    "page": ["--out", "{tmp}/page"],
     "mkv": ["show", "data"], "lab": ["status"],
 }
 # the verbs whose first contact is the Salt master (rollout and reinstall first ask
