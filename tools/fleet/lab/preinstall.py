@@ -30,6 +30,7 @@ import logging
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,11 @@ def images(paths: Paths, plan: Plan, base: str) -> dict[str, str]:
     """hostname -> its image: ``base`` with what its highstate installs; older images of
     that repository that no node uses any more are pruned."""
     sets = node_sets(paths, plan)
-    tags = {nset: build(paths, base, nset)[0] for nset in dict.fromkeys(sets.values())}
+    distinct = list(dict.fromkeys(sets.values()))
+    # at once: mostly downloads, and each set in its own builder container
+    with ThreadPoolExecutor(max_workers=len(distinct) or 1) as pool:
+        built = list(pool.map(lambda nset: build(paths, base, nset)[0], distinct))
+    tags = dict(zip(distinct, built, strict=True))
     _prune(paths, base, set(tags.values()))
     return {host: tags[nset] for host, nset in sets.items()}
 
