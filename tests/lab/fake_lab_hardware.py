@@ -9,7 +9,8 @@ A node's boot order has PXE first, as in the datacenter, so every power-on or re
 the head node's nginx for the node's boot script (``/state/<mac>.ipxe``, what iPXE
 chains). The install script means an install:
 
-1. the "disk" is wiped: the container is recreated from the bare lab image, without a
+1. the "disk" is wiped: the container is recreated from the node's lab image (its
+   roles' packages installed, their services disabled: fleet.lab.preinstall), without a
    minion key or config (salt-minion does not start while the installer runs);
 2. the installer fetches the node's own autoinstall user-data from the head node, from
    the node's address, and runs its late-commands in order, with ``/target`` the new

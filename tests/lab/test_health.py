@@ -90,7 +90,7 @@ def healthy_lab(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         _rc, rep = fleet_health(lab, state, f"{GPU},{HAND},{STOR}")
         bad = {n: problems(v) for n, v in nodes(rep).items() if not v["healthy"]}
         return "healthy" if rep["ok"] else print(f"[health] not yet: {bad}")
-    poll("the lab's GPU and storage nodes healthy", all_healthy, timeout=300, interval=10)
+    poll("the lab's GPU and storage nodes healthy", all_healthy, timeout=300, interval=3)
     yield state
 
 
@@ -160,7 +160,7 @@ def test_finds_stopped_slurmd_and_unmounted_disk_drains_and_resumes(
         def healthy_again() -> dict[str, Any] | None:
             rc, rep = fleet_health(lab, state, target, "--resume")
             return rep if rc == 0 else None
-        rep = poll("fleet health --resume to pass", healthy_again, timeout=240, interval=10)
+        rep = poll("fleet health --resume to pass", healthy_again, timeout=240, interval=3)
         acts = {n: v["action"] and v["action"]["action"] for n, v in nodes(rep).items()}
         assert acts[GPU] == "resume" or slurm_state(lab, GPU) == "idle"
         assert acts[HAND] == "leave"

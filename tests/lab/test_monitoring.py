@@ -131,26 +131,55 @@ def _gpus_seen(lab: Lab, node: str) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
+def _firing(lab: Lab, name: str) -> set[str]:
+    """The nodes for which alert ``name`` is firing (Prometheus's /api/v1/alerts)."""
+    return {a.node for a in alerts.fetch(_prometheus(lab))
+            if a.name == name and a.state == "firing"}
+
+
+def _hold_s(lab: Lab, name: str) -> float:
+    """The rendered rule's ``for:`` in seconds (site.monitoring.thresholds.for_s)."""
+    rules = [r for g in lab.pillar("monitoring")["monitoring"]["rules"]["groups"]
+             for r in g["rules"] if r["alert"] == name]
+    text = rules[0]["for"]
+    return float(text[:-1]) * (60 if text.endswith("m") else 1)
+
+
 def test_gpu_collector_and_the_gpu_count_alert(lab: Lab) -> None:
-    node = lab.with_role("nvidia")[0].hostname
+    """Every GPU node's stand-in shows all its GPUs: GpuMissing fires for none; one node's
+    shows 7 of 8: GpuMissing fires for exactly that node, after the lab's short hold
+    (lab/overlay.yaml, site.monitoring.thresholds.for_s.GpuMissing)."""
+    gpu_nodes = [n.hostname for n in lab.with_role("nvidia")]
+    node = gpu_nodes[0]
     expected = lab.pillar(f"nodes/{node}")["node"]["hardware"]["gpu"]["count"]
     assert expected == 8
     interval = _site(lab)["interval_s"]
+    hold = _hold_s(lab, "GpuMissing")
+    assert hold <= 6 * interval, f"the lab's GpuMissing hold is {hold} s, not short"
     try:
-        _write_stand_in(lab, node, expected)
-        poll(f"Prometheus sees {expected} GPUs on {node}",
-             lambda: _gpus_seen(lab, node) == expected or None, timeout=10 * interval)
-        poll(f"GpuMissing inactive for {node}",
-             lambda: _alert(lab, "GpuMissing", node) is None or None, timeout=10 * interval)
+        for other in gpu_nodes:
+            _write_stand_in(lab, other, expected)
+        poll(f"Prometheus sees {expected} GPUs on {', '.join(gpu_nodes)}",
+             lambda: all(_gpus_seen(lab, n) == expected for n in gpu_nodes) or None,
+             timeout=10 * interval)
+        poll("GpuMissing inactive for every GPU node",
+             lambda: all(_alert(lab, "GpuMissing", n) is None for n in gpu_nodes) or None,
+             timeout=10 * interval)
         temps = _query(lab, f'DCGM_FI_DEV_GPU_TEMP{{node="{node}"}}')
         assert len(temps) == expected
         _write_stand_in(lab, node, expected - 1)
-        alert = poll(f"GpuMissing for {node} (7 of 8)",
-                     lambda: _alert(lab, "GpuMissing", node), timeout=10 * interval)
-        # pending first: the rule holds for 5 minutes before it fires
+        firing = poll(f"GpuMissing firing for {node} (7 of 8)",
+                      lambda: _firing(lab, "GpuMissing") or None,
+                      timeout=hold + 10 * interval)
+        assert firing == {node}
+        alert = _alert(lab, "GpuMissing", node)
+        assert alert is not None and alert.state == "firing"
         assert alert.labels["gpus_expected"] == str(expected)
+        assert alert.severity == "critical"
     finally:
         _write_stand_in(lab, node, expected)
+    poll(f"GpuMissing for {node} gone", lambda: _alert(lab, "GpuMissing", node) is None or None,
+         timeout=10 * interval)
 
 
 IB_FIXTURE = "/tmp/fleet-fixture-sys"

@@ -114,3 +114,22 @@ def test_thresholds_come_from_site_monitoring() -> None:
     assert rules["SlurmNodesDrainedLong"]["expr"].endswith(f"> {6 * 3600}")
     pillar = monitoring.pillar(inv)
     assert (pillar["retention_days"], pillar["storage_path"]) == (90, "/srv/prometheus")
+
+
+def test_each_alert_waits_as_long_as_the_inventory_says() -> None:
+    """``for:`` of every rule is ``site.monitoring.thresholds.for_s.<alert>``: one field per
+    rule, no field without a rule, today's durations by default."""
+    inv = parse(SITE.read_text(), str(SITE))
+    rules = {r["alert"]: r for g in monitoring.rules(inv)["groups"] for r in g["rules"]}
+    holds = inv.raw.site.monitoring.thresholds.for_s
+    assert sorted(rules) == sorted(type(holds).model_fields)
+    assert (rules["GpuMissing"]["for"], rules["NodeDown"]["for"],
+            rules["GpuXidErrors"]["for"]) == ("5m", "2m", "0m")
+    text = SITE.read_text().replace(
+        "  pxe_root: /srv/fleet/pxe\n",
+        "  pxe_root: /srv/fleet/pxe\n  monitoring:\n"
+        "    thresholds: {for_s: {GpuMissing: 10, NodeDown: 180}}\n")
+    rules = {r["alert"]: r for g in monitoring.rules(parse(text, str(SITE)))["groups"]
+             for r in g["rules"]}
+    assert (rules["GpuMissing"]["for"], rules["NodeDown"]["for"]) == ("10s", "3m")
+    assert rules["GpuHot"]["for"] == "10m"  # the others keep their defaults

@@ -39,3 +39,10 @@ def test_an_mkv_volume_port_on_the_exporters_port_is_rejected() -> None:
                                     "port: 3000, volume_port: 9100")
     problems = _problems(text)
     assert any("port 9100" in p and "prometheus-node-exporter" in p for p in problems), problems
+
+
+def test_alert_holds_are_strict() -> None:
+    problems = _problems(_with("  monitoring: {thresholds: {for_s: {GpuMissing: -1}}}\n"))
+    assert any("site.monitoring.thresholds.for_s.GpuMissing" in p for p in problems)
+    problems = _problems(_with("  monitoring: {thresholds: {for_s: {GpuMising: 10}}}\n"))
+    assert any("GpuMising" in p for p in problems)

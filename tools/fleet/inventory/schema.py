@@ -193,12 +193,55 @@ class SaltSpec(Model):
     minion key and call back there"""
 
 
+WEEK_S = 7 * 86400
+
+
+class AlertHolds(Model):
+    """How long each alert's condition must hold before it fires (Prometheus's ``for:``),
+    in seconds; 0 fires at the first rule evaluation that sees it. One field per alert
+    that fleet.render.monitoring writes (tests/monitoring/test_targets.py checks both
+    lists are one)."""
+
+    NodeDown: StrictInt = Field(default=120, ge=0, le=WEEK_S)
+    """seconds a node's exporter may be unreachable before NodeDown fires"""
+    FilesystemFull: StrictInt = Field(default=600, ge=0, le=WEEK_S)
+    """seconds a local filesystem may be over filesystem_used_percent"""
+    MkvVolumeFull: StrictInt = Field(default=600, ge=0, le=WEEK_S)
+    """seconds an mkv subvolume may be over mkv_volume_used_percent"""
+    ClockDrift: StrictInt = Field(default=600, ge=0, le=WEEK_S)
+    """seconds the clock may be off or unsynchronized"""
+    TextfileCollectorStale: StrictInt = Field(default=300, ge=0, le=WEEK_S)
+    """seconds a fleet collector's file may stay stale"""
+    GpuMissing: StrictInt = Field(default=300, ge=0, le=WEEK_S)
+    """seconds a GPU node may show fewer GPUs than its profile"""
+    GpuMetricsMissing: StrictInt = Field(default=600, ge=0, le=WEEK_S)
+    """seconds a GPU node may export no GPU metrics"""
+    GpuXidErrors: StrictInt = Field(default=0, ge=0, le=WEEK_S)
+    """seconds new Xid errors may be seen before the alert fires"""
+    GpuEccUncorrected: StrictInt = Field(default=0, ge=0, le=WEEK_S)
+    """seconds uncorrected ECC errors may rise before the alert fires"""
+    GpuHot: StrictInt = Field(default=600, ge=0, le=WEEK_S)
+    """seconds a GPU may be over gpu_temp_celsius"""
+    IbPortDown: StrictInt = Field(default=300, ge=0, le=WEEK_S)
+    """seconds an InfiniBand port may be not ACTIVE"""
+    IbPortMissing: StrictInt = Field(default=600, ge=0, le=WEEK_S)
+    """seconds a node may export fewer InfiniBand ports than its NICs"""
+    IbPortErrors: StrictInt = Field(default=0, ge=0, le=WEEK_S)
+    """seconds IB error counters may rise over ib_errors_per_15m"""
+    SlurmControllerDown: StrictInt = Field(default=120, ge=0, le=WEEK_S)
+    """seconds slurmctld may not answer"""
+    SlurmNodesDrainedLong: StrictInt = Field(default=0, ge=0, le=WEEK_S)
+    """seconds a node may stay drained past drained_hours"""
+    MkvVolumeDown: StrictInt = Field(default=120, ge=0, le=WEEK_S)
+    """seconds an mkv volume server may not answer"""
+    MkvMasterDown: StrictInt = Field(default=120, ge=0, le=WEEK_S)
+    """seconds an mkv array's master may not answer"""
+
+
 class MonitoringThresholds(Model):
     """When the alert rules fire (fleet.render.monitoring writes them into pillar
     monitoring:rules)."""
 
-    node_down_minutes: StrictInt = Field(default=2, ge=1, le=1440)
-    """minutes a node's exporter may be unreachable before NodeDown fires"""
     filesystem_used_percent: StrictInt = Field(default=85, ge=1, le=99)
     """percent used of any local filesystem (not an mkv data disk) at which FilesystemFull fires"""
     mkv_volume_used_percent: StrictInt = Field(default=80, ge=1, le=99)
@@ -212,6 +255,9 @@ class MonitoringThresholds(Model):
     """absolute clock offset in milliseconds (chrony/timex) at which ClockDrift fires"""
     gpu_temp_celsius: StrictInt = Field(default=90, ge=40, le=120)
     """GPU temperature at which GpuHot fires"""
+    for_s: AlertHolds = AlertHolds()
+    """seconds each alert's condition must hold before it fires (Prometheus `for:`), by
+    alert name"""
 
 
 class Monitoring(Model):

@@ -9,7 +9,18 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from fleet.lab import headtools, highstate, image, master, net, nodes, ntp, plan, ubuntu_image
+from fleet.lab import (
+    headtools,
+    highstate,
+    image,
+    master,
+    net,
+    nodes,
+    ntp,
+    plan,
+    preinstall,
+    ubuntu_image,
+)
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.plan import Plan
@@ -64,6 +75,15 @@ def build_image(paths: Paths) -> image.ImageResult:
     return image.build(paths)
 
 
+def node_images(paths: Paths, p: Plan, base: str) -> dict[str, str]:
+    """hostname -> its image: ``base`` with the packages its states install
+    (fleet.lab.preinstall), or ``base`` itself with FLEET_LAB_BARE=1 (every package
+    then comes from the first highstate, as before; docs/lab.md)."""
+    if os.environ.get("FLEET_LAB_BARE") == "1":
+        return {n.hostname: base for n in p.nodes}
+    return preinstall.images(paths, p, base)
+
+
 def provisioning_hosts(p: Plan) -> list[str]:
     return [n.hostname for n in p.nodes if "provisioning" in n.roles]
 
@@ -98,10 +118,12 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[NodeResult]]:
     master.write_lab_pillar(paths, mkv_artifact(paths))
     master.write_config(paths, p)
     t0 = t.mark("render", t0)
+    images = node_images(paths, p, img.tag)
+    t0 = t.mark("images with the states' packages", t0)
     net.ensure(paths, p)
     # the bridge (and the gateway address the master binds) exists once a container
     # is attached; the minions retry until the master answers
-    nodes.ensure(paths, p, img.tag)
+    nodes.ensure(paths, p, images)
     t0 = t.mark("containers", t0)
     for head in p.nodes:
         if "provisioning" in head.roles:
@@ -152,7 +174,7 @@ def down(paths: Paths, *, everything: bool = False) -> None:
     ntp.stop(paths)
     net.remove(paths)
     if everything:
-        for ref in (IMAGE, ubuntu_image.TAG):
+        for ref in (IMAGE, ubuntu_image.TAG, f"{IMAGE}-pkgs", f"{ubuntu_image.TAG}-pkgs"):
             out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
                             "--filter", f"reference={ref}", check=False).stdout
             for tag in out.split():

@@ -71,8 +71,9 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
             pm.podman(paths, "cp", str(src), f"{node.container}:{dst}")
 
 
-def ensure(paths: Paths, plan: Plan, image: str) -> list[str]:
-    """Create and start what is missing; returns the containers created."""
+def ensure(paths: Paths, plan: Plan, images: dict[str, str]) -> list[str]:
+    """Create and start what is missing (each node from ``images[hostname]``); returns
+    the containers created."""
     created = []
     for node in plan.nodes:
         if pm.exists(paths, "container", node.container):
@@ -82,10 +83,9 @@ def ensure(paths: Paths, plan: Plan, image: str) -> list[str]:
                 raise LabError(f"container {node.container} belongs to the lab of "
                                f"{owner or 'an unknown checkout'}: run `make lab-down` there "
                                f"(or `podman rm -f {node.container}`) first")
-            if info.get("ImageName") != image and info.get("Image", "") not in image:
-                pass  # an older image keeps running: `make lab-down` to rebuild nodes
+            # an older image keeps running: `make lab-down` to rebuild nodes
         else:
-            create(paths, plan, node, image)
+            create(paths, plan, node, images[node.hostname])
             created.append(node.container)
         state = pm.inspect(paths, node.container)["State"]
         if not state.get("Running"):

@@ -112,9 +112,9 @@ def targets(inv: Inventory) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _alert(name: str, expr: str, for_: str, severity: str, summary: str,
-           action: str) -> dict[str, Any]:
-    return {"alert": name, "expr": expr, "for": for_,
+def _alert(name: str, expr: str, severity: str, summary: str, action: str) -> dict[str, Any]:
+    """One rule; its ``for:`` is set in rules() from ``thresholds.for_s``."""
+    return {"alert": name, "expr": expr, "for": "",
             "labels": {"severity": severity},
             "annotations": {"summary": summary, "action": action}}
 
@@ -135,31 +135,31 @@ def rules(inv: Inventory) -> dict[str, Any]:
     gpu_counts = {n.profile.gpu.count for n in nodes if n.profile.gpu and n.has("nvidia")}
     ib_counts = {ib_ports(n) for n in nodes if ib_ports(n)}
     node_rules = [
-        _alert("NodeDown", 'up{job="node"} == 0', f"{t.node_down_minutes}m", "critical",
+        _alert("NodeDown", 'up{job="node"} == 0', "critical",
                "{{ $labels.node }}: its node exporter does not answer",
                "ping it and its BMC; `fleet health {{ $labels.node }}`"),
         _alert("FilesystemFull",
                f'100 * (1 - node_filesystem_avail_bytes{{{fs},mountpoint!~"{mkv_mounts}"}}'
                f' / node_filesystem_size_bytes) > {t.filesystem_used_percent}',
-               "10m", "warning",
+               "warning",
                "{{ $labels.node }}: {{ $labels.mountpoint }} is {{ $value | humanize }}% used",
                "free space (logs, /var/lib); a full / stops Salt and slurmd"),
         _alert("MkvVolumeFull",
                f'100 * (1 - node_filesystem_avail_bytes{{mountpoint=~"{mkv_mounts}"}}'
                f' / node_filesystem_size_bytes) > {t.mkv_volume_used_percent}',
-               "10m", "warning",
+               "warning",
                "{{ $labels.node }}: mkv subvolume {{ $labels.mountpoint }} is "
                "{{ $value | humanize }}% used",
                "rebalance or grow the array (`fleet mkv show ARRAY`)"),
         _alert("ClockDrift",
                f"abs(node_timex_offset_seconds) * 1000 > {t.clock_offset_ms}"
-               ' or node_timex_sync_status == 0', "10m", "warning",
+               ' or node_timex_sync_status == 0', "warning",
                "{{ $labels.node }}: the clock is off or not synchronized",
                "`chronyc tracking` on the node; check site.ntp_servers"),
         _alert("TextfileCollectorStale",
                'time() - node_textfile_mtime_seconds{file=~"(.*/)?fleet-[a-z]+[.]prom"}'
                f" > {stale_s}",
-               "5m", "warning",
+               "warning",
                "{{ $labels.node }}: {{ $labels.file }} is not being rewritten",
                "`systemctl status 'fleet-*-metrics.timer'` on the node"),
     ]
@@ -167,23 +167,23 @@ def rules(inv: Inventory) -> dict[str, Any]:
         _alert("GpuMissing",
                _by_count("gpus_expected", gpu_counts, "fleet_gpus_visible")
                if gpu_counts else "vector(0) > 1",
-               "5m", "critical",
+               "critical",
                "{{ $labels.node }}: {{ $value }} GPUs visible, its profile has "
                "{{ $labels.gpus_expected }}",
                "drain it (`fleet health {{ $labels.node }} --drain`), check Xid, reseat"),
         _alert("GpuMetricsMissing",
                'up{job="node",gpus_expected!=""} == 1 unless on(node) fleet_gpus_visible',
-               "10m", "warning",
+               "warning",
                "{{ $labels.node }}: no GPU metrics although its profile has GPUs",
                "`systemctl status fleet-gpu-metrics.timer` on the node"),
-        _alert("GpuXidErrors", "increase(fleet_gpu_xid_errors_total[30m]) > 0", "0m",
-               "critical",
+        _alert("GpuXidErrors", "increase(fleet_gpu_xid_errors_total[30m]) > 0", "critical",
                "{{ $labels.node }}: GPU {{ $labels.gpu }} logged Xid errors",
                "`journalctl -k | grep Xid` on the node; 48/79/94/95: drain and reset"),
-        _alert("GpuEccUncorrected", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[30m]) > 0", "0m",
-               "critical", "{{ $labels.node }}: GPU {{ $labels.gpu }} uncorrected ECC errors",
+        _alert("GpuEccUncorrected", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[30m]) > 0",
+               "critical",
+               "{{ $labels.node }}: GPU {{ $labels.gpu }} uncorrected ECC errors",
                "drain the node; a GPU reset clears volatile counts"),
-        _alert("GpuHot", f"DCGM_FI_DEV_GPU_TEMP > {t.gpu_temp_celsius}", "10m", "warning",
+        _alert("GpuHot", f"DCGM_FI_DEV_GPU_TEMP > {t.gpu_temp_celsius}", "warning",
                "{{ $labels.node }}: GPU {{ $labels.gpu }} at {{ $value }} C",
                "check fans and airflow of the box"),
     ]
@@ -193,42 +193,49 @@ def rules(inv: Inventory) -> dict[str, Any]:
         f'label_replace(increase(node_infiniband_{c}[15m]), "counter", "{c}", "", "")'
         for c in IB_ERRORS) + ")"
     ib_rules = [
-        _alert("IbPortDown", f"node_infiniband_state_id != {IB_ACTIVE}", "5m", "critical",
+        _alert("IbPortDown", f"node_infiniband_state_id != {IB_ACTIVE}", "critical",
                "{{ $labels.node }}: IB {{ $labels.device }} port {{ $labels.port }} is not "
                "ACTIVE", "`ibstat` on the node; the cable and the switch port; opensm"),
         _alert("IbPortMissing",
                " or ".join(f'up{{job="node",ib_ports="{c}"}} == 1 unless on(node) '
                            f'(count by (node) (node_infiniband_state_id) >= {c})'
                            for c in sorted(ib_counts)) if ib_counts else "vector(0) > 1",
-               "10m", "critical",
+               "critical",
                "{{ $labels.node }}: fewer IB ports than its {{ $labels.ib_ports }}",
                "`ibstat`; is the HCA driver loaded (`lsmod | grep mlx5`)?"),
-        _alert("IbPortErrors", f"({ib_err}) > {t.ib_errors_per_15m}", "0m", "warning",
+        _alert("IbPortErrors", f"({ib_err}) > {t.ib_errors_per_15m}", "warning",
                "{{ $labels.node }}: IB {{ $labels.device }} port {{ $labels.port }}: "
                "{{ $value }} errors in 15 minutes", "reseat or replace the cable"),
     ]
     service_rules = [
         _alert("SlurmControllerDown",
-               'probe_success{job="slurmctld"} == 0 or fleet_slurm_up == 0', "2m",
-               "critical", "slurmctld on {{ $labels.node }} does not answer",
+               'probe_success{job="slurmctld"} == 0 or fleet_slurm_up == 0', "critical",
+               "slurmctld on {{ $labels.node }} does not answer",
                "`systemctl status slurmctld`; `journalctl -u slurmctld` on the controller"),
         _alert("SlurmNodesDrainedLong",
                f"time() - fleet_slurm_node_drained_since_seconds > {t.drained_hours * 3600}",
-               "0m", "warning",
+               "warning",
                "{{ $labels.slurm_node }} has been drained longer than "
                f"{t.drained_hours} h ({{{{ $labels.reason }}}})",
                "fix it and `fleet health {{ $labels.slurm_node }} --resume`, or reinstall"),
-        _alert("MkvVolumeDown", 'probe_success{job="mkv_volume"} == 0', "2m", "critical",
+        _alert("MkvVolumeDown", 'probe_success{job="mkv_volume"} == 0', "critical",
                "mkv volume {{ $labels.node }} of array {{ $labels.array }} does not answer",
                "`systemctl status mkv-volume` on the node; its keys are unreadable now"),
-        _alert("MkvMasterDown", 'probe_success{job="mkv_master"} == 0', "2m", "critical",
+        _alert("MkvMasterDown", 'probe_success{job="mkv_master"} == 0', "critical",
                "mkv master of array {{ $labels.array }} on {{ $labels.node }} unreachable",
                "`systemctl status mkv-{{ $labels.array }}` on {{ $labels.node }}"),
     ]
+    for rule in node_rules + gpu_rules + ib_rules + service_rules:
+        rule["for"] = duration(getattr(t.for_s, rule["alert"]))
     return {"groups": [
         {"name": "fleet-node", "rules": node_rules},
         {"name": "fleet-gpu", "rules": gpu_rules},
         {"name": "fleet-infiniband", "rules": ib_rules},
         {"name": "fleet-services", "rules": service_rules},
     ]}
+
+
+def duration(seconds: int) -> str:
+    """Prometheus's duration of ``seconds``: whole minutes as such (``5m``), else ``45s``."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 

@@ -1,0 +1,179 @@
+"""Lab images that carry the packages each node's states install (`fleet lab up`).
+
+A lab node's first highstate used to download and install every package of its roles
+(Prometheus, nginx, dnsmasq, Slurm, munge, apt-cacher-ng, ...) on a 2-core host, and
+every reinstall test did it again. Here the lab's own highstate of each node is rendered
+in-process (the renderer of `make check-packages`: tests/support/saltrender.py, over the
+lab render's pillar with lab/pillar merged over it, for the lab's OS), its ``pkg``
+installs collected as `make check-packages` collects them (fleet.packages.facts), and
+each distinct set is installed into an image derived from the lab's minion image. The
+states stay the one definition of what a node has; the image only does their downloads
+ahead of time, once per machine (the tag is a hash of the inputs).
+
+What the image does not do for the states:
+
+- no service starts while the image is built (``policy-rc.d`` answers 101), and every
+  service the states manage (``service.running``/``service.enabled``) is disabled in
+  the image: the first highstate must still enable and start each one, as on a node
+  that the installer just left;
+- packages that create a host's identity at install time are left to the highstate
+  (``IDENTITY``): an image is shared by several nodes;
+- the states' pins and holds are not applied here: the highstate applies them (it
+  changes a version only where the archive's candidate is not the pinned one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fleet.lab import podman as pm
+from fleet.lab.paths import PREFIX, Paths
+from fleet.lab.plan import Plan
+from fleet.packages.facts import from_lowstate
+
+log = logging.getLogger("fleet.lab")
+
+# package -> why the highstate installs it on each node itself
+IDENTITY = {
+    "openssh-server": "its postinst generates the host keys: nodes sharing an image "
+                      "would share them",
+}
+SERVICE_FUNS = ("running", "enabled")
+
+
+@dataclass(frozen=True)
+class NodeSet:
+    """What one node's highstate installs (in its order) and the services it manages."""
+
+    packages: tuple[str, ...]
+    services: tuple[str, ...]
+
+
+def _lab_pillar(paths: Paths) -> dict[str, Any]:
+    """lab/pillar (lab.sls, the generated lab_mkv.sls, the OS's) merged as its top does."""
+    out: dict[str, Any] = {}
+    for f in (paths.lab_pillar / "lab.sls", paths.lab / "pillar-gen" / "lab_mkv.sls",
+              paths.os_pillar):
+        if f.exists():
+            out = _merge(out, yaml.safe_load(f.read_text()) or {})
+    return out
+
+
+def _merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        return {**base, **{k: _merge(base.get(k), v) for k, v in over.items()}}
+    return over
+
+
+def node_sets(paths: Paths, plan: Plan) -> dict[str, NodeSet]:
+    """hostname -> what its lab highstate installs and manages (the lab render must be
+    written: plan.render)."""
+    sys.path.insert(0, str(paths.repo / "tests"))
+    harness = importlib.import_module("support.harness")
+    saltrender = importlib.import_module("support.saltrender")
+    saltrender.quiet_salt_logging()
+    saltrender.enable_jinja_compile_cache()
+    extra = _lab_pillar(paths)
+    out: dict[str, NodeSet] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        secrets = Path(tmp) / "secrets"
+        harness.write_secrets_root(secrets)
+        renderer = saltrender.Renderer(paths.repo / "salt", paths.render / "pillar", secrets,
+                                       Path(tmp) / "cache")
+        site_pillar = renderer.pillar
+        renderer.pillar = lambda node: _merge(site_pillar(node), extra)
+        for node in plan.nodes:
+            rendered = renderer.render(node.hostname, paths.os)
+            if rendered.errors:
+                raise RuntimeError(f"the lab highstate of {node.hostname} does not render: "
+                                   + "; ".join(rendered.errors[:5]))
+            facts = from_lowstate(rendered.lowstate, rendered.files)
+            services = [str(c["name"]) for c in rendered.lowstate
+                        if c["state"] == "service" and c["fun"] in SERVICE_FUNS]
+            out[node.hostname] = NodeSet(
+                tuple(p for p in facts.installs if p not in IDENTITY and p not in facts.removes),
+                tuple(dict.fromkeys(services)))
+    return out
+
+
+def tag_for(base: str, nset: NodeSet) -> str:
+    repo = base.rsplit(":", 1)[0]
+    h = hashlib.sha256()
+    h.update(Path(__file__).read_bytes())
+    h.update(base.encode())
+    h.update(" ".join(sorted(nset.packages)).encode())
+    h.update(" ".join(sorted(nset.services)).encode())
+    return f"{repo}-pkgs:{h.hexdigest()[:16]}"
+
+
+SCRIPT = """set -e
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C
+# nothing starts while the image is built: no systemd runs here, and invoke-rc.d would
+# fall back to the packages' init scripts
+printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d
+chmod 0755 /usr/sbin/policy-rc.d
+apt-get update -q
+apt-get install -y -q --no-install-recommends {packages}
+# the states enable and start these themselves (units the states write do not exist yet)
+for unit in {services}; do
+  if [ "$(systemctl --root=/ is-enabled "$unit" 2>/dev/null)" = enabled ]; then
+    systemctl --root=/ disable "$unit"
+  fi
+done
+rm -f /usr/sbin/policy-rc.d
+apt-get clean
+"""
+
+
+def build(paths: Paths, base: str, nset: NodeSet) -> tuple[str, bool]:
+    """The image of ``base`` with ``nset``'s packages installed; (tag, built)."""
+    tag = tag_for(base, nset)
+    if pm.exists(paths, "image", tag):
+        return tag, False
+    t0 = time.monotonic()
+    builder = f"{PREFIX}-imagebuild-{tag.rsplit(':', 1)[1]}"
+    pm.podman(paths, "rm", "-f", builder, check=False)
+    log.info("installing %d packages into %s", len(nset.packages), tag)
+    script = SCRIPT.format(packages=" ".join(nset.packages),
+                           services=" ".join(nset.services) or "''")
+    try:
+        pm.podman(paths, "run", "-i", "--name", builder, base, "sh", "-s", input=script,
+                  timeout=3600)
+        pm.podman(paths, "commit", "--quiet", "--change", 'CMD ["/sbin/init"]', builder, tag)
+    finally:
+        pm.podman(paths, "rm", "-f", builder, check=False)
+    log.info("%s built in %.0f s", tag, time.monotonic() - t0)
+    return tag, True
+
+
+def images(paths: Paths, plan: Plan, base: str) -> dict[str, str]:
+    """hostname -> its image: ``base`` with what its highstate installs; older images of
+    that repository that no node uses any more are pruned."""
+    sets = node_sets(paths, plan)
+    distinct = list(dict.fromkeys(sets.values()))
+    # at once: mostly downloads, and each set in its own builder container
+    with ThreadPoolExecutor(max_workers=len(distinct) or 1) as pool:
+        built = list(pool.map(lambda nset: build(paths, base, nset)[0], distinct))
+    tags = dict(zip(distinct, built, strict=True))
+    _prune(paths, base, set(tags.values()))
+    return {host: tags[nset] for host, nset in sets.items()}
+
+
+def _prune(paths: Paths, base: str, keep: set[str]) -> None:
+    repo = base.rsplit(":", 1)[0] + "-pkgs"
+    out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
+                    "--filter", f"reference={repo}", check=False).stdout
+    for old in out.split():
+        if old not in keep:
+            pm.podman(paths, "rmi", old, check=False)  # one a container uses stays
