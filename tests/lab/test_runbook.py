@@ -37,6 +37,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,13 +292,17 @@ def follower(lab: Lab, tmp_path: Path) -> Iterator[Follower]:
         yield f
     finally:
         print("\n".join(f.log[-12:]))
+        t0 = time.monotonic()
         f.restore()
+        print(f"[runbook] lab restored: {time.monotonic() - t0:.1f}s")
 
 
 def test_the_runbook_adds_a_node_and_retires_it(follower: Follower) -> None:
     for name in runbook.SECTIONS:
         for step in runbook.steps(name):
             assert runbook.unrunnable(step) is None, runbook.unrunnable(step)
+            t0 = time.monotonic()
             follower.step(step)
+            print(f"[runbook] {step.text}: ok, {time.monotonic() - t0:.1f}s")
     assert follower.state == "retired" and not follower.key
     follower.completed = True
