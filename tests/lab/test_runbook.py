@@ -56,6 +56,13 @@ from support.lifecycle import site_lists
 
 HEAD = "head-01"  # the provisioning host, Slurm controller and monitoring host
 PODMAN = "podman --runtime runc exec"
+# what following the two procedures must have shown: a step the runbook drops leaves one
+# of these unseen
+OUTCOMES = {"diff planned", "head-01 applied planned", "future in slurm",
+            "diff active", "head-01 applied active", "installed", "key accepted", "healthy",
+            "status active", "idle in slurm",
+            "drained", "powered off", "diff retired", "head-01 applied retired",
+            "gone from slurm", "key flagged", "key removed", "status leaves it out"}
 
 
 def _node_files(node: str, path: str) -> bool:
@@ -73,6 +80,7 @@ class Follower:
     container: str = ""
     key: bool = False  # its key accepted on the master
     completed: bool = False  # every step ran and passed its check
+    seen: set[str] = field(default_factory=set)  # OUTCOMES shown so far
     log: list[str] = field(default_factory=list)
 
     @property
@@ -159,6 +167,7 @@ class Follower:
             pm.podman(self.lab.paths, "stop", "-t", "20", self.container)
             running = pm.inspect(self.lab.paths, self.container)["State"]["Running"]
             assert not running, f"{step.text}: {self.container} still running"
+            self.seen.add("powered off")
             return subprocess.CompletedProcess(step.argv, 0, "", "")
         proc = self.fleet(*args, *self.lab_flags(verb))
         check = getattr(self, f"check_{verb}", None)
@@ -178,6 +187,7 @@ class Follower:
         lab_nodes.add(self.lab.paths, plan, plan.node(node), image)
         proc = self.fleet("apply", node, *self.lab_flags("apply"), timeout=1800)
         self.check_apply(step, proc)
+        self.seen.add("installed")
         return proc
 
     # --- what each step must show ---------------------------------------------------------
@@ -198,19 +208,25 @@ class Follower:
         assert files and not other, (step.text, sorted(other))
         assert any(_node_files(self.node, f) for f in files) == (self.state != "active"), \
             (step.text, self.state, sorted(files))
+        self.seen.add(f"diff {self.state}")
 
     def check_apply(self, step: runbook.Step, proc: subprocess.CompletedProcess[str]) -> None:
         assert proc.returncode == 0, (step.text, proc.stdout[-3000:], proc.stderr[-3000:])
         report = json.loads(proc.stdout)
         assert {n["status"] for n in report["nodes"]} <= {"ok", "changed"}, report["nodes"]
+        if [n["node"] for n in report["nodes"]] == [HEAD]:
+            self.seen.add(f"{HEAD} applied {self.state}")
 
     def check_keys(self, step: runbook.Step, proc: subprocess.CompletedProcess[str]) -> None:
         out = proc.stdout + proc.stderr
         if self.state == "retired" and self.key:
             assert proc.returncode == 3, (step.text, out)
             assert f"retired: {self.node}:" in out and f"salt-key -d {self.node}" in out, out
+            self.seen.add("key flagged")
         else:
             assert proc.returncode == 0, (step.text, out)
+            if self.key and self.state == "active":
+                self.seen.add("key accepted")
 
     def check_health(self, step: runbook.Step, proc: subprocess.CompletedProcess[str]) -> None:
         # a node just installed: its chrony synchronises within a few polls, and the
@@ -224,6 +240,7 @@ class Follower:
                         timeout=240, interval=10)
         (row,) = json.loads(proc.stdout)["nodes"]
         assert row["node"] == self.node, row
+        self.seen.add("healthy")
 
     def check_status(self, step: runbook.Step, proc: subprocess.CompletedProcess[str]) -> None:
         doc = json.loads(proc.stdout)
@@ -232,11 +249,13 @@ class Follower:
             assert self.node not in rows, rows.keys()
             assert doc["left_out"].get("retired") == [self.node], doc["left_out"]
             assert f"1 retired ({self.node})" in proc.stderr, proc.stderr
+            self.seen.add("status leaves it out")
             return
         row = rows[self.node]
         assert (row["state"], row["key"], row["minion"]) == ("active", "accepted", "answers"), row
         assert row["slurm"]["state"] == "IDLE", row
         assert row["status"] != "problem", row
+        self.seen.add("status active")
 
     def check_salt_key(self, step: runbook.Step, proc: subprocess.CompletedProcess[str]) -> None:
         assert proc.returncode == 0, (step.text, proc.stdout, proc.stderr)
@@ -244,24 +263,31 @@ class Follower:
         if "-d" in step.argv:
             assert self.node not in listed.get("minions", []), listed
             self.key = False
+            self.seen.add("key removed")
 
     def check_slurm(self, step: runbook.Step, proc: subprocess.CompletedProcess[str]) -> None:
         # sinfo may refuse a node name slurmctld no longer knows: that is the retired case
         assert proc.returncode == 0 or self.state == "retired", (step.text, proc.stderr)
         if step.argv[0] == "scontrol":
+            state = self.head("sinfo", "-h", "-N", "-n", self.node, "-o", "%T").stdout
+            if "State=DRAIN" in step.argv and "drain" in state:
+                self.seen.add("drained")
             return
         listed = [line for line in proc.stdout.splitlines()[1:] if self.node in line.split()]
         if self.state == "planned":  # in slurm.conf, FUTURE: only --future shows it
             assert not listed, proc.stdout
             future = self.head("sinfo", "--future", "-h", "-N", "-n", self.node, "-o", "%T")
             assert future.stdout.split() == ["future"], future.stdout + future.stderr
+            self.seen.add("future in slurm")
         elif self.state == "retired":
             assert not listed, proc.stdout
             conf = self.head("cat", "/etc/slurm/slurm.conf").stdout
             assert self.node not in conf, conf
+            self.seen.add("gone from slurm")
         else:  # slurmd registers after its highstate
             poll(f"{self.node} idle in Slurm", lambda: self.idle(step), timeout=180,
                  interval=3)
+            self.seen.add("idle in slurm")
 
     def idle(self, step: runbook.Step) -> bool:
         out = self.head(*step.argv).stdout.splitlines()[1:]
@@ -305,4 +331,5 @@ def test_the_runbook_adds_a_node_and_retires_it(follower: Follower) -> None:
             follower.step(step)
             print(f"[runbook] {step.text}: ok, {time.monotonic() - t0:.1f}s")
     assert follower.state == "retired" and not follower.key
+    assert sorted(OUTCOMES - follower.seen) == [], "the runbook's steps never showed these"
     follower.completed = True
