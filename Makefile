@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status page-screenshot
+	test-swarm bench-fanout bench-monitoring bench-status bench-startup page-screenshot
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
 	@echo "make bench-status  fleet status of the site's 144 nodes: real minions, fake BMCs -> docs/benchmarks.md"
+	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
 	@echo "                   LAB_OS=ubuntu-24.04 (default) or LAB_OS=debian-12"
@@ -55,7 +56,9 @@ diff: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check tools tests benchmarks
+	$(BIN)/python tools/funclimits.py
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tools/funclimits.py
 	sh tests/salt/lint.sh $(BIN)
 
 check: $(STAMP)
@@ -93,6 +96,9 @@ bench-monitoring: $(STAMP)
 bench-status: $(STAMP)
 	$(BIN)/python benchmarks/bench_status.py --runs 3 --sizes 12,144 --write docs/benchmarks.md
 
+bench-startup: $(STAMP)
+	$(BIN)/python benchmarks/bench_startup.py --runs 7 --write docs/benchmarks.md
+
 # the README's screenshot of the fleet page: the real inventory, the tests' fixture status
 page-screenshot: $(STAMP)
 	$(BIN)/python tests/page/screenshot.py docs/fleet-page.png
@@ -113,13 +119,13 @@ $(LAB_STAMP): tools/install-lab-deps.sh
 lab-deps: $(STAMP) $(LAB_STAMP)
 
 lab: lab-deps
-	$(BIN)/python -m fleet.lab -v up
+	$(BIN)/fleet lab up -v
 
 lab-down: $(STAMP)
-	$(BIN)/python -m fleet.lab -v down
+	$(BIN)/fleet lab down -v
 
 lab-clean: $(STAMP)
-	$(BIN)/python -m fleet.lab -v down --all
+	$(BIN)/fleet lab down -v --all
 
 test-lab: lab-deps
 	FLEET_LAB=1 $(BIN)/pytest tests/lab -v --durations=10

@@ -43,3 +43,7 @@ base:
   'node:roles:monitoring.server':
     - match: pillar
     - monitoring.server
+  # derived by fleet.cabling.role: every node
+  'node:roles:lldp':
+    - match: pillar
+    - lldp

@@ -189,12 +189,12 @@ def test_reinstall_preflight_against_a_hostile_bmc_ends_named_and_unlocked(
     its lock released."""
     from fleet.bmc.connect import BmcOptions, client_for
     from fleet.inventory.load import load_inventory
-    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.master.journal import latest_run
+    from fleet.master.keys import MinionKeys
+    from fleet.master.lock import NodeLock
+    from fleet.master.runner import SubprocessRunner
     from fleet.reinstall.context import Context, Options
     from fleet.reinstall.flow import Flow, Report
-    from fleet.reinstall.journal import latest_run
-    from fleet.reinstall.lock import NodeLock
-    from fleet.reinstall.saltkeys import MinionKeys
     from reinstall.helpers import ROOT, RecordingBootMode, journal
 
     inv = load_inventory(ROOT / "inventory.yaml")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.health import parse
-from fleet.reinstall.commands import Result
+from fleet.master.runner import Result
 
 GPU_NODES = ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
 STOR = ["stor-1", "stor-2"]

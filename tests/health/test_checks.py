@@ -12,7 +12,7 @@ from fleet.health import checks, run
 from fleet.health.decide import PREFIX
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.reinstall.journal import Journal
+from fleet.master.journal import Journal
 from health.fakesite import ALL, GPU_NODES, HEAD, FakeSite
 
 SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
@@ -152,7 +152,7 @@ def test_drain_then_resume_only_our_own(inv: Inventory, tmp_path: Path) -> None:
 
 
 def test_target_resolution() -> None:
-    from fleet.apply.target import TargetError, resolve
+    from fleet.inventory.target import TargetError, resolve
 
     names = ["head-01", "gpu-01", "gpu-02", "stor-1"]
     assert resolve("gpu-[01-02]", names) == ["gpu-01", "gpu-02"]

@@ -20,11 +20,12 @@ import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.reinstall import layout
+from fleet.master import layout
+from fleet.master.journal import Journal
+from fleet.master.lock import BusyError, NodeLock
+from fleet.master.runner import Result
+from fleet.master.salt import Salt
 from fleet.reinstall.bootmode import BootMode, BootModeUnavailableError
-from fleet.reinstall.commands import Result
-from fleet.reinstall.journal import Journal
-from fleet.reinstall.lock import BusyError, NodeLock
 from fleet.rollout import plan
 from fleet.rollout.flow import (
     Options,
@@ -263,6 +264,44 @@ def test_apply_verdict_on_state_returns() -> None:
         verdict("n", ["Rendering SLS 'base:nvidia' failed: Jinja error"])
 
 
+@dataclass
+class DroppingMaster:
+    """STAND-IN for the salt and salt-run CLIs of a master whose minion dropped the job
+    (a minion restart): the publish gets a job id, the job cache never holds a return,
+    and the minion answers find_job with {} (not running it). ``lookups_allowed``: a
+    rollout that waited out its --apply-timeout instead would look the job up forever."""
+
+    lookups_allowed: int = 50
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+        a = tuple(argv)
+        self.calls.append(a)
+        if a[:2] == ("salt", "--async"):
+            return Result(a, 0, "Executed command with job ID: 20261204061500123456\n", "")
+        if a[:2] == ("salt-run", "jobs.lookup_jid"):
+            assert sum(c[0] == "salt-run" for c in self.calls) <= self.lookups_allowed, \
+                "still waiting for a job the minion said it no longer runs"
+            return Result(a, 0, "{}", "")
+        if a[0] == "salt" and "saltutil.find_job" in a:
+            return Result(a, 0, '{"gpu-01": {}}', "")
+        raise AssertionError(f"unexpected command {a}")
+
+
+def test_apply_gives_up_a_dropped_job_as_lost() -> None:
+    """The minion twice says it no longer runs the job and the job cache has no return:
+    the apply step fails at once, naming the job lost, long before --apply-timeout."""
+    from fleet.rollout.steps import SaltApply
+
+    master = DroppingMaster()
+    apply = SaltApply(Salt(master, poll=0.0, find_job_every=0.0))
+    with pytest.raises(StepFailedError, match=r"job 20261204061500123456 ended on gpu-01 "
+                                              "without a return"):
+        apply("gpu-01", (), timeout=3600.0)
+    asked = [c for c in master.calls if "saltutil.find_job" in c]
+    assert len(asked) == 2 and asked[0][1:3] == ("-L", "gpu-01")
+
+
 def test_reboot_waits_for_a_new_boot_id() -> None:
     import json as _json
 
@@ -283,7 +322,7 @@ def test_reboot_waits_for_a_new_boot_id() -> None:
             resets.append("reset")
             return "reset"
 
-    reboot = BmcReboot(Runner(), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
+    reboot = BmcReboot(Salt(Runner()), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
     assert reboot("gpu-01", 10).startswith("redfish https://10.0.0.100: power reset; back")
     assert resets == ["reset"]
 
@@ -311,7 +350,7 @@ def test_a_container_restart_is_a_new_boot() -> None:
                     it: Iterator[str] = it) -> Result:
                 return Result(tuple(argv), 0, _json.dumps({"gpu-01": next(it)}), "")
 
-        reboot = BmcReboot(Runner(), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
+        reboot = BmcReboot(Salt(Runner()), lambda _n: Bmc(), poll=0.0)  # type: ignore[arg-type,return-value]
         if case == "new":
             assert "power reset; back" in reboot("gpu-01", 10)
         else:
@@ -331,7 +370,7 @@ def test_a_node_a_reinstall_holds_fails_at_its_lock_untouched(inv: Inventory,
     node_dir.mkdir(parents=True, mode=0o700)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from fleet.reinstall.lock import NodeLock\n"
+         "from fleet.master.lock import NodeLock\n"
          "with NodeLock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(30)",
          str(node_dir)], stdout=subprocess.PIPE, text=True)
     try:
@@ -473,7 +512,7 @@ def test_reboot_against_a_hostile_bmc_ends_within_the_call_deadline(
                     {"gpu-01": "1c2f1d6e-0000-4000-8000-000000000001\n5\n"}), "")
             return rig.slurm.run(argv, timeout=timeout)
 
-    reboot = BmcReboot(Runner(), lambda _n: RedfishClient(fake.url, USER, PASSWORD, timeout=2,
+    reboot = BmcReboot(Salt(Runner()), lambda _n: RedfishClient(fake.url, USER, PASSWORD, timeout=2,
                                                           call_timeout=4), poll=0.0)
     try:
         report = rig.rollout(reboot).start(["gpu-01"], opts(reboot=True))

@@ -70,8 +70,8 @@ def lab(pytestconfig: pytest.Config) -> Iterator[Lab]:
     timings.steps["fixture"] = time.monotonic() - t0
     say("[lab] " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.steps.items()))
     (paths.lab / "test-timings.json").write_text(json.dumps(timings.steps, indent=2))
-    yield Lab(paths, load_plan(paths), {r.minion: r for r in results},
-              {r.minion: r for r in second_results}, timings.steps)
+    yield Lab(paths, load_plan(paths), {r.node: r for r in results},
+              {r.node: r for r in second_results}, timings.steps)
     if not was_up and os.environ.get("FLEET_LAB_KEEP") != "1":
         say("\n[lab] fleet lab down (the tests brought it up; FLEET_LAB_KEEP=1 keeps it)")
         lab_mod.down(paths)

@@ -21,6 +21,7 @@ from fleet.lab import podman as pm
 from fleet.lab.paths import Paths
 from fleet.lab.plan import LabNode, Plan
 from fleet.lab.plan import load as load_plan
+from fleet.master.highstate import NodeResult
 
 ROOT = Path(__file__).resolve().parents[2]
 ENABLED = os.environ.get("FLEET_LAB") == "1"
@@ -46,8 +47,8 @@ def poll(what: str, probe: Callable[[], T | None], timeout: float,
 class Lab:
     paths: Paths
     plan: Plan
-    first: dict[str, highstate.NodeResult]
-    second: dict[str, highstate.NodeResult]
+    first: dict[str, NodeResult]
+    second: dict[str, NodeResult]
     timings: dict[str, float] = field(default_factory=dict)
 
     @property

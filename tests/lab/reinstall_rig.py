@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from labtools import ROOT, Lab, podman_exec
 
-from fleet.reinstall.journal import Journal
+from fleet.master.journal import Journal
 from support.bmcfakes import free_port, htpasswd, stop_process, wait_ready
 
 CONTROLLER = "head-01"

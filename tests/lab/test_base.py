@@ -70,7 +70,7 @@ def test_minion_config(lab: Lab, node: str) -> None:
         str(lab.plan.gateway)
     # pinned: `fleet lab up` records site.salt.master_finger from the lab master's own
     # public key (as `fleet keys finger` prints it), and every minion pins that
-    from fleet.reinstall.saltkeys import master_finger
+    from fleet.master.keys import master_finger
 
     real = master_finger(lab.paths.master_root / "pki")
     recorded = lab.pillar("site")["site"]["salt"]["master_finger"]

@@ -45,7 +45,7 @@ def _render(lab: Lab, extra: Path | None) -> None:
 
 def _apply_head(lab: Lab) -> None:
     results, _ = highstate.apply(lab.paths, [HEAD], target=HEAD, timeout=900)
-    failed = [r for r in results if r.failed]
+    failed = [r for r in results if r.status.bad]
     assert not failed, highstate.format_results(results, 0.0)
 
 
@@ -108,7 +108,7 @@ def test_maintenance_drains_with_the_reason_and_active_resumes(lab: Lab, with_ov
     assert reason == DRAIN_PREFIX + REASON
     # a second apply changes nothing: already drained with that reason
     results, _ = highstate.apply(lab.paths, [HEAD], target=HEAD, timeout=900)
-    assert not any(r.failed for r in results)
+    assert not any(r.status.bad for r in results)
     assert _node(lab, MAINT) == (state, reason)
 
     r = _health(lab, lab.paths.lab / "test-lifecycle-overlay.yaml", tmp_path / "health")

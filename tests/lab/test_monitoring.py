@@ -238,4 +238,4 @@ def test_second_apply_changes_nothing_in_monitoring(lab: Lab) -> None:
         r = lab.second[node.hostname]
         monitoring_changes = [c for c in r.changes if "monitoring-" in c]
         assert not monitoring_changes, (node.hostname, monitoring_changes)
-        assert r.failed == 0, (node.hostname, r.failures)
+        assert not r.status.bad, (node.hostname, r.problems())

@@ -149,7 +149,7 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     node_pub = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/pki/minion/minion.pub").stdout
     assert node_pub.strip() == new_pub.strip()
     # the installer pinned the master that served the key (master_finger)
-    from fleet.reinstall.saltkeys import master_finger
+    from fleet.master.keys import master_finger
 
     pinned = podman_exec(lab, GPU_NODE, "cat", "/etc/salt/minion.d/fleet-master-finger.conf")
     finger = master_finger(lab.paths.master_root / "pki")
@@ -158,8 +158,8 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
 
     # converged: a second highstate changes nothing
     results, _ = highstate.apply(lab.paths, [GPU_NODE], target=GPU_NODE)
-    assert results[0].failed == 0 and results[0].changed == 0, \
-        (results[0].failures, results[0].changes)
+    assert not results[0].status.bad and results[0].changed == 0, \
+        (results[0].problems(), results[0].changes)
     # resumed and taking jobs, while the bystander kept running
     assert rig.slurm_state(GPU_NODE) == "idle"
     assert job_state() == "RUNNING"

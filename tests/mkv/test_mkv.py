@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from fleet.inventory.load import load_inventory, parse
+from fleet.master.runner import Result
 from fleet.mkv.flags import array_flags, parse_exec_start
 from fleet.mkv.ops import MasterHost, MkvOpError, StaleUnitError, run_maintenance
 from fleet.problems import InventoryError
-from fleet.reinstall.commands import Result
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = "/usr/local/bin/mkv"

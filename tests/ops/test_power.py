@@ -15,9 +15,9 @@ import pytest
 from fleet.bmc.base import BmcClient, BmcUnreachableError
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
+from fleet.master.runner import Result
 from fleet.ops import power, refusals
 from fleet.reinstall.bootmode import PxeBootMode
-from fleet.reinstall.commands import Result
 from ops.helpers import INVENTORY, arm_install, pxe_state
 
 

@@ -21,7 +21,10 @@ import pytest
 from fleet.bmc.connect import BmcOptions, client_for
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.reinstall.commands import SubprocessRunner
+from fleet.master.journal import RunState, latest_run
+from fleet.master.keys import MinionKeys
+from fleet.master.lock import BusyError
+from fleet.master.runner import SubprocessRunner
 from fleet.reinstall.context import Context, Options
 from fleet.reinstall.flow import (
     Flow,
@@ -31,9 +34,6 @@ from fleet.reinstall.flow import (
     Report,
     resume_point,
 )
-from fleet.reinstall.journal import RunState, latest_run
-from fleet.reinstall.lock import BusyError
-from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.steps import STEP_NAMES
 from reinstall.helpers import ROOT, RecordingBootMode, journal, sign_done
 from support.bmcfakes import PASSWORD, FakeBmcProcess, start_fake_redfish
@@ -261,7 +261,7 @@ def test_second_run_on_the_same_node_is_refused(rig: Rig) -> None:
     rig.node_dir.mkdir(parents=True, mode=0o700)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from fleet.reinstall.lock import NodeLock\n"
+         "from fleet.master.lock import NodeLock\n"
          "with NodeLock(Path(sys.argv[1])):\n print('held', flush=True); time.sleep(30)",
          str(rig.node_dir)], stdout=subprocess.PIPE, text=True)
     try:

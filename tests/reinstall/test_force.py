@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fleet.inventory.load import load_inventory
-from fleet.reinstall.commands import Result
+from fleet.master.keys import MinionKeys
+from fleet.master.runner import Result
 from fleet.reinstall.context import Context, Options, StepFailedError
-from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.steps import drain, power_off
 from reinstall.helpers import ROOT, RecordingBootMode
 

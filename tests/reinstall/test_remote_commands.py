@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fleet.reinstall import slurm
+from fleet.master import slurm
+from fleet.master.runner import SubprocessRunner, through
 from fleet.reinstall.bootmode import CommandBootMode
-from fleet.reinstall.commands import SubprocessRunner, through
 
 
 @pytest.fixture

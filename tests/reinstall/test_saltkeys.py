@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import stat
+import sys
 from pathlib import Path
 
-from fleet.reinstall.commands import SubprocessRunner
-from fleet.reinstall.saltkeys import MinionKeys
+import pytest
+
+from fleet.master.keys import MinionKeys
+from fleet.master.runner import SubprocessRunner
 from support.saltkeys import salt_key_bin, salt_master_config
 
 
@@ -33,3 +36,23 @@ def test_rotation_replaces_the_accepted_key(tmp_path: Path) -> None:
     assert stat.S_IMODE(pem.stat().st_mode) == 0o600
     assert stat.S_IMODE(pem.parent.stat().st_mode) == 0o700
     assert sorted(p.name for p in node_dir.iterdir()) == ["keys"]  # no stray key files
+
+
+def test_the_endpoints_revoker_finds_salt_key_beside_the_venv(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installer endpoint's key revoker (an installer's error report) runs the real
+    salt-key found beside this Python (the venv's, the Salt that fleet runs), as every
+    other verb does, with nothing on PATH: a service's PATH seldom holds the venv."""
+    from fleet.reinstall.server import salt_key_revoker
+
+    beside = Path(sys.executable).parent / "salt-key"
+    if not beside.exists():
+        pytest.skip(f"no salt-key beside {sys.executable} (it comes with salt from "
+                    "requirements.txt; run `make deps`)")
+    conf, pki = salt_master_config(tmp_path)
+    (pki / "minions" / "gpu-01").write_bytes(b"-----BEGIN PUBLIC KEY-----\nx\n")
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    salt_key_revoker(conf)("gpu-01")
+    assert not (pki / "minions" / "gpu-01").exists()

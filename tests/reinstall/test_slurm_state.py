@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.reinstall.slurm import base_state, no_jobs_can_run
+from fleet.master.slurm import base_state, no_jobs_can_run
 
 
 @pytest.mark.parametrize(("state", "idle"), [

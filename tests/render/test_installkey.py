@@ -29,7 +29,7 @@ import yaml
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory, Node
-from fleet.reinstall.journal import Journal
+from fleet.master.journal import Journal
 from fleet.reinstall.server import CallbackServer
 from fleet.reinstall.tokens import TokenStore
 from fleet.render import installkey, render_all

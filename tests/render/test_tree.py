@@ -376,7 +376,8 @@ def test_check_lists_stale_files(out: Path, capsys: pytest.CaptureFixture[str]) 
     assert j.returncode == 3
     assert json.loads(j.stdout) == {"ok": False, "added": ["pxe/http/hosts/gpu-01/user-data"],
                                     "changed": ["pillar/site.sls"],
-                                    "removed": ["pxe/extra.cfg"], "interrupted": None}
+                                    "removed": ["pxe/extra.cfg"], "interrupted": None,
+                                    "verb": "render", "exit": 3, "errors": []}
 
 
 @pytest.mark.parametrize("damage", ["edit", "missing", "extra"])

@@ -20,6 +20,7 @@ from typing import Any
 from health.fakesite import scontrol_line
 from support.cli import ROOT, SMALL
 from support.saltkeys import salt_key_bin, salt_master_config
+from support.venvbin import venv_bin
 
 ALL = ["head-01", "gpu-01", "gpu-02", "gpu-03", "gpu-04", "stor-1", "stor-2"]
 GPUS = ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
@@ -38,8 +39,7 @@ class Site:
     alerts: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.bin = self.tmp / "standin-bin"
-        self.bin.mkdir()
+        self.bin = venv_bin(self.tmp / "standin-venv")  # the salt STAND-IN beside python
         for d in ("pxe-state", "apply", "health", "reinstall", "rollout"):
             (self.tmp / d).mkdir()
         for n in ALL:
@@ -96,7 +96,7 @@ print(st["scontrol"])
             ) -> tuple[int, dict[str, Any], str]:
         """``fleet status ARGS --json``; ``power``: the BMC options (else --no-power)."""
         self.write_standins()
-        argv = [sys.executable, "-m", "fleet", "status", "-i", str(inventory), "--json",
+        argv = [str(self.bin / "python"), "-m", "fleet", "status", "-i", str(inventory), "--json",
                 *(power if power is not None else ["--no-power"]),
                 "--salt-config", str(self.conf),
                 "--slurm-command", str(self.bin / "slurm-standin"),

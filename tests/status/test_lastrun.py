@@ -52,7 +52,7 @@ def test_fleet_health_keeps_each_nodes_result(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     site = FakeSite()
     site.nodes["gpu-02"].gpus = 7
-    monkeypatch.setattr("fleet.health.cli.runner_for", lambda _args: site)
+    monkeypatch.setattr("fleet.master.runner.runner_for", lambda *_a: site)
     state = tmp_path / "health"
     rc = main(["health", "-i", str(SMALL), "--state-dir", str(state), "-q"])
     assert rc == 5

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from fleet.reinstall.commands import Result
+from fleet.master.runner import Result
 from fleet.status import sources
 
 

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from fleet import lastrun
-from fleet.reinstall.journal import Journal
-from fleet.reinstall.lock import NodeLock
+from fleet.master.journal import Journal
+from fleet.master.lock import NodeLock
 from ops.helpers import arm_install
 from status.site import ALL, Prometheus, firing, make_site, nodes
 from support.cli import SMALL

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from fleet.apply.master import SaltMaster
-from fleet.apply.result import Status
 from fleet.apply.run import Options, apply
 from fleet.apply.swarm import Swarm
+from fleet.master.highstate import Status
 from support import swarmconf
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.apply.result import Status, classify, classify_plain
-from fleet.apply.target import TargetError, resolve
+from fleet.inventory.target import TargetError, resolve
+from fleet.master.highstate import Status, classify, classify_plain
 
 NODES = ["head-01", "tbox-001", "tbox-002", "tbox-003", "tbox-010", "stor-01", "stor-02"]
 

@@ -147,7 +147,7 @@ def test_validate_the_default_inventory_from_the_repo_root() -> None:
 def test_validate_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     r = run_fleet("validate", "-i", str(missing))
-    assert r.returncode == 1
+    assert r.returncode == 4  # an inventory that cannot be read: I/O, as the table says
     _no_traceback(r.stdout, r.stderr)
     first = r.stderr.splitlines()[0]
     assert first.startswith(f"{missing}:")
@@ -156,13 +156,13 @@ def test_validate_missing_file(tmp_path: Path) -> None:
 
 def test_validate_directory_and_binary_file(tmp_path: Path) -> None:
     r = run_fleet("validate", "-i", str(tmp_path))
-    assert r.returncode == 1
+    assert r.returncode == 4  # cannot be read: I/O
     _no_traceback(r.stdout, r.stderr)
     assert "cannot read" in r.stderr
     binary = tmp_path / "inv.yaml"
     binary.write_bytes(b"\xff\xfe\x00garbage")
     r = run_fleet("validate", "-i", str(binary))
-    assert r.returncode == 1
+    assert r.returncode == 1  # read, but not an inventory: invalid
     _no_traceback(r.stdout, r.stderr)
     assert "UTF-8" in r.stderr
 
@@ -215,7 +215,7 @@ def test_render_bad_inventory_writes_nothing(
 def test_render_missing_inventory_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
     r = run_fleet("render", "-i", str(tmp_path / "nope.yaml"), "-o", str(out))
-    assert r.returncode == 1
+    assert r.returncode == 4
     _no_traceback(r.stdout, r.stderr)
     assert not out.exists()
 

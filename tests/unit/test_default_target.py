@@ -3,9 +3,9 @@ naming a retired node, and the minions' sizing by capacity, not by node count.""
 
 from __future__ import annotations
 
-from fleet.apply.target import TargetError, resolve
 from fleet.inventory.lifecycle import default_target, drains, left_out_text
 from fleet.inventory.load import load_inventory
+from fleet.inventory.target import TargetError, resolve
 from fleet.render.saltsize import minion_capacity, site_sizing
 from support.cli import FIXTURES, ROOT, SMALL, run_fleet
 

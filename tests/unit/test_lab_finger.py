@@ -11,7 +11,7 @@ from pathlib import Path
 from fleet.inventory.load import load_inventory
 from fleet.lab import master
 from fleet.lab.paths import Paths
-from fleet.reinstall.saltkeys import master_finger
+from fleet.master.keys import master_finger
 from fleet.render import render_all
 
 ROOT = Path(__file__).resolve().parents[2]

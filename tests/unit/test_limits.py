@@ -41,7 +41,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     fifo = tmp_path / "inventory.yaml"
     os.mkfifo(fifo)
     r = _validate(fifo, timeout=30)  # a blocking open would hang until the timeout
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 4, r.stderr  # cannot be read: I/O (fleet.exitcodes)
     assert "a FIFO, not a regular file" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
 
@@ -51,7 +51,7 @@ def test_a_device_is_refused(device: str) -> None:
     if not Path(device).exists():
         pytest.fail(f"{device} is missing on this machine")
     r = _validate(device, timeout=30)
-    assert r.returncode == 1, r.stderr[-2000:]
+    assert r.returncode == 4, r.stderr[-2000:]  # cannot be read: I/O
     assert f"{device}:1:1: cannot read: a device, not a regular file" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
 

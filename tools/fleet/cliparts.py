@@ -1,27 +1,51 @@
-"""Argument blocks that several ``fleet`` commands share, written once: the TARGET
+"""Argument blocks that several ``fleet`` commands share, written once: the options every
+verb has (:func:`common_options`), a verb's subparser (:func:`add_command`), the TARGET
 positional and its resolution, the Salt master's config dir, the Salt/Slurm options of
 the day-two commands, the BMC options and the boot-mode store (reinstall, rollout,
-power), and mutually exclusive mode flags."""
+power), and mutually exclusive mode flags. Light on imports: ``fleet --help`` loads it."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleet.apply.target import TargetError, resolve
-from fleet.inventory.lifecycle import default_target, left_out_text
-from fleet.inventory.model import Inventory
-
 if TYPE_CHECKING:
     from fleet.bmc.connect import BmcOptions
+    from fleet.inventory.model import Inventory
+    from fleet.master.statedir import StateDir
     from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
 
-# what a command's set_defaults(func=...) is handed to load the inventory with
-Loader = Callable[[argparse.Namespace, Any], Inventory]
+Parents = Sequence[argparse.ArgumentParser]
+
+
+def output_options() -> argparse.ArgumentParser:
+    """The output options every verb has (a parent parser): --json, -q, -v, --debug."""
+    out = argparse.ArgumentParser(add_help=False)
+    out.add_argument("--json", action="store_true",
+                     help="one JSON document on stdout, on success and on failure "
+                          "(docs/output.md)")
+    out.add_argument("-q", "--quiet", action="store_true", help="print only errors")
+    out.add_argument("-v", "--verbose", action="store_true",
+                     help="show progress with timings even when not on a terminal")
+    out.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    return out
+
+
+def common_options() -> argparse.ArgumentParser:
+    """The options every verb but lab has (a parent parser): -i, --overlay and the output
+    options."""
+    common = argparse.ArgumentParser(add_help=False, parents=[output_options()])
+    common.add_argument("-i", "--inventory", type=Path,
+                        default=Path(os.environ.get("FLEET_INVENTORY", "inventory.yaml")),
+                        help="inventory file (default: $FLEET_INVENTORY or ./inventory.yaml)")
+    common.add_argument("--overlay", type=Path, metavar="FILE", action="append",
+                        help="apply a merge-patch overlay on the inventory (e.g. "
+                             "lab/overlay.yaml); repeat to apply several, in order")
+    return common
 
 
 DEFAULT_TARGET = "*"  # what a run without TARGET reports as its target
@@ -39,6 +63,9 @@ def add_target(p: argparse.ArgumentParser, glob: str = "'stor-*'") -> None:
 def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
     """The hostnames ``args.target`` names; None, said on stderr, when an item names none.
     Without TARGET: the verb's default target, the nodes it leaves out said on stderr."""
+    from fleet.inventory.lifecycle import default_target, left_out_text
+    from fleet.inventory.target import TargetError, resolve
+
     if args.target is None:
         args.target = DEFAULT_TARGET
         names, left = default_target(inv, args.verb)
@@ -53,10 +80,13 @@ def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
 
 
 def add_salt_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--salt-config", type=Path,
-                   default=Path(os.environ.get("FLEET_SALT_CONFIG", "/etc/salt")),
-                   metavar="DIR", help="the Salt master's config dir, as `salt -c` "
-                                       "(default $FLEET_SALT_CONFIG or /etc/salt)")
+    """``--salt-config``, the one declaration: every verb that talks to the master takes it,
+    with the default of fleet.master.statedir ($FLEET_SALT_CONFIG, then /etc/salt)."""
+    from fleet.master import statedir
+
+    p.add_argument("--salt-config", type=Path, default=statedir.salt_config(), metavar="DIR",
+                   help="the Salt master's config dir, as `salt -c` (default "
+                        f"${statedir.SALT_CONFIG_ENV} or {statedir.SALT_CONFIG_DEFAULT})")
 
 
 def add_salt_options(p: argparse.ArgumentParser) -> None:
@@ -85,24 +115,37 @@ def add_force(p: argparse.ArgumentParser) -> None:
                    help="drain without waiting for running jobs to finish")
 
 
-def add_command(sub: Any, common: argparse.ArgumentParser, name: str, short: str,
-                description: str, epilog: str, *,
-                target: str | None = None) -> argparse.ArgumentParser:
-    """The subcommand ``name`` with the options every command has (``common``); with
-    ``target`` (a glob for its help) the optional TARGET of :func:`add_target`. argparse
-    refills ``description`` and ``epilog`` (white space runs become one space), so they
-    can be written as triple-quoted paragraphs."""
+def add_command(sub: Any, parents: Parents, name: str, description: str, epilog: str, *,
+                target: str | None = None, **kw: Any) -> argparse.ArgumentParser:
+    """The subparser of verb ``name`` (its short help from fleet.commands.VERBS) with the
+    options every verb has (``parents``); with ``target`` (a glob for its help) the optional
+    TARGET of :func:`add_target`. argparse refills ``description`` and ``epilog`` (white
+    space runs become one space), so they can be written as triple-quoted paragraphs."""
+    from fleet.commands import VERBS
+
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, parents=[common], help=short, description=description, epilog=epilog)
+        name, parents=list(parents), help=VERBS[name], description=description,
+        epilog=epilog, **kw)
     if target is not None:
         add_target(parser, target)
     return parser
 
 
-def add_state_dir(p: argparse.ArgumentParser, env: str, default: str, what: str) -> None:
-    """``--state-dir``: ``$env`` (read when the parser is built) or ``default``."""
-    p.add_argument("--state-dir", type=Path, default=Path(os.environ.get(env, default)),
-                   help=f"{what} (default ${env} or {default})")
+def add_actions(sub: Any, name: str, description: str, epilog: str | None = None
+                ) -> tuple[argparse.ArgumentParser, Any]:
+    """A verb made of actions (``fleet keys check``): its parser (no options of its own;
+    each action takes the common ones) and the subparsers of its ACTION."""
+    from fleet.commands import VERBS
+
+    p = sub.add_parser(name, help=VERBS[name], description=description, epilog=epilog)
+    return p, p.add_subparsers(dest=f"{name}_verb", required=True, metavar="ACTION")
+
+
+def add_state_dir(p: argparse.ArgumentParser, where: StateDir, what: str) -> None:
+    """``--state-dir``: one of fleet.master.statedir's roots (its env var, read when the
+    parser is built, or its default)."""
+    p.add_argument("--state-dir", type=Path, default=where.path(),
+                   help=f"{what} (default ${where.env} or {where.default})")
 
 
 _TIMEOUT_HELP = {"health": "retry the health checks this long before failing (default {:g})"}

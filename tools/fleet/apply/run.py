@@ -3,8 +3,9 @@
 Publish asynchronously (in windows of ``--batch N``: our own sliding window, not Salt's
 batch mode), take returns from the event bus as they come, look every job up in the
 master's job cache as well (a return the bus dropped is still there), and ask a silent
-minion with ``saltutil.find_job`` whether it still runs the job. A node ends as one of
-the statuses of :mod:`fleet.apply.result`; nothing is left unaccounted."""
+minion with ``saltutil.find_job`` whether it still runs the job, giving it up as lost by
+the rule of fleet.master.salt. A node ends as one of the statuses of the one verdict,
+:mod:`fleet.master.highstate`; nothing is left unaccounted."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleet.apply.master import Master, Return
-from fleet.apply.result import NodeResult, Status, classify, classify_plain
+from fleet.master.highstate import NodeResult, Status, classify, classify_plain
+from fleet.master.salt import FIND_JOB_EVERY, FIND_JOB_WAIT, LOST_AFTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +28,9 @@ class Options:
     batch: int | None = None        # at most this many nodes running at once
     timeout: float = 1800.0         # seconds from a node's publish to giving up on it
     lookup_every: float = 10.0      # job cache lookups of the jobs still waiting
-    find_job_after: float = 30.0    # ask a silent node with find_job after this long,
-    find_job_timeout: float = 15.0  # waiting this long for its answer
-    lost_after: int = 2             # "not running it" answers, in a row, before "lost"
+    find_job_after: float = FIND_JOB_EVERY   # ask a silent node with find_job this often,
+    find_job_timeout: float = FIND_JOB_WAIT  # waiting this long for its answer
+    lost_after: int = LOST_AFTER  # "not running it" answers, in a row, before "lost"
 
 
 @dataclass(slots=True)

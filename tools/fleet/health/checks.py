@@ -6,8 +6,7 @@ Which node gets which check follows its roles and profile (:func:`plan`):
 
 - ``nvidia``: GPU count and persistence mode (nvidia-smi), NVIDIA Xid errors in the
   kernel log since boot; ``infiniband``: IB ports. These three are hardware checks,
-  skipped (and said so) where pillar ``fleet:hardware`` is false, as in the reinstall
-  gate.
+  skipped (and said so) where pillar ``fleet:hardware`` is false.
 - ``slurm.compute``: slurmd (unit active, and registered in slurmctld with the
   profile's GPU GRES), munge (a credential made on the node decodes), ``munge.service``.
 - ``mkv.volume``: every data disk mounted (salt ``mount.active``), ``mkv-volume``
@@ -22,7 +21,7 @@ Which node gets which check follows its roles and profile (:func:`plan`):
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,15 +30,11 @@ from typing import Any
 from fleet.health import parse
 from fleet.health.expect import data_mounts
 from fleet.inventory.model import Inventory, Node
-from fleet.reinstall.commands import Runner
-from fleet.reinstall.saltjobs import json_dict
+from fleet.master.runner import Runner
+from fleet.master.salt import MasterError, Salt
 
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
-
-
-class MasterError(Exception):
-    """The Salt master could not be asked at all."""
 
 
 @dataclass(frozen=True)
@@ -136,31 +131,6 @@ def mkv_probe(inv: Inventory, master: str, volumes: list[Node]) -> str:
 
 
 # --- asking -----------------------------------------------------------------------------
-
-
-class Salt:
-    """``salt -L NODES FUN ARGS --out=json --static``; an answer per minion that
-    returned (a minion that did not is absent, or a string saying so)."""
-
-    def __init__(self, runner: Runner, timeout: float = 60) -> None:
-        self.runner = runner
-        self.timeout = timeout
-
-    def call(self, nodes: Sequence[str], fun: str, *args: str) -> dict[str, Any]:
-        if not nodes:
-            return {}
-        res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args,
-                               f"-t{self.timeout:g}", "--out=json", "--static"],
-                              timeout=self.timeout + 60)
-        data = json_dict(res)
-        if not data and res.returncode != 0:
-            last = (res.stderr.strip() or res.stdout.strip()).splitlines()
-            raise MasterError(f"`salt` exited {res.returncode}"
-                              + (f": {parse.clean(last[-1])}" if last else ""))
-        return data
-
-    def shell(self, nodes: Sequence[str], cmd: str) -> dict[str, Any]:
-        return self.call(nodes, "cmd.run_all", cmd, "python_shell=True")
 
 
 def stdout_of(answer: Any) -> str | None:

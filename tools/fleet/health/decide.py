@@ -1,10 +1,10 @@
 """``--drain`` / ``--resume``: what to do with each Slurm node, decided from its health
-and its Slurm state alone (pure), then done through ``scontrol`` (fleet.reinstall.slurm).
+and its Slurm state alone (pure), then done through ``scontrol`` (fleet.master.slurm).
 
 fleet's own health drain is recognised by its reason: it starts with :data:`PREFIX`.
 Any other drain (an operator's, a reinstall's, a rollout's) is never resumed and never
 overwritten. Each drain and resume is also journaled under the state dir
-(``<state>/<node>/journal.jsonl``, fleet.reinstall.journal), the record of what fleet
+(``<state>/<node>/journal.jsonl``, fleet.master.journal), the record of what fleet
 did and why."""
 
 from __future__ import annotations

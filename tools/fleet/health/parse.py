@@ -1,5 +1,5 @@
-"""Pure parsing of what nodes and Slurm answer, shared by ``fleet health`` and the
-reinstall's health gate (fleet/reinstall/health.py). Nothing here runs a command; the
+"""Pure parsing of what nodes and Slurm answer, for the health gate of ``fleet health``,
+``fleet rollout`` and ``fleet reinstall``. Nothing here runs a command; the
 text parsed comes from the nodes and is only ever read, never executed, and passes
 through :func:`clean` before it goes anywhere a person or Slurm reads it."""
 

@@ -13,9 +13,10 @@ from fleet.health import checks, decide
 from fleet.health.checks import PROBLEM, SKIPPED, WARNING, NodeReport
 from fleet.health.parse import clean
 from fleet.inventory.model import Inventory
-from fleet.reinstall import slurm
-from fleet.reinstall.commands import CommandError, Runner
-from fleet.reinstall.journal import Journal
+from fleet.master import slurm
+from fleet.master.journal import Journal
+from fleet.master.runner import CommandError, Runner
+from fleet.master.salt import Salt
 
 
 @dataclass
@@ -71,7 +72,7 @@ class Outcome:
 def check(inv: Inventory, names: list[str], runner: Runner,
           progress: Callable[[str], None], *, salt_timeout: float = 60.0) -> list[NodeReport]:
     nodes = [inv.nodes[n] for n in names]
-    salt = checks.Salt(runner, salt_timeout)
+    salt = Salt(runner, salt_timeout)
     calls = checks.plan(inv, nodes, salt)
     wants_slurm = any(n.has("slurm.compute") for n in nodes)
     answers = checks.ask(calls, checks.scontrol_reader(runner) if wants_slurm else None,

@@ -14,6 +14,7 @@ from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.plan import Plan
 from fleet.lab.run import LabError, wait_for
+from fleet.master.highstate import NodeResult
 
 log = logging.getLogger("fleet.lab")
 
@@ -82,7 +83,7 @@ def check_os(paths: Paths) -> None:
                        f"`make lab-down` first, or keep LAB_OS={have}")
 
 
-def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.NodeResult]]:
+def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[NodeResult]]:
     t = Timings()
     t0 = start = time.monotonic()
     check_os(paths)
@@ -112,7 +113,7 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
     highstate.ping(paths, [n.hostname for n in p.nodes])
     t0 = t.mark("minions answer", t0)
     t.steps["bring-up"] = time.monotonic() - start
-    results: list[highstate.NodeResult] = []
+    results: list[NodeResult] = []
     if apply:
         results, took = highstate.converge(paths, [n.hostname for n in p.nodes],
                                            first=provisioning_hosts(p))
@@ -182,14 +183,14 @@ def status(paths: Paths) -> str:
     return "\n".join(lines)
 
 
-def apply_all(paths: Paths) -> list[highstate.NodeResult]:
+def apply_all(paths: Paths) -> list[NodeResult]:
     p = plan.load(paths)
     plan.render(paths, p)
     results, took = highstate.converge(paths, [n.hostname for n in p.nodes],
                                        first=provisioning_hosts(p))
     print(highstate.format_results(results, took), flush=True)
     settle(paths, p)
-    if any(r.failed for r in results):
-        raise LabError("highstate failed on " + ", ".join(r.minion for r in results
-                                                          if r.failed))
+    if any(r.status.bad for r in results):
+        raise LabError("highstate failed on " + ", ".join(r.node for r in results
+                                                          if r.status.bad))
     return results

@@ -134,7 +134,7 @@ def record_finger(paths: Paths) -> str:
     `fleet keys finger` prints it: every lab minion, installers' included, pins it."""
     import salt.crypt  # type: ignore[import-untyped]  # heavy; only here
 
-    from fleet.reinstall.saltkeys import master_finger
+    from fleet.master.keys import master_finger
 
     pki = key_path(paths).parent
     if not key_path(paths).is_file():

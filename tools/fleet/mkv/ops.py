@@ -10,17 +10,22 @@ through Salt, with the array's own flags:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleet.master.runner import Runner
+from fleet.master.salt import MasterError, Salt
 from fleet.mkv.flags import ArrayFlags, parse_exec_start
-from fleet.reinstall.commands import Runner
 
 
 class MkvOpError(Exception):
     """A step could not run (the master did not answer, the unit is missing or stale)."""
+
+
+class NoAnswerError(MkvOpError):
+    """The array's master host gave no answer through Salt (the Salt master, or the minion,
+    could not be reached): exit 4 as for every verb, not a step that failed."""
 
 
 class StaleUnitError(MkvOpError):
@@ -50,28 +55,21 @@ class OpReport:
 
 
 class MasterHost:
-    """``cmd.run_all`` of an argument list on one minion, through the salt CLI."""
+    """``cmd.run_all`` of an argument list on one minion, through the one Salt client."""
 
     def __init__(self, runner: Runner, minion: str) -> None:
-        self.runner = runner
+        self.salt = Salt(runner)
         self.minion = minion
 
     def run(self, argv: list[str], *, timeout: float = 60, runas: str | None = None
             ) -> dict[str, Any]:
-        call = ["salt", "--out=json", "--static", "-t", f"{timeout:g}", self.minion,
-                "cmd.run_all", json.dumps(argv), "python_shell=False",
-                f"timeout={timeout:g}"]
-        if runas:
-            call.append(f"runas={runas}")
-        res = self.runner.run(call, timeout=timeout + 30)
         try:
-            out = json.loads(res.stdout or "{}")
-        except json.JSONDecodeError:
-            out = {}
-        ret = out.get(self.minion) if isinstance(out, dict) else None
+            ret = self.salt.run_argv(self.minion, argv, timeout=timeout, runas=runas)
+        except MasterError as exc:
+            ret = str(exc)
         if not isinstance(ret, dict) or "retcode" not in ret:
-            detail = (res.stderr.strip() or res.stdout.strip() or "no answer")[-300:]
-            raise MkvOpError(f"{self.minion} did not run `{' '.join(argv)}`: {detail}")
+            detail = str(ret or "no answer")[-300:]
+            raise NoAnswerError(f"{self.minion} did not run `{' '.join(argv)}`: {detail}")
         return ret
 
 

@@ -2,7 +2,7 @@
 ``ipmitool -I lanplus -H BMC -U USER -E sol activate``: the password in ipmitool's
 environment (``-E``: IPMI_PASSWORD), never on its command line; fleet execs it, so the
 operator's terminal is ipmitool's. One session per node at a time: the lock
-``<reinstall state>/<node>/console.lock`` (fleet.reinstall.layout), held by ipmitool
+``<reinstall state>/<node>/console.lock`` (fleet.master.layout), held by ipmitool
 itself after the exec until it exits."""
 
 from __future__ import annotations
@@ -12,47 +12,14 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Loader, add_command, add_state_dir
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory, Node
 
-HELP = "attach to a node's serial console (IPMI serial over LAN); ~. leaves"
-DESCRIPTION = """
-Open NODE's serial console through its BMC (IPMI serial-over-LAN, ipmitool sol activate),
-the BMC password from the secrets store in ipmitool's environment, never on its command
-line. ipmitool takes over the terminal; leave with ~. at the start of a line (~? lists
-the other escapes). One session per node: a second one is refused while the first is
-attached. A Redfish-only BMC has no serial console here: if it also speaks IPMI over LAN,
---bmc-protocol ipmi. See docs/operations.md.
-"""
-EPILOG = """
-exit codes: ipmitool's once attached (0 after ~.); before that 1 invalid inventory, 2 usage
-(no such node, a BMC without IPMI), 4 no BMC secret or no ipmitool, 6 another session holds
-the node's console
-"""
 ESCAPE = "~."
 
 Exec = Callable[[str, list[str], Mapping[str, str]], Any]
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
-    from fleet.reinstall.cli import DEFAULT_STATE
-
-    p = add_command(sub, common, "console", HELP, DESCRIPTION, EPILOG)
-    p.add_argument("node", metavar="NODE", help="the node's hostname in the inventory")
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
-    p.add_argument("--bmc-protocol", choices=["ipmi"],
-                   help="use IPMI SOL on a BMC the profile drives by Redfish (most BMCs "
-                        "speak both)")
-    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
-                   help="override the inventory's BMC address (an emulator in the lab)")
-    add_state_dir(p, "FLEET_REINSTALL_STATE", DEFAULT_STATE,
-                  "where the node's console.lock is kept, beside the reinstall's")
-    p.set_defaults(func=lambda a, pr: cmd_console(a, load(a, pr)))
 
 
 class ConsoleError(Exception):
@@ -106,8 +73,8 @@ def cmd_console(args: argparse.Namespace, inv: Inventory, exec_: Exec = os.execv
 def attach(args: argparse.Namespace, inv: Inventory, exec_: Exec) -> int:
     from fleet.bmc.base import BmcError
     from fleet.bmc.connect import read_password
-    from fleet.reinstall import layout
-    from fleet.reinstall.lock import BusyError, NodeLock
+    from fleet.master import layout
+    from fleet.master.lock import BusyError, NodeLock
 
     node = inv.nodes.get(args.node)
     if node is None:

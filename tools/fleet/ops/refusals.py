@@ -11,8 +11,8 @@ rule is a function of the node that returns the reasons, empty when it may go.
 from __future__ import annotations
 
 from fleet.inventory.model import Inventory, Node
+from fleet.master.runner import Runner
 from fleet.pxe.powerguard import BootModeReader, power_refusal
-from fleet.reinstall.commands import Runner
 from fleet.rollout.plan import reboot_refused
 
 SLURM_TIMEOUT = 30.0

@@ -73,7 +73,7 @@ class CommandBootMode:
     def set_mode(self, node: str, mode: BootMode, token: str | None = None) -> None:
         import subprocess
 
-        from fleet.reinstall.commands import through
+        from fleet.master.runner import through
 
         args = ["pxe", "set", node, mode, "--quiet"]
         if token is not None:
@@ -106,8 +106,8 @@ class CommandBootMode:
         import json
         import subprocess
 
+        from fleet.master.runner import through
         from fleet.pxe.modes import MODES
-        from fleet.reinstall.commands import through
 
         argv = through(self.command, ["pxe", "status", *nodes, "--json"])
         shown = argv if len(nodes) == 1 else [*argv[:len(self.command) + 2], "...", "--json"]

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from fleet.bmc.base import BmcClient
 from fleet.inventory.model import Inventory, Node
-from fleet.reinstall import layout
+from fleet.master import layout
+from fleet.master.journal import Journal
+from fleet.master.keys import MinionKeys
+from fleet.master.runner import Runner
+from fleet.master.salt import Salt
 from fleet.reinstall.bootmode import BootModeSetter
-from fleet.reinstall.commands import Runner
-from fleet.reinstall.journal import Journal
-from fleet.reinstall.saltkeys import MinionKeys
 from fleet.reinstall.tokens import TokenStore
 
 
@@ -82,6 +83,10 @@ class Context:
     @property
     def public_key_file(self) -> Path:
         return layout.public_key(self.node_dir)
+
+    @property
+    def salt(self) -> Salt:
+        return Salt(self.runner, poll=min(self.options.poll, 3.0))
 
     def is_slurm_node(self) -> bool:
         return self.node.has("slurm.compute")

@@ -22,12 +22,12 @@ from types import FrameType
 from typing import Any, Self
 
 from fleet.bmc.base import BmcError
-from fleet.reinstall import slurm
+from fleet.master import slurm
+from fleet.master.journal import RunState, latest_run
+from fleet.master.lock import NodeLock
+from fleet.master.runner import CommandError
 from fleet.reinstall.bootmode import BootModeUnavailableError
-from fleet.reinstall.commands import CommandError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
-from fleet.reinstall.journal import RunState, latest_run
-from fleet.reinstall.lock import NodeLock
 from fleet.reinstall.server import CallbackServer, node_addresses
 from fleet.reinstall.steps import STEP_NAMES, STEPS
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
-from fleet.exitcodes import Exit
+from fleet.exitcodes import Exit, for_signal
 from fleet.inventory.model import Inventory
 from fleet.reinstall.flow import Interrupted, Interrupts, Report, SignalCatcher
 
@@ -210,7 +210,7 @@ class Run:
     @property
     def exit(self) -> int:
         if self.signal:
-            return 128 + signal.Signals[self.signal]
+            return int(for_signal(signal.Signals[self.signal]))
         codes = {r.exit for r in self.results}
         return next((int(c) for c in PRIORITY if c in codes), int(Exit.OK))
 

@@ -1,5 +1,5 @@
 """The installer's endpoint on the master (stdlib http.server, in a thread of the reinstall
-or on its own: ``python -m fleet.reinstall.server``). A connection is let in by its
+or on its own: ``fleet endpoint``, fleet.commands.endpoint). A connection is let in by its
 address alone before it takes a thread (fleet.reinstall.door): an armed node's address,
 or the master's own, each with its own small quota; any other gets a quick 403 unread.
 Every request for a node must come from that node's own address in the inventory (the
@@ -36,7 +36,6 @@ small limit, every response closes the connection, and no request can print a tr
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import re
 import signal
@@ -47,10 +46,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from fleet.reinstall import layout
+from fleet.master import layout
+from fleet.master.journal import Journal
 from fleet.reinstall.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
-from fleet.reinstall.journal import Journal
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
@@ -466,48 +465,15 @@ def node_addresses(inv: Any) -> dict[str, str]:
     return {n.hostname: str(n.address) for n in inv.nodes.values()}
 
 
-def main() -> None:
-    """A standalone endpoint serving every node's reinstall from one state dir."""
-    from fleet.inventory.load import load_inventory
-    from fleet.reinstall.bootmode import PxeBootMode
-
-    ap = argparse.ArgumentParser(prog="python -m fleet.reinstall.server")
-    ap.add_argument("-i", "--inventory", type=Path, default=Path("inventory.yaml"))
-    ap.add_argument("--overlay", type=Path, action="append")
-    ap.add_argument("--state-dir", type=Path, default=Path("/var/lib/fleet/reinstall"))
-    ap.add_argument("--pxe-state", type=Path, help="default: the inventory's site.pxe_state")
-    ap.add_argument("--pxe-root", type=Path, help="default: the inventory's site.pxe_root")
-    ap.add_argument("--salt-config", type=Path, default=Path("/etc/salt"),
-                    help="the master's config dir: an installer's error report removes "
-                         "the node's pre-accepted key with salt-key -c DIR")
-    ap.add_argument("--bind", help="HOST:PORT (default: site.salt.master_address and "
-                                   "site.salt.reinstall_port)")
-    args = ap.parse_args()
-    inv = load_inventory(args.inventory, args.overlay)
-    host, port = default_bind(inv)
-    if args.bind:
-        host, _, p = args.bind.rpartition(":")
-        port = int(p)
-    boot = PxeBootMode(inv, args.pxe_state, args.pxe_root)
-    from fleet.reinstall.cli import _pki_dir
-    from fleet.reinstall.saltkeys import master_finger
-
-    CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
-                   revoke_key=salt_key_revoker(args.salt_config),
-                   master_finger=master_finger(_pki_dir(args.salt_config))).serve_forever()
-
-
 def salt_key_revoker(config_dir: Path) -> KeyRevoker:
     """Removes a node's accepted key with the real ``salt-key -c config_dir``."""
-    from fleet.reinstall.commands import SubprocessRunner
+    from fleet.master.keys import delete_key
+    from fleet.master.runner import runner_for
 
-    runner = SubprocessRunner({"salt-key": ["salt-key", "-c", str(config_dir)]})
+    runner = runner_for(config_dir)
 
     def revoke(node: str) -> None:
-        runner.run(["salt-key", "-y", "-d", node]).check()
+        delete_key(runner, node)
 
     return revoke
 
-
-if __name__ == "__main__":
-    main()

@@ -10,8 +10,12 @@ import os
 import time
 from collections.abc import Callable
 
-from fleet.reinstall import health as health_checks
-from fleet.reinstall import saltjobs, slurm
+from fleet.health.checks import OK, WARNING, NodeReport
+from fleet.health.run import check
+from fleet.master import slurm
+from fleet.master.highstate import NodeResult, Status, describe, judge
+from fleet.master.runner import CommandError
+from fleet.master.salt import MasterError, NoJobError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
 # Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
@@ -232,43 +236,73 @@ def converge(ctx: Context) -> str:
     # that fails from here on keeps it; before, the failure withdraws it)
     ctx.journal.append("note", run=ctx.run_id, what="minion-answered")
     check_claim(ctx)  # the pillar (the munge key) goes only to the node's own installer
-    ret = _highstate(ctx, deadline)
-    if isinstance(ret, saltjobs.Lost):
+    res = _highstate(ctx, deadline)
+    if res.status is Status.LOST:
         # a minion restarting (base.minion restarts it after a config change, in the
         # background after a run) drops a job published meanwhile: a highstate is safe
         # to apply again
-        ctx.say(f"  {ret}; publishing the highstate again")
+        ctx.say(f"  {res.why}; publishing the highstate again")
         while _answers(ctx) is not None and time.monotonic() < deadline:
             time.sleep(ctx.options.poll)
-        ret = _highstate(ctx, deadline)
-    if not isinstance(ret, dict):
-        raise StepFailedError(f"highstate returned no state results: {str(ret)[:300]}")
-    failed = [k for k, v in ret.items() if isinstance(v, dict) and v.get("result") is False]
-    changed = sum(1 for v in ret.values() if isinstance(v, dict) and v.get("changes"))
-    if failed:
-        raise StepFailedError(f"highstate failed in {len(failed)} of {len(ret)} state(s): "
-                              + ", ".join(failed[:5]))
-    return f"highstate ok: {len(ret)} states, {changed} changed"
+        res = _highstate(ctx, deadline)
+    if res.status is Status.NO_RETURN:
+        raise StepFailedError(f"highstate (job {res.jid}) did not return within "
+                              f"{ctx.options.converge_timeout:g}s")
+    if res.status.bad:
+        raise StepFailedError(f"highstate: {describe(res)}")
+    return f"highstate ok: {res.states} states, {res.changed} changed"
 
 
 def _answers(ctx: Context) -> str | None:
-    return saltjobs.ping(ctx.runner, ctx.name)
+    return ctx.salt.ping(ctx.name)
 
 
-def _highstate(ctx: Context, deadline: float) -> object:
+def _highstate(ctx: Context, deadline: float) -> NodeResult:
     try:
-        return saltjobs.highstate(ctx.runner, ctx.name, deadline, ctx.options.poll)
-    except saltjobs.NoJobError as exc:
+        got = ctx.salt.highstate([ctx.name], deadline)
+    except NoJobError as exc:
         raise StepFailedError(str(exc)) from None
-    except saltjobs.NoReturnError as exc:
-        raise StepFailedError(f"highstate (job {exc.jid}) did not return within "
-                              f"{ctx.options.converge_timeout:g}s") from None
+    return judge(ctx.name, got.returns.get(ctx.name), jid=got.jid)
 
 
 def health(ctx: Context) -> str:
-    """GPUs, IB ports, slurmd and the mkv volume (fleet.reinstall.health); on a problem
-    the node is drained with the reason and the step fails."""
-    return health_checks.check(ctx)
+    """The health gate of fleet health and fleet rollout (fleet.health.run.check), asked
+    until it passes or ``health_timeout`` is spent (a node that has just converged may
+    still be registering slurmd or restarting its minion); on a problem the node is
+    drained with the problems as the reason and the step fails once."""
+    deadline = time.monotonic() + ctx.options.health_timeout
+    while True:
+        problems, report = _health_once(ctx)
+        if not problems or time.monotonic() >= deadline:
+            break
+        ctx.say(f"  health: {'; '.join(problems)}; checking again")
+        time.sleep(ctx.options.poll)
+    for f in [] if report is None else report.findings:
+        if f.status == WARNING:
+            ctx.warnings.append(f.detail)
+            ctx.say(f"WARNING: {f.detail}")
+    if problems:
+        summary = "; ".join(problems)
+        message = "health check failed: " + summary
+        if ctx.is_slurm_node():
+            try:
+                slurm.drain(ctx.runner, ctx.name,
+                            f"{ctx.options.reason}: health check failed: {summary}")
+            except CommandError as exc:
+                message += f" (and draining it failed: {exc})"
+        raise StepFailedError(message)
+    assert report is not None
+    return "; ".join(f.detail if f.status == OK else f"{f.status}: {f.detail}"
+                     for f in report.findings) or "nothing to check"
+
+
+def _health_once(ctx: Context) -> tuple[list[str], NodeReport | None]:
+    """The node's problems and its report; the master not answering at all is one."""
+    try:
+        report = check(ctx.inventory, [ctx.name], ctx.runner, lambda _m: None)[0]
+    except MasterError as exc:
+        return [f"not checked: {exc}"], None
+    return report.problems, report
 
 
 def resume(ctx: Context) -> str:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fleet.reinstall import layout
+from fleet.master import layout
 
 
 class TokenError(Exception):

@@ -5,7 +5,7 @@ starts when the whole wave is back; the first failed node stops the rollout, dra
 with the reason. Shares the reinstall's machinery: its journal (JSON lines, fsynced),
 its lock, its scontrol/sinfo calls and its command runner; the health gate is
 ``fleet health``'s (fleet.health.run.check) for that one node. Each node's steps run under
-that node's reinstall lock (``<node_locks>/<node>/lock``, fleet.reinstall.lock): a node
+that node's reinstall lock (``<node_locks>/<node>/lock``, fleet.master.lock): a node
 that ``fleet reinstall`` is working on fails the rollout at ``lock``, untouched, and a
 reinstall started while the rollout works on a node is refused.
 
@@ -26,11 +26,11 @@ from typing import Any, Protocol
 
 from fleet.health import parse
 from fleet.inventory.model import Inventory
+from fleet.master import layout, slurm
+from fleet.master.journal import Entry, Journal, latest_entries
+from fleet.master.lock import BusyError, NodeLock
+from fleet.master.runner import CommandError, Runner
 from fleet.pxe.powerguard import FORCE_FLAG, BootModeReader, power_refusal
-from fleet.reinstall import layout, slurm
-from fleet.reinstall.commands import CommandError, Runner
-from fleet.reinstall.journal import Entry, Journal, latest_entries
-from fleet.reinstall.lock import BusyError, NodeLock
 from fleet.rollout import plan
 
 PREFIX = "fleet rollout"
@@ -239,9 +239,9 @@ class Rollout:
                                   "not: the drain is fleet rollout's)" if left else "aborted")
 
     def _names(self, opts: Options) -> list[str]:
-        from fleet.apply.target import resolve
         from fleet.cliparts import DEFAULT_TARGET
         from fleet.inventory.lifecycle import default_target
+        from fleet.inventory.target import resolve
 
         if opts.target == DEFAULT_TARGET:  # no TARGET: the nodes in service, as at the start
             return default_target(self.inv, "rollout")[0]

@@ -1,9 +1,11 @@
 """The rollout's apply and reboot steps against the real master and BMCs.
 
-apply: ``salt --async NODE state.apply [STATES]``, the return collected from the
-master's job cache (``salt-run jobs.lookup_jid``), as the reinstall's converge step does:
-the CLI's own wait gives up on a minion busy installing packages. Any state False, a
-render error or no return by the deadline fails the step, naming the states.
+apply: ``salt --async -L NODE state.apply [STATES]``, the return collected from the
+master's job cache (``salt-run jobs.lookup_jid``) by the one Salt client, as the
+reinstall's converge step does (fleet.master.salt): the CLI's own wait gives up on a
+minion busy installing packages, and a minion that twice says it no longer runs the job
+is lost at once, not waited for. Any state False, a render error, a lost job or no
+return by the deadline fails the step, naming the states.
 
 reboot: the node's boot identity is read, the BMC power-cycles it (``power_on_or_reset``,
 fleet.bmc), and the step waits for the minion to answer with another one: the node has
@@ -14,15 +16,15 @@ the host's kernel) the second."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
-from typing import Any
 
 from fleet.bmc.base import BmcClient, BmcError
 from fleet.health.parse import clean
-from fleet.reinstall.commands import Runner
+from fleet.master.highstate import describe, judge
+from fleet.master.runner import CommandError
+from fleet.master.salt import MasterError, NoJobError, Salt
 from fleet.rollout.flow import StepFailedError
 
 POLL = 5.0
@@ -31,62 +33,44 @@ _BOOT_ID = re.compile(r"([0-9a-f-]{36})\s+(\d+)\s*")
 
 
 class SaltApply:
-    def __init__(self, runner: Runner, poll: float = POLL) -> None:
-        self.runner = runner
-        self.poll = poll
+    """``state.apply [STATES]`` on one node through the one Salt client: published, the
+    return collected from the job cache, the node given up as lost when it twice says it
+    no longer runs the job (fleet.master.salt), judged by fleet.master.highstate."""
+
+    def __init__(self, salt: Salt) -> None:
+        self.salt = salt
 
     def __call__(self, node: str, states: tuple[str, ...], timeout: float) -> str:
-        args = ["salt", "--async", node, "state.apply"]
-        if states:
-            args.append(",".join(states))
-        res = self.runner.run(args, timeout=120).check()
-        m = re.search(r"\b(\d{20})\b", res.stdout)
-        if m is None:
-            raise StepFailedError(f"salt --async state.apply gave no job id: "
-                                  f"{clean(res.stdout)!r}")
-        jid = m.group(1)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            look = self.runner.run(["salt-run", "jobs.lookup_jid", jid, "--out=json"],
-                                   timeout=120)
-            try:
-                data = json.loads(look.stdout) if look.stdout.strip() else {}
-            except ValueError:
-                data = {}
-            if isinstance(data, dict) and node in data:
-                return verdict(node, data[node])
-            time.sleep(self.poll)
-        raise StepFailedError(f"no return of job {jid} within {timeout:g}s")
+        try:
+            got = self.salt.highstate([node], self.salt.clock() + timeout, states)
+        except (NoJobError, CommandError) as exc:
+            raise StepFailedError(clean(exc)) from None
+        ret = got.returns.get(node)
+        if ret is None:
+            raise StepFailedError(f"no return of job {got.jid} within {timeout:g}s")
+        return verdict(node, ret)
 
 
-def verdict(node: str, ret: Any) -> str:
-    """A state.apply return: every state True -> a summary; else StepFailedError."""
-    if not isinstance(ret, dict) or not ret:
-        raise StepFailedError(f"state.apply returned no state results: {clean(ret, 300)}")
-    failed = [k for k, v in ret.items() if isinstance(v, dict) and v.get("result") is False]
-    if failed:
-        first = ret[failed[0]]
-        raise StepFailedError(
-            f"{len(failed)} of {len(ret)} state(s) failed: "
-            + ", ".join(clean(f.split('_|-')[1] if '_|-' in f else f, 80) for f in failed[:5])
-            + f" ({clean(first.get('comment', ''), 160)})")
-    changed = sum(1 for v in ret.values() if isinstance(v, dict) and v.get("changes"))
-    return f"{len(ret)} states ok, {changed} changed"
+def verdict(node: str, ret: object) -> str:
+    """A state.apply return (or a Lost): every state True -> a summary; else
+    StepFailedError."""
+    res = judge(node, ret)
+    if res.status.bad:
+        raise StepFailedError(describe(res))
+    return describe(res)
 
 
 class BmcReboot:
-    def __init__(self, runner: Runner, bmc: Callable[[str], BmcClient],
+    def __init__(self, salt: Salt, bmc: Callable[[str], BmcClient],
                  poll: float = POLL) -> None:
-        self.runner = runner
+        self.salt = salt
         self.bmc = bmc
         self.poll = poll
 
     def _boot_id(self, node: str) -> str | None:
-        res = self.runner.run(["salt", node, "cmd.run", BOOT_ID, "-t", "15", "--out=json",
-                               "--static"], timeout=120)
         try:
-            got = json.loads(res.stdout).get(node) if res.stdout.strip() else None
-        except (ValueError, AttributeError):
+            got = self.salt.call([node], "cmd.run", BOOT_ID, timeout=15).get(node)
+        except MasterError:
             return None
         m = _BOOT_ID.fullmatch(got) if isinstance(got, str) else None
         return f"{m[1]}/{m[2]}" if m else None

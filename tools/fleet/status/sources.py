@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from fleet.reinstall.commands import Runner
+from fleet.master.runner import Runner
 
 KEY_LISTS = {"minions": "accepted", "minions_pre": "pending",
              "minions_rejected": "rejected", "minions_denied": "denied"}
@@ -166,7 +166,7 @@ def ping(runner: Runner, names: Sequence[str], timeout: float,
     """Which minions answer one ``test.ping`` (``-t timeout``), all in one salt call. A
     minion that is down keeps the CLI ``timeout`` and then the master's ``gather`` (its
     find_job) seconds: the call is bounded by both, and the CLI's start."""
-    from fleet.reinstall.saltjobs import json_dict
+    from fleet.master.salt import json_dict
 
     if not names:
         return {}
@@ -259,8 +259,8 @@ def _holder(lock: Path) -> str | None:
 
 
 def work(reinstall_state: Path, rollout_state: Path, names: Sequence[str]) -> dict[str, Work]:
-    from fleet.reinstall import layout
-    from fleet.reinstall.journal import Journal, latest_run
+    from fleet.master import layout
+    from fleet.master.journal import Journal, latest_run
     from fleet.rollout.flow import latest
 
     rollout = latest(Journal(rollout_state).entries()) if rollout_state.is_dir() else None

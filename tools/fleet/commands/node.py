@@ -1,0 +1,66 @@
+"""``fleet node list|show [TARGET] [--where FIELD=VALUE]``: what the inventory says of
+nodes (argparse glue, tables, --json)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fleet.cliparts import Parents, add_actions, add_target, target_nodes
+from fleet.context import Context
+from fleet.exitcodes import Exit
+from fleet.output import node_entry
+
+NODE_EPILOG = """
+exit codes: 0 ok (also when --where leaves no node: the list is empty), 1 invalid inventory,
+2 usage (a target item that names no node, an unknown --where field)
+"""
+
+
+def register(sub: Any, parents: Parents) -> None:
+    from fleet.ops.nodes import FIELDS
+
+    _p, nsub = add_actions(sub, "node",
+                           "Nodes as the inventory resolves them (no node is asked).")
+    for name, short, what in (
+            ("list", "one line per node", "One line per node: group, profile, partition, "
+             "provisioning and BMC addresses, switch port, IB switch port."),
+            ("show", "everything about each node", "Each node's group, profile, roles, "
+             "partition, lifecycle state, every NIC (address, MAC, switch port), BMC, "
+             "disks.")):
+        sp = nsub.add_parser(name, parents=list(parents), help=short, description=what,
+                             epilog=NODE_EPILOG)
+        add_target(sp, "'tbox-0*'")
+        sp.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                        help=f"only nodes whose FIELD matches VALUE (a glob; '-' for none); "
+                             f"repeat for all of several; FIELD: {', '.join(FIELDS)}")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.ops import nodes
+
+    inv = ctx.inventory()
+    every = args.target is None
+    names = target_nodes(args, inv)
+    if names is None:
+        return Exit.USAGE
+    if every:  # the whole inventory: the retired nodes, rendered nowhere, too
+        names += list(inv.retired)
+    try:
+        where = nodes.parse_where(args.where)
+    except nodes.WhereError as exc:
+        print(f"fleet: {exc}", file=sys.stderr)
+        return Exit.USAGE
+    records = [r for r in (nodes.record(inv.nodes.get(n) or inv.retired[n]) for n in names)
+               if nodes.matches(r, where)]
+    if args.json:
+        ctx.out.emit({"target": args.target, "where": args.where,
+                      "nodes": [node_entry(r["node"], r["state"], None, [], r)
+                                for r in records]})
+    elif not args.quiet:
+        if args.node_verb == "list":
+            print(nodes.list_table(records))
+        else:
+            print("\n\n".join(nodes.show_text(r) for r in records))
+    return Exit.OK

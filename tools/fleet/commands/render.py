@@ -1,0 +1,101 @@
+"""``fleet render [--check | --diff]``: write pillar/, pxe/ and pictures/ atomically."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fleet.cliparts import Parents, add_command, add_modes
+from fleet.commands._render import add_output, rendered, show_diff
+from fleet.context import Context
+from fleet.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
+
+DESCRIPTION = """
+Render pillar/, pxe/ and pictures/ from the inventory. Output is built aside and swapped in
+atomically; unchanged files are not rewritten; an invalid inventory writes nothing.
+"""
+EPILOG = """
+exit codes: 0 written (--check: up to date), 1 invalid inventory (or a volume removal not
+acknowledged: nothing written), 2 usage, 3 --check/--diff: the output differs, 4 the
+inventory or the output could not be read or written (or another render writes there)
+"""
+
+
+def register(sub: Any, parents: Parents) -> None:
+    p = add_command(sub, parents, "render", DESCRIPTION, EPILOG)
+    add_output(p)
+    add_modes(p, ("--check", "write nothing; exit 3 and list files if the output is out of date"),
+              ("--diff", "write nothing; show what a render would change (same as `fleet diff`)"))
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.render import volumes
+
+    if args.diff:
+        return show_diff(args, ctx)
+    inv, files = rendered(ctx)
+    root = Path(args.output)
+    if args.check:
+        return _check(args, ctx, root, files)
+    removals = volumes.removals(inv, root)
+    refused = [r for r in removals if not r.acknowledged]
+    if refused:
+        for r in refused:
+            print(f"{args.inventory}: {r.field}: {r.text()} (acknowledge: {r.field}: "
+                  f"[{', '.join(r.hosts)}])", file=sys.stderr)
+        print(f"{len(refused)} error{'s' if len(refused) != 1 else ''}; nothing was written",
+              file=sys.stderr)
+        return Exit.INVALID
+    return _write(args, ctx, inv, root, files, [r.text() for r in removals])
+
+
+def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, str]) -> Exit:
+    from fleet.render import tree
+
+    ctx.progress(f"comparing with {root}")
+    changes = tree.compare(root, files)
+    if ctx.out.json:
+        ctx.out.emit({"added": changes.added, "changed": changes.changed,
+                      "removed": changes.removed, "interrupted": changes.interrupted})
+    elif changes.any:
+        if changes.interrupted:
+            print(f"interrupted: {changes.interrupted}")
+        for label, paths in (("missing", changes.added), ("differs", changes.changed),
+                             ("stale", changes.removed)):
+            for p in paths:
+                print(f"{label}: {p}")
+        print(f"rendered output is out of date ({len(changes.added)} missing, "
+              f"{len(changes.changed)} differ, {len(changes.removed)} stale); "
+              "run `make render` and commit the result", file=sys.stderr)
+    elif not args.quiet:
+        print(f"rendered output is up to date ({changes.unchanged} files)")
+    return Exit.DIFFERS if changes.any else Exit.OK
+
+
+def _write(args: argparse.Namespace, ctx: Context, inv: Inventory, root: Path,
+           files: dict[str, str], notes: list[str]) -> Exit:
+    from fleet.render import tree
+    from fleet.render.summary import format_summary, summarize
+
+    ctx.progress(f"writing into {root.resolve()}")
+    changes = tree.write(root, files)
+    for note in notes:  # acknowledged removals: what to run next
+        print(f"note: {note}", file=sys.stderr)
+    ctx.progress("done")
+    summary = summarize(inv)
+    ctx.warn(inv)
+    if ctx.out.json:
+        ctx.out.emit({"written": len(changes.added) + len(changes.changed),
+                      "added": changes.added, "changed": changes.changed,
+                      "removed": changes.removed, "unchanged": changes.unchanged,
+                      "summary": summary, "warnings": [w.as_dict() for w in inv.warnings]})
+    elif not args.quiet:
+        print(format_summary(summary))
+        print(f"files: {len(changes.added)} added, {len(changes.changed)} changed, "
+              f"{len(changes.removed)} removed, {changes.unchanged} unchanged")
+    return Exit.OK

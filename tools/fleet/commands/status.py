@@ -1,0 +1,217 @@
+"""``fleet status [TARGET]``: argparse glue; every source asked side by side, each bounded;
+the table (problems first) and --json."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fleet.cliparts import (
+    Parents,
+    add_bmc_options,
+    add_bmc_pool,
+    add_command,
+    add_pxe_options,
+    add_salt_config,
+    add_slurm_command,
+    bmc_options,
+    boot_mode_store,
+    target_nodes,
+)
+from fleet.context import Context
+from fleet.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
+
+DESCRIPTION = """
+What state every node TARGET names is in, from every live source, each asked once for all
+of them, side by side, each within its time: power (the BMCs, as `fleet power status`:
+--parallel at once, --deadline each), PXE boot mode, the minion's key on the master
+(`salt-key -L`) and whether it answers (one `salt test.ping`, --salt-timeout), Slurm's
+state and reason (one `scontrol show node`), the last `fleet apply` and `fleet health`
+results they kept, a reinstall or rollout working on it (or left unfinished), the
+inventory's lifecycle state, and Prometheus's firing alerts. Nodes with problems come
+first, each problem named. A source that cannot be asked leaves its column unknown (?),
+with the reason, and the others still show; Prometheus not answering is only a note.
+See docs/operations.md.
+"""
+EPILOG = """
+exit codes: 0 no node has a problem (unknown columns are said, and do not fail), 1 invalid
+inventory, 2 usage (a target item that names no node), 4 the Salt master could not be
+asked, 5 a node has a problem
+"""
+
+
+def register(sub: Any, parents: Parents) -> None:
+    from fleet.master import statedir
+
+    p = add_command(sub, parents, "status", DESCRIPTION, EPILOG, target="'tbox-0*'")
+    p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
+    p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
+    p.add_argument("--prometheus", metavar="URL",
+                   help="Prometheus to ask for alerts (default: http://<site.monitoring "
+                        "host>:9090)")
+    add_bmc_pool(p, parallel=32, deadline=15.0, bmc_timeout=5.0)
+    p.add_argument("--salt-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds test.ping waits for the minions (default 10)")
+    for flag, where, what in (
+            ("--apply-state-dir", statedir.APPLY, "fleet apply's results"),
+            ("--health-state-dir", statedir.HEALTH, "fleet health's results"),
+            ("--reinstall-state-dir", statedir.REINSTALL,
+             "fleet reinstall's locks and journals"),
+            ("--rollout-state-dir", statedir.ROLLOUT, "fleet rollout's journal")):
+        p.add_argument(flag, type=Path, default=where.path(), metavar="DIR",
+                       help=f"{what} (default ${where.env} or {where.default})")
+    add_pxe_options(p, "reads")
+    add_salt_config(p)
+    add_slurm_command(p)
+    add_bmc_options(p)
+
+
+def _accepted_dir(config: Path) -> Path:
+    from fleet.master.runner import pki_dir
+
+    return pki_dir(config) / "minions"
+
+
+def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, float]]:
+    """``fn`` as a source: (values, error, the master down, seconds)."""
+    from fleet.status.sources import MasterDownError, SourceError
+
+    def run() -> tuple[Any, str | None, bool, float]:
+        t0 = time.monotonic()
+        try:
+            return fn(), None, False, time.monotonic() - t0
+        except MasterDownError as exc:
+            return {}, str(exc), True, time.monotonic() - t0
+        except SourceError as exc:
+            return {}, str(exc), False, time.monotonic() - t0
+        except Exception as exc:  # a bug in a source: its column, not the whole view
+            return {}, f"internal error: {type(exc).__name__}: {exc}", False, \
+                time.monotonic() - t0
+    return run
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.inventory.lifecycle import default_target
+    from fleet.status import view
+
+    inv = ctx.inventory()
+    explicit = args.target is not None
+    names = target_nodes(args, inv)
+    if names is None:
+        return Exit.USAGE
+    if args.parallel < 1 or min(args.deadline, args.bmc_timeout, args.salt_timeout) <= 0:
+        print("fleet: --parallel must be at least 1; --deadline, --bmc-timeout and "
+              "--salt-timeout above 0", file=sys.stderr)
+        return Exit.USAGE
+    left = {} if explicit else default_target(inv, "status")[1]
+    jobs, skipped = _jobs(args, inv, names)
+    t0 = time.monotonic()
+    ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}")
+    cols, notes, master_down = _ask(jobs, skipped, ctx.progress)
+    wall = time.monotonic() - t0
+    rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
+                    for n in names], cols)
+    if args.json:
+        ctx.out.emit(_document(view.document(args.target, rs, cols, wall, notes, left)))
+    elif not args.quiet:
+        print(view.table(rs, cols, wall, notes))
+    else:
+        for r in rs:
+            if r.problems:
+                print(f"{r.node}: {'; '.join(r.problems)}", file=sys.stderr)
+    if master_down:
+        why = "the Salt master could not be asked (keys and minions unknown)"
+        ctx.out.error(why)
+        print(f"fleet: {why}", file=sys.stderr)
+        return Exit.IO
+    return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
+
+
+def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str]
+          ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
+    """Each source to ask, as a call; the sources skipped, with why."""
+    from fleet.master.runner import runner_for
+    from fleet.status import sources
+
+    runner = runner_for(args.salt_config, args.slurm_command)
+    jobs: dict[str, Callable[[], Any]] = {}
+    skipped: dict[str, str] = {}
+    if args.no_power:
+        skipped["power"] = "--no-power"
+    else:
+        from fleet.bmc.base import BmcClient
+        from fleet.bmc.connect import client_for
+
+        def client(name: str) -> BmcClient:
+            return client_for(inv.nodes[name], bmc_options(args, name,
+                                                           timeout=args.bmc_timeout))
+
+        jobs["power"] = lambda: sources.power(names, client, parallel=args.parallel,
+                                              deadline=args.deadline, secrets=args.secrets)
+    store = boot_mode_store(args, inv)
+    jobs["boot"] = lambda: sources.boot_modes(store, names)
+    jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))
+    jobs["minion"] = lambda: sources.ping(
+        runner, names, args.salt_timeout, sources.gather_job_timeout(args.salt_config))
+    if any(inv.nodes[n].has("slurm.compute") for n in names):
+        jobs["slurm"] = lambda: sources.slurm(runner, names)
+    jobs["apply"] = lambda: sources.last(args.apply_state_dir, "apply", names)
+    jobs["health"] = lambda: sources.last(args.health_state_dir, "health", names)
+    jobs["work"] = lambda: sources.work(args.reinstall_state_dir, args.rollout_state_dir,
+                                        names)
+    if args.no_alerts:
+        skipped["alerts"] = "--no-alerts"
+    else:
+        url = args.prometheus
+        if url is None:
+            from fleet.monitoring.alerts import prometheus_url
+
+            url = prometheus_url(inv)
+        jobs["alerts"] = lambda: sources.alerts(url, names, timeout=args.salt_timeout)
+    return jobs, skipped
+
+
+def _ask(jobs: dict[str, Callable[[], Any]], skipped: dict[str, str],
+         progress: Callable[[str], None]) -> tuple[dict[str, Any], list[str], bool]:
+    """Every source at once, each bounded: its column, the notes, whether the master was
+    down."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fleet.status import view
+
+    cols: dict[str, view.Column] = {}
+    notes: list[str] = []
+    master_down = False
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {name: pool.submit(_timed(fn)) for name, fn in jobs.items()}
+        for name in view.SOURCES:
+            if name in skipped:
+                cols[name] = view.Column(skipped=skipped[name])
+            if name not in futures:
+                continue
+            values, error, down, secs = futures[name].result()
+            master_down |= down
+            progress(f"{name}: {'unknown: ' + error if error else 'answered'} ({secs:.1f}s)")
+            if name == "alerts" and error is not None:  # no monitoring here: a note
+                notes.append(f"alerts not shown: {error}")
+                cols[name] = view.Column(skipped="Prometheus did not answer", seconds=secs)
+            else:
+                cols[name] = view.Column(values, error, seconds=secs)
+    return cols, notes, master_down
+
+
+def _document(doc: dict[str, Any]) -> dict[str, Any]:
+    """The view's document, each node in the common shape (no time of its own: every
+    source is asked for all the nodes at once)."""
+    from fleet.output import node_entry
+
+    doc["nodes"] = [node_entry(n["node"], n["status"], None, n["problems"], n)
+                    for n in doc["nodes"]]
+    return doc

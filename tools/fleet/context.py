@@ -1,0 +1,76 @@
+"""The one context every verb's ``run(args, ctx)`` is handed (fleet.commands): the
+inventory loader, the Salt master's config dir (``--salt-config``: declared once, in
+fleet.cliparts, honouring ``$FLEET_SALT_CONFIG`` the same way for every verb), the state
+directories, the output mode and its one JSON document (fleet.output), and progress."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fleet.output import Output
+
+if TYPE_CHECKING:
+    from fleet.inventory.model import Inventory
+
+
+class Progress:
+    """Stage messages on stderr, only for a person at a terminal (or with --verbose)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:  # past fleet.output's tee: progress is not an error of the run
+            print(f"[{time.perf_counter() - self.t0:6.2f}s] {msg}",
+                  file=getattr(sys.stderr, "inner", sys.stderr), flush=True)
+
+
+@dataclass
+class Context:
+    args: argparse.Namespace
+    out: Output
+    progress: Progress
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Context:
+        quiet = bool(getattr(args, "quiet", False))
+        verbose = bool(getattr(args, "verbose", False))
+        out = Output(args.verb, json_mode=bool(getattr(args, "json", False)), quiet=quiet,
+                     verbose=verbose)
+        return cls(args, out, Progress(enabled=(verbose or sys.stderr.isatty()) and not quiet))
+
+    def inventory(self) -> Inventory:
+        """The inventory, the same for every verb: the secrets store is checked (as
+        errors) only when ``--secrets`` names it for validate; a ``./secrets`` found here
+        only adds warnings."""
+        from fleet.inventory.load import load_inventory
+
+        args = self.args
+        self.progress(f"validating {args.inventory}")
+        store = getattr(args, "check_secrets", None)
+        found = Path("secrets") if store is None and Path("secrets").is_dir() else None
+        inv = load_inventory(args.inventory, args.overlay, secrets=store, advise=found)
+        self.progress(f"{len(inv.nodes)} nodes valid")
+        return inv
+
+    def warn(self, inv: Inventory) -> None:
+        """The inventory's warnings on stderr (not with -q or --json: JSON carries them)."""
+        if not self.out.quiet and not self.out.json:
+            for w in inv.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+
+    @property
+    def salt_config(self) -> Path:
+        """The Salt master's config dir (-c of salt, salt-key, salt-run)."""
+        return Path(self.args.salt_config)
+
+    @property
+    def state_dir(self) -> Path:
+        """This verb's state directory (``--state-dir``)."""
+        return Path(self.args.state_dir)

@@ -1,5 +1,0 @@
-import sys
-
-from fleet.lab.cli import main
-
-sys.exit(main())

@@ -1,0 +1,184 @@
+"""The Salt master through its command-line tools (``salt``, ``salt-run``) over a
+:class:`~fleet.master.runner.Runner`: the one Salt client of the day-two verbs.
+
+``call``/``shell`` answer per node of a list (``salt -L``); ``ping`` says whether a minion
+answers; ``publish`` (``--async``), ``lookup`` (``jobs.lookup_jid``) and ``find_job``
+(``saltutil.find_job``) are a job's life; ``highstate`` publishes ``state.apply`` and
+collects the returns from the master's job cache by a deadline. The salt CLI's own wait
+gives up on a minion that does not answer ``find_job`` within gather_job_timeout, which
+a minion busy installing packages often does not: here a minion is given up on only when
+it says, :data:`LOST_AFTER` times in a row, that it no longer runs the job (:class:`Lost`).
+A return is judged by fleet.master.highstate. (``fleet apply`` talks to the master
+through Salt's Python client for its event bus, fleet.apply.master, and keeps the same
+rule and verdict.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fleet.master.runner import Result, Runner
+
+FIND_JOB_EVERY = 30.0  # seconds between saltutil.find_job questions while a job runs
+FIND_JOB_WAIT = 15.0   # seconds a find_job waits for the minions (salt -t)
+LOST_AFTER = 2  # "not running it" answers in a row that give a job up
+POLL = 3.0  # seconds between job cache lookups
+_JID = re.compile(r"\b(\d{20})\b")
+
+
+def json_dict(res: Result) -> dict[str, Any]:
+    """A salt CLI's ``--out=json`` output as a dict; {} for none, or anything else."""
+    try:
+        data = json.loads(res.stdout) if res.stdout.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class MasterError(Exception):
+    """The Salt master could not be asked at all: salt answered nothing (the master is
+    down; ``returncode`` 127: the salt CLI is missing)."""
+
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+    @classmethod
+    def of(cls, result: Result) -> MasterError:
+        last = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        detail = "".join(c if c.isprintable() else " " for c in last[-1])[:300] if last else ""
+        return cls(f"`salt` exited {result.returncode}" + (f": {detail}" if detail else ""),
+                   result.returncode)
+
+
+class Lost(str):
+    """The minion answered, twice, that it is not running the job, and it never returned."""
+
+
+class NoJobError(Exception):
+    """``salt --async`` printed no job id."""
+
+
+@dataclass
+class Collected:
+    """What a published job left by its deadline: each node's return, or a :class:`Lost`
+    (a node with neither did not return in time)."""
+
+    jid: str
+    returns: dict[str, object]
+
+    def missing(self, nodes: Sequence[str]) -> list[str]:
+        return [n for n in nodes if n not in self.returns]
+
+
+class Salt:
+    """``timeout``: seconds each call waits for the minions (``salt -t``); ``poll`` and
+    ``find_job_every``: how often a job is looked up, and asked after."""
+
+    def __init__(self, runner: Runner, timeout: float = 60.0, *, poll: float = POLL,
+                 find_job_every: float = FIND_JOB_EVERY,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.runner = runner
+        self.timeout = timeout
+        self.poll = poll
+        self.find_job_every = find_job_every
+        self.clock = clock
+
+    def call(self, nodes: Sequence[str], fun: str, *args: str,
+             timeout: float | None = None, bound: float | None = None) -> dict[str, Any]:
+        """``salt -L NODES FUN ARGS -tT --out=json --static``: an answer per minion that
+        returned (one that did not is absent, or a string saying so); :class:`MasterError`
+        when salt answered nothing at all. ``bound``: the seconds the CLI itself may take
+        (default T + 60)."""
+        if not nodes:
+            return {}
+        wait = self.timeout if timeout is None else timeout
+        res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args, f"-t{wait:g}",
+                               "--out=json", "--static"],
+                              timeout=wait + 60 if bound is None else bound)
+        data = json_dict(res)
+        if not data and res.returncode != 0:
+            raise MasterError.of(res)
+        return data
+
+    def shell(self, nodes: Sequence[str], cmd: str,
+              timeout: float | None = None) -> dict[str, Any]:
+        """``cmd.run_all`` of a shell command line: retcode, stdout, stderr per node."""
+        return self.call(nodes, "cmd.run_all", cmd, "python_shell=True", timeout=timeout)
+
+    def run_argv(self, node: str, argv: Sequence[str], *, timeout: float,
+                 runas: str | None = None) -> object:
+        """``cmd.run_all`` of an argument list, no shell, bounded by ``timeout`` on the
+        node too: the node's answer (a dict with retcode, stdout, stderr when it ran)."""
+        args = [json.dumps(list(argv)), "python_shell=False", f"timeout={timeout:g}"]
+        if runas:
+            args.append(f"runas={runas}")
+        return self.call([node], "cmd.run_all", *args, timeout=timeout).get(node)
+
+    def ping(self, node: str) -> str | None:
+        """One ``test.ping``: None when the minion answers, else why not. A minion still
+        starting (or authenticating) is just not there yet; a missing salt CLI is not
+        worth waiting for (:class:`MasterError`, 127)."""
+        try:
+            got = self.call([node], "test.ping", timeout=FIND_JOB_WAIT).get(node)
+        except MasterError as exc:
+            if exc.returncode == 127:
+                raise
+            return str(exc)
+        return None if got is True else f"test.ping returned {got!r}"
+
+    def publish(self, nodes: Sequence[str], fun: str, *args: str) -> str:
+        """``salt --async -L NODES FUN ARGS``: the job id."""
+        res = self.runner.run(["salt", "--async", "-L", ",".join(nodes), fun, *args],
+                              timeout=120).check()
+        m = _JID.search(res.stdout)
+        if m is None:
+            shown = "".join(c if c.isprintable() else " " for c in res.stdout)[:200]
+            raise NoJobError(f"salt --async {fun} gave no job id: {shown!r}")
+        return m.group(1)
+
+    def lookup(self, jid: str) -> dict[str, Any]:
+        """``salt-run jobs.lookup_jid``: the returns the job cache holds, by minion."""
+        return json_dict(self.runner.run(["salt-run", "jobs.lookup_jid", jid, "--out=json"],
+                                         timeout=120))
+
+    def find_job(self, nodes: Sequence[str], jid: str) -> dict[str, Any]:
+        """``saltutil.find_job``: {} from a minion that answered and no longer runs the job,
+        the job's data from one that does; no entry (or a string) from a silent one."""
+        try:
+            return self.call(nodes, "saltutil.find_job", jid, timeout=FIND_JOB_WAIT)
+        except MasterError:
+            return {}  # no answer at all: busy or restarting
+
+    def highstate(self, nodes: Sequence[str], deadline: float,
+                  states: Sequence[str] = ()) -> Collected:
+        """``state.apply [STATES]`` published to ``nodes`` and collected by ``deadline``
+        (this client's clock): each node's return, or :class:`Lost`."""
+        jid = self.publish(nodes, "state.apply", *([",".join(states)] if states else []))
+        got = Collected(jid, {})
+        gone: dict[str, int] = {}
+        asked = self.clock()
+        while self.clock() < deadline:
+            got.returns.update(self.lookup(jid))
+            pending = got.missing(nodes)
+            if not pending:
+                break
+            if self.clock() - asked >= self.find_job_every:
+                asked = self.clock()
+                self._ask(got, pending, gone)
+                if not got.missing(nodes):
+                    break
+            time.sleep(min(self.poll, max(0.0, deadline - self.clock())))
+        return got
+
+    def _ask(self, got: Collected, pending: list[str], gone: dict[str, int]) -> None:
+        running = self.find_job(pending, got.jid)
+        for node in pending:
+            # {} = answered, not running it; no answer = busy or restarting: wait
+            gone[node] = gone.get(node, 0) + 1 if running.get(node) == {} else 0
+            if gone[node] >= LOST_AFTER:
+                got.returns[node] = Lost(f"job {got.jid} ended on {node} without a return")

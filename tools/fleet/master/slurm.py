@@ -1,0 +1,59 @@
+"""Drain and resume a node in Slurm through ``scontrol`` and ``sinfo`` (research notes §3:
+DRAIN survives re-registration; only an explicit RESUME returns the node)."""
+
+from __future__ import annotations
+
+import re
+
+from fleet.master.runner import Runner
+
+# Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
+IDLE_ENOUGH = frozenset({"drained", "down", "fail"})
+REASON_MAX = 400
+JOB_ID = re.compile(r"^[0-9]+(?:_[0-9]+)?(?:\.[0-9a-z]+)?$")  # 123, 123_4 (an array's)
+
+
+def drain(runner: Runner, node: str, reason: str) -> None:
+    """The reason is one argument (``commands.through`` quotes it for ssh); text a node
+    supplied in it (health output) loses its control characters and is cut short."""
+    clean = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
+    runner.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN",
+                f"Reason={clean[:REASON_MAX]}"]).check()
+
+
+def resume(runner: Runner, node: str) -> None:
+    runner.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"]).check()
+
+
+def state(runner: Runner, node: str) -> str:
+    """The node's state as ``sinfo -h -N -n NODE -o %T`` prints it, e.g. ``draining``."""
+    out = runner.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"]).check().stdout
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    if not lines:
+        raise LookupError(f"sinfo does not know node {node}")
+    return lines[0]
+
+
+def base_state(sinfo_state: str) -> str:
+    """``drained*`` -> ``drained``: drop sinfo's flag suffixes (not responding, powered...)."""
+    return sinfo_state.rstrip("*~#!%$@^-+")
+
+
+def no_jobs_can_run(sinfo_state: str) -> bool:
+    return base_state(sinfo_state) in IDLE_ENOUGH
+
+
+def jobs(runner: Runner, node: str) -> list[str]:
+    """The ids of the jobs Slurm has on the node (``squeue -h -w NODE -o %i``: running,
+    completing, suspended); an id that is not one is an error, never passed on."""
+    out = runner.run(["squeue", "-h", "-w", node, "-o", "%i"]).check().stdout
+    ids = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    bad = [i for i in ids if not JOB_ID.match(i)]
+    if bad:
+        raise LookupError(f"squeue gave a job id that is not one for {node}: {bad[0][:40]!r}")
+    return ids
+
+
+def cancel(runner: Runner, job_ids: list[str]) -> None:
+    """``scancel`` those jobs (each id one argument)."""
+    runner.run(["scancel", *job_ids]).check()
