@@ -308,7 +308,7 @@ class Follower:
         changed = lab_plan.render(self.lab.paths, lab_plan.load(self.lab.paths))
         if changed or not self.completed:
             results, _ = highstate.apply(self.lab.paths, [HEAD], target=HEAD, timeout=900)
-            assert not any(r.failed for r in results), highstate.format_results(results, 0.0)
+            assert not any(r.status.bad for r in results), highstate.format_results(results, 0.0)
 
 
 @pytest.fixture
