@@ -13,18 +13,9 @@ from fleet.inventory.load import parse
 from fleet.inventory.model import Inventory
 from fleet.render import render_all
 from support.cli import ROOT
+from support.lifecycle import site_lists as _lists
 
 INVENTORY = ROOT / "inventory.yaml"
-# the files that list every node: what adding or removing a node may change besides its own
-SITE_LISTS = {"pillar/hosts.sls", "pillar/slurm.sls", "pillar/top.sls", "pillar/mkv.sls",
-              "pillar/monitoring.sls", "pxe/dnsmasq/dns-hosts", "pxe/nginx/tokens.conf"}
-# the pictures draw every node (racks, switch ports, fabrics): site lists too, nothing a
-# minion reads
-
-
-def _lists(files: set[str]) -> set[str]:
-    """The site-wide lists among ``files``: SITE_LISTS and the pictures."""
-    return {p for p in files if p in SITE_LISTS or p.startswith("pictures/")}
 
 # four TinyBoxes, two per IB fabric (the ports left on ib1 and ib2), on sw3 and mgmt2
 FOUR_NODES = """

@@ -95,6 +95,14 @@ def ensure(paths: Paths, plan: Plan, images: dict[str, str]) -> list[str]:
     return created
 
 
+def add(paths: Paths, plan: Plan, node: LabNode, image: str) -> None:
+    """One node added to a lab that is up: its container created (key and minion config
+    in place, as ``create``), started, and systemd up in it."""
+    create(paths, plan, node, image)
+    pm.podman(paths, "start", node.container)
+    wait_for(f"systemd in {node.container}", partial(_booted, paths, node), timeout=180)
+
+
 def _booted(paths: Paths, node: LabNode) -> bool:
     out = pm.exec_(paths, node.container, "systemctl", "is-system-running",
                    check=False, timeout=30).stdout.strip()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
 
 from fleet import secrets
 from fleet.inventory.load import load_inventory
@@ -37,8 +39,10 @@ class Plan:
         return next(n for n in self.nodes if n.hostname == hostname)
 
 
-def load(paths: Paths) -> Plan:
-    inv = load_inventory(paths.inventory, paths.overlays)
+def load(paths: Paths, extra: Sequence[Path] = ()) -> Plan:
+    """The lab: the inventory through the lab's overlays, then ``extra`` (an edit of the
+    lab's inventory, as tests/lab/test_runbook.py makes one)."""
+    inv = load_inventory(paths.inventory, [*paths.overlays, *extra])
     first = next(iter(inv.nodes.values()))
     prov = first.prov
     if prov.gateway is None:
