@@ -54,6 +54,7 @@ from fleet.lab import podman as pm
 from support import runbook
 from support.lifecycle import site_lists
 
+GPU_TWIN = "tbox-001"  # a lab node of the new node's profile
 HEAD = "head-01"  # the provisioning host, Slurm controller and monitoring host
 PODMAN = "podman --runtime runc exec"
 # what following the two procedures must have shown: a step the runbook drops leaves one
@@ -181,7 +182,8 @@ class Follower:
         print(f"{step.text}: STAND-IN for the PXE install: a new container from the lab "
               f"image, its key accepted in advance; then its converge (fleet apply {node})")
         plan = lab_plan.load(self.lab.paths, [self.overlay])
-        image = pm.inspect(self.lab.paths, self.lab.plan.node(HEAD).container)["ImageName"]
+        # a lab GPU node's image (the bring-up's, with the GPU nodes' packages in it)
+        image = pm.inspect(self.lab.paths, self.lab.plan.node(GPU_TWIN).container)["ImageName"]
         self.container = plan.node(node).container
         self.key = True  # keys.ensure accepts it on the master before the minion starts
         lab_nodes.add(self.lab.paths, plan, plan.node(node), image)
