@@ -13,6 +13,7 @@ from ipaddress import IPv4Address
 from typing import TypeVar, Unpack
 
 from fleet.inventory import aptcache, racks, schema
+from fleet.inventory.compute import check_compute
 from fleet.inventory.lifecycle import check_lifecycle
 from fleet.inventory.model import Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
@@ -755,6 +756,7 @@ RULES: tuple[Rule, ...] = (
     check_racks,
     check_lifecycle,
     check_nvidia_branch,
+    check_compute,
 )
 
 
