@@ -24,13 +24,7 @@ def test_roles_follow_the_section(small_text: str) -> None:
     assert by_host["stor-1"] == ["codesync.server"]
     assert by_host["stor-2"] == []
     for gpu in ("gpu-01", "gpu-02", "gpu-03", "gpu-04"):
-        assert by_host[gpu] == ["compute.worker", "codesync.client", "compute.triton"]
-
-
-def test_triton_off_gives_no_triton_role(small_text: str) -> None:
-    text, _ = edit(small_text, "    mode: wheel\n", "    mode: 'off'\n")
-    inv = parse(text, FILE)
-    assert "compute.triton" not in compute.roles(inv.raw, inv.nodes["gpu-01"])
+        assert by_host[gpu] == ["compute.worker", "codesync.client"]
 
 
 def test_the_cluster_networks_default_to_the_provisioning_networks(small_text: str) -> None:
