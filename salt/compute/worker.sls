@@ -14,14 +14,24 @@ compute-worker-pkg-installed:
   pkg.installed:
     - pkgs: {{ w.packages | json }}
 
+compute-worker-file-managed-uv-wheel:
+  file.managed:
+    - name: {{ w.cache }}/{{ c.uv.sha256 }}.whl
+    - source: {{ c.uv.source }}
+    - source_hash: sha256={{ c.uv.sha256 }}
+    - makedirs: true
+    - mode: '0644'
+
 compute-worker-archive-extracted-uv:
   archive.extracted:
     - name: {{ uv_home }}
-    - source: {{ c.uv.url }}
+    - source: {{ w.cache }}/{{ c.uv.sha256 }}.whl
     - source_hash: sha256={{ c.uv.sha256 }}
     - archive_format: zip
     - enforce_toplevel: false
     - if_missing: {{ uv_home }}/uv-bin
+    - require:
+      - file: compute-worker-file-managed-uv-wheel
 
 # the wheel's uv binary sits in <name>.data/scripts/; one stable path, mode set (zip
 # extraction keeps no mode bits)

@@ -686,11 +686,12 @@ ImageRef = Annotated[str, StringConstraints(
 
 
 class Artifact(Model):
-    """A file fleet installs from outside the OS archives: fetched from url, refused unless
-    its SHA-256 is sha256."""
+    """A file fleet installs from outside the OS archives: fetched from source, refused
+    unless its SHA-256 is sha256."""
 
-    url: Url
-    """where the role fetches it (a site cache, the provisioning host's nginx, or upstream)"""
+    source: PathOrUrl
+    """where the role fetches it: an http(s) URL (a site cache, the provisioning host's nginx, or
+    upstream), or an absolute path on the node that installs it"""
     sha256: Sha256
     """SHA-256 of the file: Salt's source_hash, the fetch fails on any other content"""
 

@@ -9,7 +9,18 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from fleet.lab import headtools, highstate, image, master, net, nodes, ntp, plan, ubuntu_image
+from fleet.lab import (
+    artifacts,
+    headtools,
+    highstate,
+    image,
+    master,
+    net,
+    nodes,
+    ntp,
+    plan,
+    ubuntu_image,
+)
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.plan import Plan
@@ -95,6 +106,7 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[highstate.Nod
     p = plan.load(paths)
     plan.render(paths, p)
     master.write_lab_pillar(paths, mkv_artifact(paths))
+    artifacts.fetch(paths, p.inventory)
     master.write_config(paths, p)
     t0 = t.mark("render", t0)
     net.ensure(paths, p)

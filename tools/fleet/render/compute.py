@@ -17,7 +17,7 @@ from fleet.inventory.model import Inventory, Node
 
 
 def _artifact(a: Any) -> dict[str, str] | None:
-    return None if a is None else {"url": a.url, "sha256": a.sha256}
+    return None if a is None else {"source": a.source, "sha256": a.sha256}
 
 
 def _shared_address(inv: Inventory, server: Node, node: Node) -> str:
