@@ -88,6 +88,8 @@ codesync-server-cmd-run-verify-units:
       - file: codesync-server-file-managed-unit-{{ s.unit }}
       - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.service
       - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.timer
+      - pkg: codesync-server-pkg-installed
+      - user: codesync-server-user-present
 
 codesync-server-service-running-firewall:
   service.running:

@@ -137,6 +137,9 @@ compute-valkey-cmd-run-verify-units:
     - require:
       - file: compute-valkey-file-managed-firewall-unit
       - file: compute-valkey-file-managed-unit
+      - cmd: compute-valkey-cmd-run-version
+      - user: compute-valkey-user-present
+      - pkg: compute-valkey-pkg-installed
 
 compute-valkey-service-running-firewall:
   service.running:
