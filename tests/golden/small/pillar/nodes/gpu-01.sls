@@ -12,9 +12,6 @@ node:
     protocol: redfish
     switch: mgmt1
   boot_mode: uefi
-  compute:
-    codesync_host: 10.1.0.151
-    redis_host: 10.1.0.10
   disks:
     boot:
       kind: nvme
@@ -90,8 +87,6 @@ node:
   - slurm.compute
   - monitoring.node
   - monitoring.gpu
-  - compute.worker
-  - codesync.client
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: gpu-01\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 10\nauth_timeout: 10\nrecon_default: 1000\nrecon_max: 10000\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"
