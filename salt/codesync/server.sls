@@ -2,6 +2,8 @@
 {%- set s = mapdata.server %}
 {%- set c = salt['pillar.get']('compute:codesync') %}
 {%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
+{%- set units = [s.firewall_unit, s.unit, s.prune_unit ~ '.service', s.prune_unit ~ '.timer']
+      | map('regex_replace', '^', s.unit_dir ~ '/') | join(' ') %}
 # codesync.server: the monorepo export ({{ c.export }}: xx/ the main checkout,
 # {{ s.caches }}/<job>/ per-job copies) and the rsync daemon module {{ s.module }} on port
 # {{ c.port }} that submitters push to (hosts allow and nftables: the cluster networks
@@ -81,8 +83,8 @@ codesync-server-file-managed-unit-{{ unit }}:
 
 codesync-server-cmd-run-verify-units:
   cmd.run:
-    - name: systemd-analyze verify --man=no {{ s.unit_dir }}/{{ s.firewall_unit }} {{ s.unit_dir }}/{{ s.unit }} {{ s.unit_dir }}/{{ s.prune_unit }}.service {{ s.unit_dir }}/{{ s.prune_unit }}.timer
-    - unless: systemd-analyze verify --man=no {{ s.unit_dir }}/{{ s.firewall_unit }} {{ s.unit_dir }}/{{ s.unit }} {{ s.unit_dir }}/{{ s.prune_unit }}.service {{ s.unit_dir }}/{{ s.prune_unit }}.timer
+    - name: systemd-analyze verify --man=no {{ units }}
+    - unless: systemd-analyze verify --man=no {{ units }}
     - require:
       - file: codesync-server-file-managed-unit-{{ s.firewall_unit }}
       - file: codesync-server-file-managed-unit-{{ s.unit }}
