@@ -14,7 +14,7 @@ compute:
       sha256: "21f063ff93bb426d0c06b7a55e7eb9efcfe62c0dddd9a908e9877e18710128df"
       source: "https://files.pythonhosted.org/packages/65/15/9192f7ffe7fab32f545d2a51bdde01e8a50363b8694f0d441efe0cc5310d/nvidia_pytriton-0.7.0-py3-none-manylinux_2_35_x86_64.whl"
     image: null
-    mode: wheel
+    mode: "off"
     ports:
       grpc: 8001
       http: 8000

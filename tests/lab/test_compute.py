@@ -101,7 +101,9 @@ def test_a_one_file_change_crosses_the_code_sync_as_one_file(lab: Lab) -> None:
             f" done && rsync -a --delete {src}/ {url}/xx/")
     assert sh(w, make, timeout=120).rc == 0
     assert sh(w, f"echo changed-{job} > {src}/pkg/f7.py").rc == 0
-    r = sh(w, f"rsync -a --stats --copy-dest=/xx {src}/ {url}/branches/caches/{job}/xx/",
+    # --mkpath: the job directory and its xx/ are both new
+    r = sh(w, f"rsync -a --mkpath --stats --copy-dest=/xx {src}/ "
+              f"{url}/branches/caches/{job}/xx/",
            timeout=120)
     assert r.rc == 0, r.stderr
     assert "Number of regular files transferred: 1\n" in r.stdout, r.stdout
