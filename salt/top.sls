@@ -51,6 +51,9 @@ base:
   'node:roles:compute.worker':
     - match: pillar
     - compute.worker
+  'node:roles:compute.triton':
+    - match: pillar
+    - compute.triton
   'node:roles:codesync.server':
     - match: pillar
     - codesync.server

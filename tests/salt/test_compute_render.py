@@ -103,6 +103,20 @@ def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
     assert ids["codesync-client-mount-mounted"]["device"] == "10.1.0.151:/srv/code"
 
 
+def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "gpu-01")
+    assert not res.errors, res.errors
+    unit = res.files["compute-triton-file-managed-unit"]
+    server = ("/opt/fleet/triton/21f063ff93bb426d0c06b7a55e7eb9efcfe62c0dddd9a908e9877e18710128df"
+              "/pytriton/tritonserver")
+    assert f"ExecStart={server}/bin/tritonserver --model-repository=/dev/shm/model-repository" \
+        f" --backend-directory={server}/backends --model-control-mode=explicit" \
+        " --http-address=127.0.0.1 --http-port=8000 --grpc-address=127.0.0.1" \
+        " --grpc-port=8001 --metrics-address=10.1.0.101 --metrics-port=8002\n" in unit, unit
+    ids = {c["__id__"]: c for c in res.lowstate}
+    assert "python_backend_stubs/3.12/" in ids["compute-triton-cmd-run-stub"]["name"]
+
+
 @pytest.mark.parametrize(("node", "old", "new", "says"), [
     ("head-01", "  - 10.1.0.10\n", '  - "10.1.0.10\\nrequirepass x"\n',
      "cannot be a word of valkey.conf"),

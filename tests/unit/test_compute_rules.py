@@ -49,8 +49,14 @@ def test_roles_follow_the_section(text: str) -> None:
     assert by_host["stor-1"] == ["codesync.server"]
     assert by_host["stor-2"] == []
     for gpu in ("gpu-01", "gpu-02"):
-        assert by_host[gpu] == ["compute.worker", "codesync.client"]
+        assert by_host[gpu] == ["compute.worker", "codesync.client", "compute.triton"]
     assert by_host["gpu-03"] == by_host["gpu-04"] == []
+
+
+def test_triton_off_gives_no_triton_role(text: str) -> None:
+    text, _ = edit(text, "    mode: wheel\n", "    mode: 'off'\n")
+    inv = parse(text, FILE)
+    assert compute.roles(inv.raw, inv.nodes["gpu-01"]) == ["compute.worker", "codesync.client"]
 
 
 def test_the_cluster_networks_default_to_the_provisioning_networks(text: str) -> None:

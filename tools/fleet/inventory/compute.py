@@ -30,7 +30,8 @@ TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 OS_PYTHON: dict[str, tuple[int, int]] = {
     "ubuntu-24.04": (3, 12), "ubuntu-22.04": (3, 10), "debian-12": (3, 11)}
 MIN_PYTHON = (3, 12)  # miniray's requires-python
-ROLES = ("compute.valkey", "compute.worker", "codesync.server", "codesync.client")
+ROLES = ("compute.valkey", "compute.worker", "compute.triton", "codesync.server",
+         "codesync.client")
 
 
 def cluster_networks(raw: schema.Inventory) -> list[str]:
@@ -56,6 +57,8 @@ def roles(raw: schema.Inventory, node: Node) -> list[str]:
         out.append("codesync.server")
     if is_worker(raw, node):
         out += ["compute.worker", "codesync.client"]
+        if comp.triton.mode != "off":
+            out.append("compute.triton")
     return out
 
 
