@@ -119,8 +119,9 @@ def test_the_prune_timer_removes_old_job_copies_only(lab: Lab) -> None:
     server = lab.host(c["host"])
     caches = f"{c['export']}/branches/caches"
     old, fresh = f"{caches}/old-{uuid.uuid4().hex[:8]}", f"{caches}/new-{uuid.uuid4().hex[:8]}"
-    assert sh(server, f"mkdir -p {old}/xx {fresh}/xx && touch -d "
-                      f"'{c['prune_days'] + 1} days ago' {old}").rc == 0
+    # as the rsync daemon leaves them: owned by its user, which the prune runs as
+    assert sh(server, f"mkdir -p {old}/xx {fresh}/xx && chown -R codesync: {old} {fresh}"
+                      f" && touch -d '{c['prune_days'] + 1} days ago' {old}").rc == 0
     assert server.service("codesync-prune.timer").is_enabled
     assert sh(server, "systemctl start codesync-prune.service", timeout=120).rc == 0
     assert not server.file(old).exists
