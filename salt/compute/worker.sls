@@ -90,8 +90,8 @@ compute-worker-user-present-{{ name }}:
       - group: compute-worker-group-present-{{ name }}
 {%- endfor %}
 
-{%- for dir, owner, mode in [(w.env_dir, 'root', '0755'), (w.cache_dir, 'root', '0755'),
-                             (w.log_dir, 'root', '0755')] %}
+{#- the log directory (w.log_dir) is the slurm role's: the worker runs as a Slurm job #}
+{%- for dir, owner, mode in [(w.env_dir, 'root', '0755'), (w.cache_dir, 'root', '0755')] %}
 
 compute-worker-file-directory-{{ dir | replace('/', '-') | trim('-') }}:
   file.directory:

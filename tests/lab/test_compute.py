@@ -123,7 +123,9 @@ def test_the_prune_timer_removes_old_job_copies_only(lab: Lab) -> None:
     assert sh(server, f"mkdir -p {old}/xx {fresh}/xx && chown -R codesync: {old} {fresh}"
                       f" && touch -d '{c['prune_days'] + 1} days ago' {old}").rc == 0
     assert server.service("codesync-prune.timer").is_enabled
-    assert sh(server, "systemctl start codesync-prune.service", timeout=120).rc == 0
+    r = sh(server, "systemctl start codesync-prune.service", timeout=120)
+    assert r.rc == 0, sh(server, "journalctl -u codesync-prune --no-pager -n 30; "
+                                 f"ls -laR {caches} | head -40").stdout
     assert not server.file(old).exists
     assert server.file(fresh).is_directory
     sh(server, f"rm -rf {fresh}")
