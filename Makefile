@@ -55,7 +55,9 @@ diff: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check tools tests benchmarks
+	$(BIN)/python tools/funclimits.py
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tools/funclimits.py
 	sh tests/salt/lint.sh $(BIN)
 
 check: $(STAMP)

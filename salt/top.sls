@@ -43,6 +43,10 @@ base:
   'node:roles:monitoring.server':
     - match: pillar
     - monitoring.server
+  # derived by fleet.cabling.role: every node
+  'node:roles:lldp':
+    - match: pillar
+    - lldp
   # derived from the inventory's compute section by fleet.inventory.compute: the central
   # Valkey's host, the code sync host, the worker groups' nodes
   'node:roles:compute.valkey':

@@ -54,6 +54,10 @@ node:
       speed_gbps: 100
       switch: sw3
       vlan: 20
+  lldp:
+    interfaces:
+    - prov
+    system_name: head-01
   monitoring:
     address: 10.1.0.10
   os:
@@ -69,6 +73,7 @@ node:
   - monitoring.node
   - monitoring.slurm
   - monitoring.server
+  - lldp
   - compute.valkey
   - codesync.server
   salt:

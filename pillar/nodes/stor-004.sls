@@ -88,6 +88,10 @@ node:
       speed_gbps: 100
       switch: sw1
       vlan: 20
+  lldp:
+    interfaces:
+    - prov
+    system_name: stor-004
   mkv:
     array: training
     port: 3001
@@ -105,6 +109,7 @@ node:
   - network
   - mkv.volume
   - monitoring.node
+  - lldp
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: stor-004\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 20\nauth_timeout: 20\nrecon_default: 1000\nrecon_max: 19200\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

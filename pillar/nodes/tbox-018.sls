@@ -71,6 +71,10 @@ node:
       speed_gbps: 100
       switch: sw1
       vlan: 20
+  lldp:
+    interfaces:
+    - prov
+    system_name: tbox-018
   monitoring:
     address: 10.1.1.18
   nvidia:
@@ -90,6 +94,7 @@ node:
   - slurm.compute
   - monitoring.node
   - monitoring.gpu
+  - lldp
   - compute.worker
   - codesync.client
   salt:

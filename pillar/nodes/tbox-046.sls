@@ -71,6 +71,10 @@ node:
       speed_gbps: 100
       switch: sw2
       vlan: 20
+  lldp:
+    interfaces:
+    - prov
+    system_name: tbox-046
   monitoring:
     address: 10.1.1.46
   nvidia:
@@ -90,6 +94,7 @@ node:
   - slurm.compute
   - monitoring.node
   - monitoring.gpu
+  - lldp
   - compute.worker
   - codesync.client
   salt:

@@ -34,7 +34,7 @@ base-admins-file-managed-sudoers:
     - context:
         admins: {{ admins | json }}
     - require:
-      - pkg: base-apt-pkg-installed
+      - sls: base.apt
 
 # the admins' way in: sshd listening (socket-activated on Ubuntu 24.04: ssh.socket)
 base-admins-service-running-sshd:
@@ -42,4 +42,4 @@ base-admins-service-running-sshd:
     - name: {{ mapdata.ssh_unit }}
     - enable: true
     - require:
-      - pkg: base-apt-pkg-installed
+      - sls: base.apt

@@ -20,7 +20,7 @@ base-time-file-managed-chrony:
     - context:
         servers: {{ salt['pillar.get']('site:ntp_servers', []) | json }}
     - require:
-      - pkg: base-apt-pkg-installed
+      - sls: base.apt
 
 {%- if mapdata.container %}
 
@@ -53,7 +53,7 @@ base-time-service-running-chrony:
     - name: {{ mapdata.chrony.service }}
     - enable: true
     - require:
-      - pkg: base-apt-pkg-installed
+      - sls: base.apt
 {%- if mapdata.container %}
       - cmd: base-time-cmd-run-daemon-reload
 {%- endif %}

@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import verify_unit %}
 {%- set m = mapdata.master %}
 {%- set artifact = salt['slsutil.merge'](m.artifact, salt['pillar.get']('mkv:artifact', {}), strategy='recurse') %}
 {%- set arrays = salt['pillar.get']('mkv:arrays', {}) %}
@@ -82,14 +83,9 @@ mkv-master-file-managed-unit-{{ name }}:
         binary: {{ m.binary | json }}
         user: {{ m.user | json }}
 
-# A unit that does not verify fails here, loudly (an `onlyif` on the service would skip
-# it and report success). --man=no: Documentation= pages need not be installed.
-mkv-master-cmd-run-verify-unit-{{ name }}:
-  cmd.run:
-    - name: systemd-analyze verify --man=no {{ m.unit_dir }}/mkv-{{ name }}.service
-    - unless: systemd-analyze verify --man=no {{ m.unit_dir }}/mkv-{{ name }}.service
-    - require:
-      - file: mkv-master-file-managed-unit-{{ name }}
+# the unit verifies before the service starts (lib/macros.jinja)
+{{ verify_unit('mkv-master-cmd-run-verify-unit-' ~ name, m.unit_dir ~ '/mkv-' ~ name ~ '.service',
+               ['file: mkv-master-file-managed-unit-' ~ name]) }}
 
 mkv-master-service-running-{{ name }}:
   service.running:

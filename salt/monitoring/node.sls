@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import flags_check %}
 {%- set ne = mapdata.node_exporter %}
 {#- the node's management address (fleet.render.monitoring: its provisioning address;
     the inventory has no management network) and the exporter's fixed port #}
@@ -41,9 +42,7 @@ monitoring-node-file-managed-defaults:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: >-
-        /bin/sh -c '. "$2" && eval "exec \"\$1\" $ARGS --version" >/dev/null 2>&1'
-        fleet-exporter-check {{ ne.binary }}
+    - check_cmd: {{ flags_check('fleet-exporter-check', ne.binary) }}
     - context:
         what: monitoring.node
         args: {{ args | json }}

@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import flags_check %}
 {%- set prom = mapdata.prometheus %}
 {%- set am = mapdata.alertmanager %}
 {%- set bb = mapdata.blackbox %}
@@ -112,9 +113,7 @@ monitoring-server-file-managed-prometheus-defaults:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: >-
-        /bin/sh -c '. "$2" && eval "exec \"\$1\" $ARGS --version" >/dev/null 2>&1'
-        fleet-prometheus-check {{ prom.binary }}
+    - check_cmd: {{ flags_check('fleet-prometheus-check', prom.binary) }}
     - context:
         what: monitoring.server
         args: {{ prom_args | json }}
@@ -158,9 +157,7 @@ monitoring-server-file-managed-alertmanager-defaults:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: >-
-        /bin/sh -c '. "$2" && eval "exec \"\$1\" $ARGS --version" >/dev/null 2>&1'
-        fleet-alertmanager-check {{ am.binary }}
+    - check_cmd: {{ flags_check('fleet-alertmanager-check', am.binary) }}
     - context:
         what: monitoring.server
         args: {{ am_args | json }}
@@ -194,9 +191,7 @@ monitoring-server-file-managed-blackbox-defaults:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: >-
-        /bin/sh -c '. "$2" && eval "exec \"\$1\" $ARGS --version" >/dev/null 2>&1'
-        fleet-blackbox-check {{ bb.binary }}
+    - check_cmd: {{ flags_check('fleet-blackbox-check', bb.binary) }}
     - context:
         what: monitoring.server
         args: {{ bb_args | json }}

@@ -24,7 +24,7 @@ nvidia-driver-cmd-run-initramfs:
       - file: nvidia-driver-file-managed-blacklist-nouveau
     # update-initramfs comes with the (held) kernel
     - require:
-      - pkg: base-apt-pkg-held-kernel
+      - sls: base.apt
 
 {%- if not mapdata.p2p.enabled %}
 
@@ -35,7 +35,7 @@ nvidia-driver-pkg-installed:
     - hold: true
     - require:
       - file: nvidia-driver-file-managed-blacklist-nouveau
-      - pkg: base-apt-pkg-held-kernel
+      - sls: base.apt
 {%- endif %}
 
 nvidia-driver-file-managed-check-script:

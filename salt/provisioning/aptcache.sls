@@ -25,6 +25,11 @@ provisioning-aptcache-pkg-installed:
 # (acngtool cfgdump fails on an unknown directive) before it is written: a bad one fails
 # this state and the running cache keeps its old configuration (no restart: the watch
 # below is skipped). check_cmd appends the new file's temporary path ($4).
+{%- macro acng_check(file) -%}
+{{ ('/bin/sh -c \'d=$(mktemp -d) || exit 1; cp -a "$1"/. "$d"/ && cp "$4" "$d/$2" && '
+    ~ '"$3" cfgdump -c "$d" >/dev/null; r=$?; rm -rf "$d"; exit $r\' '
+    ~ 'fleet-acng-check ' ~ acng.conf_dir ~ ' ' ~ file ~ ' ' ~ acng.acngtool) | json }}
+{%- endmacro %}
 {%- for part in ['remaps', 'conf'] %}
 
 provisioning-aptcache-file-managed-{{ part }}:
@@ -35,10 +40,7 @@ provisioning-aptcache-file-managed-{{ part }}:
     - user: root
     - group: root
     - mode: '0644'
-    - check_cmd: >-
-        /bin/sh -c 'd=$(mktemp -d) || exit 1; cp -a "$1"/. "$d"/ && cp "$4" "$d/$2" &&
-        "$3" cfgdump -c "$d" >/dev/null; r=$?; rm -rf "$d"; exit $r'
-        fleet-acng-check {{ acng.conf_dir }} {{ acng[part] }} {{ acng.acngtool }}
+    - check_cmd: {{ acng_check(acng[part]) }}
     - context:
         part: {{ part }}
         address: {{ address | json }}
@@ -59,10 +61,7 @@ provisioning-aptcache-file-managed-admin:
     - group: {{ acng.user }}
     - mode: '0600'
     - show_changes: false
-    - check_cmd: >-
-        /bin/sh -c 'd=$(mktemp -d) || exit 1; cp -a "$1"/. "$d"/ && cp "$4" "$d/$2" &&
-        "$3" cfgdump -c "$d" >/dev/null; r=$?; rm -rf "$d"; exit $r'
-        fleet-acng-check {{ acng.conf_dir }} {{ acng.admin }} {{ acng.acngtool }}
+    - check_cmd: {{ acng_check(acng.admin) }}
     - require:
       - pkg: provisioning-aptcache-pkg-installed
 

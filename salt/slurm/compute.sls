@@ -1,6 +1,7 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/version.jinja' import version with context %}
+{%- from 'lib/macros.jinja' import assert_version, verify_unit %}
 {%- set controller = salt['pillar.get']('slurm:controller:host') %}
 # slurm.compute: slurmd, configless (--conf-server): the controller's rendered
 # configuration is the only copy, so no node can run with a stale slurm.conf.
@@ -12,21 +13,11 @@ slurm-compute-pkg-installed:
     - pkgs: {{ mapdata.compute_packages | json }}
     - hold: true
     - require:
-      - pkg: slurm-init-pkg-installed
+      - sls: slurm
 
-# The installed daemon is the pinned Slurm: an apt pin that matches nothing is ignored
-# (apt installs and holds the OS's own Slurm), so this fails the highstate, naming both.
-slurm-compute-cmd-run-version:
-  cmd.run:
-    - name: >-
-        v=$({{ mapdata.compute_service }} -V | awk '{print $NF}');
-        case "$v" in {{ version }}|{{ version }}.*)
-        echo "changed=no comment='{{ mapdata.compute_service }} $v is slurm:version {{ version }}'";;
-        *) echo "{{ mapdata.compute_service }} ${v:-(none)} is installed, but pillar slurm:version is {{ version }}" >&2;
-        exit 1;; esac
-    - stateful: true
-    - require:
-      - pkg: slurm-compute-pkg-installed
+# the installed daemon is the pinned Slurm (lib/macros.jinja)
+{{ assert_version('slurm-compute-cmd-run-version', mapdata.compute_service, version, 'slurm:version',
+                  ['pkg: slurm-compute-pkg-installed']) }}
 
 # a local slurm.conf would silently take precedence over the controller's
 slurm-compute-file-absent-local-conf:
@@ -59,15 +50,9 @@ slurm-compute-file-directory-spool:
     - group: root
     - mode: '0755'
 
-# A unit that does not verify fails here, loudly (an `onlyif` on the service would skip
-# it and report success). --man=no: its Documentation= man pages need not be installed.
-slurm-compute-cmd-run-verify-unit:
-  cmd.run:
-    - name: systemd-analyze verify --man=no {{ mapdata.compute_service }}.service
-    - unless: systemd-analyze verify --man=no {{ mapdata.compute_service }}.service
-    - require:
-      - pkg: slurm-compute-pkg-installed
-      - file: slurm-compute-file-managed-dropin
+# the unit with its drop-in verifies before the service starts (lib/macros.jinja)
+{{ verify_unit('slurm-compute-cmd-run-verify-unit', mapdata.compute_service ~ '.service',
+               ['pkg: slurm-compute-pkg-installed', 'file: slurm-compute-file-managed-dropin']) }}
 
 slurm-compute-service-running:
   service.running:
@@ -79,8 +64,9 @@ slurm-compute-service-running:
       - pkg: slurm-compute-pkg-installed
       - file: slurm-compute-file-absent-local-conf
       - file: slurm-compute-file-directory-spool
-      - file: slurm-init-file-directory-log
+      - sls: slurm
     - watch:
       - file: slurm-compute-file-managed-defaults
       - file: slurm-compute-file-managed-dropin
+      # an ID other files may name (docs/salt.md): a new munge key restarts munge, then this
       - service: slurm-munge-service-running

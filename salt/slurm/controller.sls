@@ -1,6 +1,7 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
 {%- from tplroot ~ '/version.jinja' import version with context %}
+{%- from 'lib/macros.jinja' import assert_version %}
 {%- set slurm = salt['pillar.get']('slurm', {}) %}
 {%- set conf = mapdata.conf_dir %}
 # slurm.controller: slurmctld with slurm.conf, gres.conf, cgroup.conf and topology.conf
@@ -13,21 +14,11 @@ slurm-controller-pkg-installed:
     - pkgs: {{ mapdata.controller_packages | json }}
     - hold: true
     - require:
-      - pkg: slurm-init-pkg-installed
+      - sls: slurm
 
-# The installed daemon is the pinned Slurm: an apt pin that matches nothing is ignored
-# (apt installs and holds the OS's own Slurm), so this fails the highstate, naming both.
-slurm-controller-cmd-run-version:
-  cmd.run:
-    - name: >-
-        v=$({{ mapdata.controller_service }} -V | awk '{print $NF}');
-        case "$v" in {{ version }}|{{ version }}.*)
-        echo "changed=no comment='{{ mapdata.controller_service }} $v is slurm:version {{ version }}'";;
-        *) echo "{{ mapdata.controller_service }} ${v:-(none)} is installed, but pillar slurm:version is {{ version }}" >&2;
-        exit 1;; esac
-    - stateful: true
-    - require:
-      - pkg: slurm-controller-pkg-installed
+# the installed daemon is the pinned Slurm (lib/macros.jinja)
+{{ assert_version('slurm-controller-cmd-run-version', mapdata.controller_service, version, 'slurm:version',
+                  ['pkg: slurm-controller-pkg-installed']) }}
 
 slurm-controller-file-directory-state:
   file.directory:
@@ -54,7 +45,7 @@ slurm-controller-file-managed-{{ name.split('.')[0] }}:
         params: {{ mapdata | json }}
     - require:
       - pkg: slurm-controller-pkg-installed
-      - file: slurm-init-file-managed-check-script
+      - sls: slurm
 {%- endfor %}
 
 # the whole set is checked together before any restart: a bad set fails the highstate,
@@ -63,7 +54,7 @@ slurm-controller-cmd-run-check:
   cmd.run:
     - name: {{ mapdata.check_script }} --dir {{ conf }}
     - require:
-      - file: slurm-init-file-managed-check-script
+      - sls: slurm
     - onchanges:
       - file: slurm-controller-file-managed-slurm
       - file: slurm-controller-file-managed-gres
@@ -78,12 +69,13 @@ slurm-controller-service-running:
       - cmd: slurm-controller-cmd-run-version
       - cmd: slurm-controller-cmd-run-check
       - file: slurm-controller-file-directory-state
-      - file: slurm-init-file-directory-log
+      - sls: slurm
     - watch:
       - file: slurm-controller-file-managed-slurm
       - file: slurm-controller-file-managed-gres
       - file: slurm-controller-file-managed-cgroup
       - file: slurm-controller-file-managed-topology
+      # an ID other files may name (docs/salt.md): a new munge key restarts munge, then this
       - service: slurm-munge-service-running
 
 # The inventory's lifecycle in Slurm: nodes in maintenance drained with their reason

@@ -21,10 +21,11 @@ slurm-munge-file-managed-key:
     - require:
       - pkg: slurm-munge-pkg-installed
 
+# the key state (at least 32 bytes, from the pillar) must succeed first: without a key
+# this fails with it, loudly, rather than skip munge and report success
 slurm-munge-service-running:
   service.running:
     - name: {{ munge.service }}
     - enable: true
-    - onlyif: test -s {{ munge.key }}
     - watch:
       - file: slurm-munge-file-managed-key

@@ -94,7 +94,8 @@ def bed(tmp_path_factory: pytest.TempPathFactory,
         yield b
 
 
-def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None:
+# complexity 17: one test bed's boot loop, every node's step in one place
+def _boot_all(b: Bed, ns: Netns, disk: Path, log: Callable[[str], None]) -> None:  # noqa: C901
     def got(node: str, path: str) -> bool:
         return path in b.paths(node)
 

@@ -224,11 +224,12 @@ def test_node_pillars(site_inv: Inventory, pillar: dict[str, Any]) -> None:
         d = pillar[f"nodes/{node.hostname}"]["node"]
         assert d["hostname"] == node.hostname
         assert d["fqdn"] == f"{node.hostname}.{site_inv.raw.site.domain}"
-        # the inventory's roles, then those fleet.render.monitoring and the compute
-        # section derive
-        assert d["roles"] == [*node.roles, *monitoring.roles(site_inv, node),
+        # the inventory's roles, then those fleet.render.monitoring, the lldp role and the
+        # compute section derive
+        assert d["roles"] == [*node.roles, *monitoring.roles(site_inv, node), "lldp",
                               *compute.roles(site_inv.raw, node)]
-        assert {"base", "network", "monitoring.node"} <= set(d["roles"])
+        assert {"base", "network", "monitoring.node", "lldp"} <= set(d["roles"])
+        assert d["lldp"] == {"interfaces": ["prov"], "system_name": node.hostname}
         ifaces = {n: i for n, i in node.interfaces.items() if n != "bmc"}
         assert set(d["interfaces"]) == set(ifaces)
         for name, iface in ifaces.items():

@@ -68,6 +68,10 @@ def test_clean_pillar_renders(pillar_dir: Path, tmp_path: Path) -> None:
      "one word of slurm.conf"),
     ("head-01", "mkv.sls", "index_path: /var/lib/mkv/data",
      'index_path: "/var/lib/mkv/data -replicas 0"', "one word of a systemd unit"),
+    ("gpu-01", "nodes/gpu-01.sls", "system_name: gpu-01",
+     'system_name: "gpu-01\\nconfigure system chassisid x"', "is not an inventory name"),
+    ("gpu-01", "nodes/gpu-01.sls", "    interfaces:\n    - prov",
+     '    interfaces:\n    - "*,!prov"', "is not an inventory name"),
 ])
 def test_a_hostile_pillar_value_fails_the_render(pillar_dir: Path, tmp_path: Path, node: str,
                                                  file: str, old: str, new: str,

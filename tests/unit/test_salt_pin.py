@@ -3,10 +3,13 @@ that pin) and of the master and tests (requirements.txt) is one version."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
+from fleet.inventory.load import InventoryError
 from fleet.lab.image import salt_pin
 from fleet.lab.paths import Paths
 
@@ -28,6 +31,31 @@ def test_requirements_pin_the_sites_salt() -> None:
         "minions) name different Salt releases: change them together")
 
 
+def _lab_repo(tmp: Path) -> Paths:
+    """A copy of the repository's inventory and lab overlays (paths.Paths reads them)."""
+    shutil.copy(ROOT / "inventory.yaml", tmp / "inventory.yaml")
+    shutil.copytree(ROOT / "lab", tmp / "lab", ignore=shutil.ignore_patterns("pillar"))
+    return Paths(tmp)
+
+
 def test_the_lab_image_takes_the_sites_pin(tmp_path: Path) -> None:
-    (tmp_path / "inventory.yaml").write_text("site: {salt: {version: '3007.9'}}\n")
-    assert salt_pin(Paths(tmp_path)) == "3007.9"
+    assert salt_pin(_lab_repo(tmp_path)) == _requirements_pin()
+
+
+def test_the_lab_image_reads_the_pin_through_the_lab_overlays(tmp_path: Path) -> None:
+    # the last overlay (the recorded master finger's file) sets another version: the
+    # loader applies it, where reading inventory.yaml alone would not
+    paths = _lab_repo(tmp_path)
+    paths.finger_overlay.parent.mkdir()
+    paths.finger_overlay.write_text("site: {salt: {version: '3007.99'}}\n")
+    assert salt_pin(paths) == "3007.99"
+
+
+def test_the_lab_image_refuses_an_invalid_inventory(tmp_path: Path) -> None:
+    paths = _lab_repo(tmp_path)
+    paths.finger_overlay.parent.mkdir()
+    paths.finger_overlay.write_text("site: {salt: {version: 'latest'}}\n")
+    with pytest.raises(InventoryError) as err:
+        salt_pin(paths)
+    [problem] = err.value.problems
+    assert "site.salt.version" in str(problem) and "master-finger.yaml" in str(problem)

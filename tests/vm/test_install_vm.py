@@ -330,7 +330,8 @@ def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
     shutil.copyfile(HERE / "standin_guest.sh", out / "standin_guest.sh")
 
 
-def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,
+# complexity 21: one watcher of every event of an install run
+def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,  # noqa: C901
            limit: float) -> None:
     """Follow the run until the CLI exits, recording when each event is first seen; let
     the installer stand-in go on when the mirror has no installer components (see

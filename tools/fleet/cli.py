@@ -268,6 +268,7 @@ def _add_day_two(sub: Any, common: argparse.ArgumentParser) -> None:
     """keys, mkv, health, rollout, apply, power, console, node, ports, status, page and lab
     (imported only as the parser is built)."""
     from fleet.apply.cli import add_parser as add_apply
+    from fleet.cabling.cli import add_parser as add_cabling
     from fleet.health.cli import add_parser as add_health
     from fleet.keys.cli import add_parser as add_keys
     from fleet.lab.cli import add_parser as add_lab
@@ -284,6 +285,7 @@ def _add_day_two(sub: Any, common: argparse.ArgumentParser) -> None:
     add_apply(sub, common, _load)
     add_ops(sub, common, _load)
     add_status(sub, common, _load)
+    add_cabling(sub, common, _load)
     add_page(sub, common, _load)
     add_lab(sub)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fleet.cabling.lldp import Neighbour
+from fleet.cabling.nics import on_node
 from fleet.inventory.model import Inventory
 
 Status = Literal["ok", "wrong_port", "wrong_switch", "unreadable_port", "missing",
@@ -51,16 +52,14 @@ class Finding:
 
 
 def expected_links(inv: Inventory, boot_nic_name: str) -> dict[Key, Where]:
-    """Every Ethernet NIC the inventory cables (switch and port) by its name on the node:
-    the boot NIC is renamed ``boot_nic_name`` (salt/network/defaults.yaml), the others
-    keep their NIC name (netplan set-name). BMC ports are the BMC's, never the host's."""
+    """Every Ethernet NIC the inventory cables (switch and port) by its name on the node
+    (:func:`fleet.cabling.nics.on_node`). BMC ports are the BMC's, never the host's."""
     out: dict[Key, Where] = {}
     for node in inv.nodes.values():
         for nic, iface in node.interfaces.items():
             if iface.kind != "ethernet" or iface.switch is None or iface.port is None:
                 continue
-            name = boot_nic_name if nic == node.boot_nic else nic
-            out[(node.hostname, name)] = (iface.switch, iface.port)
+            out[(node.hostname, on_node(node, nic, boot_nic_name))] = (iface.switch, iface.port)
     return out
 
 

@@ -21,7 +21,7 @@ from fleet.inventory.model import Inventory, YamlPath
 from fleet.problems import Problem, dotted
 
 if TYPE_CHECKING:
-    from fleet.inventory.checks import Ctx
+    from fleet.inventory.checks.ctx import Ctx
 
 # the prefix of every Slurm drain reason the inventory's maintenance state sets: the
 # controller resumes only nodes drained with it (fleet health's drains have their own)
@@ -31,6 +31,7 @@ LEFT_OUT = {"apply": ("planned", "retired"),
             "health": ("planned", "maintenance", "retired"),
             "rollout": ("planned", "maintenance", "retired"),
             "status": ("planned", "retired"),
+            "cabling": ("planned", "retired"),
             # the inventory's own view lists every node (retired ones too: cmd_node)
             "node": ()}
 

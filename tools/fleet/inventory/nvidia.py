@@ -11,7 +11,7 @@ from fleet.inventory import schema
 from fleet.problems import Problem
 
 if TYPE_CHECKING:
-    from fleet.inventory.checks import Ctx
+    from fleet.inventory.checks.ctx import Ctx
 
 OSES: tuple[str, ...] = schema.OsName.__args__  # type: ignore[attr-defined]
 

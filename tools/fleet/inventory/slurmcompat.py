@@ -19,7 +19,7 @@ from fleet.inventory.model import Node
 from fleet.problems import Problem
 
 if TYPE_CHECKING:
-    from fleet.inventory.checks import Ctx
+    from fleet.inventory.checks.ctx import Ctx
 
 # slurm-wlm of each supported OS release (its archive, with -updates and -security)
 SHIPPED: dict[str, str] = {

@@ -15,8 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from fleet.inventory.load import load_inventory
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.run import LabError, run
@@ -69,14 +68,10 @@ def debian_mirror() -> str:
 
 
 def salt_pin(paths: Paths) -> str:
-    """The Salt the site pins (``site.salt.version``): the lab's minions run what the
-    nodes run (requirements.txt pins the same one for the master and the tests, checked
-    by tests/unit/test_salt_pin.py)."""
-    data = yaml.safe_load(paths.inventory.read_text())
-    try:
-        return str(data["site"]["salt"]["version"])
-    except (KeyError, TypeError):
-        raise LabError(f"{paths.inventory} has no site.salt.version") from None
+    """The Salt the site pins (``site.salt.version``, read through the loader with the lab's
+    overlays): the lab's minions run what the nodes run (requirements.txt pins the same
+    one for the master and the tests, checked by tests/unit/test_salt_pin.py)."""
+    return load_inventory(paths.inventory, paths.overlays).raw.site.salt.version
 
 
 def wheelhouse(paths: Paths, version: str) -> Path:

@@ -38,14 +38,18 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
     # slurmd stats every GRES File=: each GPU is a harmless character device here
     for i in range(node.gpus):
         args += ["--device", f"/dev/null:/dev/nvidia{i}:rwm"]
+    # lldpd (the lldp role, every node) reads and sends LLDP on a raw socket: NET_RAW,
+    # on this container's own network namespace only
+    caps = ["NET_RAW"]
     if "provisioning" in node.roles:
         # the head node's checkout: the rendered pxe/ tree that provisioning syncs
         args += ["-v", f"{paths.render / 'pxe'}:/srv/fleet/checkout/pxe:ro"]
         # dnsmasq's DHCP needs NET_ADMIN (ARP entries) and NET_RAW (ping before offer);
         # both act on this container's own network namespace only
-        args += ["--cap-add", "NET_ADMIN,NET_RAW"]
+        caps.append("NET_ADMIN")
         # the inventory and fleet's wheelhouse: `fleet pxe` runs on the head node
         args += headtools.mounts(paths)
+    args += ["--cap-add", ",".join(caps)]
     compute_roles = compute.roles(plan.inventory.raw, plan.inventory.nodes[node.hostname])
     if "mkv.master" in node.roles or compute_roles:
         args += ["-v", f"{paths.lab / 'artifacts'}:/srv/fleet/artifacts:ro"]

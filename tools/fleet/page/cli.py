@@ -33,6 +33,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser, load: Loader) -> None:
                    help=f"the page's directory (default: {DEFAULT_OUT}, what nginx serves)")
     p.add_argument("--status", type=Path, metavar="FILE",
                    help="a `fleet status --json` document to show (default: run it)")
+    p.add_argument("--cabling", type=Path, metavar="FILE",
+                   help="a `fleet cabling --json` document to show (default: run it when "
+                        "fleet status is run; with --status FILE, none unless given)")
     p.set_defaults(func=lambda a, pr: cmd_page(a, load, pr))
 
 
@@ -45,10 +48,10 @@ class StatusError(Exception):
 STATUS_TIMEOUT = 600.0
 
 
-def _run_status(args: argparse.Namespace) -> Any:
-    """The document of ``fleet status --json`` run as a subprocess, on the same inventory
+def _run_status(args: argparse.Namespace, verb: str = "status") -> Any:
+    """The document of ``fleet VERB --json`` run as a subprocess, on the same inventory
     (its exit code says ok or problems; only a document that does not parse is an error)."""
-    cmd = [sys.executable, "-m", "fleet", "status", "--json", "-i", str(args.inventory)]
+    cmd = [sys.executable, "-m", "fleet", verb, "--json", "-i", str(args.inventory)]
     for o in args.overlay or ():
         cmd += ["--overlay", str(o)]
     try:  # fleet status bounds each of its sources; this bounds the whole
@@ -84,7 +87,15 @@ def cmd_page(args: argparse.Namespace, load: Loader, progress: Any) -> int:
     except StatusError as exc:
         print(f"fleet page: {exc}", file=sys.stderr)
         return exc.code
-    changed = write.write(args.out, inv, doc)
+    wiring = None
+    try:  # the cabling is a detail of the page: without it, the page still shows status
+        if args.cabling:
+            wiring = _read_status(args.cabling)
+        elif not args.status:
+            wiring = _run_status(args, "cabling")
+    except StatusError as exc:
+        print(f"fleet page: cabling not shown: {exc}", file=sys.stderr)
+    changed = write.write(args.out, inv, doc, wiring=wiring)
     if args.json:
         print(json.dumps({"ok": True, "out": str(args.out), "changed": changed}, indent=2))
     elif not args.quiet:

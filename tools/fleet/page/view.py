@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from fleet.inventory.model import Inventory
+from fleet.page import cabling
 from fleet.page import contract as c
 
 CLIP = 400  # characters of one value or problem shown
@@ -132,18 +133,27 @@ def notices(doc: Any) -> list[str]:
     return out
 
 
-def build(inv: Inventory, doc: Any, refreshed: str) -> dict[str, Any]:
+def build(inv: Inventory, doc: Any, refreshed: str, wiring: Any = None) -> dict[str, Any]:
     """view.json: ``{"refreshed", "collected", "notices", "nodes": {host: {...}},
-    "unknown_nodes"}``."""
+    "unknown_nodes"}``; ``wiring``: a ``fleet cabling --json`` document, if any (a NIC
+    not where the inventory says is a problem of its node)."""
     recs = records(doc)
+    cabled = cabling.per_node(wiring, text)
     nodes = {}
     for host, node in inv.nodes.items():
         r = recs.get(host)
+        shown, said = state(r, node.state), problems(r.get(c.PROBLEMS)) if r else []
+        facts = fields(r) if r else []
+        if host in cabled:
+            said += cabled[host].problems
+            facts.append([cabling.LABEL, text(cabled[host].text)])
+            if cabled[host].problems and shown in ("ok", "unknown"):
+                shown = "problem"
         nodes[host] = {
-            "state": state(r, node.state),
+            "state": shown,
             "status": text(r.get(c.STATUS)) if r and c.STATUS in r else "no record",
-            "problems": problems(r.get(c.PROBLEMS)) if r else [],
-            "fields": fields(r) if r else [],
+            "problems": said,
+            "fields": facts,
         }
     return {"refreshed": refreshed, "collected": generated(doc), "notices": notices(doc),
             "nodes": nodes,

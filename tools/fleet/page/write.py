@@ -22,12 +22,13 @@ def _dump(data: Any) -> bytes:
     return (json.dumps(data, indent=1, sort_keys=False, ensure_ascii=True) + "\n").encode()
 
 
-def files(inv: Inventory, doc: Any, refreshed: str) -> dict[str, bytes]:
-    """name -> content, in the order they are written (view.json last)."""
+def files(inv: Inventory, doc: Any, refreshed: str, wiring: Any = None) -> dict[str, bytes]:
+    """name -> content, in the order they are written (view.json last); ``wiring``: the
+    ``fleet cabling --json`` document, if any."""
     out = {name: (STATIC / name).read_bytes() for name in STATIC_FILES}
     out["layout.json"] = _dump(layout.build(inv))
     out["status.json"] = _dump(doc)
-    out["view.json"] = _dump(view.build(inv, doc, refreshed))
+    out["view.json"] = _dump(view.build(inv, doc, refreshed, wiring))
     return out
 
 
@@ -52,8 +53,10 @@ def replace(path: Path, data: bytes) -> bool:
     return True
 
 
-def write(out: Path, inv: Inventory, doc: Any, now: dt.datetime | None = None) -> list[str]:
+def write(out: Path, inv: Inventory, doc: Any, now: dt.datetime | None = None,
+          wiring: Any = None) -> list[str]:
     """Write the page into ``out`` (created); the names of the files that changed."""
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     out.mkdir(parents=True, exist_ok=True)
-    return [name for name, data in files(inv, doc, stamp).items() if replace(out / name, data)]
+    return [name for name, data in files(inv, doc, stamp, wiring).items()
+            if replace(out / name, data)]

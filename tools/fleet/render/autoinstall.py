@@ -22,12 +22,6 @@ CURL = "curl"
 REQUIRED_KEYS = ("version", "storage", "network", "ssh", "late-commands", "user-data")
 
 
-def http_base(inv: Inventory) -> str:
-    site = inv.raw.site
-    addr = inv.nodes[site.provisioning_host].address
-    return f"http://{addr}" if site.http_port == 80 else f"http://{addr}:{site.http_port}"
-
-
 def _sh(*words: str) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
@@ -98,7 +92,7 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
     return [
         f"curtin in-target -- install -d -m 0755 {' '.join(bootstrap.DIRS)}",
         f"curtin in-target -- curl -fsSL -o {bootstrap.KEYRING} "
-        + shlex.quote(f"{http_base(inv)}/{inv.raw.site.salt.keyring}"),
+        + shlex.quote(f"{bootstrap.http_base(inv)}/{inv.raw.site.salt.keyring}"),
         *(write(text, path) for path, text in bootstrap.files(inv, node).items()),
         installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",

@@ -31,6 +31,14 @@ MINION_ID = "/etc/salt/minion_id"
 DIRS = ("/etc/apt/keyrings", "/etc/salt/minion.d")
 
 
+def http_base(inv: Inventory) -> str:
+    """The boot HTTP server's root on the provisioning host, as installers reach it (the
+    keyring, the seeds and the install-token URLs are under it)."""
+    site = inv.raw.site
+    addr = inv.nodes[site.provisioning_host].address
+    return f"http://{addr}" if site.http_port == 80 else f"http://{addr}:{site.http_port}"
+
+
 def _text(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
 

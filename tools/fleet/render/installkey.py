@@ -37,6 +37,7 @@ from __future__ import annotations
 import shlex
 
 from fleet.inventory.model import Inventory, Node
+from fleet.render.bootstrap import http_base
 
 TARGET = "/target"
 TOKEN_COPY = "/tmp/fleet-install-token"  # the installer's tmpfs: between late-commands
@@ -51,8 +52,6 @@ def token_name(node: Node) -> str:
 
 
 def token_url(inv: Inventory, node: Node) -> str:
-    from fleet.render.autoinstall import http_base  # that module imports this one
-
     return f"{http_base(inv)}/state/{token_name(node)}"
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.inventory.checks import MONITORING_PORTS, SLURMCTLD_PORT
+from fleet.inventory.checks.services import MONITORING_PORTS, SLURMCTLD_PORT
 from fleet.inventory.model import Inventory, Node
+from fleet.render.mkvlayout import MKV_ROOT
 
 PORTS = MONITORING_PORTS
 
@@ -128,8 +129,6 @@ def rules(inv: Inventory) -> dict[str, Any]:
     """Prometheus alert rules, thresholds from ``site.monitoring.thresholds``."""
     t = inv.raw.site.monitoring.thresholds
     stale_s = 10 * inv.raw.site.monitoring.scrape_interval_s
-    from fleet.render.pillar import MKV_ROOT  # imported on use: pillar imports this module
-
     mkv_mounts = f"{MKV_ROOT}/sv[0-9A-F]+"
     fs = 'fstype!~"' + PSEUDO_FS + '"'
     nodes = list(inv.nodes.values())

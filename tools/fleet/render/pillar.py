@@ -17,16 +17,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleet.cabling import role as lldp_role
 from fleet.inventory import aptcache, lifecycle, nvidia, schema
 from fleet.inventory import compute as compute_facts
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
+from fleet.render.mkvlayout import MKV_ROOT, subvolume
+from fleet.render.mkvlayout import data_mount as data_mount  # health/expect.py imports it here
 from fleet.render.names import host_names
 from fleet.render.saltsize import site_sizing
 
-MKV_ROOT = "/srv/mkv"
 SECRET_SLS = {"munge": "secrets.munge", "aptcache": "secrets.aptcache"}
 # Node pillar entries shared by every node of a profile or group: emitted once, reused.
 PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group",
@@ -41,16 +43,6 @@ def _header() -> str:
 
 def _dump(data: Any) -> str:
     return _header() + yamlout.dump(data)
-
-
-def subvolume(i: int) -> str:
-    """mkv's subvolume directory name: ``sv%02X`` (upper-case hex: sv0A after sv09)."""
-    return f"sv{i:02X}"
-
-
-def data_mount(i: int) -> str:
-    """Where an mkv volume's i-th data disk is mounted."""
-    return f"{MKV_ROOT}/{subvolume(i)}"
 
 
 def render(inv: Inventory) -> dict[str, str]:
@@ -119,7 +111,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "fqdn": f"{node.hostname}.{site.domain}",
         "group": node.group,
         "profile": node.profile_name,
-        "roles": [*node.roles, *monitoring.roles(inv, node),
+        "roles": [*node.roles, *monitoring.roles(inv, node), *lldp_role.roles(node),
                   *compute_facts.roles(inv.raw, node)],
         "serial": node.serial,
         "boot_mode": p.boot_mode,
@@ -138,6 +130,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "salt": bootstrap.node_pillar(inv, node),
         "apt": aptcache.node_apt(site, inv.nodes[site.provisioning_host], node),
         "monitoring": monitoring.node_pillar(node),
+        "lldp": lldp_role.node_pillar(node),
     }
     if node.has("nvidia"):
         d["nvidia"] = {"branches": nvidia.branches(site, p)}
@@ -326,7 +319,7 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
         "http_port": site.http_port,
         "install": site.install.model_dump(),
         # the same files relative to the role's images directory (served as /images/;
-        # fleet.inventory.checks.check_install_media holds them there)
+        # fleet.inventory.checks.install.check_install_media holds them there)
         "media": {
             "iso": site.install.iso_url.split("/images/", 1)[1],
             "kernel": site.install.kernel.removeprefix("images/"),

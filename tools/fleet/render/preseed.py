@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema import DebianImage
 from fleet.render import bootstrap, escape, installkey
-from fleet.render.autoinstall import http_base
+from fleet.render.bootstrap import http_base
 from fleet.render.header import header
 
 # d-i has no curl: the target's (pkgsel/include installs it before the late_command)

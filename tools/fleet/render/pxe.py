@@ -27,7 +27,8 @@ import jinja2
 from fleet.inventory.model import Inventory, Node
 from fleet.pxe.modes import script_name
 from fleet.render import escape, installkey, preseed, yamlout
-from fleet.render.autoinstall import http_base, render_meta_data, render_user_data
+from fleet.render.autoinstall import render_meta_data, render_user_data
+from fleet.render.bootstrap import http_base
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
 

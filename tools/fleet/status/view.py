@@ -56,7 +56,8 @@ def _ago(ts: float, now: float) -> str:
     return f"{int(s)}s ago"
 
 
-def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
+# complexity 27: debt, to split (pyproject.toml [tool.fleet.lint.exceptions])
+def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],  # noqa: C901
           now: float) -> Row:
     """One node's row: each source's value, and the problems they show."""
     row = Row(node, state, slurm_node)

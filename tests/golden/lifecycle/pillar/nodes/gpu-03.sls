@@ -68,6 +68,10 @@ node:
       speed_gbps: 100
       switch: sw1
       vlan: 20
+  lldp:
+    interfaces:
+    - prov
+    system_name: gpu-03
   monitoring:
     address: 10.1.0.103
   nvidia:
@@ -87,6 +91,7 @@ node:
   - slurm.compute
   - monitoring.node
   - monitoring.gpu
+  - lldp
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: gpu-03\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 10\nauth_timeout: 10\nrecon_default: 1000\nrecon_max: 10000\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

@@ -1,0 +1,96 @@
+"""What the ``fleet cabling`` tests share: lldpcli's JSON as lldpd 1.0.16 prints it (the
+shape of ``lldpcli -f json show neighbors`` on a node hearing a switch that names its
+port ``ethernet1/1/N``), and a STAND-IN for the ``salt`` CLI (no Salt master runs here): a
+script that answers ``cmd.run_all`` for the minions listed with ``-L`` from a table the
+test writes, as ``--out=json --static`` prints it, and logs each call."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from support.cli import ROOT, SMALL
+
+ALL = ["head-01", "gpu-01", "gpu-02", "gpu-03", "gpu-04", "stor-1", "stor-2"]
+# the small inventory's prov ports on sw1
+PORTS = {"head-01": 64, "gpu-01": 1, "gpu-02": 2, "gpu-03": 3, "gpu-04": 4, "stor-1": 10,
+         "stor-2": 11}
+
+
+def neighbour(switch: str, port: str, mac: str = "3c:2c:30:a3:00:01") -> dict[str, Any]:
+    return {"via": "LLDP", "rid": "1", "age": "0 day, 00:01:08",
+            "chassis": {switch: {"id": {"type": "mac", "value": mac},
+                                 "descr": "Dell EMC Networking OS10 Enterprise",
+                                 "capability": [{"type": "Bridge", "enabled": True}]}},
+            "port": {"id": {"type": "ifname", "value": port}, "descr": "", "ttl": "120"}}
+
+
+def lldp_doc(*links: tuple[str, str, str]) -> str:
+    """lldpcli's JSON for (interface, switch, port name) links: an object for one, a list
+    of one-key objects for more, ``{"lldp": {}}`` for none (lldpd issue 236)."""
+    items = [{iface: neighbour(sw, port)} for iface, sw, port in links]
+    if not items:
+        return json.dumps({"lldp": {}}, indent=2)
+    body = items[0] if len(items) == 1 else items
+    return json.dumps({"lldp": {"interface": body}}, indent=2)
+
+
+def run_all(stdout: str, retcode: int = 0, stderr: str = "") -> dict[str, Any]:
+    return {"pid": 4242, "retcode": retcode, "stdout": stdout, "stderr": stderr}
+
+
+def cabled_as_inventoried() -> dict[str, Any]:
+    return {n: run_all(lldp_doc(("prov", "sw1", f"ethernet1/1/{p}"))) for n, p in PORTS.items()}
+
+
+@dataclass
+class Site:
+    tmp: Path
+    answers: dict[str, Any] = field(default_factory=cabled_as_inventoried)
+    salt_broken: bool = False
+
+    def write_standin(self) -> Path:
+        bin_dir = self.tmp / "standin-bin"
+        bin_dir.mkdir(exist_ok=True)
+        state = self.tmp / "standin.json"
+        state.write_text(json.dumps({"answers": self.answers, "broken": self.salt_broken}))
+        salt = bin_dir / "salt"  # STAND-IN for the salt CLI: cmd.run_all only
+        salt.write_text(f"""#!{sys.executable}
+import json, sys
+st = json.load(open({str(state)!r}))
+with open({str(self.tmp / "calls.log")!r}, "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
+if st["broken"]:
+    sys.stderr.write("Salt request timed out. The master is not responding.\\n")
+    sys.exit(2)
+args = sys.argv[1:]
+assert "cmd.run_all" in args, args
+nodes = args[args.index("-L") + 1].split(",")
+print(json.dumps({{n: a for n, a in st["answers"].items() if n in nodes}}))
+""")
+        salt.chmod(0o755)
+        return bin_dir
+
+    def calls(self) -> list[list[str]]:
+        log = self.tmp / "calls.log"
+        return [json.loads(line) for line in log.read_text().splitlines()] \
+            if log.exists() else []
+
+    def run(self, *args: str, json_out: bool = True) -> tuple[int, str, str]:
+        """``fleet cabling ARGS`` on the small inventory, as a separate process."""
+        bin_dir = self.write_standin()
+        conf = self.tmp / "salt-conf"
+        conf.mkdir(exist_ok=True)
+        argv = [sys.executable, "-m", "fleet", "cabling", "-i", str(SMALL),
+                "--salt-config", str(conf), "--salt-timeout", "7",
+                *(["--json"] if json_out else []), *args]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
+               "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        proc = subprocess.run(argv, cwd=self.tmp, env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+        return proc.returncode, proc.stdout, proc.stderr

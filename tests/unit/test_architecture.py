@@ -1,0 +1,211 @@
+"""The architecture, kept true by tests: no import cycle inside ``tools/fleet``, and
+docs/architecture.md's module map names modules and packages that exist, and every package.
+
+Imports are read from the source (nothing is imported): a module-level import is an edge, so
+is one inside a function (it runs when the function does); one under ``if TYPE_CHECKING:``
+is not (it never runs). ``from fleet.a import b`` is an edge to ``fleet.a.b`` when that is a
+module, else to ``fleet.a``; an import of ``fleet.a.b`` runs ``fleet/a/__init__.py`` too,
+but a package's ``__init__`` importing its own submodules is not counted as a cycle with
+them (Python runs a package before its submodules by design).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = ROOT / "tools"
+FLEET = TOOLS / "fleet"
+ARCH = ROOT / "docs" / "architecture.md"
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(TOOLS).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_name(p): p for p in sorted(FLEET.rglob("*.py"))}
+PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
+
+
+def _resolve(module: str, level: int, here: str, is_package: bool) -> str:
+    if not level:
+        return module
+    base = here.split(".") if is_package else here.split(".")[:-1]
+    base = base[:len(base) - level + 1]
+    return ".".join([*base, module] if module else base)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST, here: str, is_package: bool) -> set[str]:
+    """The fleet modules a module's code imports at run time."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            mod = _resolve(node.module or "", node.level, here, is_package)
+            for a in node.names:
+                sub = f"{mod}.{a.name}"
+                out.add(sub if sub in MODULES else mod)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in out if m in MODULES and m != here}
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for name, path in MODULES.items():
+        deps = _imports(ast.parse(path.read_text(), str(path)), name,
+                        path.name == "__init__.py")
+        if path.name == "__init__.py":
+            deps = {d for d in deps if not d.startswith(name + ".")}
+        graph[name] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (a path back to its start) per strongly connected component (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(_path(graph, set(comp), min(comp)))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def _path(graph: dict[str, set[str]], comp: set[str], start: str) -> list[str]:
+    """A shortest cycle through ``start`` inside one component, for the message."""
+    prev: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(graph[v] & comp):
+            if w == start:
+                path = [v]
+                while path[-1] != start:
+                    path.append(prev[path[-1]])
+                return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, v,
+                                                                                   start]
+            if w not in prev:
+                prev[w] = v
+                todo.append(w)
+    raise AssertionError(f"no cycle through {start}")
+
+
+def test_the_graph_sees_imports() -> None:
+    graph = _graph()
+    assert "fleet.inventory.load" in graph["fleet.cli"] or any(
+        d.startswith("fleet.inventory") for d in graph["fleet.cli"])
+    assert "fleet.render.bootstrap" in graph["fleet.render.autoinstall"]
+    # a type-only import is no edge: slurmcompat names Ctx for mypy only
+    assert "fleet.inventory.checks.ctx" not in graph["fleet.inventory.slurmcompat"]
+
+
+def test_function_level_imports_are_edges_and_type_only_ones_are_not() -> None:
+    src = ("from typing import TYPE_CHECKING\n"
+           "if TYPE_CHECKING:\n    from fleet.render import pillar\n"
+           "def f():\n    from fleet.render.bootstrap import http_base\n")
+    deps = _imports(ast.parse(src), "fleet.render.x", False)
+    assert deps == {"fleet.render.bootstrap"}
+
+
+def test_cycles_are_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_in_fleet() -> None:
+    cycles = _cycles(_graph())
+    assert not cycles, "import cycles in tools/fleet (a function-level import counts; put " \
+        "what both need in a module of its own, or import for types only under " \
+        "TYPE_CHECKING):\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+# docs/architecture.md's map names modules as fleet/a/b.py (or a bare b.py under the
+# fleet/a/ line above it, or under fleet/) and packages as fleet/a/ or fleet/a/b/
+MAP_PATH = re.compile(r"(?<![\w/.])((?:fleet/)?(?:[a-z_]+/)*[a-z_]+(?:\.py|/))(?![\w/])")
+
+
+def _map_text() -> str:
+    return ARCH.read_text(encoding="utf-8")
+
+
+def _named_paths(text: str) -> list[str]:
+    """Every ``fleet/...`` path the doc names, and every bare ``x/y.py`` path that follows
+    the package it sits in (``render/scan.py`` under the ``fleet/render/`` lines)."""
+    return sorted({m for m in MAP_PATH.findall(text)
+                   if m.startswith("fleet/") or m.endswith(".py")})
+
+
+def _exists(named: str) -> bool:
+    if named.startswith("tools/"):
+        return (ROOT / named).exists()
+    rel = named.removeprefix("fleet/")
+    return any((FLEET / rel).exists() or (FLEET / pkg / rel).exists()
+               for pkg in ["", *(p.split(".", 1)[1].replace(".", "/")
+                                 for p in PACKAGES if "." in p)])
+
+
+def test_the_map_is_read() -> None:
+    named = _named_paths(_map_text())
+    assert "fleet/inventory/load.py" in named and "render/scan.py" in named
+
+
+@pytest.mark.parametrize("named", _named_paths(_map_text()))
+def test_every_module_the_architecture_names_exists(named: str) -> None:
+    assert _exists(named), (
+        f"docs/architecture.md names {named}, which is not under tools/fleet/: "
+        "write the path it has now, or drop it from the map")
+
+
+@pytest.mark.parametrize("package", [p.split(".", 1)[1] for p in PACKAGES if "." in p])
+def test_the_architecture_names_every_package(package: str) -> None:
+    path = "fleet/" + package.replace(".", "/") + "/"
+    assert path in _map_text(), (
+        f"tools/{path} is a package that docs/architecture.md does not name: add a line "
+        f"`{path}  <what it does>` to the map (the day-two block lists the packages of "
+        "the master; the diagram the inventory and render stages)")

@@ -1,0 +1,56 @@
+"""Cross-object rules, run on the expanded inventory after the schema has passed.
+
+Each rule is a generator of :class:`Problem`; all of them run, so one ``fleet validate``
+reports every error. A rule that finds a collision reports it at the later occurrence
+and names where the first one is. The rules live by subject: ``addresses``, ``services``,
+``hardware`` and ``install`` here, Slurm versions, lifecycle and the NVIDIA branch in their
+own modules of :mod:`fleet.inventory`; all read one :class:`~.ctx.Ctx`.
+"""
+
+from __future__ import annotations
+
+from fleet.inventory.checks import addresses, hardware, install, services
+from fleet.inventory.checks.ctx import Ctx, Rule
+from fleet.inventory.compute import check_compute
+from fleet.inventory.lifecycle import check_lifecycle
+from fleet.inventory.nvidia import check_nvidia_branch
+from fleet.inventory.slurmcompat import check_slurm_versions
+from fleet.problems import Problem
+
+__all__ = ["RULES", "Ctx", "run_all"]
+
+RULES: tuple[Rule, ...] = (
+    addresses.check_networks,
+    addresses.check_network_addresses,
+    addresses.check_master_address,
+    services.check_service_ports,
+    install.check_paths,
+    install.check_apt_cache,
+    install.check_install_media,
+    addresses.check_macs,
+    addresses.check_serials,
+    addresses.check_addresses,
+    addresses.check_switch_ports,
+    hardware.check_hardware,
+    hardware.check_memberships,
+    hardware.check_roles,
+    hardware.check_profiles,
+    services.check_salt_master,
+    services.check_monitoring,
+    services.check_slurm,
+    services.check_mkv,
+    services.check_mkv_ports,
+    hardware.check_fabrics,
+    check_slurm_versions,
+    hardware.check_racks,
+    check_lifecycle,
+    check_nvidia_branch,
+    check_compute,
+)
+
+
+def run_all(c: Ctx) -> list[Problem]:
+    problems: list[Problem] = []
+    for rule in RULES:
+        problems.extend(rule(c))
+    return problems
