@@ -51,6 +51,7 @@ base:
   - provisioning
   - secrets.aptcache
   - monitoring
+  - compute
   model-01:
   - site
   - hosts
@@ -289,447 +290,522 @@ base:
   - nodes.tbox-001
   - slurm
   - secrets.munge
+  - compute
   tbox-002:
   - site
   - hosts
   - nodes.tbox-002
   - slurm
   - secrets.munge
+  - compute
   tbox-003:
   - site
   - hosts
   - nodes.tbox-003
   - slurm
   - secrets.munge
+  - compute
   tbox-004:
   - site
   - hosts
   - nodes.tbox-004
   - slurm
   - secrets.munge
+  - compute
   tbox-005:
   - site
   - hosts
   - nodes.tbox-005
   - slurm
   - secrets.munge
+  - compute
   tbox-006:
   - site
   - hosts
   - nodes.tbox-006
   - slurm
   - secrets.munge
+  - compute
   tbox-007:
   - site
   - hosts
   - nodes.tbox-007
   - slurm
   - secrets.munge
+  - compute
   tbox-008:
   - site
   - hosts
   - nodes.tbox-008
   - slurm
   - secrets.munge
+  - compute
   tbox-009:
   - site
   - hosts
   - nodes.tbox-009
   - slurm
   - secrets.munge
+  - compute
   tbox-010:
   - site
   - hosts
   - nodes.tbox-010
   - slurm
   - secrets.munge
+  - compute
   tbox-011:
   - site
   - hosts
   - nodes.tbox-011
   - slurm
   - secrets.munge
+  - compute
   tbox-012:
   - site
   - hosts
   - nodes.tbox-012
   - slurm
   - secrets.munge
+  - compute
   tbox-013:
   - site
   - hosts
   - nodes.tbox-013
   - slurm
   - secrets.munge
+  - compute
   tbox-014:
   - site
   - hosts
   - nodes.tbox-014
   - slurm
   - secrets.munge
+  - compute
   tbox-015:
   - site
   - hosts
   - nodes.tbox-015
   - slurm
   - secrets.munge
+  - compute
   tbox-016:
   - site
   - hosts
   - nodes.tbox-016
   - slurm
   - secrets.munge
+  - compute
   tbox-017:
   - site
   - hosts
   - nodes.tbox-017
   - slurm
   - secrets.munge
+  - compute
   tbox-018:
   - site
   - hosts
   - nodes.tbox-018
   - slurm
   - secrets.munge
+  - compute
   tbox-019:
   - site
   - hosts
   - nodes.tbox-019
   - slurm
   - secrets.munge
+  - compute
   tbox-020:
   - site
   - hosts
   - nodes.tbox-020
   - slurm
   - secrets.munge
+  - compute
   tbox-021:
   - site
   - hosts
   - nodes.tbox-021
   - slurm
   - secrets.munge
+  - compute
   tbox-022:
   - site
   - hosts
   - nodes.tbox-022
   - slurm
   - secrets.munge
+  - compute
   tbox-023:
   - site
   - hosts
   - nodes.tbox-023
   - slurm
   - secrets.munge
+  - compute
   tbox-024:
   - site
   - hosts
   - nodes.tbox-024
   - slurm
   - secrets.munge
+  - compute
   tbox-025:
   - site
   - hosts
   - nodes.tbox-025
   - slurm
   - secrets.munge
+  - compute
   tbox-026:
   - site
   - hosts
   - nodes.tbox-026
   - slurm
   - secrets.munge
+  - compute
   tbox-027:
   - site
   - hosts
   - nodes.tbox-027
   - slurm
   - secrets.munge
+  - compute
   tbox-028:
   - site
   - hosts
   - nodes.tbox-028
   - slurm
   - secrets.munge
+  - compute
   tbox-029:
   - site
   - hosts
   - nodes.tbox-029
   - slurm
   - secrets.munge
+  - compute
   tbox-030:
   - site
   - hosts
   - nodes.tbox-030
   - slurm
   - secrets.munge
+  - compute
   tbox-031:
   - site
   - hosts
   - nodes.tbox-031
   - slurm
   - secrets.munge
+  - compute
   tbox-032:
   - site
   - hosts
   - nodes.tbox-032
   - slurm
   - secrets.munge
+  - compute
   tbox-033:
   - site
   - hosts
   - nodes.tbox-033
   - slurm
   - secrets.munge
+  - compute
   tbox-034:
   - site
   - hosts
   - nodes.tbox-034
   - slurm
   - secrets.munge
+  - compute
   tbox-035:
   - site
   - hosts
   - nodes.tbox-035
   - slurm
   - secrets.munge
+  - compute
   tbox-036:
   - site
   - hosts
   - nodes.tbox-036
   - slurm
   - secrets.munge
+  - compute
   tbox-037:
   - site
   - hosts
   - nodes.tbox-037
   - slurm
   - secrets.munge
+  - compute
   tbox-038:
   - site
   - hosts
   - nodes.tbox-038
   - slurm
   - secrets.munge
+  - compute
   tbox-039:
   - site
   - hosts
   - nodes.tbox-039
   - slurm
   - secrets.munge
+  - compute
   tbox-040:
   - site
   - hosts
   - nodes.tbox-040
   - slurm
   - secrets.munge
+  - compute
   tbox-041:
   - site
   - hosts
   - nodes.tbox-041
   - slurm
   - secrets.munge
+  - compute
   tbox-042:
   - site
   - hosts
   - nodes.tbox-042
   - slurm
   - secrets.munge
+  - compute
   tbox-043:
   - site
   - hosts
   - nodes.tbox-043
   - slurm
   - secrets.munge
+  - compute
   tbox-044:
   - site
   - hosts
   - nodes.tbox-044
   - slurm
   - secrets.munge
+  - compute
   tbox-045:
   - site
   - hosts
   - nodes.tbox-045
   - slurm
   - secrets.munge
+  - compute
   tbox-046:
   - site
   - hosts
   - nodes.tbox-046
   - slurm
   - secrets.munge
+  - compute
   tbox-047:
   - site
   - hosts
   - nodes.tbox-047
   - slurm
   - secrets.munge
+  - compute
   tbox-048:
   - site
   - hosts
   - nodes.tbox-048
   - slurm
   - secrets.munge
+  - compute
   tbox-049:
   - site
   - hosts
   - nodes.tbox-049
   - slurm
   - secrets.munge
+  - compute
   tbox-050:
   - site
   - hosts
   - nodes.tbox-050
   - slurm
   - secrets.munge
+  - compute
   tbox-051:
   - site
   - hosts
   - nodes.tbox-051
   - slurm
   - secrets.munge
+  - compute
   tbox-052:
   - site
   - hosts
   - nodes.tbox-052
   - slurm
   - secrets.munge
+  - compute
   tbox-053:
   - site
   - hosts
   - nodes.tbox-053
   - slurm
   - secrets.munge
+  - compute
   tbox-054:
   - site
   - hosts
   - nodes.tbox-054
   - slurm
   - secrets.munge
+  - compute
   tbox-055:
   - site
   - hosts
   - nodes.tbox-055
   - slurm
   - secrets.munge
+  - compute
   tbox-056:
   - site
   - hosts
   - nodes.tbox-056
   - slurm
   - secrets.munge
+  - compute
   tbox-057:
   - site
   - hosts
   - nodes.tbox-057
   - slurm
   - secrets.munge
+  - compute
   tbox-058:
   - site
   - hosts
   - nodes.tbox-058
   - slurm
   - secrets.munge
+  - compute
   tbox-059:
   - site
   - hosts
   - nodes.tbox-059
   - slurm
   - secrets.munge
+  - compute
   tbox-060:
   - site
   - hosts
   - nodes.tbox-060
   - slurm
   - secrets.munge
+  - compute
   tbox-061:
   - site
   - hosts
   - nodes.tbox-061
   - slurm
   - secrets.munge
+  - compute
   tbox-062:
   - site
   - hosts
   - nodes.tbox-062
   - slurm
   - secrets.munge
+  - compute
   tbox-063:
   - site
   - hosts
   - nodes.tbox-063
   - slurm
   - secrets.munge
+  - compute
   tbox-064:
   - site
   - hosts
   - nodes.tbox-064
   - slurm
   - secrets.munge
+  - compute
   tbox-065:
   - site
   - hosts
   - nodes.tbox-065
   - slurm
   - secrets.munge
+  - compute
   tbox-066:
   - site
   - hosts
   - nodes.tbox-066
   - slurm
   - secrets.munge
+  - compute
   tbox-067:
   - site
   - hosts
   - nodes.tbox-067
   - slurm
   - secrets.munge
+  - compute
   tbox-068:
   - site
   - hosts
   - nodes.tbox-068
   - slurm
   - secrets.munge
+  - compute
   tbox-069:
   - site
   - hosts
   - nodes.tbox-069
   - slurm
   - secrets.munge
+  - compute
   tbox-070:
   - site
   - hosts
   - nodes.tbox-070
   - slurm
   - secrets.munge
+  - compute
   tbox-071:
   - site
   - hosts
   - nodes.tbox-071
   - slurm
   - secrets.munge
+  - compute
   tbox-072:
   - site
   - hosts
   - nodes.tbox-072
   - slurm
   - secrets.munge
+  - compute
   tbox-073:
   - site
   - hosts
   - nodes.tbox-073
   - slurm
   - secrets.munge
+  - compute
   tbox-074:
   - site
   - hosts
   - nodes.tbox-074
   - slurm
   - secrets.munge
+  - compute
   tbox-075:
   - site
   - hosts
   - nodes.tbox-075
   - slurm
   - secrets.munge
+  - compute

@@ -47,3 +47,20 @@ base:
   'node:roles:lldp':
     - match: pillar
     - lldp
+  # derived from the inventory's compute section by fleet.inventory.compute: the central
+  # Valkey's host, the code sync host, the worker groups' nodes
+  'node:roles:compute.valkey':
+    - match: pillar
+    - compute.valkey
+  'node:roles:compute.worker':
+    - match: pillar
+    - compute.worker
+  'node:roles:compute.triton':
+    - match: pillar
+    - compute.triton
+  'node:roles:codesync.server':
+    - match: pillar
+    - codesync.server
+  'node:roles:codesync.client':
+    - match: pillar
+    - codesync.client

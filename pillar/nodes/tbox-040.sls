@@ -12,6 +12,9 @@ node:
     protocol: redfish
     switch: mgmt2
   boot_mode: uefi
+  compute:
+    codesync_host: 10.1.0.10
+    redis_host: 10.1.0.10
   disks:
     boot:
       kind: nvme
@@ -92,6 +95,8 @@ node:
   - monitoring.node
   - monitoring.gpu
   - lldp
+  - compute.worker
+  - codesync.client
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: tbox-040\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 20\nauth_timeout: 20\nrecon_default: 1000\nrecon_max: 19200\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from fleet.inventory import compute
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.render import monitoring
@@ -223,8 +224,10 @@ def test_node_pillars(site_inv: Inventory, pillar: dict[str, Any]) -> None:
         d = pillar[f"nodes/{node.hostname}"]["node"]
         assert d["hostname"] == node.hostname
         assert d["fqdn"] == f"{node.hostname}.{site_inv.raw.site.domain}"
-        # the inventory's roles, then those fleet.render.monitoring and the lldp role derive
-        assert d["roles"] == [*node.roles, *monitoring.roles(site_inv, node), "lldp"]
+        # the inventory's roles, then those fleet.render.monitoring, the lldp role and the
+        # compute section derive
+        assert d["roles"] == [*node.roles, *monitoring.roles(site_inv, node), "lldp",
+                              *compute.roles(site_inv.raw, node)]
         assert {"base", "network", "monitoring.node", "lldp"} <= set(d["roles"])
         assert d["lldp"] == {"interfaces": ["prov"], "system_name": node.hostname}
         ifaces = {n: i for n, i in node.interfaces.items() if n != "bmc"}

@@ -17,7 +17,8 @@ from support import saltrender
 
 ROLES = ("base", "network", "nvidia", "infiniband", "slurm.controller", "slurm.compute",
          "mkv.volume", "mkv.master", "provisioning", "monitoring.node", "monitoring.gpu",
-         "monitoring.slurm", "monitoring.server", "lldp")
+         "monitoring.slurm", "monitoring.server", "lldp", "compute.valkey", "compute.worker",
+         "codesync.server", "codesync.client")
 SKIP_ARGS = {"context", "defaults", "order", "fun", "state", "name", "__env__", "__id__",
              "__sls__", "__sls_included_from__", "__run_num__"}
 

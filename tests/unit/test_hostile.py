@@ -41,6 +41,7 @@ FILE = "inventory.yaml"
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = (ROOT / "tests" / "fixtures" / "small.yaml").read_text()
 PY = sys.executable
+COMPUTE = ROOT / "tests" / "fixtures" / "compute.yaml"
 
 
 def _base() -> dict[str, Any]:
@@ -57,6 +58,9 @@ def _base() -> dict[str, Any]:
     data["slurm"]["partitions"]["tbox1"]["max_time"] = "1-00:00:00"
     data["site"]["salt"]["master_finger"] = ":".join(["ab"] * 32)
     data["node_groups"]["part-b"]["image"] = "deb"
+    data["compute"] = yaml.safe_load(COMPUTE.read_text())["compute"]  # its fields too
+    data["compute"]["queue"] = "remote_v3"
+    data["compute"]["codesync"]["export"] = "/srv/code"
     data["nodes"]["gpu-03"]["boot_disk"] = {"serial": "SN-GPU3", "model": "Samsung 980"}
     data["nodes"]["stor-1"]["comment"] = "racked 2026-11"
     data["mkv"]["arrays"]["data"]["purpose"] = "training data"
@@ -105,6 +109,10 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("mkv", "arrays", "data", "index_path"): "pillar",
     ("nodes", "gpu-02", "reason"): "drain",
     ("site", "monitoring", "storage_path"): "pillar",
+    ("compute", "valkey", "artifact", "source"): "pillar",
+    ("compute", "uv", "source"): "pillar",
+    ("compute", "codesync", "export"): "pillar",
+    ("compute", "queue"): "pillar",
 }
 FREE_TEXT = [f for f in FIELDS if f[0] in ("profiles", "nodes", "switches")
              or f[-1] == "purpose"]

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from fleet.lab import (
+    artifacts,
     headtools,
     highstate,
     image,
@@ -116,6 +117,7 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[NodeResult]]:
     p = plan.load(paths)
     plan.render(paths, p)
     master.write_lab_pillar(paths, mkv_artifact(paths))
+    artifacts.fetch(paths, p.inventory)
     master.write_config(paths, p)
     t0 = t.mark("render", t0)
     images = node_images(paths, p, img.tag)

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 
 from fleet.health.expect import data_mounts
+from fleet.inventory import compute
 from fleet.lab import headtools, keys
 from fleet.lab import podman as pm
 from fleet.lab.paths import NETWORK, Paths
@@ -49,8 +50,10 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
         # the inventory and fleet's wheelhouse: `fleet pxe` runs on the head node
         args += headtools.mounts(paths)
     args += ["--cap-add", ",".join(caps)]
-    if "mkv.master" in node.roles:
+    compute_roles = compute.roles(plan.inventory.raw, plan.inventory.nodes[node.hostname])
+    if "mkv.master" in node.roles or compute_roles:
         args += ["-v", f"{paths.lab / 'artifacts'}:/srv/fleet/artifacts:ro"]
+    args += _code_mounts(paths, plan, compute_roles)
     # each data disk of an mkv volume is a real mount (a small tmpfs), as on a node its
     # disk is: `fleet health` checks that every one is mounted (an unmounted one would
     # take the volume's writes onto the OS disk), and the lab tests unmount one
@@ -69,6 +72,23 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
                          (pem, "/etc/salt/pki/minion/minion.pem"),
                          (pub, "/etc/salt/pki/minion/minion.pub")):
             pm.podman(paths, "cp", str(src), f"{node.container}:{dst}")
+
+
+def _code_mounts(paths: Paths, plan: Plan, roles: list[str]) -> list[str]:
+    """The code sync's export, one host directory: the code sync host's export, and a
+    worker's /code.nfs as a read-only bind mount of it (a stand-in for the NFS mount: the
+    lab's kernel has no NFS client)."""
+    comp = plan.inventory.raw.compute
+    if comp is None:
+        return []
+    src = paths.lab / "code-export"
+    src.mkdir(parents=True, exist_ok=True)
+    args = []
+    if "codesync.server" in roles:
+        args += ["-v", f"{src}:{comp.codesync.export}:rw"]
+    if "codesync.client" in roles:
+        args += ["-v", f"{src}:/code.nfs:ro"]
+    return args
 
 
 def ensure(paths: Paths, plan: Plan, images: dict[str, str]) -> list[str]:

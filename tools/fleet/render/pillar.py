@@ -8,6 +8,7 @@
 - ``mkv.sls``          mkv masters only: arrays and their volume lists
 - ``provisioning.sls`` the provisioning host only
 - ``monitoring.sls``   the monitoring host only: Prometheus's targets and alert rules
+- ``compute.sls``      nodes with a compute role: Valkey, the code sync, workers, Triton
 - ``secrets.munge``    Slurm nodes only; lives in the git-ignored secrets pillar root
 - ``secrets.aptcache`` the provisioning host only (the apt cache's admin password); there too
 """
@@ -18,8 +19,9 @@ from typing import Any
 
 from fleet.cabling import role as lldp_role
 from fleet.inventory import aptcache, lifecycle, nvidia, schema
+from fleet.inventory import compute as compute_facts
 from fleet.inventory.model import Interface, Inventory, Node
-from fleet.render import bootstrap, monitoring, yamlout
+from fleet.render import bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.mkvlayout import MKV_ROOT, subvolume
@@ -58,6 +60,8 @@ def render(inv: Inventory) -> dict[str, str]:
             sls += ["provisioning", SECRET_SLS["aptcache"]]
         if node.hostname == monitoring.host(inv):
             sls.append("monitoring")
+        if compute.has_role(inv, node):
+            sls.append("compute")
         top[node.hostname] = sls
         out[f"pillar/nodes/{node.hostname}.sls"] = _header() + memo.dump_mapping(
             "node", _node(inv, node), PER_PROFILE)
@@ -70,6 +74,8 @@ def render(inv: Inventory) -> dict[str, str]:
         out["pillar/mkv.sls"] = _dump({"mkv": _mkv(inv)})
     out["pillar/provisioning.sls"] = _dump({"provisioning": _provisioning(inv)})
     out["pillar/monitoring.sls"] = _dump({"monitoring": monitoring.pillar(inv)})
+    if inv.raw.compute is not None:
+        out["pillar/compute.sls"] = _dump({"compute": compute.pillar(inv)})
     return out
 
 
@@ -105,7 +111,8 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "fqdn": f"{node.hostname}.{site.domain}",
         "group": node.group,
         "profile": node.profile_name,
-        "roles": [*node.roles, *monitoring.roles(inv, node), *lldp_role.roles(node)],
+        "roles": [*node.roles, *monitoring.roles(inv, node), *lldp_role.roles(node),
+                  *compute_facts.roles(inv.raw, node)],
         "serial": node.serial,
         "boot_mode": p.boot_mode,
         "os": {"distro": site.os.distro, "release": site.os.release},
@@ -127,6 +134,8 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
     }
     if node.has("nvidia"):
         d["nvidia"] = {"branches": nvidia.branches(site, p)}
+    if (reach := compute.node_pillar(inv, node)) is not None:
+        d["compute"] = reach
     return d | _node_services(inv, node)
 
 

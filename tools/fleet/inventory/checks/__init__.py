@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from fleet.inventory.checks import addresses, hardware, install, services
 from fleet.inventory.checks.ctx import Ctx, Rule
+from fleet.inventory.compute import check_compute
 from fleet.inventory.lifecycle import check_lifecycle
 from fleet.inventory.nvidia import check_nvidia_branch
 from fleet.inventory.slurmcompat import check_slurm_versions
@@ -44,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     hardware.check_racks,
     check_lifecycle,
     check_nvidia_branch,
+    check_compute,
 )
 
 

@@ -1,0 +1,126 @@
+{%- from 'lib/map.jinja' import mapdata with context %}
+{%- set s = mapdata.server %}
+{%- set c = salt['pillar.get']('compute:codesync') %}
+{%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
+{%- set units = [s.firewall_unit, s.unit, s.prune_unit ~ '.service', s.prune_unit ~ '.timer']
+      | map('regex_replace', '^', s.unit_dir ~ '/') | join(' ') %}
+# codesync.server: the monorepo export ({{ c.export }}: xx/ the main checkout,
+# {{ s.caches }}/<job>/ per-job copies) and the rsync daemon module {{ s.module }} on port
+# {{ c.port }} that submitters push to (hosts allow and nftables: the cluster networks
+# only); a daily timer prunes per-job copies older than {{ c.prune_days }} days.
+
+codesync-server-pkg-installed:
+  pkg.installed:
+    - pkgs: {{ s.packages | json }}
+
+codesync-server-user-present:
+  user.present:
+    - name: {{ s.user }}
+    - system: true
+    - shell: /usr/sbin/nologin
+    - home: {{ c.export }}
+    - createhome: false
+
+{%- for dir in ['', '/xx', '/branches', '/' ~ s.caches] %}
+
+codesync-server-file-directory-export{{ dir | replace('/', '-') }}:
+  file.directory:
+    - name: {{ c.export }}{{ dir }}
+    - user: {{ s.user }}
+    - group: {{ s.user }}
+    - mode: '0755'
+    - makedirs: true
+    - require:
+      - user: codesync-server-user-present
+{%- endfor %}
+
+codesync-server-file-managed-conf:
+  file.managed:
+    - name: {{ s.conf }}
+    - source: salt://codesync/files/rsyncd.conf.jinja
+    - template: jinja
+    - makedirs: true
+    - mode: '0644'
+    - context:
+        sync: {{ c | json }}
+        allow: {{ salt['pillar.get']('compute:allow') | json }}
+        module: {{ s.module | json }}
+        user: {{ s.user | json }}
+
+codesync-server-file-managed-nft:
+  file.managed:
+    - name: {{ nft_file }}
+    - source: salt://compute/files/firewall.nft.jinja
+    - template: jinja
+    - makedirs: true
+    - mode: '0644'
+    - context:
+        table: fleet_codesync
+        port: {{ c.port }}
+        allow: {{ salt['pillar.get']('compute:allow') | json }}
+    - check_cmd: {{ s.nft }} -c -f
+    - require:
+      - pkg: codesync-server-pkg-installed
+
+{%- for unit, source, context in [
+      (s.firewall_unit, 'salt://compute/files/firewall.service.jinja',
+       {'what': 'the code sync rsync port', 'table': 'fleet_codesync', 'nft': s.nft,
+        'file': nft_file, 'before': s.unit}),
+      (s.unit, 'salt://codesync/files/rsyncd.service.jinja',
+       {'rsync': s.rsync, 'conf': s.conf, 'firewall_unit': s.firewall_unit}),
+      (s.prune_unit ~ '.service', 'salt://codesync/files/prune.service.jinja',
+       {'caches': c.export ~ '/' ~ s.caches, 'days': c.prune_days, 'user': s.user}),
+      (s.prune_unit ~ '.timer', 'salt://codesync/files/prune.timer.jinja', {})] %}
+
+codesync-server-file-managed-unit-{{ unit }}:
+  file.managed:
+    - name: {{ s.unit_dir }}/{{ unit }}
+    - source: {{ source }}
+    - template: jinja
+    - mode: '0644'
+    - context: {{ context | json }}
+{%- endfor %}
+
+codesync-server-cmd-run-verify-units:
+  cmd.run:
+    - name: systemd-analyze verify --man=no {{ units }}
+    - unless: systemd-analyze verify --man=no {{ units }}
+    - require:
+      - file: codesync-server-file-managed-unit-{{ s.firewall_unit }}
+      - file: codesync-server-file-managed-unit-{{ s.unit }}
+      - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.service
+      - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.timer
+      - pkg: codesync-server-pkg-installed
+      - user: codesync-server-user-present
+
+codesync-server-service-running-firewall:
+  service.running:
+    - name: {{ s.firewall_unit }}
+    - enable: true
+    - require:
+      - cmd: codesync-server-cmd-run-verify-units
+    - watch:
+      - file: codesync-server-file-managed-nft
+      - file: codesync-server-file-managed-unit-{{ s.firewall_unit }}
+
+codesync-server-service-running-rsyncd:
+  service.running:
+    - name: {{ s.unit }}
+    - enable: true
+    - require:
+      - cmd: codesync-server-cmd-run-verify-units
+      - service: codesync-server-service-running-firewall
+      - file: codesync-server-file-directory-export-{{ s.caches | replace('/', '-') }}
+    - watch:
+      - file: codesync-server-file-managed-conf
+      - file: codesync-server-file-managed-unit-{{ s.unit }}
+
+codesync-server-service-running-prune-timer:
+  service.running:
+    - name: {{ s.prune_unit }}.timer
+    - enable: true
+    - require:
+      - cmd: codesync-server-cmd-run-verify-units
+    - watch:
+      - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.service
+      - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.timer

