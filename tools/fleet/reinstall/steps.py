@@ -249,7 +249,7 @@ def converge(ctx: Context) -> str:
         raise StepFailedError(f"highstate (job {res.jid}) did not return within "
                               f"{ctx.options.converge_timeout:g}s")
     if res.status.bad:
-        raise StepFailedError(f"highstate: {describe(res)}")
+        raise StepFailedError(f"highstate failed: {describe(res)}")
     return f"highstate ok: {res.states} states, {res.changed} changed"
 
 
