@@ -166,16 +166,13 @@ def ping(runner: Runner, names: Sequence[str], timeout: float,
     """Which minions answer one ``test.ping`` (``-t timeout``), all in one salt call. A
     minion that is down keeps the CLI ``timeout`` and then the master's ``gather`` (its
     find_job) seconds: the call is bounded by both, and the CLI's start."""
-    from fleet.master.salt import json_dict
+    from fleet.master.salt import MasterError, Salt
 
-    if not names:
-        return {}
-    res = runner.run(["salt", "-L", ",".join(names), "test.ping", f"-t{timeout:g}",
-                      "--out=json", "--static"], timeout=timeout + gather + 30)
-    data = json_dict(res)
-    if not data and res.returncode != 0:
-        raise MasterDownError(f"`salt test.ping` exited {res.returncode}: "
-                         f"{_last_line(res.stderr or res.stdout)}")
+    try:
+        data = Salt(runner).call(names, "test.ping", timeout=timeout,
+                                 bound=timeout + gather + 30)
+    except MasterError as exc:
+        raise MasterDownError(str(exc)) from exc
     return {n: data.get(n) is True for n in names}
 
 
