@@ -16,7 +16,7 @@ import yaml
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory, Node
-from fleet.inventory.schema import DebianImage
+from fleet.inventory.schema.site import DebianImage
 from fleet.render import bootstrap, render_all
 from fleet.render.preseed import render_preseed
 from support import harness, saltrender

@@ -34,5 +34,5 @@ def test_every_schema_field_has_a_row() -> None:
 
 def test_every_field_has_a_description() -> None:
     missing = [r.path for r in reference.rows() if not r.description.strip()]
-    assert not missing, (f"{len(missing)} field(s) of fleet/inventory/schema.py without a "
+    assert not missing, (f"{len(missing)} field(s) of fleet/inventory/schema/ without a "
                          f"description (Field(description=...)): {', '.join(missing)}")

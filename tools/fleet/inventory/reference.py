@@ -27,7 +27,7 @@ from fleet.inventory import schema
 
 HEADER = """# Inventory reference
 
-Generated from `tools/fleet/inventory/schema.py` by `make docs`; `make check` fails when
+Generated from `tools/fleet/inventory/schema/` by `make docs`; `make check` fails when
 it is stale. Do not edit. `<name>` stands for a key the inventory chooses (a node group's
 name, a network's name...), `[]` for the items of a list. How the sections fit together,
 and the rules between fields: [inventory.md](inventory.md).
@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     current = args.check.read_text(encoding="utf-8") if args.check.exists() else ""
     if current != text:
-        print(f"{args.check} is out of date with tools/fleet/inventory/schema.py; run "
+        print(f"{args.check} is out of date with tools/fleet/inventory/schema/; run "
               "`make docs` and commit the result", file=sys.stderr)
         return 3
     return 0

@@ -12,7 +12,7 @@ from typing import Any
 
 from fleet.inventory import aptcache
 from fleet.inventory.model import Inventory, Node
-from fleet.inventory.schema import Admin
+from fleet.inventory.schema.site import Admin
 from fleet.render import bootstrap, installkey, yamlout
 from fleet.render.header import header
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.inventory.model import Inventory, Node
-from fleet.inventory.schema import SaltSpec
+from fleet.inventory.schema.site import SaltSpec
 from fleet.render.saltsize import site_sizing
 
 KEYRING = "/etc/apt/keyrings/salt-archive-keyring.pgp"

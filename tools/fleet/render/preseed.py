@@ -13,7 +13,7 @@ import shlex
 from urllib.parse import urlsplit
 
 from fleet.inventory.model import Inventory, Node
-from fleet.inventory.schema import DebianImage
+from fleet.inventory.schema.site import DebianImage
 from fleet.render import bootstrap, escape, installkey
 from fleet.render.bootstrap import http_base
 from fleet.render.header import header

