@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from fleet.master import salt
 from fleet.master.runner import Result
 from fleet.status import sources
 
@@ -24,14 +25,14 @@ class RecordingRunner:
 
 
 def test_the_gather_job_timeout_is_the_masters(tmp_path: Path) -> None:
-    assert sources.gather_job_timeout(tmp_path) == sources.SALT_GATHER_DEFAULT
+    assert salt.gather_job_timeout(tmp_path) == salt.SALT_GATHER_DEFAULT
     (tmp_path / "master").write_text("interface: 10.1.0.10\ngather_job_timeout: 30\n")
-    assert sources.gather_job_timeout(tmp_path) == 30
+    assert salt.gather_job_timeout(tmp_path) == 30
     (tmp_path / "master.d").mkdir()
     (tmp_path / "master.d" / "fleet.conf").write_text("gather_job_timeout: 45\n")
-    assert sources.gather_job_timeout(tmp_path) == 45  # read after master, as Salt does
+    assert salt.gather_job_timeout(tmp_path) == 45  # read after master, as Salt does
     (tmp_path / "master.d" / "z.conf").write_text("gather_job_timeout: [not, a, number]\n")
-    assert sources.gather_job_timeout(tmp_path) == 45
+    assert salt.gather_job_timeout(tmp_path) == 45
 
 
 def test_a_ping_waits_for_the_cli_timeout_and_the_find_job() -> None:

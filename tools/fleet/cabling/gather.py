@@ -44,7 +44,7 @@ def salt_run_all(runner: Runner, nodes: Sequence[str], command: str, timeout: fl
 
     try:
         return Salt(runner).call(nodes, "cmd.run_all", command, "python_shell=False",
-                                 timeout=timeout, bound=timeout + gather + 30)
+                                 timeout=timeout, gather=gather)
     except MasterError as exc:
         raise MasterDownError(clean(str(exc), 300)) from exc
 

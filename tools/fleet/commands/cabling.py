@@ -40,7 +40,7 @@ def ask(args: argparse.Namespace, nodes: Sequence[str]) -> dict[str, Any]:
     """The nodes' raw answers: the one place that talks to Salt."""
     from fleet.cabling.gather import LLDPCLI, salt_run_all
     from fleet.master.runner import runner_for
-    from fleet.status.sources import gather_job_timeout
+    from fleet.master.salt import gather_job_timeout
 
     return salt_run_all(runner_for(args.salt_config, None), nodes, LLDPCLI, args.salt_timeout,
                         gather_job_timeout(args.salt_config))

@@ -138,6 +138,7 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str]
           ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
     """Each source to ask, as a call; the sources skipped, with why."""
     from fleet.master.runner import runner_for
+    from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
 
     runner = runner_for(args.salt_config, args.slurm_command)
@@ -159,7 +160,7 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str]
     jobs["boot"] = lambda: sources.boot_modes(store, names)
     jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))
     jobs["minion"] = lambda: sources.ping(
-        runner, names, args.salt_timeout, sources.gather_job_timeout(args.salt_config))
+        runner, names, args.salt_timeout, gather_job_timeout(args.salt_config))
     if any(inv.nodes[n].has("slurm.compute") for n in names):
         jobs["slurm"] = lambda: sources.slurm(runner, names)
     jobs["apply"] = lambda: sources.last(args.apply_state_dir, "apply", names)

@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fleet.master.runner import Result, Runner
@@ -37,6 +38,27 @@ def json_dict(res: Result) -> dict[str, Any]:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+SALT_GATHER_DEFAULT = 10.0  # Salt's own gather_job_timeout
+
+
+def gather_job_timeout(config_dir: Path) -> float:
+    """The master's ``gather_job_timeout`` (its ``master`` file, then ``master.d/*.conf``,
+    as Salt reads them; Salt's default where none sets it): how long the salt CLI asks
+    the minions that have not answered within ``-t`` whether they still run the job."""
+    import yaml
+
+    value = SALT_GATHER_DEFAULT
+    for f in [config_dir / "master", *sorted((config_dir / "master.d").glob("*.conf"))]:
+        try:
+            data = yaml.safe_load(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError, yaml.YAMLError):
+            continue
+        got = data.get("gather_job_timeout") if isinstance(data, dict) else None
+        if isinstance(got, (int, float)) and not isinstance(got, bool) and got > 0:
+            value = float(got)
+    return value
 
 
 class MasterError(Exception):
@@ -89,17 +111,18 @@ class Salt:
         self.clock = clock
 
     def call(self, nodes: Sequence[str], fun: str, *args: str,
-             timeout: float | None = None, bound: float | None = None) -> dict[str, Any]:
+             timeout: float | None = None, gather: float | None = None) -> dict[str, Any]:
         """``salt -L NODES FUN ARGS -tT --out=json --static``: an answer per minion that
         returned (one that did not is absent, or a string saying so); :class:`MasterError`
-        when salt answered nothing at all. ``bound``: the seconds the CLI itself may take
-        (default T + 60)."""
+        when salt answered nothing at all. ``gather``: the master's gather_job_timeout
+        (:func:`gather_job_timeout`), which a minion that is down keeps the CLI for after
+        T: the CLI is then bounded by both and its start (default T + 60)."""
         if not nodes:
             return {}
         wait = self.timeout if timeout is None else timeout
         res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args, f"-t{wait:g}",
                                "--out=json", "--static"],
-                              timeout=wait + 60 if bound is None else bound)
+                              timeout=wait + 60 if gather is None else wait + gather + 30)
         data = json_dict(res)
         if not data and res.returncode != 0:
             raise MasterError.of(res)

@@ -140,37 +140,15 @@ def keys(runner: Runner, names: Sequence[str], accepted_dir: Path | None = None,
     return out
 
 
-SALT_GATHER_DEFAULT = 10.0  # Salt's own gather_job_timeout
-
-
-def gather_job_timeout(config_dir: Path) -> float:
-    """The master's ``gather_job_timeout`` (its ``master`` file, then ``master.d/*.conf``,
-    as Salt reads them; Salt's default where none sets it): how long the salt CLI asks
-    the minions that have not answered within ``-t`` whether they still run the job."""
-    import yaml
-
-    value = SALT_GATHER_DEFAULT
-    for f in [config_dir / "master", *sorted((config_dir / "master.d").glob("*.conf"))]:
-        try:
-            data = yaml.safe_load(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError, yaml.YAMLError):
-            continue
-        got = data.get("gather_job_timeout") if isinstance(data, dict) else None
-        if isinstance(got, (int, float)) and not isinstance(got, bool) and got > 0:
-            value = float(got)
-    return value
-
-
 def ping(runner: Runner, names: Sequence[str], timeout: float,
-         gather: float = SALT_GATHER_DEFAULT) -> dict[str, bool]:
+         gather: float | None = None) -> dict[str, bool]:
     """Which minions answer one ``test.ping`` (``-t timeout``), all in one salt call. A
     minion that is down keeps the CLI ``timeout`` and then the master's ``gather`` (its
     find_job) seconds: the call is bounded by both, and the CLI's start."""
     from fleet.master.salt import MasterError, Salt
 
     try:
-        data = Salt(runner).call(names, "test.ping", timeout=timeout,
-                                 bound=timeout + gather + 30)
+        data = Salt(runner).call(names, "test.ping", timeout=timeout, gather=gather)
     except MasterError as exc:
         raise MasterDownError(str(exc)) from exc
     return {n: data.get(n) is True for n in names}
