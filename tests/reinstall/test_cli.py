@@ -9,8 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -20,6 +22,7 @@ from support.bmcfakes import PASSWORD, FakeBmcProcess, free_port, start_fake_red
 from support.cli import run_fleet
 from support.httpreq import http
 from support.saltkeys import salt_key_bin, salt_master_config
+from support.slowlink import SlowLink
 
 
 def test_unknown_node_is_a_usage_error(tmp_path: Path) -> None:
@@ -130,6 +133,32 @@ def test_endpoint_refuses_other_addresses_and_a_timeout_removes_the_key(
 # handler: before the fix, the operator's SIGINT did nothing at all and the run went on
 # waiting for the callback (the reinstall VM test's 60 s timeout in CI). SIGTERM killed
 # the process outright, leaving the node armed for a PXE install.
+class _Lines:
+    """A pipe read to its end by a thread, so that a test can wait for a line."""
+
+    def __init__(self, pipe: IO[str] | None) -> None:
+        assert pipe is not None
+        self._lines: list[str] = []
+        self._grew = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[str]) -> None:
+        for line in pipe:
+            with self._grew:
+                self._lines.append(line)
+                self._grew.notify_all()
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        with self._grew:
+            return self._grew.wait_for(lambda: any(text in ln for ln in self._lines), timeout)
+
+    def text(self) -> str:
+        self._thread.join(timeout=5)
+        with self._grew:
+            return "".join(self._lines)
+
+
 _IGNORE_SIGINT_THEN_EXEC = (
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
     "os.execv(sys.executable, [sys.executable, '-m', 'fleet', *sys.argv[1:]])")
@@ -142,16 +171,21 @@ _IGNORE_SIGINT_THEN_EXEC = (
 ], ids=["sigint-inherited-ignored-twice", "sigint", "sigterm"])
 def test_a_signal_while_waiting_for_the_callback_ends_the_run_safely(
         tmp_path: Path, sig: signal.Signals, inherited: str, twice: bool) -> None:
+    """The second signal is sent once the first one's "stopping" is on stderr (two signals
+    that arrive before Python's handler runs are one call of it), with the BMC slow from
+    the first signal on, so the cleanup that sets the boot mode back is still running."""
     node = "stor-001"
     n, fake = _node_behind_fake_bmc(tmp_path, node)
+    link_to_bmc = SlowLink(fake.port)
     args = [*_base(tmp_path, node), "--json", "--timeout", "600",
             "--secrets", str(tmp_path / "secrets"), "--callback", f"127.0.0.1:{free_port()}",
-            "--bmc-address", f"127.0.0.1:{fake.port}", "--bmc-scheme", "http"]
+            "--bmc-address", f"127.0.0.1:{link_to_bmc.port}", "--bmc-scheme", "http"]
     head = [sys.executable, "-c", _IGNORE_SIGINT_THEN_EXEC] if inherited == "ignored" \
         else [sys.executable, "-m", "fleet"]
     proc = subprocess.Popen([*head, *args], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    stdout, stderr = _Lines(proc.stdout), _Lines(proc.stderr)
     node_dir = tmp_path / "state" / node
     link = tmp_path / "pxe-state" / (n.mac.replace(":", "-") + ".ipxe")
 
@@ -163,26 +197,30 @@ def test_a_signal_while_waiting_for_the_callback_ends_the_run_safely(
     try:
         deadline = time.monotonic() + 120
         while not waiting():
-            assert proc.poll() is None, proc.communicate()
+            assert proc.poll() is None, stderr.text()
             assert time.monotonic() < deadline, "the run never reached wait_install"
             time.sleep(0.2)
         assert link.readlink().name == "install.ipxe"
         time.sleep(0.5)  # well inside wait_install's poll loop
         t0 = time.monotonic()
+        if twice:
+            link_to_bmc.delay = 1.0
         proc.send_signal(sig)
         if twice:
-            time.sleep(0.01)
+            assert stderr.wait_for(f"{sig.name}: stopping", 30), stderr.text()
             proc.send_signal(sig)
         try:
-            out, err = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{sig.name} did not end the run within 30 s")
         took = time.monotonic() - t0
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
+        link_to_bmc.close()
         fake.stop()
+    out, err = stdout.text(), stderr.text()
     assert proc.returncode == 128 + sig, err
     assert took < 10, f"{took:.1f}s from {sig.name} to exit"
     report = json.loads(out)
