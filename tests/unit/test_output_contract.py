@@ -153,6 +153,25 @@ def test_each_exit_code_is_reached_with_its_one_meaning(code: Exit, tmp_path: Pa
         assert doc["added"]
 
 
+# every verb that takes a TARGET, as its argv before the target
+TARGETED = {"apply": ["apply"], "cabling": ["cabling"], "health": ["health"],
+            "node": ["node", "list"], "power": ["power", "status"], "status": ["status"],
+            "rollout": ["rollout"]}
+
+
+@pytest.mark.parametrize("verb", list(TARGETED))
+def test_a_target_that_names_no_node_is_a_usage_error_of_every_verb(
+        verb: str, tmp_path: Path) -> None:
+    """One path from TARGET to hostnames (Context.targets): no verb asks the master or a
+    BMC for a node that is not in the inventory."""
+    r = fleet([*TARGETED[verb], "nosuch-node", "--state-dir", str(tmp_path / "state"),
+               "-i", str(SMALL), "--json"] if verb in ("apply", "health", "rollout")
+              else [*TARGETED[verb], "nosuch-node", "-i", str(SMALL), "--json"], tmp_path)
+    assert r.returncode == Exit.USAGE, (r.stdout, r.stderr)
+    assert "fleet: target: " in r.stderr and "nosuch-node" in r.stderr
+    assert "nosuch-node" in document(r, verb)["errors"][0]["message"]
+
+
 def test_a_usage_error_is_exit_2_with_its_document(tmp_path: Path) -> None:
     """argparse's own refusals too: not a number where one is wanted."""
     r = fleet(["apply", "--batch", "x", "-i", str(SMALL), "--json"], tmp_path)

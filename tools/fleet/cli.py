@@ -113,10 +113,14 @@ def _usage(exc: UsageError, argv: Sequence[str]) -> int:
 def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
     """What escaped a verb, said on stderr (and kept for the JSON document), as its code."""
     from fleet.context import Context
+    from fleet.inventory.target import TargetError
     from fleet.problems import InventoryError, format_text
     from fleet.render.errors import RenderBusyError
 
     assert isinstance(ctx, Context)
+    if isinstance(exc, TargetError):
+        print(f"fleet: target: {exc}", file=sys.stderr)
+        return Exit.USAGE
     if isinstance(exc, InventoryError):
         if not ctx.out.json:
             print(format_text(exc.problems, wrote_nothing=args.verb == "render"),

@@ -60,11 +60,12 @@ def add_target(p: argparse.ArgumentParser, glob: str = "'stor-*'") -> None:
                         "ones; for health and rollout also those in maintenance)")
 
 
-def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
-    """The hostnames ``args.target`` names; None, said on stderr, when an item names none.
-    Without TARGET: the verb's default target, the nodes it leaves out said on stderr."""
+def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str]:
+    """The hostnames ``args.target`` names (fleet.inventory.target.TargetError, a usage
+    error, when an item names none). Without TARGET: the verb's default target, the nodes
+    it leaves out said on stderr."""
     from fleet.inventory.lifecycle import default_target, left_out_text
-    from fleet.inventory.target import TargetError, resolve
+    from fleet.inventory.target import resolve
 
     if args.target is None:
         args.target = DEFAULT_TARGET
@@ -72,11 +73,7 @@ def target_nodes(args: argparse.Namespace, inv: Inventory) -> list[str] | None:
         if left and not getattr(args, "quiet", False):
             print(f"fleet {args.verb}: {left_out_text(left)}", file=sys.stderr)
         return names
-    try:
-        return resolve(args.target, inv.nodes, retired=inv.retired)
-    except TargetError as exc:
-        print(f"fleet: target: {exc}", file=sys.stderr)
-        return None
+    return resolve(args.target, inv.nodes, retired=inv.retired)
 
 
 def add_salt_config(p: argparse.ArgumentParser) -> None:

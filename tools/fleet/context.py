@@ -59,6 +59,14 @@ class Context:
         self.progress(f"{len(inv.nodes)} nodes valid")
         return inv
 
+    def targets(self) -> tuple[Inventory, list[str]]:
+        """The inventory and the hostnames the verb's TARGET names (its default target
+        without one); a TARGET that names no node is a usage error (fleet.cli)."""
+        from fleet.cliparts import target_nodes
+
+        inv = self.inventory()
+        return inv, target_nodes(self.args, inv)
+
     def warn(self, inv: Inventory) -> None:
         """The inventory's warnings on stderr (not with -q or --json: JSON carries them)."""
         if not self.out.quiet and not self.out.json:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir, target_nodes
+from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.master import statedir
@@ -51,11 +51,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.apply.master import MasterError, SaltMaster
     from fleet.apply.run import Options, apply
 
-    inv = ctx.inventory()
     progress = ctx.progress
-    nodes = target_nodes(args, inv)
-    if nodes is None:
-        return Exit.USAGE
+    nodes = ctx.targets()[1]
     if args.batch is not None and args.batch < 1:
         print("fleet: --batch must be at least 1", file=sys.stderr)
         return Exit.USAGE

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from fleet.cliparts import Parents, add_command, add_salt_config, target_nodes
+from fleet.cliparts import Parents, add_command, add_salt_config
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -52,11 +52,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.cabling.nics import boot_nic_name
     from fleet.inventory.lifecycle import default_target
 
-    inv = ctx.inventory()
     explicit = args.target is not None
-    names = target_nodes(args, inv)
-    if names is None:
-        return Exit.USAGE
+    inv, names = ctx.targets()
     if args.salt_timeout <= 0:
         print("fleet: --salt-timeout must be above 0", file=sys.stderr)
         return Exit.USAGE

@@ -13,7 +13,6 @@ from fleet.cliparts import (
     add_command,
     add_salt_options,
     add_state_dir,
-    target_nodes,
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit
@@ -57,11 +56,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.runner import runner_for
     from fleet.master.salt import MasterError
 
-    inv = ctx.inventory()
     progress = ctx.progress
-    names = target_nodes(args, inv)
-    if names is None:
-        return Exit.USAGE
+    inv, names = ctx.targets()
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
     try:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions, add_target, target_nodes
+from fleet.cliparts import Parents, add_actions, add_target
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.output import node_entry
@@ -40,11 +40,8 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.ops import nodes
 
-    inv = ctx.inventory()
     every = args.target is None
-    names = target_nodes(args, inv)
-    if names is None:
-        return Exit.USAGE
+    inv, names = ctx.targets()
     if every:  # the whole inventory: the retired nodes, rendered nowhere, too
         names += list(inv.retired)
     try:

@@ -18,7 +18,6 @@ from fleet.cliparts import (
     add_slurm_command,
     bmc_options,
     boot_mode_store,
-    target_nodes,
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit
@@ -66,11 +65,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.runner import runner_for
     from fleet.ops import power, refusals
 
-    inv = ctx.inventory()
     progress = ctx.progress
-    names = target_nodes(args, inv)
-    if names is None:
-        return Exit.USAGE
+    inv, names = ctx.targets()
     if args.parallel < 1 or args.deadline <= 0 or args.bmc_timeout <= 0:
         print("fleet: --parallel must be at least 1, --deadline and --bmc-timeout above 0",
               file=sys.stderr)

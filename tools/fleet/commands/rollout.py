@@ -21,7 +21,6 @@ from fleet.cliparts import (
     add_timeouts,
     bmc_options,
     boot_mode_store,
-    target_nodes,
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit, for_signal
@@ -83,9 +82,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.lock import BusyError
     from fleet.rollout.flow import Options, Rollout, RolloutError
 
-    inv = ctx.inventory()
-    names = target_nodes(args, inv)
-    if names is None or _refused(args, inv, names):
+    inv, names = ctx.targets()
+    if _refused(args, inv, names):
         return Exit.USAGE
     quiet = args.quiet
 

@@ -20,7 +20,6 @@ from fleet.cliparts import (
     add_slurm_command,
     bmc_options,
     boot_mode_store,
-    target_nodes,
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit
@@ -101,11 +100,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.inventory.lifecycle import default_target
     from fleet.status import view
 
-    inv = ctx.inventory()
     explicit = args.target is not None
-    names = target_nodes(args, inv)
-    if names is None:
-        return Exit.USAGE
+    inv, names = ctx.targets()
     if args.parallel < 1 or min(args.deadline, args.bmc_timeout, args.salt_timeout) <= 0:
         print("fleet: --parallel must be at least 1; --deadline, --bmc-timeout and "
               "--salt-timeout above 0", file=sys.stderr)
