@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from support.cli import ROOT, SMALL
+from support.saltstandin import calls, write_salt
 from support.venvbin import venv_bin
 
 ALL = ["head-01", "gpu-01", "gpu-02", "gpu-03", "gpu-04", "stor-1", "stor-2"]
@@ -57,29 +57,12 @@ class Site:
 
     def write_standin(self) -> Path:
         bin_dir = venv_bin(self.tmp / "standin-venv")  # the salt STAND-IN beside python
-        state = self.tmp / "standin.json"
-        state.write_text(json.dumps({"answers": self.answers, "broken": self.salt_broken}))
-        salt = bin_dir / "salt"  # STAND-IN for the salt CLI: cmd.run_all only
-        salt.write_text(f"""#!{sys.executable}
-import json, sys
-st = json.load(open({str(state)!r}))
-with open({str(self.tmp / "calls.log")!r}, "a") as f:
-    f.write(json.dumps(sys.argv[1:]) + "\\n")
-if st["broken"]:
-    sys.stderr.write("Salt request timed out. The master is not responding.\\n")
-    sys.exit(2)
-args = sys.argv[1:]
-assert "cmd.run_all" in args, args
-nodes = args[args.index("-L") + 1].split(",")
-print(json.dumps({{n: a for n, a in st["answers"].items() if n in nodes}}))
-""")
-        salt.chmod(0o755)
+        write_salt(bin_dir, self.tmp, "cmd.run_all", self.answers, broken=self.salt_broken)
         return bin_dir
 
     def calls(self) -> list[list[str]]:
-        log = self.tmp / "calls.log"
-        return [json.loads(line) for line in log.read_text().splitlines()] \
-            if log.exists() else []
+        """The salt stand-in's calls, each argv without the program's name."""
+        return [c[1:] for c in calls(self.tmp)]
 
     def run(self, *args: str, json_out: bool = True) -> tuple[int, str, str]:
         """``fleet cabling ARGS`` on the small inventory, as a separate process."""

@@ -20,6 +20,7 @@ from typing import Any
 from health.fakesite import scontrol_line
 from support.cli import ROOT, SMALL
 from support.saltkeys import salt_key_bin, salt_master_config
+from support.saltstandin import calls, write_salt
 from support.venvbin import venv_bin
 
 ALL = ["head-01", "gpu-01", "gpu-02", "gpu-03", "gpu-04", "stor-1", "stor-2"]
@@ -58,38 +59,25 @@ class Site:
             "slurm_broken": self.slurm_broken,
             "scontrol": "\n".join(scontrol_line(n, s, reason=r)
                                   for n, (s, r) in self.slurm.items())}))
-        salt = self.bin / "salt"  # STAND-IN for the salt CLI: test.ping only
-        salt.write_text(f"""#!{sys.executable}
-import json, sys
-st = json.load(open({str(state)!r}))
-with open({str(self.tmp / "calls.log")!r}, "a") as f:
-    f.write("salt " + " ".join(sys.argv[1:]) + "\\n")
-if st["salt_broken"]:
-    sys.stderr.write("Salt request timed out. The master is not responding.\\n")
-    sys.exit(2)
-args = sys.argv[1:]
-assert "test.ping" in args, args
-nodes = args[args.index("-L") + 1].split(",")
-print(json.dumps({{n: True for n in nodes if n in st["answering"]}}))
-""")
+        write_salt(self.bin, self.tmp, "test.ping",  # STAND-IN for the salt CLI
+                   dict.fromkeys(self.answering, True), broken=self.salt_broken)
         slurm = self.bin / "slurm-standin"  # STAND-IN for a Slurm client: scontrol
         slurm.write_text(f"""#!{sys.executable}
 import json, sys
 st = json.load(open({str(state)!r}))
 with open({str(self.tmp / "calls.log")!r}, "a") as f:
-    f.write(" ".join(sys.argv[1:]) + "\\n")
+    f.write(json.dumps(sys.argv[1:]) + "\\n")
 if st["slurm_broken"]:
     sys.stderr.write("slurm_load_node: Unable to contact slurm controller\\n")
     sys.exit(1)
 assert sys.argv[1:] == ["scontrol", "show", "node", "-o"], sys.argv
 print(st["scontrol"])
 """)
-        for p in (salt, slurm):
-            p.chmod(0o755)
+        slurm.chmod(0o755)
 
     def calls(self) -> list[str]:
-        log = self.tmp / "calls.log"
-        return log.read_text().splitlines() if log.exists() else []
+        """The stand-ins' calls (salt's and the Slurm client's), each as one line."""
+        return [" ".join(c) for c in calls(self.tmp)]
 
     def run(self, *args: str, prometheus: str | None = None, timeout: float = 120,
             inventory: Path = SMALL, power: list[str] | None = None
