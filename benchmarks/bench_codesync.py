@@ -94,7 +94,8 @@ def target(paths: Paths) -> Target:
     plan = load_plan(paths)
     comp = yaml.safe_load((paths.render / "pillar" / "compute.sls").read_text())["compute"]
     sync = comp["codesync"]
-    worker = next(n for n in plan.nodes if "codesync.client" in n.roles)
+    worker = next(n for n in plan.nodes if "codesync.client" in yaml.safe_load(
+        (paths.render / "pillar" / "nodes" / f"{n.hostname}.sls").read_text())["node"]["roles"])
     return Target(paths, worker.container, plan.node(sync["host"]).container,
                   f"rsync://{sync['bind']}:{sync['port']}/code_nfs", sync["export"])
 
