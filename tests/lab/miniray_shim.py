@@ -9,7 +9,9 @@ What it changes, and nothing else:
 - miniray.lib.cgroup's writes are no-ops, except: ``cgroup_add_pid`` records the task's
   process group (the worker starts each task in a new session), ``cgroup_kill`` sends it
   SIGKILL, ``cgroup_is_populated`` is true while a live (not zombie) process of that group
-  exists; the cgroup CPU and memory statistics read 0.
+  exists; the cgroup CPU and memory statistics read 0;
+- ``os.setpriority`` to a negative niceness (the worker raises its own priority) is
+  skipped where it is refused: a lab container has no CAP_SYS_NICE.
 
 The task slots' groups (procNNN) are the real ones compute.worker creates, each with a
 gid of its own: miniray deletes /dev/shm entries by the slot's gid, so the shim never maps
@@ -28,6 +30,7 @@ from typing import Any
 
 UNIT = os.environ.get("MINIRAY_SHIM_UNIT", "fleet-test-miniray-worker.service")
 _read_text = pathlib.Path.read_text
+_os_setpriority = os.setpriority
 _groups: dict[str, int] = {}  # cgroup name -> process group of its task
 
 
@@ -68,6 +71,16 @@ def _delete(name: str, recursive: bool = False) -> None:
     _groups.pop(name, None)
 
 
+def _setpriority(which: int, who: int, prio: int) -> None:
+    try:
+        _os_setpriority(which, who, prio)
+    except PermissionError:
+        if prio >= 0:
+            raise
+        print(f"[miniray-shim] setpriority({prio}) refused (no CAP_SYS_NICE): skipped",
+              file=sys.stderr, flush=True)
+
+
 def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
@@ -77,6 +90,7 @@ def install() -> None:
     import miniray.lib.system_helpers as sh
 
     pathlib.Path.read_text = _read_text_shim  # type: ignore[method-assign]
+    os.setpriority = _setpriority
     for name in ("cgroup_create", "cgroup_set_subcontrollers", "cgroup_set_memory_limit",
                  "cgroup_set_numa_nodes", "cgroup_clear_all_children"):
         setattr(cg, name, _nothing)

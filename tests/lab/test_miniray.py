@@ -26,7 +26,9 @@ Stand-ins and test-only parts, named:
 - The worker runs under a TEST-ONLY cgroup SHIM (tests/lab/miniray_shim.py: this host
   has cgroup v1), started with ``systemd-run`` as a transient unit with the role's
   environment file (/etc/fleet/miniray/worker.env) and ``UV_OFFLINE=1``; in production
-  it runs as a requeued Slurm job on the preemptible partition. The task slots are the
+  it runs as a requeued Slurm job on the preemptible partition. The shim also lets the
+  worker go on where raising its own priority is refused (no CAP_SYS_NICE in a lab
+  container). The task slots are the
   role's real procNNN users and groups.
 """
 
@@ -154,10 +156,11 @@ def build_tree(src: Path, deps: list[str], dest: Path) -> None:
                     ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__"))
     (dest / "pyproject.toml").write_text("\n".join([
         "# written by tests/lab/test_miniray.py: a stand-in for a monorepo with miniray",
-        "[project]", 'name = "fleet-lab-xx"', 'version = "0"', 'requires-python = ">=3.12"',
+        "[project]", 'name = "fleet-lab-xx"', 'version = "0"',
+        'requires-python = "==3.12.*"',  # the wheelhouse's wheels are cp312
         f"dependencies = {json.dumps(deps)}", "", "[tool.uv]", "package = false",
         "no-index = true", f'find-links = ["{WHEELHOUSE}"]',
-        "environments = [\"sys_platform == 'linux'\"]", ""]))
+        "environments = [\"sys_platform == 'linux' and platform_machine == 'x86_64'\"]", ""]))
 
 
 @pytest.fixture(scope="module")
