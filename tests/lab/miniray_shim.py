@@ -11,7 +11,10 @@ What it changes, and nothing else:
   SIGKILL, ``cgroup_is_populated`` is true while a live (not zombie) process of that group
   exists; the cgroup CPU and memory statistics read 0;
 - ``os.setpriority`` to a negative niceness (the worker raises its own priority) is
-  skipped where it is refused: a lab container has no CAP_SYS_NICE.
+  skipped where it is refused: a lab container has no CAP_SYS_NICE;
+- NVML's init failing (the lab's GPU containers have the driver's libnvidia-ml but no
+  GPU) reads as NVML's "library not found", on which the worker runs CPU-only, as on a
+  host without the driver.
 
 The task slots' groups (procNNN) are the real ones compute.worker creates, each with a
 gid of its own: miniray deletes /dev/shm entries by the slot's gid, so the shim never maps
@@ -85,9 +88,27 @@ def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _no_gpu() -> None:
+    import pynvml
+
+    init = pynvml.nvmlInit
+
+    def nvml_init() -> None:
+        try:
+            init()
+        except pynvml.NVMLError as e:
+            print(f"[miniray-shim] nvmlInit: {e}: no GPU here, as NVML missing",
+                  file=sys.stderr, flush=True)
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND) from e
+
+    pynvml.nvmlInit = nvml_init
+
+
 def install() -> None:
     import miniray.lib.cgroup as cg
     import miniray.lib.system_helpers as sh
+
+    _no_gpu()
 
     pathlib.Path.read_text = _read_text_shim  # type: ignore[method-assign]
     os.setpriority = _setpriority

@@ -28,8 +28,8 @@ Stand-ins and test-only parts, named:
   environment file (/etc/fleet/miniray/worker.env) and ``UV_OFFLINE=1``; in production
   it runs as a requeued Slurm job on the preemptible partition. The shim also lets the
   worker go on where raising its own priority is refused (no CAP_SYS_NICE in a lab
-  container). The task slots are the
-  role's real procNNN users and groups.
+  container) and run CPU-only where NVML finds the driver's library but no GPU (the lab's
+  GPU containers). The task slots are the role's real procNNN users and groups.
 """
 
 from __future__ import annotations
@@ -244,8 +244,14 @@ def journal(r: Rig) -> str:
 @pytest.fixture(scope="module")
 def outcome(rig: Rig) -> dict[str, Any]:
     want = {f"active:{rig.queue}:{n}" for n in WORKERS}
-    poll("both workers' heartbeats in the central Valkey",
-         lambda: want <= set(active_workers(rig)), timeout=120)
+
+    def heartbeats() -> bool:
+        for node in WORKERS:
+            if podman_exec(rig.lab, node, "systemctl", "is-failed", UNIT).returncode == 0:
+                pytest.fail(f"the worker on {node} failed:\n{journal(rig)}")
+        return want <= set(active_workers(rig))
+
+    poll("both workers' heartbeats in the central Valkey", heartbeats, timeout=120)
     cmd = (f"cd /tmp && PYTHONPATH={OPT}/xx {OPT}/venv/bin/python -c "
            f"{shlex.quote(EXECUTOR)} {rig.redis_host} {shlex.quote(rig.queue)} {rig.codedir}")
     r = podman_exec(rig.lab, rig.head, "bash", "-c", cmd, timeout=900)
