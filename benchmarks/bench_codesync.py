@@ -9,14 +9,17 @@ exponentially distributed, random bytes) in which one file changed since the ref
 - *copy-dest main*: ``rsync -a --mkpath --copy-dest=/xx TREE/ .../branches/caches/<job>/xx/``
   after the unchanged tree was synced to ``xx/`` (miniray's command; docs/operations.md);
 - *copy-dest previous job*: the same with ``--copy-dest`` naming the previous job's
-  directory, which holds the tree with the previous run's change.
+  directory, which holds the tree with the previous run's change;
+- *link-dest main*: ``--link-dest=/xx`` instead, for comparison: unchanged files become
+  hard links to ``xx/`` rather than copies (not what miniray does).
 
 The client is a lab worker (codesync.client), the server the lab's code sync host, over
 the lab bridge; the export is a directory of this host's disk (the lab bind-mounts it).
-Each run changes one file, then times the push from inside the worker (wall seconds of
-the rsync process, with rsync's ``--stats``); the per-job directories are removed between
-runs, untimed. Medians of ``--runs`` runs with min-max; page caches are warm (the tree was
-just written and synced), as for a submitter who pushes a checkout they work in.
+Each run changes one file, then times each push from inside the worker (wall seconds of
+the rsync process, with rsync's ``--stats``); before each push the server runs ``sync``
+(untimed), and the per-job directories are removed after the run, untimed. Medians of
+``--runs`` runs with min-max; page caches are warm (the tree was just written and
+synced), as for a submitter who pushes a checkout they work in.
 
 Runs where the lab may run (one lab per host): it reuses a lab that is up, or brings one
 up (and takes it down after, unless ``--keep``).
@@ -104,9 +107,13 @@ def on(t: Target, container: str, *argv: str, timeout: float = 900) -> str:
     return pm.exec_(t.paths, container, *argv, timeout=timeout).stdout
 
 
-def push(t: Target, dest: str, copy_dest: str | None) -> dict[str, Any]:
+def push(t: Target, dest: str, basis: str | None, how: str = "copy") -> dict[str, Any]:
+    """One timed push of the tree to ``dest``: ``--{how}-dest=basis``, or with ``--delete``
+    and no basis; the server's dirty pages are written out first (untimed), so that no
+    run pays for the previous one's writeback."""
+    on(t, t.server, "sync")
     argv = ["rsync", "-a", "--mkpath", "--stats"]
-    argv += [f"--copy-dest={copy_dest}"] if copy_dest else ["--delete"]
+    argv += [f"--{how}-dest={basis}"] if basis else ["--delete"]
     out = on(t, t.worker, "python3", "-c", TIMED, *argv, f"{TREE}/", f"{t.url}/{dest}/")
     result: dict[str, Any] = json.loads(out)
     return result
@@ -121,27 +128,33 @@ def drop_jobs(t: Target, jobs: list[str]) -> None:
         on(t, t.server, "rm", "-rf", *(f"{t.export}/branches/caches/{j}" for j in jobs))
 
 
+CASES = ("main", "previous", "link")
+
+
+def one_run(t: Target, i: int, previous: str, series: dict[str, list[dict[str, Any]]]) -> str:
+    """The three pushes of run ``i``; returns this run's "previous job" copy."""
+    change_one_file(t, i)
+    jobs = {case: f"bench-{uuid.uuid4().hex[:12]}" for case in CASES}
+    series["main"].append(push(t, f"branches/caches/{jobs['main']}/xx", "/xx"))
+    series["previous"].append(push(t, f"branches/caches/{jobs['previous']}/xx",
+                                   f"/branches/caches/{previous}/xx"))
+    series["link"].append(push(t, f"branches/caches/{jobs['link']}/xx", "/xx", "link"))
+    drop_jobs(t, [jobs["main"], jobs["link"], previous])
+    say(f"run {i + 1}: " + ", ".join(f"{c} {series[c][-1]['wall']:.2f}s" for c in CASES))
+    return jobs["previous"]
+
+
 def measure(t: Target, runs: int, files: int, mb: float) -> dict[str, Any]:
     t0 = time.monotonic()
     on(t, t.worker, "python3", "-c", GENERATE, TREE, str(files), str(mb), str(SEED))
     generate_s = time.monotonic() - t0
     initial = push(t, "xx", None)  # the main checkout: the unchanged tree
     say(f"initial sync of the tree into xx/: {initial['wall']:.2f}s")
-    series: dict[str, list[dict[str, Any]]] = {"main": [], "previous": []}
+    series: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}
     previous = f"bench-{uuid.uuid4().hex[:12]}"
     push(t, f"branches/caches/{previous}/xx", "/xx")  # the first "previous job"
     for i in range(runs):
-        change_one_file(t, i)
-        job = f"bench-{uuid.uuid4().hex[:12]}"
-        series["main"].append(push(t, f"branches/caches/{job}/xx", "/xx"))
-        drop_jobs(t, [job])
-        job = f"bench-{uuid.uuid4().hex[:12]}"
-        series["previous"].append(
-            push(t, f"branches/caches/{job}/xx", f"/branches/caches/{previous}/xx"))
-        drop_jobs(t, [previous])
-        previous = job
-        say(f"run {i + 1}/{runs}: copy-dest main {series['main'][-1]['wall']:.2f}s, "
-            f"copy-dest previous job {series['previous'][-1]['wall']:.2f}s")
+        previous = one_run(t, i, previous, series)
     drop_jobs(t, [previous])
     on(t, t.worker, "rm", "-rf", TREE)
     return {"generate_s": generate_s, "initial": initial, **series}
@@ -173,7 +186,8 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         "worker to the lab code sync host's rsync module `code_nfs` (the daemon as Salt "
         "configures it: codesync.server) into a new per-job directory, with one file "
         "changed since the reference copy. Seconds of the rsync process on the worker: "
-        f"median of {runs} runs (min-max). Files and bytes sent are the last run's `--stats`.",
+        f"median of {runs} runs (min-max); the server runs `sync` before each push (untimed). "
+        "Files and bytes sent are the last run's `--stats`.",
         "", "### Machine", "",
         f"- CPU: {report.cpu_model()}, 2 logical CPUs shared by the whole lab; memory "
         f"{report.mem_total()}",
@@ -193,6 +207,7 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         f"{m['initial']['stats'].get('Total bytes sent')} |",
         _row("one changed file, `--copy-dest=/xx` (miniray's)", m["main"]),
         _row("one changed file, `--copy-dest` = the previous job's copy", m["previous"]),
+        _row("one changed file, `--link-dest=/xx` (hard links: not miniray's)", m["link"]),
         "", f"Generating the tree on the worker took {m['generate_s']:.1f} s (not part of "
         "any figure).", "",
         "### Target", "", "| target | measured | status |", "|---|--:|---|",
