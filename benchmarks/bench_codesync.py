@@ -148,7 +148,9 @@ def measure(t: Target, runs: int, files: int, mb: float) -> dict[str, Any]:
     t0 = time.monotonic()
     on(t, t.worker, "python3", "-c", GENERATE, TREE, str(files), str(mb), str(SEED))
     generate_s = time.monotonic() - t0
-    initial = push(t, "xx", None)  # the main checkout: the unchanged tree
+    # the main checkout: the unchanged tree, into an emptied xx/ (a first push)
+    on(t, t.server, "find", f"{t.export}/xx", "-mindepth", "1", "-delete")
+    initial = push(t, "xx", None)
     say(f"initial sync of the tree into xx/: {initial['wall']:.2f}s")
     series: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}
     previous = f"bench-{uuid.uuid4().hex[:12]}"
@@ -202,7 +204,7 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         "```", "",
         "### Results", "",
         "| push | seconds | files sent | bytes sent |", "|---|--:|--:|--:|",
-        f"| initial: the whole tree into `xx/` (1 run) | {m['initial']['wall']:.2f} | "
+        f"| initial: the whole tree into an empty `xx/` (1 run) | {m['initial']['wall']:.2f} | "
         f"{m['initial']['stats'].get('Number of regular files transferred')} | "
         f"{m['initial']['stats'].get('Total bytes sent')} |",
         _row("one changed file, `--copy-dest=/xx` (miniray's)", m["main"]),

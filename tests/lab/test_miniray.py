@@ -187,8 +187,9 @@ def rig(lab: Lab) -> Iterator[Rig]:
         for node in WORKERS:
             podman_exec(lab, node, "bash", "-c", f"systemctl stop {UNIT}; "
                         f"systemctl reset-failed {UNIT}; rm -rf {OPT}")
-        podman_exec(lab, head, "bash", "-c", f"rm -rf {OPT} /code.nfs "
-                    f"{comp['codesync']['export']}/branches/caches/{job}")
+        export = comp["codesync"]["export"]
+        podman_exec(lab, head, "bash", "-c", f"rm -rf {OPT} {export}/branches/caches/{job}; "
+                    f'[ "$(readlink /code.nfs)" != {export} ] || rm /code.nfs')
 
 
 def prepare_head(r: Rig, work: Path) -> None:
@@ -204,7 +205,8 @@ def prepare_head(r: Rig, work: Path) -> None:
     env = f"UV_OFFLINE=1 UV_CACHE_DIR={OPT}/uv-cache UV_PROJECT_ENVIRONMENT={OPT}/venv"
     run_on(lab, head, f"cd {OPT}/xx && {env} {OPT}/uv lock && {env} {OPT}/uv sync --frozen")
     export = lab.pillar("compute")["compute"]["codesync"]["export"]
-    run_on(lab, head, f"ln -sfn {export} /code.nfs")  # stand-in: see the docstring
+    # stand-in (see the docstring): only where the head has no /code.nfs of its own
+    run_on(lab, head, f'[ -e /code.nfs ] || ln -sn {export} /code.nfs')
     dest = r.codedir.removeprefix("/code.nfs/")
     out = run_on(lab, head, f"rsync -a --mkpath --stats --copy-dest=/xx {OPT}/xx/ "
                             f"{r.url}/{dest}/")
@@ -260,7 +262,9 @@ def outcome(rig: Rig) -> dict[str, Any]:
                     f"worker journals:\n{journal(rig)}")
     result: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
     print(f"[miniray] map of 20: {result['map_s']:.1f}s, raised error: "
-          f"{result['boom_s']:.1f}s, timeout: {result['timeout_s']:.1f}s")
+          f"{result['boom_s']:.1f}s, timeout: {result['timeout_s']:.1f}s\n"
+          f"[miniray] map: {result['map']}\n[miniray] raised: {result['boom']}\n"
+          f"[miniray] timeout: {result['timeout']}")
     return result
 
 
