@@ -23,7 +23,7 @@ help:
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
 	@echo "make bench-status  fleet status of the site's 144 nodes: real minions, fake BMCs -> docs/benchmarks.md"
-	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab (lab lock) -> docs/benchmarks.md"
+	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
@@ -136,7 +136,7 @@ bench-lab: lab-deps
 
 # a lab that is up is reused (one it brings up goes down after)
 bench-codesync: lab-deps
-	$(BIN)/python benchmarks/bench_codesync.py --runs 5 --write docs/benchmarks.md
+	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
 
 
 # --- PXE end to end (docs/pxe.md) ------------------------------------------------------
