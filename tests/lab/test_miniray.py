@@ -275,7 +275,7 @@ def test_results_come_back_from_both_workers(outcome: dict[str, Any]) -> None:
 
 def test_a_raised_error_surfaces_with_its_worker(outcome: dict[str, Any]) -> None:
     boom = outcome["boom"]
-    assert boom.get("worker") in WORKERS, boom
+    assert boom.get("type") == "ValueError" and boom.get("worker") in WORKERS, boom
     assert "ValueError" in boom["desc"] and "boom 7" in boom["desc"], boom
 
 
