@@ -160,6 +160,7 @@ def measure(t: Target, runs: int, files: int, mb: float) -> dict[str, Any]:
         previous = one_run(t, i, previous, series)
     drop_jobs(t, [previous])
     on(t, t.worker, "rm", "-rf", TREE)
+    on(t, t.server, "find", f"{t.export}/xx", "-mindepth", "1", "-delete")
     return {"generate_s": generate_s, "initial": initial, **series}
 
 
