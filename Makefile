@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-startup page-screenshot
+	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync page-screenshot
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
 	@echo "make bench-status  fleet status of the site's 144 nodes: real minions, fake BMCs -> docs/benchmarks.md"
+	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
@@ -132,6 +133,10 @@ test-lab: lab-deps
 
 bench-lab: lab-deps
 	$(BIN)/python benchmarks/bench_lab.py --runs 3 --cold --write docs/benchmarks.md
+
+# a lab that is up is reused (one it brings up goes down after)
+bench-codesync: lab-deps
+	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
 
 
 # --- PXE end to end (docs/pxe.md) ------------------------------------------------------

@@ -1,0 +1,257 @@
+"""The code sync of a large tree with one changed file (`make bench-codesync`), in the lab.
+
+A submitter pushes its checkout to the code sync host's rsync module (``code_nfs``, port
+1026: the daemon codesync.server runs, as Salt applied it to the lab's code sync host) into
+a new per-job directory, as miniray's ``use_local_codedir`` does. This measures that push
+for a generated tree of ``--files`` files and ``--mb`` MB (deterministic: seed 1, sizes
+exponentially distributed, random bytes) in which one file changed since the reference:
+
+- *copy-dest main*: ``rsync -a --mkpath --copy-dest=/xx TREE/ .../branches/caches/<job>/xx/``
+  after the unchanged tree was synced to ``xx/`` (miniray's command; docs/operations.md);
+- *copy-dest previous job*: the same with ``--copy-dest`` naming the previous job's
+  directory, which holds the tree with the previous run's change;
+- *link-dest main*: ``--link-dest=/xx`` instead, for comparison: unchanged files become
+  hard links to ``xx/`` rather than copies (not what miniray does).
+
+The client is a lab worker (codesync.client), the server the lab's code sync host, over
+the lab bridge; the export is a directory of this host's disk (the lab bind-mounts it).
+Each run changes one file, then times each push from inside the worker (wall seconds of
+the rsync process, with rsync's ``--stats``); before each push the server runs ``sync``
+(untimed), and the per-job directories are removed after the run, untimed. Medians of
+``--runs`` runs with min-max; page caches are warm (the tree was just written and
+synced), as for a submitter who pushes a checkout they work in.
+
+Runs where the lab may run (one lab per host): it reuses a lab that is up, or brings one
+up (and takes it down after, unless ``--keep``).
+
+    .venv/bin/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import report
+from fleet.lab import lab as lab_mod
+from fleet.lab import master as lab_master
+from fleet.lab import nodes as lab_nodes
+from fleet.lab import podman as pm
+from fleet.lab.paths import Paths
+from fleet.lab.plan import load as load_plan
+
+SECTION = "## Code sync: a large tree with one changed file"
+TARGET_S = 2.0  # comma: "< 2 s" for a code sync of the monorepo
+TREE = "/var/tmp/bench-codesync/tree"  # on the worker
+SEED = 1
+
+# Runs on the worker (python3 of the node): the tree, deterministic for (files, mb, seed).
+GENERATE = r"""
+import os, random, shutil, sys
+root, files, mb, seed = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+rng = random.Random(seed)
+sizes = [rng.expovariate(1.0) for _ in range(files)]
+scale = mb * 1e6 / sum(sizes)
+shutil.rmtree(root, ignore_errors=True)
+for i, s in enumerate(sizes):
+    d = os.path.join(root, f"pkg{i % 50:02d}", f"mod{(i // 50) % 40:02d}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, f"f{i:05d}.py"), "wb") as f:
+        f.write(rng.randbytes(int(s * scale)))
+"""
+
+# Runs on the worker: one rsync, timed from spawn to exit; prints JSON.
+TIMED = r"""
+import json, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+wall = time.perf_counter() - t0
+if p.returncode:
+    sys.exit(f"rsync exited {p.returncode}: {p.stderr}")
+stats = {k.strip(): v.strip() for k, _, v in (l.partition(":") for l in p.stdout.splitlines())}
+print(json.dumps({"wall": wall, "stats": stats}))
+"""
+
+
+@dataclass
+class Target:
+    paths: Paths
+    worker: str  # container
+    server: str  # container
+    url: str  # rsync://address:port/module
+    export: str  # on the server
+
+
+def target(paths: Paths) -> Target:
+    plan = load_plan(paths)
+    comp = yaml.safe_load((paths.render / "pillar" / "compute.sls").read_text())["compute"]
+    sync = comp["codesync"]
+    worker = next(n for n in plan.nodes if "codesync.client" in yaml.safe_load(
+        (paths.render / "pillar" / "nodes" / f"{n.hostname}.sls").read_text())["node"]["roles"])
+    return Target(paths, worker.container, plan.node(sync["host"]).container,
+                  f"rsync://{sync['bind']}:{sync['port']}/code_nfs", sync["export"])
+
+
+def on(t: Target, container: str, *argv: str, timeout: float = 900) -> str:
+    return pm.exec_(t.paths, container, *argv, timeout=timeout).stdout
+
+
+def push(t: Target, dest: str, basis: str | None, how: str = "copy") -> dict[str, Any]:
+    """One timed push of the tree to ``dest``: ``--{how}-dest=basis``, or with ``--delete``
+    and no basis; the server's dirty pages are written out first (untimed), so that no
+    run pays for the previous one's writeback."""
+    on(t, t.server, "sync")
+    argv = ["rsync", "-a", "--mkpath", "--stats"]
+    argv += [f"--{how}-dest={basis}"] if basis else ["--delete"]
+    out = on(t, t.worker, "python3", "-c", TIMED, *argv, f"{TREE}/", f"{t.url}/{dest}/")
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def change_one_file(t: Target, run: int) -> None:
+    on(t, t.worker, "sh", "-c", f"echo 'changed by run {run}' > {TREE}/pkg07/mod03/f00157.py")
+
+
+def drop_jobs(t: Target, jobs: list[str]) -> None:
+    if jobs:
+        on(t, t.server, "rm", "-rf", *(f"{t.export}/branches/caches/{j}" for j in jobs))
+
+
+CASES = ("main", "previous", "link")
+
+
+def one_run(t: Target, i: int, previous: str, series: dict[str, list[dict[str, Any]]]) -> str:
+    """The three pushes of run ``i``; returns this run's "previous job" copy."""
+    change_one_file(t, i)
+    jobs = {case: f"bench-{uuid.uuid4().hex[:12]}" for case in CASES}
+    series["main"].append(push(t, f"branches/caches/{jobs['main']}/xx", "/xx"))
+    series["previous"].append(push(t, f"branches/caches/{jobs['previous']}/xx",
+                                   f"/branches/caches/{previous}/xx"))
+    series["link"].append(push(t, f"branches/caches/{jobs['link']}/xx", "/xx", "link"))
+    drop_jobs(t, [jobs["main"], jobs["link"], previous])
+    say(f"run {i + 1}: " + ", ".join(f"{c} {series[c][-1]['wall']:.2f}s" for c in CASES))
+    return jobs["previous"]
+
+
+def measure(t: Target, runs: int, files: int, mb: float) -> dict[str, Any]:
+    t0 = time.monotonic()
+    on(t, t.worker, "python3", "-c", GENERATE, TREE, str(files), str(mb), str(SEED))
+    generate_s = time.monotonic() - t0
+    # the main checkout: the unchanged tree, into an emptied xx/ (a first push)
+    on(t, t.server, "find", f"{t.export}/xx", "-mindepth", "1", "-delete")
+    initial = push(t, "xx", None)
+    say(f"initial sync of the tree into xx/: {initial['wall']:.2f}s")
+    series: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}
+    previous = f"bench-{uuid.uuid4().hex[:12]}"
+    push(t, f"branches/caches/{previous}/xx", "/xx")  # the first "previous job"
+    for i in range(runs):
+        previous = one_run(t, i, previous, series)
+    drop_jobs(t, [previous])
+    on(t, t.worker, "rm", "-rf", TREE)
+    on(t, t.server, "find", f"{t.export}/xx", "-mindepth", "1", "-delete")
+    return {"generate_s": generate_s, "initial": initial, **series}
+
+
+def say(text: str) -> None:
+    print(f"[bench-codesync] {text}", file=sys.stderr, flush=True)
+
+
+def _fmt(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})"
+
+
+def _row(name: str, results: list[dict[str, Any]]) -> str:
+    walls = [r["wall"] for r in results]
+    stats = results[-1]["stats"]
+    return (f"| {name} | {_fmt(walls)} | {stats.get('Number of regular files transferred')} "
+            f"| {stats.get('Total bytes sent')} |")
+
+
+def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
+            os_name: str) -> str:
+    worst = statistics.median(r["wall"] for r in m["main"])
+    return "\n".join([
+        SECTION, "",
+        "<!-- Written by benchmarks/bench_codesync.py (`make bench-codesync`); rerun it "
+        "rather than editing this section. -->", "",
+        f"A generated tree of {files:,} files, {mb:.0f} MB (seed {SEED}) pushed from a lab "
+        "worker to the lab code sync host's rsync module `code_nfs` (the daemon as Salt "
+        "configures it: codesync.server) into a new per-job directory, with one file "
+        "changed since the reference copy. Seconds of the rsync process on the worker: "
+        f"median of {runs} runs (min-max); the server runs `sync` before each push (untimed). "
+        "Files and bytes sent are the last run's `--stats`.",
+        "", "### Machine", "",
+        f"- CPU: {report.cpu_model()}, {os.cpu_count()} logical CPUs shared by the whole lab; "
+        "memory "
+        f"{report.mem_total()}",
+        f"- OS: {report.os_name()}; podman with runc, systemd containers ({os_name}); "
+        "client and server are containers on one host, over the lab bridge; the export is "
+        "a directory on this host's disk",
+        f"- fleet at commit {report.commit()}",
+        f"- load average after: {load} (other work on the machine inflates these figures)",
+        f"- date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", "",
+        "### Reproduce", "", "```sh", "make bench-codesync",
+        f"# or: .venv/bin/python benchmarks/bench_codesync.py --runs {runs} "
+        "--write docs/benchmarks.md",
+        "```", "",
+        "### Results", "",
+        "| push | seconds | files sent | bytes sent |", "|---|--:|--:|--:|",
+        f"| initial: the whole tree into an empty `xx/` (1 run) | {m['initial']['wall']:.2f} | "
+        f"{m['initial']['stats'].get('Number of regular files transferred')} | "
+        f"{m['initial']['stats'].get('Total bytes sent')} |",
+        _row("one changed file, `--copy-dest=/xx` (miniray's)", m["main"]),
+        _row("one changed file, `--copy-dest` = the previous job's copy", m["previous"]),
+        _row("one changed file, `--link-dest=/xx` (hard links: not miniray's)", m["link"]),
+        "", "Only the changed file and the file list cross the network; with `--copy-dest` "
+        "the server still writes a full copy of every unchanged file into the new per-job "
+        "directory, which is the time above; `--link-dest` makes them hard links instead.",
+        "", f"Generating the tree on the worker took {m['generate_s']:.1f} s (not part of "
+        "any figure).", "",
+        "### Target", "", "| target | measured | status |", "|---|--:|---|",
+        f"| comma: code sync < {TARGET_S:.0f} s | {worst:.2f} s (median, `--copy-dest=/xx`) "
+        f"| {'met' if worst < TARGET_S else 'NOT met'} |", ""])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="timed pushes per case (7)")
+    parser.add_argument("--files", type=int, default=50_000, help="files in the tree")
+    parser.add_argument("--mb", type=float, default=300.0, help="MB in the tree")
+    parser.add_argument("--keep", action="store_true", help="leave a lab it brought up up")
+    parser.add_argument("--write", type=Path, metavar="FILE",
+                        help=f"write the results into the '{SECTION}' section of FILE")
+    args = parser.parse_args()
+    paths = Paths(report.ROOT)
+    was_up = bool(lab_master.pid(paths) or lab_nodes.all_lab_containers(paths))
+    if not was_up:
+        say("no lab up: fleet lab up")
+        _timings, results = lab_mod.up(paths)
+        if any(r.failed for r in results):
+            raise SystemExit("bench-codesync: the lab's highstate failed")
+    try:
+        m = measure(target(paths), args.runs, args.files, args.mb)
+    finally:
+        if not was_up and not args.keep:
+            lab_mod.down(paths)
+    text = section(m, args.runs, args.files, args.mb, report.load_average(), paths.os)
+    print(text)
+    if args.write is not None:
+        report.replace_section(args.write, SECTION, text)
+        say(f"wrote the section of {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
