@@ -326,6 +326,7 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
             "initrd": site.install.initrd.removeprefix("images/"),
         },
         "apt_cache": aptcache.pillar(site, inv.nodes[site.provisioning_host]),
+        "python_cache": compute.provisioning_pillar(inv),
         "networks": {
             name: {"purpose": n.purpose, "cidr": str(n.cidr), "vlan": n.vlan,
                    "gateway": str(n.gateway) if n.gateway else None}
