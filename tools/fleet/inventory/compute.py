@@ -76,7 +76,8 @@ def node_os(raw: schema.Inventory, node: Node) -> str | None:
 def python_cache_url(raw: schema.Inventory, prov: Node) -> str:
     """The site's Python package cache as workers reach it: the provisioning host's
     nginx, on the address and port the nodes boot from (every worker PXE-boots from it)."""
-    return f"http://{prov.address}:{raw.site.http_port}{PYCACHE_PATH}"
+    port = "" if raw.site.http_port == 80 else f":{raw.site.http_port}"
+    return f"http://{prov.address}{port}{PYCACHE_PATH}"
 
 
 def addresses_on(raw: schema.Inventory, node: Node) -> list[str]:

@@ -42,7 +42,8 @@ def _sha256(path: Path) -> str:
 def _copy_checked(src: Iterable[bytes], dest: Path, wheel: Wheel) -> None:
     """Write ``src`` beside ``dest``, rename it there only if its sha256 is the lock's."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+    fd, name = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+    tmp = Path(name)
     h = hashlib.sha256()
     try:
         with os.fdopen(fd, "wb") as out:
@@ -52,11 +53,10 @@ def _copy_checked(src: Iterable[bytes], dest: Path, wheel: Wheel) -> None:
         if h.hexdigest() != wheel.sha256:
             raise StoreError(f"{wheel.url}: sha256 {h.hexdigest()}, the lock says "
                              f"{wheel.sha256}: not cached")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
+        tmp.chmod(0o644)
+        tmp.replace(dest)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
 
 
 def _chunks(read: Callable[[int], bytes]) -> Iterable[bytes]:
@@ -75,7 +75,7 @@ def _fetch(wheel: Wheel, dest: Path, source: Path | None, timeout: float) -> Non
                              f"file there or fill from the index without --from") from None
         return
     try:
-        with urllib.request.urlopen(wheel.url, timeout=timeout) as r:  # noqa: S310 (https)
+        with urllib.request.urlopen(wheel.url, timeout=timeout) as r:  # https only (site_path)
             _copy_checked(_chunks(r.read), dest, wheel)
     except OSError as exc:
         if isinstance(exc, StoreError):
@@ -115,8 +115,8 @@ def _write(path: Path, text: str) -> None:
         return
     tmp = path.with_name(f".{path.name}.new")
     tmp.write_text(text, encoding="utf-8")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    tmp.chmod(0o644)
+    tmp.replace(path)
 
 
 def _page(title: str, links: list[tuple[str, str]]) -> str:

@@ -311,7 +311,7 @@ def _mkv(inv: Inventory) -> dict[str, Any]:
 
 def _provisioning(inv: Inventory) -> dict[str, Any]:
     site = inv.raw.site
-    return {
+    out = {
         "checkout": site.checkout,
         "pxe_root": site.pxe_root,
         "pxe_state": site.pxe_state,
@@ -326,10 +326,12 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
             "initrd": site.install.initrd.removeprefix("images/"),
         },
         "apt_cache": aptcache.pillar(site, inv.nodes[site.provisioning_host]),
-        "python_cache": compute.provisioning_pillar(inv),
         "networks": {
             name: {"purpose": n.purpose, "cidr": str(n.cidr), "vlan": n.vlan,
                    "gateway": str(n.gateway) if n.gateway else None}
             for name, n in inv.raw.networks.items()
         },
     }
+    if (pycache := compute.provisioning_pillar(inv)) is not None:
+        out["python_cache"] = pycache
+    return out
