@@ -139,3 +139,19 @@ def test_the_command_reports_in_json_with_its_exit_codes(tmp_path: Path, house: 
     r = _cli("add", "--dir", root, "--from", str(house), str(good))
     assert r.returncode == Exit.FAILED and "missing (attrs 1.0)" in r.stderr
     assert _cli("add", "--help").returncode == 0
+
+
+def test_a_python_filter_keeps_what_that_python_installs(tmp_path: Path, house: Path) -> None:
+    names = ["fast-1.0-cp311-cp311-manylinux_2_17_x86_64.whl",
+             "fast-1.0-cp312-cp312-manylinux_2_17_x86_64.whl",
+             "fast-1.0-cp310-abi3-manylinux_2_17_x86_64.whl",
+             "fast-1.0-cp313-abi3-manylinux_2_17_x86_64.whl",
+             "fast-1.0-py3-none-any.whl"]
+    src = _lock(tmp_path / "uv.lock", [
+        _pkg("fast", [(n, _wheel(house, n, n.encode())) for n in names]),
+        # a version the lock holds for other Pythons only: nothing to cache, no error
+        _pkg("newer", [("newer-2.0-cp313-cp313-manylinux_2_17_x86_64.whl", "c" * 64)])])
+    got = [w.filename for w in lock.wheels(src, pythons=[(3, 12)])]
+    assert got == [names[1], names[2], names[4]]
+    assert [w.filename for w in lock.wheels(src)] == [
+        *names, "newer-2.0-cp313-cp313-manylinux_2_17_x86_64.whl"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,9 +39,19 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--platform", action="append", metavar="REGEX",
                    help="a wheel platform tag to keep besides 'any' (repeatable; default: "
                         f"{lock.DEFAULT_PLATFORMS[0]})")
+    a.add_argument("--python", action="append", type=_version, metavar="X.Y",
+                   help="keep only the wheels a CPython X.Y installs (repeatable; default: "
+                        "every Python's)")
     a.add_argument("--json", action="store_true", help="one JSON document on stdout")
     a.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     return p
+
+
+def _version(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d)\.(\d{1,2})", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Python version X.Y")
+    return int(m[1]), int(m[2])
 
 
 def _fail(args: argparse.Namespace, code: Exit, message: str) -> Exit:
@@ -54,7 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     platforms = args.platform or list(lock.DEFAULT_PLATFORMS)
     try:
-        wanted = [w for path in args.locks for w in lock.wheels(path, platforms)]
+        wanted = [w for path in args.locks
+                  for w in lock.wheels(path, platforms, args.python or ())]
         added = store.add(args.dir, list({w.path: w for w in wanted}.values()), args.source)
     except lock.LockError as exc:
         return _fail(args, Exit.USAGE, str(exc))

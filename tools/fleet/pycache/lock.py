@@ -58,6 +58,22 @@ def _fits(filename: str, platforms: Sequence[re.Pattern[str]]) -> bool:
     return any(t == "any" or any(p.fullmatch(t) for p in platforms) for t in tags)
 
 
+def _runs_on(filename: str, pythons: Sequence[tuple[int, int]]) -> bool:
+    """Whether a CPython of ``pythons`` (3, 12) installs the wheel: a py3/py3N tag, its
+    own cpXY, or an abi3 wheel of an older cp3N."""
+    *_, pytags, abi, _plat = filename.removesuffix(".whl").split("-")
+    for major, minor in pythons:
+        for tag in pytags.split("."):
+            m = re.fullmatch(r"(py|cp)(\d)(\d*)", tag)
+            if m is None or int(m[2]) != major:
+                continue
+            if (m[1] == "py" and m[3] in ("", str(minor))) or m[3] == str(minor) or (
+                    m[1] == "cp" and "abi3" in abi.split(".") and m[3]
+                    and int(m[3]) <= minor):
+                return True
+    return False
+
+
 def _wheel(src: Path, name: str, version: str, entry: dict[str, object]) -> Wheel:
     url, digest = str(entry.get("url", "")), _SHA256.match(str(entry.get("hash", "")))
     if digest is None:
@@ -70,10 +86,12 @@ def _wheel(src: Path, name: str, version: str, entry: dict[str, object]) -> Whee
     return Wheel(normalise(name), version, path.rsplit("/", 1)[1], url, digest[1], path)
 
 
-def wheels(src: Path, platforms: Sequence[str] = DEFAULT_PLATFORMS) -> list[Wheel]:
+def wheels(src: Path, platforms: Sequence[str] = DEFAULT_PLATFORMS,
+           pythons: Sequence[tuple[int, int]] = ()) -> list[Wheel]:
     """The wheels of ``src``'s registry packages that fit ``platforms`` (regexes of a
-    wheel's platform tag). A registry package with none, or one with a source that is
-    neither the registry nor the project's own (git, a URL), is an error naming it."""
+    wheel's platform tag) and, if any are given, one of ``pythons`` (CPython versions). A
+    registry package with none, or one with a source that is neither the registry nor the
+    project's own (git, a URL), is an error naming it."""
     try:
         data = tomllib.loads(src.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -88,11 +106,13 @@ def wheels(src: Path, platforms: Sequence[str] = DEFAULT_PLATFORMS) -> list[Whee
         if "registry" not in source:
             raise LockError(f"{src}: package {name} {version} comes from {source}, not a "
                             "package index: the site cache holds index wheels only")
-        found = [w for w in pkg.get("wheels", [])
-                 if _fits(str(w.get("url", "")).rsplit("/", 1)[-1], pats)]
-        if not found:
+        files = [(str(w.get("url", "")).rsplit("/", 1)[-1], w) for w in pkg.get("wheels", [])]
+        fitting = [(f, w) for f, w in files if _fits(f, pats)]
+        if not fitting:
             raise LockError(f"{src}: package {name} {version} has no wheel for "
                             f"{', '.join(platforms)} (an sdist would be built on the worker, "
                             "which needs the internet): pin a version with such a wheel")
+        # none for these Pythons: a version the lock holds for other Pythons (markers)
+        found = [w for f, w in fitting if not pythons or _runs_on(f, pythons)]
         out += [_wheel(src, name, version, w) for w in found]
     return out
