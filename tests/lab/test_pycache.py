@@ -4,23 +4,20 @@
 ``fleet-uv-warm`` then ``uv sync --frozen --offline`` from it (compute.worker) and imports
 its packages; a lock naming a package the cache does not hold fails, naming it.
 
-Stand-in, named: the fill (`python -m fleet.pycache add`) runs on this host, which reaches
-PyPI (the lab's containers cannot), into .lab/pycache (kept between runs: a file already
-there is checked, not fetched again); the test copies that tree into head-01's cache
-directory, where a site runs the fill on the provisioning host itself.
+Stand-in, named: the fill runs on this host, which reaches PyPI (the lab's containers
+cannot), and its tree is copied into head-01's cache directory, where a site runs the fill
+on the provisioning host itself (labtools.fill_site_cache).
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from labtools import ROOT, Lab, node_ids, podman_exec, sh
+from labtools import ROOT, Lab, fill_site_cache, node_ids, podman_exec, sh
 
 from fleet.lab import podman as pm
 
@@ -32,18 +29,7 @@ ENV = "/etc/fleet/miniray/worker.env"  # compute.worker's env_dir (salt/compute/
 @pytest.fixture(scope="module")
 def site_cache(lab: Lab) -> str:
     """head-01's cache filled from the job project's lock: its URL (pillar compute)."""
-    host_dir = lab.paths.lab / "pycache"
-    fill = subprocess.run(
-        [sys.executable, "-m", "fleet.pycache", "add", "--json", "--dir", str(host_dir),
-         str(FIXTURES / "project" / "uv.lock")],
-        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, capture_output=True,
-        text=True, timeout=300, check=False)
-    assert fill.returncode == 0, fill.stderr
-    cache = lab.pillar("provisioning")["provisioning"]["python_cache"]
-    head = lab.plan.node("head-01").container
-    pm.podman(lab.paths, "cp", f"{host_dir}/.", f"{head}:{cache['dir']}/", timeout=120)
-    url: str = lab.pillar("compute")["compute"]["python_cache"]["url"]
-    return url
+    return fill_site_cache(lab, FIXTURES / "project" / "uv.lock")
 
 
 @pytest.fixture
