@@ -81,9 +81,13 @@ def test_a_job_venv_is_built_offline_from_the_site_cache(lab: Lab, site_cache: s
 
 def test_a_package_the_cache_lacks_fails_naming_it(lab: Lab, site_cache: str,
                                                    workdir: str) -> None:
+    """The job lock plus iniconfig, which the site cache lacks: the warm step fails with
+    the site's 404 for it; with the rest in the uv cache (warmed from the job's lock, as a
+    node that ran that job), the offline sync fails naming it."""
+    assert as_task_user(lab, workdir, "fleet-uv-warm project").returncode == 0
     warm = as_task_user(lab, workdir, "fleet-uv-warm missing")
     assert warm.returncode != 0
     assert "iniconfig" in warm.stderr and "404" in warm.stderr, warm.stderr
     sync = as_task_user(lab, workdir, "cd missing && uv sync --frozen --offline")
     assert sync.returncode != 0
-    assert "iniconfig" in sync.stderr, sync.stderr
+    assert "iniconfig" in sync.stderr and "not found in the cache" in sync.stderr, sync.stderr
