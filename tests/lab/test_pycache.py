@@ -90,4 +90,4 @@ def test_a_package_the_cache_lacks_fails_naming_it(lab: Lab, site_cache: str,
     assert "iniconfig" in warm.stderr and "404" in warm.stderr, warm.stderr
     sync = as_task_user(lab, workdir, "cd missing && uv sync --frozen --offline")
     assert sync.returncode != 0
-    assert "iniconfig" in sync.stderr and "not found in the cache" in sync.stderr, sync.stderr
+    assert "iniconfig" in sync.stderr and "wasn't found in the cache" in sync.stderr, sync.stderr
