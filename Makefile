@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync page-screenshot
+	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -25,6 +25,7 @@ help:
 	@echo "make bench-status  fleet status of the site's 144 nodes: real minions, fake BMCs -> docs/benchmarks.md"
 	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
+	@echo "make bench-uv      uv sync --frozen --offline of a 50-package lock from the site's Python cache -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
 	@echo "                   LAB_OS=ubuntu-24.04 (default) or LAB_OS=debian-12"
@@ -99,6 +100,9 @@ bench-status: $(STAMP)
 
 bench-startup: $(STAMP)
 	$(BIN)/python benchmarks/bench_startup.py --runs 7 --write docs/benchmarks.md
+
+bench-uv: $(STAMP)
+	$(BIN)/python benchmarks/bench_uv_sync.py --runs 5 --write docs/benchmarks.md
 
 # the README's screenshot of the fleet page: the real inventory, the tests' fixture status
 page-screenshot: $(STAMP)

@@ -9,6 +9,9 @@ compute:
     host: head-01
     port: 1026
     prune_days: 7
+  python_cache:
+    offline: true
+    url: "http://10.1.0.10/pypi"
   triton:
     artifact:
       sha256: "21f063ff93bb426d0c06b7a55e7eb9efcfe62c0dddd9a908e9877e18710128df"

@@ -45,6 +45,9 @@ provisioning:
       vlan: 20
   pxe_root: /srv/fleet/pxe
   pxe_state: /var/lib/fleet/pxe-state
+  python_cache:
+    dir: /srv/fleet/pypi
+    path: /pypi
   upstream_dns:
   - 1.1.1.1
   - 8.8.8.8

@@ -51,6 +51,19 @@ compute-worker-file-symlink-uv:
     - require:
       - cmd: compute-worker-cmd-run-uv-binary
 
+# fleet-uv-warm PROJECT: fills the caller's uv cache with the wheels of PROJECT's uv.lock
+# from the site's Python package cache (FLEET_PYCACHE_URL of worker.env), so that
+# `uv sync --frozen --offline` then builds the job venv without the internet
+compute-worker-file-managed-uv-warm:
+  file.managed:
+    - name: {{ w.uv_warm }}
+    - source: salt://{{ tplroot }}/files/fleet-uv-warm.sh.jinja
+    - template: jinja
+    - mode: '0755'
+    - context:
+        uv: {{ w.uv_link | json }}
+    - check_cmd: /bin/sh -n
+
 {%- for group in w.extra_groups %}
 
 compute-worker-group-present-{{ group }}:
@@ -113,6 +126,8 @@ compute-worker-file-managed-env:
         task_uid: {{ w.task_uid }}
         triton: {{ (c.triton.mode != 'off') | json }}
         triton_port: {{ c.triton.ports.http }}
+        pycache_url: {{ c.python_cache.url | json }}
+        offline: {{ c.python_cache.offline | json }}
     - require:
       - file: compute-worker-file-directory-{{ w.env_dir | replace('/', '-') | trim('-') }}
 

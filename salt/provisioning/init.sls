@@ -1,10 +1,11 @@
 # provisioning (the head node): the Salt master's own configuration, dnsmasq + nginx
 # serving the rendered pxe/ tree, the installer ISO with its kernel and initrd, the apt
-# cache in front of the archives and the fleet page (its timer; nginx serves it), so the
+# cache in front of the archives, the Python package cache (/pypi/) and the fleet page (its timer; nginx serves it), so the
 # master provisions itself with `salt-call --local state.apply`.
 include:
   - .master
   - .pxe
   - .media
   - .aptcache
+  - .pycache
   - .page

@@ -4,6 +4,8 @@
 {%- set pxe_state = salt['pillar.get']('provisioning:pxe_state', '/var/lib/fleet/pxe-state') %}
 {%- set http_port = salt['pillar.get']('provisioning:http_port', 80) %}
 {%- set src = mapdata.checkout ~ '/pxe' %}
+{#- the Python package cache (provisioning.pycache): its root, served at its path #}
+{%- set pycache = salt['pillar.get']('provisioning:python_cache') or {} %}
 {%- if not pxe_root %}
 {{- raise('provisioning: pillar provisioning:pxe_root is missing for ' ~ opts['id']) }}
 {%- endif %}
@@ -162,6 +164,7 @@ provisioning-pxe-file-managed-nginx-site:
         page_port: {{ mapdata.page.port }}
         management: {{ management | json }}
         management_cidrs: {{ management_cidrs | json }}
+        pycache: {{ pycache | json }}
     - require:
       - pkg: provisioning-pxe-pkg-installed
 

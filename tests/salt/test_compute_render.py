@@ -126,6 +126,8 @@ def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
      "is not an IPv4 network"),
     ("gpu-01", "queue: remote_v3", 'queue: "remote_v3\\nLD_PRELOAD=/tmp/x.so"',
      "cannot be a value of worker.env"),
+    ("gpu-01", 'url: "http://10.1.0.10/pypi"', 'url: "http://10.1.0.10/pypi\\nUV_INDEX_URL=x"',
+     "cannot be a value of worker.env"),
 ])
 def test_a_hostile_pillar_value_fails_the_render(pillar_dir: Path, tmp_path: Path, node: str,
                                                  old: str, new: str, says: str) -> None:

@@ -30,6 +30,8 @@ TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 OS_PYTHON: dict[str, tuple[int, int]] = {
     "ubuntu-24.04": (3, 12), "ubuntu-22.04": (3, 10), "debian-12": (3, 11)}
 MIN_PYTHON = (3, 12)  # miniray's requires-python
+# where the provisioning host's nginx serves the Python package cache (salt/provisioning)
+PYCACHE_PATH = "/pypi"
 ROLES = ("compute.valkey", "compute.worker", "compute.triton", "codesync.server",
          "codesync.client")
 
@@ -69,6 +71,13 @@ def node_os(raw: schema.Inventory, node: Node) -> str | None:
         image = raw.site.images.get(node.image)
         return DEBIAN_SUITES.get(image.suite) if image is not None else None
     return f"{raw.site.os.distro}-{raw.site.os.release}"
+
+
+def python_cache_url(raw: schema.Inventory, prov: Node) -> str:
+    """The site's Python package cache as workers reach it: the provisioning host's
+    nginx, on the address and port the nodes boot from (every worker PXE-boots from it)."""
+    port = "" if raw.site.http_port == 80 else f":{raw.site.http_port}"
+    return f"http://{prov.address}{port}{PYCACHE_PATH}"
 
 
 def addresses_on(raw: schema.Inventory, node: Node) -> list[str]:

@@ -58,6 +58,9 @@ def pillar(inv: Inventory) -> dict[str, Any]:
         "worker": {"queue": comp.queue, "task_user": comp.task_user,
                    "miniray": _artifact(comp.miniray)},
         "uv": _artifact(comp.uv),
+        "python_cache": {
+            "url": facts.python_cache_url(inv.raw, inv.nodes[inv.raw.site.provisioning_host]),
+            "offline": comp.python_cache.offline},
         "triton": {"mode": comp.triton.mode, "artifact": _artifact(comp.triton.artifact),
                    "image": comp.triton.image, "ports": dict(facts.TRITON_PORTS)},
     }
@@ -73,6 +76,15 @@ def node_pillar(inv: Inventory, node: Node) -> dict[str, Any] | None:
         "redis_host": _shared_address(inv, inv.nodes[comp.valkey.host], node),
         "codesync_host": _shared_address(inv, inv.nodes[comp.codesync.host], node),
     }
+
+
+def provisioning_pillar(inv: Inventory) -> dict[str, Any] | None:
+    """provisioning:python_cache: where the provisioning host keeps the cache and the path
+    its nginx serves it at (None: no compute section, no cache)."""
+    comp = inv.raw.compute
+    if comp is None:
+        return None
+    return {"dir": comp.python_cache.dir, "path": facts.PYCACHE_PATH}
 
 
 def has_role(inv: Inventory, node: Node) -> bool:

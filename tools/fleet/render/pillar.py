@@ -311,7 +311,7 @@ def _mkv(inv: Inventory) -> dict[str, Any]:
 
 def _provisioning(inv: Inventory) -> dict[str, Any]:
     site = inv.raw.site
-    return {
+    out = {
         "checkout": site.checkout,
         "pxe_root": site.pxe_root,
         "pxe_state": site.pxe_state,
@@ -332,3 +332,6 @@ def _provisioning(inv: Inventory) -> dict[str, Any]:
             for name, n in inv.raw.networks.items()
         },
     }
+    if (pycache := compute.provisioning_pillar(inv)) is not None:
+        out["python_cache"] = pycache
+    return out

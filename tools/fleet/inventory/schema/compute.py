@@ -69,6 +69,19 @@ class Triton(Model):
     """the tritonserver image pinned by digest (mode container), imported by the operator"""
 
 
+class PythonCache(Model):
+    """The site's Python package cache: a wheelhouse with a PEP 503 index on the provisioning host
+    (role provisioning), served by its nginx at /pypi/ on site.http_port and filled from uv.lock
+    files (`python -m fleet.pycache add`); workers fill their uv cache from it
+    (fleet-uv-warm), never from the internet."""
+
+    dir: DeployDir = "/srv/fleet/pypi"
+    """the cache's root on the provisioning host"""
+    offline: bool = True
+    """workers run uv with UV_OFFLINE=1: a job's `uv sync --frozen` reads only the uv cache
+    fleet-uv-warm filled from the site cache (false: uv may reach its indexes)"""
+
+
 class Compute(Model):
     """The site's distributed compute: miniray's central Valkey, its workers, Triton and the
     code sync (docs/operations.md, Compute)."""
@@ -94,3 +107,5 @@ class Compute(Model):
     codedir)"""
     triton: Triton = Triton()
     """Triton on the workers"""
+    python_cache: PythonCache = PythonCache()
+    """the site's Python package cache on the provisioning host"""
