@@ -121,16 +121,18 @@ def fleet_json(lab: Lab, verb: str, state: Path, *args: str, timeout: float,
     return proc, report
 
 
-def fill_site_cache(lab: Lab, *locks: Path) -> str:
+def fill_site_cache(lab: Lab, *locks: Path, python: tuple[str, ...] = ()) -> str:
     """The site's Python package cache on head-01 filled from ``locks`` (uv.lock files):
     its URL, as workers have it (FLEET_PYCACHE_URL). The fill (`python -m fleet.pycache
-    add`) runs on this host, which reaches PyPI (the lab's containers cannot), into
-    .lab/pycache (kept: a file already there is checked, not fetched again); that tree is
-    copied into head-01's cache directory, where a site runs the fill itself."""
+    add`, ``--python X.Y`` for each of ``python``: only that CPython's wheels) runs on this
+    host, which reaches PyPI (the lab's containers cannot), into .lab/pycache (kept: a
+    file already there is checked, not fetched again); that tree is copied into head-01's
+    cache directory, where a site runs the fill itself."""
     host_dir = lab.paths.lab / "pycache"
     fill = subprocess.run(
         [sys.executable, "-m", "fleet.pycache", "add", "--dir", str(host_dir),
-         *map(str, locks)], env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
+         *(f"--python={v}" for v in python), *map(str, locks)],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
         capture_output=True, text=True, timeout=600, check=False)
     assert fill.returncode == 0, fill.stderr
     cache = lab.pillar("provisioning")["provisioning"]["python_cache"]

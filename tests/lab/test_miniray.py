@@ -8,25 +8,32 @@ and skips, saying so, without it. Nothing of miniray is written into this reposi
 job tree is built under the lab's own directory (.lab/miniray-test/).
 
 The job's code reaches the workers through the code sync: the head pushes a monorepo-like
-tree (a ``fleet-lab-xx`` uv project whose ``miniray/`` is the checkout) to the rsync
-module ``code_nfs`` as a per-job copy (``--copy-dest=/xx``, as miniray's
+tree (a virtual ``fleet-lab-xx`` uv project whose ``miniray/`` is the checkout) to the
+rsync module ``code_nfs`` as a per-job copy (``--copy-dest=/xx``, as miniray's
 ``use_local_codedir``), and the workers read it at ``/code.nfs/branches/caches/<job>/xx``.
-Each task's venv is miniray's own ``uv sync --frozen`` of that directory, offline.
+
+Its packages take the production path (docs/operations.md, Python package cache): the
+tree is locked on this host against PyPI with the pinned uv (the lab's compute.uv wheel,
+checked against its sha256), head-01's site cache is filled from that lock
+(labtools.fill_site_cache), each worker's task user warms its uv cache for the lock with
+``fleet-uv-warm <codedir>`` (worker.env in the environment), and each task's venv is
+miniray's own unmodified ``uv sync --frozen`` of the codedir, offline (``UV_OFFLINE=1``
+from worker.env). The workers' own venv (running worker.py) and the executor's on the head
+are synced the same way, from the site cache.
 
 Stand-ins and test-only parts, named:
 - ``/code.nfs`` on the workers is a read-only bind mount of the export (the lab's kernel
   has no NFS client; fleet/lab/nodes.py); on the head, where the export lives, the test
   links ``/code.nfs`` to it for the duration (miniray's executor checks that the codedir
   exists on the submitting host).
-- The packages come from a TEST-ONLY WHEELHOUSE: ``pip download`` on this host of
-  miniray's dependencies for CPython 3.12 (containers cannot reach PyPI), copied into the
-  head and the workers at ``/opt/fleet-test-miniray/wheelhouse``; the job project names
-  it as its only index (uv ``find-links``, ``no-index``), locked on the head with
-  ``uv lock --offline`` (uv: the binary compute.worker installs, copied to the head).
+- The fill runs on this host and its tree is copied into head-01's cache (the lab's
+  containers cannot reach PyPI; labtools.fill_site_cache). The head has no compute.worker
+  role: it gets the pinned uv and fleet-uv-warm (the role's template, uv's path filled
+  in) under /opt/fleet-test-miniray for the executor's venv.
 - The worker runs under a TEST-ONLY cgroup SHIM (tests/lab/miniray_shim.py: this host
   has cgroup v1), started with ``systemd-run`` as a transient unit with the role's
-  environment file (/etc/fleet/miniray/worker.env) and ``UV_OFFLINE=1``; in production
-  it runs as a requeued Slurm job on the preemptible partition. The shim also lets the
+  environment file (/etc/fleet/miniray/worker.env); in production it runs as a requeued
+  Slurm job on the preemptible partition. The shim also lets the
   worker go on where raising its own priority is refused (no CAP_SYS_NICE in a lab
   container) and run CPU-only where NVML finds the driver's library but no GPU (the lab's
   GPU containers). The task slots are the role's real procNNN users and groups.
@@ -34,6 +41,7 @@ Stand-ins and test-only parts, named:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -42,19 +50,22 @@ import subprocess
 import sys
 import tomllib
 import uuid
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labtools import ROOT, Lab, node_ids, podman_exec, poll
+from labtools import ROOT, Lab, fill_site_cache, node_ids, podman_exec, poll
 
 from fleet.lab import podman as pm
 
 SRC_ENV = "FLEET_MINIRAY_SRC"
 OPT = "/opt/fleet-test-miniray"
-WHEELHOUSE = f"{OPT}/wheelhouse"
+ENV = "/etc/fleet/miniray/worker.env"  # compute.worker's env_dir (salt/compute/defaults.yaml)
+WARM = ROOT / "salt" / "compute" / "files" / "fleet-uv-warm.sh.jinja"
+PYTHON = "3.12"  # the workers' CPython (salt/compute/defaults.yaml: python3.12)
 UNIT = "fleet-test-miniray-worker"
 WORKERS = node_ids("slurm.compute")[:2]  # compute.worker and codesync.client too
 
@@ -114,6 +125,7 @@ class Rig:
     queue: str
     codedir: str  # the job's copy, as the workers (and the head's link) name it
     url: str  # the rsync module
+    pycache: str  # the site's Python package cache (FLEET_PYCACHE_URL)
 
 
 def run_on(lab: Lab, node: str, cmd: str, timeout: float = 300) -> str:
@@ -134,33 +146,43 @@ def miniray_deps(src: Path) -> list[str]:
     return [str(d) for d in project["dependencies"]]
 
 
-def build_wheelhouse(deps: list[str], dest: Path) -> None:
-    """The TEST-ONLY wheelhouse: miniray's dependencies as CPython 3.12 x86_64 wheels."""
-    shutil.rmtree(dest, ignore_errors=True)
-    platforms = ["manylinux_2_39_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64",
-                 "manylinux2014_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64", "any"]
-    argv = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
-            "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
-            "--abi", "abi3", "--abi", "none", *(f"--platform={p}" for p in platforms),
-            "-d", str(dest), *deps]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    if r.returncode:
-        pytest.fail(f"the test wheelhouse could not be built (pip download): {r.stderr[-3000:]}")
+def pinned_uv(lab: Lab, work: Path) -> Path:
+    """The uv binary of the lab's compute.uv wheel (.lab/artifacts), checked against the
+    inventory's sha256 as the role checks it: the uv the workers run."""
+    pin = lab.pillar("compute")["compute"]["uv"]
+    wheel = lab.paths.lab / "artifacts" / pin["source"].rsplit("/", 1)[1]
+    if hashlib.sha256(wheel.read_bytes()).hexdigest() != pin["sha256"]:
+        pytest.fail(f"{wheel}: not the inventory's sha256 {pin['sha256']}")
+    binary = work / "uv"
+    with zipfile.ZipFile(wheel) as z:
+        binary.write_bytes(z.read(next(n for n in z.namelist()
+                                       if n.endswith(".data/scripts/uv"))))
+    binary.chmod(0o755)
+    return binary
 
 
-def build_tree(src: Path, deps: list[str], dest: Path) -> None:
-    """A monorepo-like job tree: a virtual uv project with miniray's dependencies, from
-    the test wheelhouse only, and the miniray checkout as its ``miniray/``."""
+def build_tree(src: Path, deps: list[str], dest: Path, uv: Path) -> None:
+    """A monorepo-like job tree: a virtual uv project with miniray's dependencies and the
+    miniray checkout as its ``miniray/``, locked here against PyPI with the pinned uv.
+    The lock is for Linux x86_64 CPython 3.12 (the workers'); requires-python admits this
+    host's CPython, which uv needs to lock (it downloads none)."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(src, dest / "miniray", symlinks=True,
                     ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__"))
+    marker = (f"sys_platform == 'linux' and platform_machine == 'x86_64' and "
+              f"python_full_version >= '{PYTHON}' and python_full_version < '3.13'")
     (dest / "pyproject.toml").write_text("\n".join([
         "# written by tests/lab/test_miniray.py: a stand-in for a monorepo with miniray",
         "[project]", 'name = "fleet-lab-xx"', 'version = "0"',
-        'requires-python = "==3.12.*"',  # the wheelhouse's wheels are cp312
+        f'requires-python = ">={sys.version_info.major}.{sys.version_info.minor}"',
         f"dependencies = {json.dumps(deps)}", "", "[tool.uv]", "package = false",
-        "no-index = true", f'find-links = ["{WHEELHOUSE}"]',
-        "environments = [\"sys_platform == 'linux' and platform_machine == 'x86_64'\"]", ""]))
+        f"environments = [{json.dumps(marker)}]", ""]))
+    env = {**os.environ, "UV_CACHE_DIR": str(dest.parent / "uv-cache"),
+           "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never"}
+    r = subprocess.run([str(uv), "lock", "--project", str(dest)], env=env,
+                       capture_output=True, text=True, timeout=600, check=False)
+    if r.returncode:
+        pytest.fail(f"uv lock of the job tree against PyPI failed: {r.stderr[-3000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -173,15 +195,16 @@ def rig(lab: Lab) -> Iterator[Rig]:
     job = f"fleet-lab-{uuid.uuid4().hex[:12]}"
     r = Rig(lab, head, lab.pillar(f"nodes/{WORKERS[0]}")["node"]["compute"]["redis_host"],
             comp["worker"]["queue"], f"/code.nfs/branches/caches/{job}/xx",
-            f"rsync://{comp['codesync']['bind']}:{comp['codesync']['port']}/code_nfs")
+            f"rsync://{comp['codesync']['bind']}:{comp['codesync']['port']}/code_nfs", "")
     work = lab.paths.lab / "miniray-test"
-    deps = miniray_deps(src)
-    build_wheelhouse(deps, work / "wheelhouse")
-    build_tree(src, deps, work / "xx")
+    work.mkdir(parents=True, exist_ok=True)
+    uv = pinned_uv(lab, work)
+    build_tree(src, miniray_deps(src), work / "xx", uv)
+    r.pycache = fill_site_cache(lab, work / "xx" / "uv.lock", python=(PYTHON,))
     try:
-        prepare_head(r, work)
+        prepare_head(r, work, uv)
         for node in WORKERS:
-            prepare_worker(r, node, work)
+            prepare_worker(r, node)
         yield r
     finally:
         for node in WORKERS:
@@ -192,18 +215,20 @@ def rig(lab: Lab) -> Iterator[Rig]:
                     f'[ "$(readlink /code.nfs)" != {export} ] || rm /code.nfs')
 
 
-def prepare_head(r: Rig, work: Path) -> None:
-    """uv from a worker, the wheelhouse and the tree on the head; the tree locked
-    offline, the executor's venv synced from it, and the tree pushed to the code sync."""
+def prepare_head(r: Rig, work: Path, uv: Path) -> None:
+    """The pinned uv, fleet-uv-warm and the locked tree on the head; the executor's venv
+    synced offline from the site cache, and the tree pushed to the code sync."""
     lab, head = r.lab, r.head
-    uv = run_on(lab, WORKERS[0], "readlink -f $(command -v uv)").strip()
-    pm.podman(lab.paths, "cp", f"{lab.plan.node(WORKERS[0]).container}:{uv}",
-              str(work / "uv"))
-    copy_in(lab, head, work / "uv", f"{OPT}/uv")
-    copy_in(lab, head, work / "wheelhouse", WHEELHOUSE)
+    warm = work / "fleet-uv-warm"
+    warm.write_text(WARM.read_text().replace("{{ uv }}", f"{OPT}/uv"))
+    warm.chmod(0o755)
+    copy_in(lab, head, uv, f"{OPT}/uv")
+    copy_in(lab, head, warm, f"{OPT}/fleet-uv-warm")
     copy_in(lab, head, work / "xx", f"{OPT}/xx")
-    env = f"UV_OFFLINE=1 UV_CACHE_DIR={OPT}/uv-cache UV_PROJECT_ENVIRONMENT={OPT}/venv"
-    run_on(lab, head, f"cd {OPT}/xx && {env} {OPT}/uv lock && {env} {OPT}/uv sync --frozen")
+    env = (f"FLEET_PYCACHE_URL={r.pycache} UV_PYTHON_DOWNLOADS=never "
+           f"UV_CACHE_DIR={OPT}/uv-cache UV_PROJECT_ENVIRONMENT={OPT}/venv")
+    run_on(lab, head, f"cd {OPT}/xx && {env} {OPT}/fleet-uv-warm . && "
+                      f"{env} UV_OFFLINE=1 {OPT}/uv sync --frozen")
     export = lab.pillar("compute")["compute"]["codesync"]["export"]
     # stand-in (see the docstring): only where the head has no /code.nfs of its own
     run_on(lab, head, f'[ -e /code.nfs ] || ln -sn {export} /code.nfs')
@@ -213,19 +238,27 @@ def prepare_head(r: Rig, work: Path) -> None:
     assert "Number of regular files transferred:" in out
 
 
-def prepare_worker(r: Rig, node: str, work: Path) -> None:
-    """The wheelhouse, the worker's own venv (synced from the job tree on /code.nfs) and
-    the shim; the worker started as a transient unit with the role's env file."""
+def prepare_worker(r: Rig, node: str) -> None:
+    """The task user's uv cache warmed for the job's lock from the site cache (the step
+    before a lock's first job), the worker's own venv synced offline from it, the shim;
+    the worker started as a transient unit with the role's env file."""
     lab = r.lab
-    copy_in(lab, node, work / "wheelhouse", WHEELHOUSE)
+    env = run_on(lab, node, f"cat {ENV}")
+    if "UV_OFFLINE=1\n" not in env or f"FLEET_PYCACHE_URL={r.pycache}\n" not in env:
+        pytest.fail(f"{node}: {ENV} does not keep uv offline on the site cache:\n{env}")
     copy_in(lab, node, ROOT / "tests" / "lab" / "miniray_shim.py", f"{OPT}/shim.py")
-    env = f"UV_OFFLINE=1 UV_CACHE_DIR={OPT}/uv-cache UV_PROJECT_ENVIRONMENT={OPT}/venv"
-    run_on(lab, node, f"{env} uv sync --frozen --project {r.codedir}")
-    task_home = run_on(lab, node, ". /etc/fleet/miniray/worker.env && "
-                                  "getent passwd $TASK_UID | cut -d: -f6").strip()
+    # the task user: TASK_UID of worker.env, as whom miniray's worker syncs the task venvs
+    user, task_home = run_on(lab, node, f". {ENV} && getent passwd $TASK_UID | "
+                                        "cut -d: -f1,6").strip().split(":")
+    cache = f"{task_home}/.cache/uv"
+    body = f"set -a; . {ENV}; set +a; export UV_CACHE_DIR={cache}; fleet-uv-warm {r.codedir}"
+    run_on(lab, node, f"runuser -u {shlex.quote(user)} -- sh -c {shlex.quote(body)}")
+    run_on(lab, node, f"set -a; . {ENV}; set +a; export UV_CACHE_DIR={OPT}/uv-cache "
+                      f"UV_PROJECT_ENVIRONMENT={OPT}/venv; fleet-uv-warm {r.codedir} && "
+                      f"uv sync --frozen --project {r.codedir}")
     run_on(lab, node, " ".join([
-        "systemd-run", f"--unit={UNIT}", "--property=EnvironmentFile=/etc/fleet/miniray/worker.env",
-        f"--setenv=UV_CACHE_DIR={task_home}/.cache/uv", "--setenv=UV_OFFLINE=1",
+        "systemd-run", f"--unit={UNIT}", f"--property=EnvironmentFile={ENV}",
+        f"--setenv=UV_CACHE_DIR={cache}",
         f"--setenv=PYTHONPATH={r.codedir}", "--setenv=PYTHONUNBUFFERED=1",
         f"--setenv=MINIRAY_SHIM_UNIT={UNIT}.service", f"--working-directory={r.codedir}",
         f"{OPT}/venv/bin/python", f"{OPT}/shim.py", f"{r.codedir}/miniray/worker.py"]))
