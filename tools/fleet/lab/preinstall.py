@@ -8,7 +8,10 @@ lab render's pillar with lab/pillar merged over it, for the lab's OS), its ``pkg
 installs collected as `make check-packages` collects them (fleet.packages.facts), and
 each distinct set is installed into an image derived from the lab's minion image. The
 states stay the one definition of what a node has; the image only does their downloads
-ahead of time, once per machine (the tag is a hash of the inputs).
+ahead of time, once per machine (the tag is a hash of the inputs). A set is installed
+into the image of a smaller set where one exists (a node with one role more than another
+gets that role's packages only; apt fetches only what the image lacks); each image
+records its set in its labels for that.
 
 What the image does not do for the states:
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import logging
 import sys
 import tempfile
@@ -107,10 +111,16 @@ def node_sets(paths: Paths, plan: Plan) -> dict[str, NodeSet]:
     return out
 
 
+# the labels an image records its inputs in (what a later, larger set is built on)
+BASE_LABEL = "fleet.lab.base"
+PACKAGES_LABEL = "fleet.lab.packages"
+SERVICES_LABEL = "fleet.lab.services"
+
+
 def tag_for(base: str, nset: NodeSet) -> str:
     repo = base.rsplit(":", 1)[0]
     h = hashlib.sha256()
-    h.update(Path(__file__).read_bytes())
+    h.update(SCRIPT.encode())
     h.update(base.encode())
     h.update(" ".join(sorted(nset.packages)).encode())
     h.update(" ".join(sorted(nset.services)).encode())
@@ -136,6 +146,24 @@ apt-get clean
 """
 
 
+def _closest(paths: Paths, base: str, nset: NodeSet) -> str:
+    """The image to install ``nset`` into: the existing image of ``base`` whose recorded
+    set is the largest part of ``nset`` (its packages and services), else ``base``."""
+    repo = base.rsplit(":", 1)[0] + "-pkgs"
+    out = pm.podman(paths, "images", "--format", "{{.Repository}}:{{.Tag}}",
+                    "--filter", f"reference={repo}", check=False).stdout
+    best, size = base, 0
+    for tag in out.split():
+        labels = pm.inspect(paths, tag).get("Config", {}).get("Labels") or {}
+        if labels.get(BASE_LABEL) != base:
+            continue
+        pkgs = set(labels.get(PACKAGES_LABEL, "").split())
+        services = set(labels.get(SERVICES_LABEL, "").split())
+        if pkgs <= set(nset.packages) and services <= set(nset.services) and len(pkgs) > size:
+            best, size = tag, len(pkgs)
+    return best
+
+
 def build(paths: Paths, base: str, nset: NodeSet) -> tuple[str, bool]:
     """The image of ``base`` with ``nset``'s packages installed; (tag, built)."""
     tag = tag_for(base, nset)
@@ -144,13 +172,18 @@ def build(paths: Paths, base: str, nset: NodeSet) -> tuple[str, bool]:
     t0 = time.monotonic()
     builder = f"{PREFIX}-imagebuild-{tag.rsplit(':', 1)[1]}"
     pm.podman(paths, "rm", "-f", builder, check=False)
-    log.info("installing %d packages into %s", len(nset.packages), tag)
+    start = _closest(paths, base, nset)
+    log.info("installing %d packages into %s (from %s)", len(nset.packages), tag, start)
     script = SCRIPT.format(packages=" ".join(nset.packages),
                            services=" ".join(nset.services) or "''")
+    labels = {BASE_LABEL: base, PACKAGES_LABEL: " ".join(sorted(nset.packages)),
+              SERVICES_LABEL: " ".join(sorted(nset.services))}
+    changes = [a for k, v in labels.items() for a in ("--change", f"LABEL {k}={json.dumps(v)}")]
     try:
-        pm.podman(paths, "run", "-i", "--name", builder, base, "sh", "-s", input=script,
+        pm.podman(paths, "run", "-i", "--name", builder, start, "sh", "-s", input=script,
                   timeout=3600)
-        pm.podman(paths, "commit", "--quiet", "--change", 'CMD ["/sbin/init"]', builder, tag)
+        pm.podman(paths, "commit", "--quiet", "--change", 'CMD ["/sbin/init"]', *changes,
+                  builder, tag)
     finally:
         pm.podman(paths, "rm", "-f", builder, check=False)
     log.info("%s built in %.0f s", tag, time.monotonic() - t0)
