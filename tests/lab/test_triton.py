@@ -13,6 +13,7 @@ the Debian 12 lab has no compute layer, and these tests skip there saying so).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import socket
 import urllib.parse
@@ -102,8 +103,9 @@ def test_http_and_grpc_answer_on_loopback_only(node: str, lab: Lab) -> None:
     address = _address(lab, node)
     out = sh(lab.host(node), "ss -Hltn").stdout
     for what, want in (("http", "127.0.0.1"), ("grpc", "127.0.0.1"), ("metrics", address)):
-        local = [line.split()[3] for line in out.splitlines()
-                 if line.split()[3].endswith(f":{ports[what]}")]
+        # gRPC's socket is IPv6 with the v4-mapped address: [::ffff:127.0.0.1]:8001
+        local = [re.sub(r"^\[::ffff:([0-9.]+)\]", r"\1", line.split()[3])
+                 for line in out.splitlines() if line.split()[3].endswith(f":{ports[what]}")]
         assert local == [f"{want}:{ports[what]}"], (what, local)
     for what in ("http", "grpc"):  # from this host, on the lab network
         with socket.socket() as s, pytest.raises(ConnectionRefusedError):
