@@ -15,6 +15,7 @@ node:
   compute:
     codesync_host: 10.1.0.10
     redis_host: 10.1.0.10
+    triton_server_enabled: false
   disks:
     boot:
       kind: nvme

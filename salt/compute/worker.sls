@@ -124,7 +124,7 @@ compute-worker-file-managed-env:
         redis_host: {{ me.redis_host | json }}
         queue: {{ c.worker.queue | json }}
         task_uid: {{ w.task_uid }}
-        triton: {{ (c.triton.mode != 'off') | json }}
+        triton: {{ me.triton_server_enabled | json }}
         triton_port: {{ c.triton.ports.http }}
         pycache_url: {{ c.python_cache.url | json }}
         offline: {{ c.python_cache.offline | json }}

@@ -49,6 +49,21 @@ def test_services_are_probed_where_the_inventory_puts_them(site_inv: Inventory) 
                                "labels": {"node": ctl.hostname}}]
 
 
+def test_triton_is_scraped_on_the_nodes_that_run_it(site_inv: Inventory) -> None:
+    assert site_inv.raw.compute is not None and site_inv.raw.compute.triton.mode == "off"
+    assert monitoring.targets(site_inv)["triton"] == []
+    text = SITE.read_text()
+    old = '    mode: "off"\n    # nvidia-pytriton'
+    assert old in text
+    inv = parse(text.replace(old, '    mode: wheel\n    groups: [tbox2]\n    # nvidia-pytriton'),
+                str(SITE))
+    groups = monitoring.targets(inv)["triton"]
+    tbox2 = [n for n in inv.nodes.values() if n.group == "tbox2"]
+    assert tbox2 and [g["labels"]["node"] for g in groups] == [n.hostname for n in tbox2]
+    assert all(g["targets"] == [f"{inv.nodes[g['labels']['node']].address}:8002"]
+               for g in groups)
+
+
 def test_the_pillar_carries_targets_and_rules_to_the_monitoring_host_only(
         site_inv: Inventory) -> None:
     files = render_all(site_inv)

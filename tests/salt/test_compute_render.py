@@ -90,8 +90,10 @@ def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
     res = _render(pillar_dir, tmp_path, "gpu-02")
     assert not res.errors, res.errors
     env = res.files["compute-worker-file-managed-env"].splitlines()
+    # Triton from the wheel runs here, but miniray's worker must not manage it: its cleanup
+    # needs the docker CLI and a container named tritonserver
     assert {"REDIS_HOST=10.1.0.10", "PIPELINE_QUEUE=remote_v3", "USE_MAIN_RESULT_REDIS=1",
-            "TRITON_SERVER_ENABLED=1"} <= set(env)
+            "TRITON_SERVER_ENABLED=0", "TRITON_SERVER_ADDRESS=127.0.0.1:8000"} <= set(env)
     ids = {c["__id__"]: c for c in res.lowstate}
     procs = sorted(c["name"] for i, c in ids.items()
                    if i.startswith("compute-worker-user-present-proc"))
@@ -115,6 +117,9 @@ def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
         " --grpc-port=8001 --metrics-address=10.1.0.101 --metrics-port=8002\n" in unit, unit
     ids = {c["__id__"]: c for c in res.lowstate}
     assert "python_backend_stubs/3.12/" in ids["compute-triton-cmd-run-stub"]["name"]
+    # numpy for the python backend's stub, from the OS (the stub embeds its libpython)
+    assert set(ids["compute-triton-pkg-installed"]["pkgs"]) == {"libpython3.12t64",
+                                                                 "python3-numpy"}
 
 
 @pytest.mark.parametrize(("node", "old", "new", "says"), [

@@ -59,6 +59,29 @@ def test_triton_off_gives_no_triton_role(text: str) -> None:
     assert compute.roles(inv.raw, inv.nodes["gpu-01"]) == ["compute.worker", "codesync.client"]
 
 
+def test_triton_groups_choose_the_workers_that_run_it(text: str) -> None:
+    text, _ = edit(text, "worker_groups: [part-a]", "worker_groups: [part-a, part-b]")
+    inv = parse(text, FILE)
+    assert all(compute.runs_triton(inv.raw, inv.nodes[h])
+               for h in ("gpu-01", "gpu-02", "gpu-03", "gpu-04"))
+    text, _ = edit(text, "    mode: wheel\n", "    mode: wheel\n    groups: [part-b]\n")
+    inv = parse(text, FILE)
+    assert compute.roles(inv.raw, inv.nodes["gpu-01"]) == ["compute.worker", "codesync.client"]
+    assert "compute.triton" in compute.roles(inv.raw, inv.nodes["gpu-03"])
+    assert not compute.runs_triton(inv.raw, inv.nodes["stor-2"])
+
+
+@pytest.mark.parametrize(("mode", "managed"), [("wheel", False), ("container", True)])
+def test_miniray_manages_only_the_container(text: str, mode: str, managed: bool) -> None:
+    """TRITON_SERVER_ENABLED: miniray's cleanup needs the docker CLI and a container named
+    tritonserver, which the wheel's server is not."""
+    image = "nvcr.io/nvidia/tritonserver@sha256:" + "a" * 64
+    text, _ = edit(text, "    mode: wheel\n", f"    mode: {mode}\n    image: {image}\n")
+    inv = parse(text, FILE)
+    assert compute.miniray_manages_triton(inv.raw, inv.nodes["gpu-01"]) is managed
+    assert compute.miniray_manages_triton(inv.raw, inv.nodes["gpu-03"]) is False
+
+
 def test_the_cluster_networks_default_to_the_provisioning_networks(text: str) -> None:
     inv = parse(text, FILE)
     assert compute.cluster_networks(inv.raw) == ["prov"]

@@ -5,7 +5,8 @@ Which nodes get which compute role is derived here (pillar ``node:roles``), and
 :func:`check_compute` holds ``fleet validate``'s rules for the section: one central
 server on a node that is not retired; the server and the code sync host on a cluster
 network that every worker shares; worker groups in a Slurm partition (the worker runs as a
-requeued Slurm job); Python >= 3.12 on every worker's OS (miniray requires it).
+requeued Slurm job); Python >= 3.12 on every worker's OS (miniray requires it); Triton's
+groups among the worker groups.
 """
 
 from __future__ import annotations
@@ -59,9 +60,27 @@ def roles(raw: schema.Inventory, node: Node) -> list[str]:
         out.append("codesync.server")
     if is_worker(raw, node):
         out += ["compute.worker", "codesync.client"]
-        if comp.triton.mode != "off":
+        if runs_triton(raw, node):
             out.append("compute.triton")
     return out
+
+
+def runs_triton(raw: schema.Inventory, node: Node) -> bool:
+    """Whether the worker ``node`` runs tritonserver (role compute.triton)."""
+    t = raw.compute.triton if raw.compute is not None else None
+    return (t is not None and t.mode != "off" and is_worker(raw, node)
+            and (not t.groups or node.group in t.groups))
+
+
+def miniray_manages_triton(raw: schema.Inventory, node: Node) -> bool:
+    """The worker's TRITON_SERVER_ENABLED: miniray's worker then checks the server's health
+    every loop and, when a GPU job replaces another, cleans Triton up through the docker CLI
+    (`docker ps --filter name=tritonserver`, `docker top`), which only the container (mode
+    container, named tritonserver) answers. With the wheel's server that cleanup would raise
+    inside the worker's allocation, so the worker leaves Triton alone: tasks still reach the
+    server on 127.0.0.1 themselves."""
+    assert raw.compute is not None
+    return runs_triton(raw, node) and raw.compute.triton.mode == "container"
 
 
 def node_os(raw: schema.Inventory, node: Node) -> str | None:
@@ -123,6 +142,12 @@ def _check_networks(c: Ctx, comp: schema.Compute) -> Iterator[Problem]:
 
 def _check_triton(c: Ctx, comp: schema.Compute) -> Iterator[Problem]:
     t = comp.triton
+    for i, gname in enumerate(t.groups):
+        if gname not in comp.worker_groups:
+            yield c.problem(("compute", "triton", "groups", i), f"{gname!r} is not one of "
+                            "compute.worker_groups: Triton runs on workers only",
+                            code="unknown_ref",
+                            hint=f"worker groups: {', '.join(comp.worker_groups)}")
     need = {"wheel": ("artifact", t.artifact), "container": ("image", t.image)}.get(t.mode)
     if need is not None and need[1] is None:
         yield c.problem(("compute", "triton", "mode"), f"mode {t.mode} needs "

@@ -67,14 +67,15 @@ def pillar(inv: Inventory) -> dict[str, Any]:
 
 
 def node_pillar(inv: Inventory, node: Node) -> dict[str, Any] | None:
-    """node:compute of a worker: where it reaches Valkey (REDIS_HOST) and the rsync module
-    (None: not a worker)."""
+    """node:compute of a worker: where it reaches Valkey (REDIS_HOST) and the rsync module,
+    and whether its miniray worker manages Triton (None: not a worker)."""
     comp = inv.raw.compute
     if comp is None or not facts.is_worker(inv.raw, node):
         return None
     return {
         "redis_host": _shared_address(inv, inv.nodes[comp.valkey.host], node),
         "codesync_host": _shared_address(inv, inv.nodes[comp.codesync.host], node),
+        "triton_server_enabled": facts.miniray_manages_triton(inv.raw, node),
     }
 
 

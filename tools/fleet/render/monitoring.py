@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleet.inventory import compute
 from fleet.inventory.checks.services import MONITORING_PORTS, SLURMCTLD_PORT
 from fleet.inventory.model import Inventory, Node
 from fleet.render.mkvlayout import MKV_ROOT
@@ -89,12 +90,16 @@ def _labels(node: Node) -> dict[str, str]:
 
 def targets(inv: Inventory) -> dict[str, list[dict[str, Any]]]:
     """Prometheus file_sd groups by job: every node's exporter (its GPU, InfiniBand, Slurm
-    and textfile metrics with it), each mkv volume server and array master, slurmctld."""
+    and textfile metrics with it), each mkv volume server and array master, slurmctld,
+    and tritonserver's own metrics on each node that runs it (role compute.triton)."""
     port = PORTS["node_exporter"]
+    triton_port = compute.TRITON_PORTS["metrics"]
     out: dict[str, list[dict[str, Any]]] = {
         "node": [{"targets": [f"{address(n)}:{port}"], "labels": _labels(n)}
                  for n in inv.nodes.values()],
         "mkv_volume": [], "mkv_master": [], "slurmctld": [],
+        "triton": [{"targets": [f"{address(n)}:{triton_port}"], "labels": {"node": n.hostname}}
+                   for n in inv.nodes.values() if compute.runs_triton(inv.raw, n)],
     }
     if inv.raw.mkv is not None:
         for aname, array in inv.raw.mkv.arrays.items():

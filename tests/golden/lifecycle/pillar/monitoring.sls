@@ -215,3 +215,4 @@ monitoring:
         node: head-01
       targets:
       - "10.1.0.10:6817"
+    triton: []

@@ -67,6 +67,8 @@ class Triton(Model):
     """the nvidia-pytriton wheel (mode wheel)"""
     image: ImageRef | None = None
     """the tritonserver image pinned by digest (mode container), imported by the operator"""
+    groups: list[Name] = Field(default_factory=list, max_length=1000)
+    """the worker groups whose nodes run it (empty: every worker group)"""
 
 
 class PythonCache(Model):
