@@ -134,7 +134,9 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d
 chmod 0755 /usr/sbin/policy-rc.d
 apt-get update -q
-apt-get install -y -q --no-install-recommends {packages}
+# --no-upgrade: in the image of a smaller set, what is installed stays as it is (the
+# highstate decides versions)
+apt-get install -y -q --no-install-recommends --no-upgrade {packages}
 # the states enable and start these themselves (units the states write do not exist yet)
 for unit in {services}; do
   if [ "$(systemctl --root=/ is-enabled "$unit" 2>/dev/null)" = enabled ]; then
