@@ -14,6 +14,7 @@ from typing import Any
 
 from fleet.inventory import compute as facts
 from fleet.inventory.model import Inventory, Node
+from fleet.render.hostlist import compress
 
 
 def _artifact(a: Any) -> dict[str, str] | None:
@@ -77,3 +78,13 @@ def node_pillar(inv: Inventory, node: Node) -> dict[str, Any] | None:
 
 def has_role(inv: Inventory, node: Node) -> bool:
     return bool(facts.roles(inv.raw, node))
+
+
+def slurm_preempt(inv: Inventory) -> dict[str, str] | None:
+    """pillar slurm:preempt: the workers' preemptible partition and its nodes (None: no
+    compute section)."""
+    comp = inv.raw.compute
+    if comp is None:
+        return None
+    workers = [n.hostname for n in inv.nodes.values() if facts.is_worker(inv.raw, n)]
+    return {"partition": comp.partition, "nodes": compress(workers)}

@@ -60,6 +60,9 @@ slurm:
     max_time: INFINITE
     name: tbox2
     nodes: "gpu-[03-04]"
+  preempt:
+    nodes: "gpu-[02-04]"
+    partition: miniray
   topology:
   - nodes: gpu-02
     switch: ib1

@@ -43,6 +43,9 @@ slurm:
     max_time: INFINITE
     name: tbox2
     nodes: "gpu-[03-04]"
+  preempt:
+    nodes: "gpu-[01-04]"
+    partition: miniray
   topology:
   - nodes: "gpu-[01-02]"
     switch: ib1
