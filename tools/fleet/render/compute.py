@@ -82,9 +82,9 @@ def has_role(inv: Inventory, node: Node) -> bool:
 
 def slurm_preempt(inv: Inventory) -> dict[str, str] | None:
     """pillar slurm:preempt: the workers' preemptible partition and its nodes (None: no
-    compute section)."""
+    compute section, or no worker node: a partition of no nodes is no slurm.conf line)."""
     comp = inv.raw.compute
     if comp is None:
         return None
     workers = [n.hostname for n in inv.nodes.values() if facts.is_worker(inv.raw, n)]
-    return {"partition": comp.partition, "nodes": compress(workers)}
+    return {"partition": comp.partition, "nodes": compress(workers)} if workers else None
