@@ -57,7 +57,7 @@ def pillar(inv: Inventory) -> dict[str, Any]:
             "prune_days": comp.codesync.prune_days,
         },
         "worker": {"queue": comp.queue, "task_user": comp.task_user,
-                   "miniray": _artifact(comp.miniray)},
+                   "partition": comp.partition, "miniray": _artifact(comp.miniray)},
         "uv": _artifact(comp.uv),
         "triton": {"mode": comp.triton.mode, "artifact": _artifact(comp.triton.artifact),
                    "image": comp.triton.image, "ports": dict(facts.TRITON_PORTS)},
