@@ -37,5 +37,6 @@ compute:
     port: 6379
   worker:
     miniray: null
+    partition: miniray
     queue: remote_v3
     task_user: miniray

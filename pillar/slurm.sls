@@ -114,6 +114,9 @@ slurm:
     max_time: INFINITE
     name: tbox2
     nodes: "tbox-[039-075]"
+  preempt:
+    nodes: "tbox-[001-075]"
+    partition: miniray
   topology:
   - nodes: "tbox-[001-038]"
     switch: ib1

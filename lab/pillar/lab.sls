@@ -10,6 +10,11 @@ slurm:
     # no cgroup delegation into the containers (docs/salt.md)
     proctrack: proctrack/linuxproc
     task_plugin: task/none
+    # tests/lab/test_compute_slurm.py requeues a worker job twice: each requeue waits
+    # this long before the job may start again (Slurm's default 120 s), and the backfill
+    # scheduler that starts it runs this often (default 30 s)
+    requeue_delay_s: 10
+    backfill_interval_s: 5
 provisioning:
   lookup:
     # no live-server ISO in the lab (2.6 GB, from outside): tests/lab/test_install_media.py

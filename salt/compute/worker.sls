@@ -7,8 +7,8 @@
 {%- set slots = grains.get('num_cpus', 1) | int %}
 # compute.worker: what a miniray worker needs on this node: Python, uv (the pinned wheel),
 # the task user, one system user and group per CPU slot (proc000..proc{{ '%03d' % (slots - 1) }}),
-# the worker's environment file and log rotation. The worker itself runs as a requeued
-# Slurm job on the preemptible partition (docs/operations.md, Compute).
+# the worker's environment file, its Slurm job script and log rotation. The worker itself
+# runs as a requeued Slurm job on the preemptible partition (docs/operations.md, Compute).
 
 compute-worker-pkg-installed:
   pkg.installed:
@@ -130,6 +130,25 @@ compute-worker-file-managed-env:
         offline: {{ c.python_cache.offline | json }}
     - require:
       - file: compute-worker-file-directory-{{ w.env_dir | replace('/', '-') | trim('-') }}
+
+# the worker's Slurm job script; an operator submits it on this node (sbatch FILE)
+compute-worker-file-managed-sbatch:
+  file.managed:
+    - name: {{ w.env_dir }}/worker.sbatch
+    - source: salt://{{ tplroot }}/files/worker.sbatch.jinja
+    - template: jinja
+    - mode: '0644'
+    - check_cmd: /bin/bash -n
+    - context:
+        node: {{ salt['pillar.get']('node:hostname') | json }}
+        partition: {{ c.worker.partition | json }}
+        job_name: {{ w.job_name | json }}
+        log_dir: {{ w.log_dir | json }}
+        env_file: {{ (w.env_dir ~ '/worker.env') | json }}
+        miniray_dir: {{ w.miniray_dir | json }}
+        uv: {{ w.uv_link | json }}
+    - require:
+      - file: compute-worker-file-managed-env
 
 compute-worker-file-managed-logrotate:
   file.managed:

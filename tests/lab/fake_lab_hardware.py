@@ -54,6 +54,7 @@ from fleet.lab import podman as pm
 from fleet.lab.paths import Paths
 from fleet.lab.plan import LabNode, Plan
 from fleet.lab.plan import load as load_plan
+from fleet.master import slurm
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,7 +130,9 @@ class Hardware:
     def slurm_state(self, node: str) -> str:
         res = pm.exec_(self.paths, self.controller.container, "sinfo", "-h", "-N", "-n",
                        node, "-o", "%T", check=False, timeout=30)
-        return res.stdout.strip() or f"unknown (rc {res.returncode})"
+        # one row per partition the node is in (a worker node: two), each the node's state
+        rows = slurm.node_rows(res.stdout)
+        return ", ".join(rows) or f"unknown (rc {res.returncode})"
 
     def pxe_script(self, node: LabNode) -> str:
         """What iPXE would chain: the node's boot-mode link on the head node."""

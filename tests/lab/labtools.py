@@ -22,6 +22,7 @@ from fleet.lab.paths import Paths
 from fleet.lab.plan import LabNode, Plan
 from fleet.lab.plan import load as load_plan
 from fleet.master.highstate import NodeResult
+from fleet.master.slurm import node_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 ENABLED = os.environ.get("FLEET_LAB") == "1"
@@ -97,6 +98,22 @@ def podman_exec(lab: Lab, hostname: str, *argv: str,
                 timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return pm.exec_(lab.paths, lab.plan.node(hostname).container, *argv, check=False,
                     timeout=timeout)
+
+
+def sinfo_row(stdout: str) -> str:
+    """The one row of ``sinfo -h -N -n NODE -o FIELDS`` ("" when sinfo prints none): a
+    worker node prints one per partition (its training one and the workers' preemptible
+    one), each with the node's own state and reason (fleet.master.slurm.node_rows)."""
+    rows = node_rows(stdout)
+    assert len(rows) <= 1, f"sinfo rows of one node differ: {rows}"
+    return rows[0] if rows else ""
+
+
+def sinfo_node(lab: Lab, node: str, fields: str = "%T", *flags: str) -> str:
+    """``sinfo FLAGS -h -N -n NODE -o FIELDS`` on the controller, as one row."""
+    controller = node_ids("slurm.controller")[0]
+    return sinfo_row(podman_exec(lab, controller, "sinfo", *flags, "-h", "-N", "-n", node,
+                                 "-o", fields, timeout=120).stdout)
 
 
 def fleet_json(lab: Lab, verb: str, state: Path, *args: str, timeout: float,

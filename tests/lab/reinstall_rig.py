@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labtools import ROOT, Lab, podman_exec
+from labtools import ROOT, Lab, podman_exec, sinfo_row
 
 from fleet.master.journal import Journal
 from support.bmcfakes import free_port, htpasswd, stop_process, wait_ready
@@ -92,7 +92,7 @@ class Rig:
         return str(json.loads(res.stdout)["nodes"][0]["mode"])
 
     def slurm_state(self, node: str) -> str:
-        return self.head("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+        return sinfo_row(self.head("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout)
 
     def curl_from(self, node: str, *args: str) -> str:
         """HTTP status of a request made from ``node``'s own address."""

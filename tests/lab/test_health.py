@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labtools import Lab, fleet_json, podman_exec, poll
+from labtools import Lab, fleet_json, podman_exec, poll, sinfo_node
 
 from fleet.lab import podman as pm
 
@@ -48,11 +48,11 @@ def scontrol(lab: Lab, *args: str) -> str:
 
 
 def slurm_state(lab: Lab, node: str) -> str:
-    return podman_exec(lab, HEAD, "sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+    return sinfo_node(lab, node, "%T")
 
 
 def reason(lab: Lab, node: str) -> str:
-    return podman_exec(lab, HEAD, "sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
+    return sinfo_node(lab, node, "%E")
 
 
 def container_pid(lab: Lab, node: str) -> str:

@@ -27,7 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from labtools import ROOT, Lab, fleet_json, podman_exec, poll
+from labtools import ROOT, Lab, fleet_json, podman_exec, poll, sinfo_node
 from reinstall_rig import CONTROLLER, PODMAN, rig_up
 
 HEAD, BUSY, OTHER, FAILING = "head-01", "tbox-001", "tbox-002", "tbox-039"
@@ -47,11 +47,11 @@ def head(lab: Lab, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def slurm_state(lab: Lab, node: str) -> str:
-    return head(lab, "sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+    return sinfo_node(lab, node, "%T")
 
 
 def reason(lab: Lab, node: str) -> str:
-    return head(lab, "sinfo", "-h", "-N", "-n", node, "-o", "%E").stdout.strip()
+    return sinfo_node(lab, node, "%E")
 
 
 def journal(state: Path) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ from typing import Any
 
 import pytest
 import yaml
-from labtools import ROOT, Lab, deep_merge, podman_exec, poll
+from labtools import ROOT, Lab, deep_merge, podman_exec, poll, sinfo_row
 
 from fleet.lab import highstate
 from fleet.lab import nodes as lab_nodes
@@ -279,7 +279,7 @@ class Follower:
         if self.state == "planned":  # in slurm.conf, FUTURE: only --future shows it
             assert not listed, proc.stdout
             future = self.head("sinfo", "--future", "-h", "-N", "-n", self.node, "-o", "%T")
-            assert future.stdout.split() == ["future"], future.stdout + future.stderr
+            assert sinfo_row(future.stdout) == "future", future.stdout + future.stderr
             self.seen.add("future in slurm")
         elif self.state == "retired":
             assert not listed, proc.stdout

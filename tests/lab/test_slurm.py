@@ -5,36 +5,47 @@ from __future__ import annotations
 import pytest
 from labtools import Lab, node_ids, poll, sh
 
+from fleet.inventory import compute
+
 CONTROLLER = node_ids("slurm.controller")[0]
 SLURM_NODES = node_ids("slurm.controller") + node_ids("slurm.compute")
 
 
 def partitions(lab: Lab) -> dict[str, list[str]]:
-    """partition -> its lab nodes, from the inventory (through the overlay)."""
+    """partition -> its lab nodes, from the inventory (through the overlay): its own
+    partitions, and the workers' preemptible one over the worker groups' nodes."""
     inv = lab.plan.inventory
-    return {p: [n.hostname for n in inv.in_partition(p)] for p in inv.raw.slurm.partitions}
+    out = {p: [n.hostname for n in inv.in_partition(p)] for p in inv.raw.slurm.partitions}
+    if inv.raw.compute is not None:
+        out[inv.raw.compute.partition] = [n.hostname for n in inv.nodes.values()
+                                          if compute.is_worker(inv.raw, n)]
+    return out
 
 
-def sinfo(lab: Lab) -> dict[str, tuple[str, str]]:
+def sinfo(lab: Lab) -> dict[str, dict[str, str]]:
+    """node -> {partition: state}: sinfo -N prints a row per node and partition."""
     out = sh(lab.host(CONTROLLER), "sinfo -h -N -o '%N %P %t'").stdout
-    rows = {}
+    rows: dict[str, dict[str, str]] = {}
     for line in out.splitlines():
         name, part, state = line.split()
-        rows[name] = (part.rstrip("*"), state)
+        rows.setdefault(name, {})[part.rstrip("*")] = state
     return rows
 
 
 def test_sinfo_gpu_nodes_idle_in_their_partitions(lab: Lab) -> None:
-    want = {n: (p, "idle") for p, names in partitions(lab).items() for n in names}
+    want: dict[str, dict[str, str]] = {}
+    for p, names in partitions(lab).items():
+        for n in names:
+            want.setdefault(n, {})[p] = "idle"
     assert set(want) == set(node_ids("slurm.compute"))
-    poll("every lab GPU node idle in its partition",
+    poll("every lab GPU node idle in its partitions",
          lambda: sinfo(lab) == want or None, timeout=120, interval=2)
 
 
 def test_two_node_job_in_one_partition(lab: Lab) -> None:
     tbox1 = partitions(lab)["tbox1"]
     assert len(tbox1) == 2
-    poll("the tbox1 nodes idle", lambda: all(sinfo(lab).get(n, ("", ""))[1] == "idle"
+    poll("the tbox1 nodes idle", lambda: all(sinfo(lab).get(n, {}).get("tbox1") == "idle"
                                              for n in tbox1) or None, timeout=120, interval=2)
     r = sh(lab.host(CONTROLLER), "srun -N2 -p tbox1 hostname", timeout=120)
     assert r.rc == 0, r.stderr

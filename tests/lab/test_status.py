@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from labtools import ROOT, Lab, podman_exec, poll
+from labtools import ROOT, Lab, podman_exec, poll, sinfo_node
 from reinstall_rig import CONTROLLER, PODMAN, rig_up
 
 SILENT, INSTALL = "tbox-001", "tbox-002"
@@ -47,7 +47,7 @@ def head(lab: Lab, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def slurm_state(lab: Lab, node: str) -> str:
-    return head(lab, "sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
+    return sinfo_node(lab, node, "%T")
 
 
 def answers(lab: Lab, node: str) -> bool:

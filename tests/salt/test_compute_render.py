@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fleet.inventory.load import parse
 from fleet.render import render_all
@@ -105,6 +106,59 @@ def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
     assert ids["codesync-client-mount-mounted"]["device"] == "10.1.0.151:/srv/code"
 
 
+def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
+    """The worker's Slurm job: requeued, in the workers' preemptible partition, pinned to
+    its node, its log where logrotate rotates it, the worker env exported, miniray's
+    worker.py through uv; bash accepts it."""
+    res = _render(pillar_dir, tmp_path, "gpu-02")
+    assert not res.errors, res.errors
+    script = res.files["compute-worker-file-managed-sbatch"]
+    lines = script.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    sbatch = [ln for ln in lines if ln.startswith("#SBATCH ")]
+    assert sbatch == ["#SBATCH --job-name=miniray-worker", "#SBATCH --partition=miniray",
+                      "#SBATCH --nodelist=gpu-02", "#SBATCH --nodes=1", "#SBATCH --exclusive",
+                      "#SBATCH --requeue", "#SBATCH --open-mode=append",
+                      "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
+    assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
+    assert ". /etc/fleet/miniray/worker.env" in lines
+    assert lines[-1] == "cd /opt/fleet/miniray && exec /usr/local/bin/uv run worker.py"
+    rotated = res.files["compute-worker-file-managed-logrotate"]
+    assert "/var/log/slurm/miniray-worker.*.log {" in rotated
+    path = tmp_path / "worker.sbatch"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
+    ids = {c["__id__"]: c for c in res.lowstate}
+    assert ids["compute-worker-file-managed-sbatch"]["check_cmd"] == "/bin/bash -n"
+
+
+def test_the_workers_partition_in_slurm_conf(head: saltrender.Rendered) -> None:
+    """The workers' partition over the worker groups' nodes, preempted (REQUEUE) by a job
+    of any inventory partition; Slurm's own scheduler tempo (no lab pillar)."""
+    conf = head.files["slurm-controller-file-managed-slurm"].splitlines()
+    assert {"PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE",
+            "PartitionName=miniray Nodes=gpu-[01-02] Default=NO MaxTime=INFINITE State=UP "
+            "OverSubscribe=EXCLUSIVE PriorityTier=1 PreemptMode=REQUEUE"} <= set(conf), conf
+    tiers = [ln for ln in conf if ln.startswith("PartitionName=tbox")]
+    assert len(tiers) == 2 and all(ln.endswith(" PriorityTier=10 PreemptMode=OFF") for ln in tiers)
+    assert not [ln for ln in conf if ln.startswith(("AuthInfo=", "SchedulerParameters="))]
+
+
+def test_the_lab_tempo_of_requeues(pillar_dir: Path, tmp_path: Path) -> None:
+    """lab/pillar/lab.sls: a requeued job may start again after 10 s, backfill every 5 s."""
+    shutil.copytree(pillar_dir / "pillar", tmp_path / "pillar")
+    lab = (harness.ROOT / "lab" / "pillar" / "lab.sls").read_text()
+    (tmp_path / "pillar" / "lab.sls").write_text(lab)
+    top = yaml.safe_load((tmp_path / "pillar" / "top.sls").read_text())
+    top["base"]["head-01"].append("lab")
+    (tmp_path / "pillar" / "top.sls").write_text(yaml.safe_dump(top))
+    res = saltrender.Renderer(harness.ROOT / "salt", tmp_path / "pillar",
+                              pillar_dir / "secrets", tmp_path / "cache").render("head-01")
+    assert not res.errors, res.errors
+    conf = res.files["slurm-controller-file-managed-slurm"].splitlines()
+    assert {"AuthInfo=cred_expire=10", "SchedulerParameters=bf_interval=5"} <= set(conf)
+
+
 def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
     res = _render(pillar_dir, tmp_path, "gpu-01")
     assert not res.errors, res.errors
@@ -133,6 +187,8 @@ def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
      "cannot be a value of worker.env"),
     ("gpu-01", 'url: "http://10.1.0.10/pypi"', 'url: "http://10.1.0.10/pypi\\nUV_INDEX_URL=x"',
      "cannot be a value of worker.env"),
+    ("gpu-01", "partition: miniray", 'partition: "miniray\n#SBATCH --uid=0"',
+     "cannot be a word of worker.sbatch"),
 ])
 def test_a_hostile_pillar_value_fails_the_render(pillar_dir: Path, tmp_path: Path, node: str,
                                                  old: str, new: str, says: str) -> None:

@@ -112,6 +112,12 @@ def check_compute(c: Ctx) -> Iterator[Problem]:
     if comp is None:
         return
     yield from _check_networks(c, comp)
+    if c.raw.slurm is not None and comp.partition in c.raw.slurm.partitions:
+        first = c.src.pos(("slurm", "partitions", comp.partition))
+        yield c.problem(("compute", "partition"), f"{comp.partition} is already a partition "
+                        f"of slurm.partitions ({first})",
+                        code="duplicate", hint="the workers' preemptible partition needs a "
+                                               "name of its own")
     yield from _check_triton(c, comp)
     servers: list[tuple[YamlPath, Node, str]] = []
     for path, host, what in ((("compute", "valkey", "host"), comp.valkey.host, "Valkey"),

@@ -25,13 +25,30 @@ def resume(runner: Runner, node: str) -> None:
     runner.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"]).check()
 
 
+def node_rows(sinfo_output: str) -> list[str]:
+    """The distinct rows of ``sinfo -h -N -n NODE -o FIELDS``, in order. sinfo prints one
+    row per node *and partition*: a worker node is in its training partition and in the
+    workers' preemptible one (fleet.render.compute), and both rows carry the node's own
+    state and reason, so they are one row here."""
+    return list(dict.fromkeys(ln.strip() for ln in sinfo_output.splitlines() if ln.strip()))
+
+
+def node_row(sinfo_output: str, node: str) -> str:
+    """The one row of ``sinfo -h -N -n NODE -o FIELDS``; none, or rows that differ
+    (never seen: Slurm keeps one state per node), is a LookupError, never a guess."""
+    rows = node_rows(sinfo_output)
+    if not rows:
+        raise LookupError(f"sinfo does not know node {node}")
+    if len(rows) > 1:
+        raise LookupError(f"sinfo gives node {node} different rows in its partitions: "
+                          + "; ".join(repr(r[:60]) for r in rows[:4]))
+    return rows[0]
+
+
 def state(runner: Runner, node: str) -> str:
     """The node's state as ``sinfo -h -N -n NODE -o %T`` prints it, e.g. ``draining``."""
     out = runner.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T"]).check().stdout
-    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
-    if not lines:
-        raise LookupError(f"sinfo does not know node {node}")
-    return lines[0]
+    return node_row(out, node)
 
 
 def base_state(sinfo_state: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from fleet.inventory import compute as facts
 from fleet.inventory.model import Inventory, Node
+from fleet.render.hostlist import compress
 
 
 def _artifact(a: Any) -> dict[str, str] | None:
@@ -56,7 +57,7 @@ def pillar(inv: Inventory) -> dict[str, Any]:
             "prune_days": comp.codesync.prune_days,
         },
         "worker": {"queue": comp.queue, "task_user": comp.task_user,
-                   "miniray": _artifact(comp.miniray)},
+                   "partition": comp.partition, "miniray": _artifact(comp.miniray)},
         "uv": _artifact(comp.uv),
         "python_cache": {
             "url": facts.python_cache_url(inv.raw, inv.nodes[inv.raw.site.provisioning_host]),
@@ -90,3 +91,13 @@ def provisioning_pillar(inv: Inventory) -> dict[str, Any] | None:
 
 def has_role(inv: Inventory, node: Node) -> bool:
     return bool(facts.roles(inv.raw, node))
+
+
+def slurm_preempt(inv: Inventory) -> dict[str, str] | None:
+    """pillar slurm:preempt: the workers' preemptible partition and its nodes (None: no
+    compute section, or no worker node: a partition of no nodes is no slurm.conf line)."""
+    comp = inv.raw.compute
+    if comp is None:
+        return None
+    workers = [n.hostname for n in inv.nodes.values() if facts.is_worker(inv.raw, n)]
+    return {"partition": comp.partition, "nodes": compress(workers)} if workers else None

@@ -265,6 +265,7 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
         "partitions": partitions,
         "topology": topology,
         "drains": lifecycle.drains(inv),
+        "preempt": compute.slurm_preempt(inv),
     }
 
 

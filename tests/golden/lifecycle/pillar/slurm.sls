@@ -60,6 +60,7 @@ slurm:
     max_time: INFINITE
     name: tbox2
     nodes: "gpu-[03-04]"
+  preempt: null
   topology:
   - nodes: gpu-02
     switch: ib1

@@ -43,6 +43,7 @@ slurm:
     max_time: INFINITE
     name: tbox2
     nodes: "gpu-[03-04]"
+  preempt: null
   topology:
   - nodes: "gpu-[01-02]"
     switch: ib1

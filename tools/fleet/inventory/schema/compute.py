@@ -102,6 +102,9 @@ class Compute(Model):
     """the account tasks run as (TASK_UID): its home holds the job venvs and the uv cache"""
     queue: QueueName = "remote_v3"
     """the workers' PIPELINE_QUEUE: a job's queue_name must equal it"""
+    partition: Name = "miniray"
+    """the preemptible Slurm partition over the worker groups' nodes that worker jobs run in
+    (PriorityTier 1, PreemptMode REQUEUE): a job of any slurm.partitions entry requeues them"""
     uv: Artifact
     """the uv wheel whose uv binary workers install"""
     miniray: Artifact | None = None

@@ -1,0 +1,121 @@
+"""The miniray worker as a Slurm job in the lab's real Slurm (slurmctld on head-01, slurmd
+on the GPU containers): the job script that compute.worker renders
+(/etc/fleet/miniray/worker.sbatch), submitted with sbatch on its node as
+docs/operations.md says, runs in the workers' preemptible partition; ``scontrol requeue``
+runs it again (Restarts=1); a job of the node's training partition preempts it (requeued,
+PENDING, Restarts=2) and runs; the worker runs again when that job ends. Its log, in the
+directory logrotate rotates, gets one line per run.
+
+Stand-in, named: the lab has no miniray checkout (compute.miniray is null), so the
+script's one worker command line (``cd MINIRAY && exec uv run worker.py``) is replaced,
+for this test only, by ``exec sleep infinity`` (STAND_IN below); the #SBATCH options, the
+environment file and the log line are the rendered script's. The lab's slurm pillar
+(lab/pillar/lab.sls) shortens the wait of a requeued job (10 s; Slurm's 120 s) and the
+backfill interval (5 s; 30 s), or each requeue would cost the lab two minutes.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from labtools import Lab, node_ids, podman_exec, poll, sh
+
+WORKER = node_ids("slurm.compute")[0]
+CONTROLLER = node_ids("slurm.controller")[0]
+SCRIPT = "/etc/fleet/miniray/worker.sbatch"
+LOG = f"/var/log/slurm/miniray-worker.{WORKER}.log"
+COMMAND = re.compile(r"^cd \S+ && exec \S+/uv run worker\.py$", re.MULTILINE)
+STAND_IN = "exec sleep infinity  # STAND-IN for miniray's worker.py (test_compute_slurm.py)"
+
+
+def job(lab: Lab, job_id: str) -> dict[str, str]:
+    """``scontrol show job -o``'s fields of one job ({} once Slurm has forgotten it)."""
+    res = podman_exec(lab, CONTROLLER, "scontrol", "show", "job", "-o", job_id)
+    return dict(w.split("=", 1) for w in res.stdout.split() if "=" in w)
+
+
+def runs(lab: Lab, job_id: str) -> list[str]:
+    """The restart counts the worker job's runs wrote to its log, in order."""
+    text = sh(lab.host(WORKER), f"cat {LOG}").stdout
+    return re.findall(rf"^miniray-worker: job {job_id} restart (\d+) ", text, re.MULTILINE)
+
+
+def sbatch(lab: Lab, node: str, *argv: str) -> str:
+    r = sh(lab.host(node), "sbatch --parsable " + " ".join(shlex.quote(a) for a in argv))
+    assert r.rc == 0, f"sbatch on {node}: {r.stderr}"
+    return str(r.stdout.strip().split(";")[0])
+
+
+@pytest.fixture
+def worker_job(lab: Lab) -> Iterator[str]:
+    """The rendered worker script with the stand-in command, submitted on its node."""
+    comp = lab.plan.inventory.raw.compute
+    if comp is None:
+        pytest.skip("this lab has no compute section (debian-12 lab: no Python 3.12 for "
+                    "miniray; lab/os/debian-12.yaml): no workers' partition to test")
+    h = lab.host(WORKER)
+    script = h.file(SCRIPT).content_string
+    assert f"#SBATCH --partition={comp.partition}\n" in script, script
+    assert len(COMMAND.findall(script)) == 1, f"not one worker command line: {script}"
+    path = f"/tmp/fleet-test-worker-{uuid.uuid4().hex[:8]}.sbatch"
+    assert sh(h, f"printf '%s' {shlex.quote(COMMAND.sub(STAND_IN, script))} > {path}").rc == 0
+    job_id = sbatch(lab, WORKER, path)
+    try:
+        yield job_id
+    finally:
+        podman_exec(lab, CONTROLLER, "scancel", job_id)
+        sh(h, f"rm -f {path}")
+        poll(f"job {job_id} gone from the queue and {WORKER} idle", lambda: "idle" in
+             sh(lab.host(CONTROLLER), f"sinfo -h -N -n {WORKER} -o %T").stdout.split()
+             and not sh(lab.host(CONTROLLER), f"squeue -h -j {job_id} -t PD,R,CG").stdout,
+             timeout=120)
+
+
+def running(lab: Lab, job_id: str, restarts: int) -> dict[str, str] | None:
+    j = job(lab, job_id)
+    ok = j.get("JobState") == "RUNNING" and j.get("Restarts") == str(restarts)
+    return j if ok and runs(lab, job_id)[-1:] == [str(restarts)] else None
+
+
+def test_the_worker_job_is_requeued_and_preempted(lab: Lab, worker_job: str) -> None:
+    comp: Any = lab.plan.inventory.raw.compute
+    j = poll(f"worker job {worker_job} running", lambda: running(lab, worker_job, 0),
+             timeout=90)
+    assert (j["Partition"], j["NodeList"], j["Requeue"]) == (comp.partition, WORKER, "1"), j
+
+    r = podman_exec(lab, CONTROLLER, "scontrol", "requeue", worker_job)
+    assert r.returncode == 0, r.stderr
+    assert job(lab, worker_job)["JobState"] in ("PENDING", "REQUEUED", "COMPLETING")
+    poll(f"worker job {worker_job} running again after scontrol requeue",
+         lambda: running(lab, worker_job, 1), timeout=90)
+
+    # a job of the node's own partition (PriorityTier 10) on the same node
+    partition = lab.plan.inventory.nodes[WORKER].partition
+    assert partition is not None and partition != comp.partition
+    done = f"/tmp/fleet-test-training-{uuid.uuid4().hex[:8]}"
+    training = sbatch(lab, CONTROLLER, "-p", partition, "-w", WORKER, "-J", "training",
+                      "--wrap", f"while [ ! -e {done} ]; do sleep 1; done")
+    try:
+        def preempted() -> tuple[dict[str, str], dict[str, str]] | None:
+            w, t = job(lab, worker_job), job(lab, training)
+            ok = (w.get("JobState"), w.get("Restarts"), t.get("JobState")) == \
+                ("PENDING", "2", "RUNNING")
+            return (w, t) if ok else None
+
+        w, t = poll(f"training job {training} running, worker job {worker_job} requeued",
+                    preempted, timeout=90)
+        assert t["NodeList"] == WORKER and w["Partition"] == comp.partition, (t, w)
+        assert sh(lab.host(WORKER), f"touch {done}").rc == 0  # the training job ends
+        poll(f"training job {training} completed",
+             lambda: job(lab, training).get("JobState") in ("COMPLETED", None), timeout=60)
+    finally:
+        podman_exec(lab, CONTROLLER, "scancel", training)
+        sh(lab.host(WORKER), f"rm -f {done}")
+    poll(f"worker job {worker_job} back after the training job",
+         lambda: running(lab, worker_job, 2), timeout=90)
+    assert runs(lab, worker_job) == ["0", "1", "2"]
