@@ -1,7 +1,9 @@
 """``--force`` never powers a node off under jobs: the drain cancels them (scancel, each
-named), and power_off refuses a node that still has some. Slurm cannot run here: a FAKE
-Slurm (this runner answers scontrol, sinfo, squeue and scancel as a controller would,
-its jobs ending once cancelled)."""
+named), and power_off refuses a node that still has some; a job of the workers'
+preemptible partition is requeued by any drain, never waited for or cancelled. Slurm
+cannot run here: a FAKE Slurm (this runner answers scontrol, sinfo, squeue and scancel as
+a controller would, its jobs ending once cancelled, a requeued one pending, off the node;
+tests/lab/test_compute_slurm.py shows the real one requeue a worker job)."""
 
 from __future__ import annotations
 
@@ -26,17 +28,24 @@ class FakeSlurm:
     jobs: list[str]
     cancel_works: bool = True
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    preemptible: list[str] = field(default_factory=list)  # miniray's partition's jobs
+    pending: list[str] = field(default_factory=list)
 
     def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
         a = tuple(argv)
         self.calls.append(a)
         out = ""
         if a[0] == "squeue":
-            out = "".join(j + "\n" for j in self.jobs)
+            listed = self.preemptible if "-p" in a else self.jobs + self.preemptible
+            out = "".join(j + "\n" for j in listed)
         elif a[0] == "sinfo":
-            out = "draining\n" if self.jobs else "drained\n"
+            out = "draining\n" if self.jobs or self.preemptible else "drained\n"
         elif a[0] == "scancel" and self.cancel_works:
             self.jobs = [j for j in self.jobs if j not in a[1:]]
+        elif a[:2] == ("scontrol", "requeue"):
+            ids = a[2].split(",")
+            self.pending += ids
+            self.preemptible = [j for j in self.preemptible if j not in ids]
         return Result(a, 0, out, "")
 
 
@@ -58,6 +67,21 @@ def test_force_cancels_the_nodes_jobs_by_name_before_the_power_off(tmp_path: Pat
     assert ("scancel", "4711", "4712_3") in slurm.calls
     assert detail == "--force cancelled job(s) 4711, 4712_3; state drained"
     assert slurm.jobs == []
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_drain_requeues_the_workers_job_and_cancels_it_never(tmp_path: Path,
+                                                               force: bool) -> None:
+    """tbox-001 is a miniray worker (compute.worker_groups): its worker job never ends by
+    itself, so a drain that waited for it would time out, and --force would kill it."""
+    slurm = FakeSlurm(["4711"] if force else [], preemptible=["900"])
+    detail = drain(_ctx(tmp_path, slurm, force=force, drain_timeout=5))
+    assert ("squeue", "-h", "-w", NODE, "-p", "miniray", "-o", "%i") in slurm.calls
+    assert ("scontrol", "requeue", "900") in slurm.calls
+    assert slurm.pending == ["900"]
+    assert detail.startswith("requeued preemptible job(s) 900; ")
+    assert not [c for c in slurm.calls if c[0] == "scancel" and "900" in c]
+    assert detail.endswith("state drained")
 
 
 def test_jobs_that_survive_the_cancel_fail_the_drain_named(tmp_path: Path) -> None:

@@ -48,6 +48,12 @@ def is_worker(raw: schema.Inventory, node: Node) -> bool:
     return raw.compute is not None and node.group in raw.compute.worker_groups
 
 
+def preemptible_partition(raw: schema.Inventory, node: Node) -> str | None:
+    """The Slurm partition of miniray's worker jobs where ``node`` is a worker: a drain
+    requeues that partition's jobs (fleet.master.slurm.requeue_preemptible)."""
+    return raw.compute.partition if raw.compute is not None and is_worker(raw, node) else None
+
+
 def roles(raw: schema.Inventory, node: Node) -> list[str]:
     """The compute roles of ``node`` (pillar node:roles; salt/top.sls maps each)."""
     comp = raw.compute

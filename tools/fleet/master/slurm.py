@@ -60,10 +60,12 @@ def no_jobs_can_run(sinfo_state: str) -> bool:
     return base_state(sinfo_state) in IDLE_ENOUGH
 
 
-def jobs(runner: Runner, node: str) -> list[str]:
+def jobs(runner: Runner, node: str, partition: str | None = None) -> list[str]:
     """The ids of the jobs Slurm has on the node (``squeue -h -w NODE -o %i``: running,
-    completing, suspended); an id that is not one is an error, never passed on."""
-    out = runner.run(["squeue", "-h", "-w", node, "-o", "%i"]).check().stdout
+    completing, suspended), only those of ``partition`` where given; an id that is not
+    one is an error, never passed on."""
+    only = ["-p", partition] if partition is not None else []
+    out = runner.run(["squeue", "-h", "-w", node, *only, "-o", "%i"]).check().stdout
     ids = [ln.strip() for ln in out.splitlines() if ln.strip()]
     bad = [i for i in ids if not JOB_ID.match(i)]
     if bad:
@@ -74,3 +76,16 @@ def jobs(runner: Runner, node: str) -> list[str]:
 def cancel(runner: Runner, job_ids: list[str]) -> None:
     """``scancel`` those jobs (each id one argument)."""
     runner.run(["scancel", *job_ids]).check()
+
+
+def requeue_preemptible(runner: Runner, node: str, partition: str | None) -> list[str]:
+    """The jobs of the preemptible partition on a node being drained, requeued (``scontrol
+    requeue``): miniray's workers (fleet.render.compute) never end by themselves, and a job
+    of that partition is made to be put back in the queue, as a training job's preemption
+    does; they run again once the node is resumed. Their ids; none without a partition."""
+    if partition is None:
+        return []
+    ids = jobs(runner, node, partition)
+    if ids:
+        runner.run(["scontrol", "requeue", ",".join(ids)]).check()
+    return ids

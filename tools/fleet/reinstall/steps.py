@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from fleet.health.checks import OK, WARNING, NodeReport
 from fleet.health.run import check
+from fleet.inventory.compute import preemptible_partition
 from fleet.master import slurm
 from fleet.master.highstate import NodeResult, Status, describe, judge
 from fleet.master.runner import CommandError
@@ -55,7 +56,9 @@ def drain(ctx: Context) -> str:
     if not ctx.is_slurm_node():
         raise SkipStepError("not a Slurm compute node")
     slurm.drain(ctx.runner, ctx.name, f"{ctx.options.reason} ({ctx.run_id})")
-    cancelled = ""
+    requeued = slurm.requeue_preemptible(
+        ctx.runner, ctx.name, preemptible_partition(ctx.inventory.raw, ctx.node))
+    cancelled = f"requeued preemptible job(s) {', '.join(requeued)}; " if requeued else ""
     if ctx.options.force:
         # --force does not wait for the jobs to end: it ends them, named, and the node is
         # powered off only once Slurm has none on it (power_off checks again)
@@ -63,7 +66,7 @@ def drain(ctx: Context) -> str:
         if ids:
             ctx.say(f"  --force: cancelling job(s) {', '.join(ids)} on {ctx.name}")
             slurm.cancel(ctx.runner, ids)
-            cancelled = f"--force cancelled job(s) {', '.join(ids)}; "
+            cancelled += f"--force cancelled job(s) {', '.join(ids)}; "
     deadline = time.monotonic() + ctx.options.drain_timeout
     while True:
         state = slurm.state(ctx.runner, ctx.name)

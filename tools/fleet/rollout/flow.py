@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fleet.health import parse
+from fleet.inventory.compute import preemptible_partition
 from fleet.inventory.model import Inventory
 from fleet.master import layout, slurm
 from fleet.master.journal import Entry, Journal, latest_entries
@@ -400,6 +401,10 @@ class Rollout:
                            ": it is rolled out and stays drained")
         slurm.drain(self.parts.runner, node, f"{PREFIX} ({run_id}): {opts.what}")
         ours["drained"] = True
+        requeued = slurm.requeue_preemptible(
+            self.parts.runner, node, preemptible_partition(self.inv.raw, self.inv.nodes[node]))
+        if requeued:
+            self._say(f"{node}: requeued preemptible job(s) {', '.join(requeued)}")
         if opts.force:
             return "drained (--force: running jobs not waited for)"
         t0 = time.monotonic()
