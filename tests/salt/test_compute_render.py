@@ -176,6 +176,38 @@ def test_triton_from_the_wheel(pillar_dir: Path, tmp_path: Path) -> None:
                                                                  "python3-numpy"}
 
 
+IMAGE = "nvcr.io/nvidia/tritonserver@sha256:" + "ab" * 32
+
+
+def test_triton_from_the_ngc_container(pillar_dir: Path, tmp_path: Path) -> None:
+    """Mode container: the pinned image under podman, named tritonserver (miniray's
+    cleanup_triton finds it through podman-docker's docker), never pulled; the image and
+    the GPUs' CDI spec are the operator's imports, each checked with what to do."""
+    res = _render(pillar_dir, tmp_path, "gpu-01", "    image: null\n    mode: wheel\n",
+                  f"    image: {IMAGE}\n    mode: container\n")
+    assert not res.errors, res.errors
+    unit = res.files["compute-triton-file-managed-unit"]
+    assert f"ExecStart=/usr/bin/podman run --rm --name tritonserver --pull=never --net=host" \
+        f" -v /dev/shm:/dev/shm --device nvidia.com/gpu=all {IMAGE} tritonserver" \
+        " --model-repository=/dev/shm/model-repository --model-control-mode=explicit" \
+        " --http-address=127.0.0.1 --http-port=8000 --grpc-address=127.0.0.1" \
+        " --grpc-port=8001 --metrics-address=10.1.0.101 --metrics-port=8002\n" in unit, unit
+    ids = {c["__id__"]: c for c in res.lowstate}
+    assert set(ids["compute-triton-pkg-installed-container"]["pkgs"]) == {"podman",
+                                                                           "podman-docker"}
+    assert ids["compute-triton-cmd-run-image-imported"]["unless"] == \
+        f"podman image exists {IMAGE}"
+    assert "podman load" in ids["compute-triton-cmd-run-image-imported"]["name"]
+    assert "nvidia-ctk cdi generate" in ids["compute-triton-cmd-run-cdi-spec"]["name"]
+    assert not [i for i in ids if i.startswith("compute-triton") and ("wheel" in i or "stub" in i)]
+    # the unit as systemd reads it (the states check it the same way before a start)
+    path = tmp_path / "compute-tritonserver.service"
+    path.write_text(unit)
+    verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert verify.returncode == 0 and "tritonserver" not in verify.stderr, verify.stderr
+
+
 @pytest.mark.parametrize(("node", "old", "new", "says"), [
     ("head-01", "  - 10.1.0.10\n", '  - "10.1.0.10\\nrequirepass x"\n',
      "cannot be a word of valkey.conf"),
