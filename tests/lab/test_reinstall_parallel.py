@@ -73,12 +73,14 @@ def test_two_nodes_reinstall_in_parallel(rig: Rig, lab: Lab) -> None:
         hw = [e["event"] for e in rig.hardware(node)]
         assert hw.count("install-start") == 1 and "booted-disk" in hw, hw
         assert rig.boot_mode(node) == "local" and rig.slurm_state(node) == "idle"
-    # ONE endpoint served both installers; their installs overlapped in time
+    # ONE endpoint served both installers; each node was installed while the other was
+    # being installed or converged (the fake install itself takes 5 s, and a power-off
+    # through the fake BMC 2 to 11 s under load: the two 5-s windows need not overlap)
     stderr = rig.stderr(name)
     assert stderr.count("installer endpoint: ") == 1, stderr
     a, b = PAIR
-    assert _started(rig, a, "wait_install") < _ended(rig, b, "wait_install")
-    assert _started(rig, b, "wait_install") < _ended(rig, a, "wait_install")
+    assert _started(rig, a, "wait_install") < _ended(rig, b, "converge")
+    assert _started(rig, b, "wait_install") < _ended(rig, a, "converge")
     _record(lab, "test", 2, PAIR, out, wall)
 
 
