@@ -17,23 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from fleet.inventory.load import parse
-from fleet.render import render_all
 from support import harness, saltrender
-from support.compute_fixture import with_compute
+from support.compute_fixture import write_pillar
 
 SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 
 
 @pytest.fixture(scope="module")
 def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("compute")
-    inv = parse(with_compute(SMALL.read_text()), str(SMALL))
-    for path, text in render_all(inv).items():
-        if path.startswith("pillar/"):
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_text(text)
-    harness.write_secrets_root(root / "secrets")
+    root = write_pillar(tmp_path_factory.mktemp("compute"))
     saltrender.quiet_salt_logging()
     saltrender.enable_jinja_compile_cache()
     return root

@@ -23,7 +23,7 @@ import pytest
 
 from fleet.pycache import lock, store
 from support import harness, saltrender
-from support.compute_fixture import with_compute
+from support.compute_fixture import write_pillar
 
 FIXTURE_LOCK = harness.ROOT / "tests" / "fixtures" / "pycache" / "project" / "uv.lock"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -31,17 +31,7 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 @pytest.fixture(scope="module")
 def renderer(tmp_path_factory: pytest.TempPathFactory) -> saltrender.Renderer:
-    from fleet.inventory.load import parse
-    from fleet.render import render_all
-
-    small = harness.ROOT / "tests" / "fixtures" / "small.yaml"
-    root = tmp_path_factory.mktemp("pycache")
-    inv = parse(with_compute(small.read_text()), str(small))
-    for path, text in render_all(inv).items():
-        if path.startswith("pillar/"):
-            (root / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / path).write_text(text)
-    harness.write_secrets_root(root / "secrets")
+    root = write_pillar(tmp_path_factory.mktemp("pycache"))
     saltrender.quiet_salt_logging()
     return saltrender.Renderer(harness.ROOT / "salt", root / "pillar", root / "secrets",
                                root / "cache")
