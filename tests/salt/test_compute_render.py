@@ -20,7 +20,6 @@ import yaml
 from support import harness, saltrender
 from support.compute_fixture import write_pillar
 
-SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 
 
 @pytest.fixture(scope="module")
