@@ -21,7 +21,6 @@ from support import harness, saltrender
 from support.compute_fixture import write_pillar
 
 
-
 @pytest.fixture(scope="module")
 def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = write_pillar(tmp_path_factory.mktemp("compute"))
