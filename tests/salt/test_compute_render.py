@@ -198,6 +198,13 @@ def test_triton_from_the_ngc_container(pillar_dir: Path, tmp_path: Path) -> None
     assert verify.returncode == 0 and "tritonserver" not in verify.stderr, verify.stderr
 
 
+def test_a_hostile_image_fails_the_container_units_render(pillar_dir: Path,
+                                                         tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, "gpu-01", "    image: null\n    mode: wheel\n",
+                  f'    image: "{IMAGE} --privileged"\n    mode: container\n')
+    assert any("cannot be one word of a systemd unit" in e for e in res.errors), res.errors
+
+
 @pytest.mark.parametrize(("node", "old", "new", "says"), [
     ("head-01", "  - 10.1.0.10\n", '  - "10.1.0.10\\nrequirepass x"\n',
      "cannot be a word of valkey.conf"),
