@@ -5,7 +5,9 @@ sushy-emulator has no ETags. Real BMCs do, and some refuse a PATCH without If-Ma
 thin WSGI layer in front of the emulator adds what they do: an ``ETag`` on the system,
 ``428`` for a PATCH without ``If-Match``, ``412`` for a stale one. Test controls (never on a
 real BMC) live under ``/_fake/``: ``POST /_fake/conflicts?n=N`` makes the next N PATCHes
-meet a concurrent change (a 412), ``GET /_fake/requests`` lists what the client sent.
+meet a concurrent change (a 412), ``GET /_fake/requests`` lists what the client sent,
+``GET /_fake/pending`` the power change sushy's fake driver still holds back (it applies
+one 1 to 11 s after the request, as hardware takes time; null once applied).
 
 A hostile BMC, for the tests of where the client sends its credentials:
 ``POST /_fake/redirect?path=P&to=URL[&status=307][&times=1]`` answers the next request(s)
@@ -34,6 +36,7 @@ from urllib.parse import parse_qs
 from sushy_tools.emulator import main as emulator
 from werkzeug.serving import make_server
 
+SYSTEM_UUID = "27946b59-9e44-4fa7-8e91-f3527a1ef094"
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
 
@@ -47,6 +50,7 @@ class EtagLayer:
         self.lock = threading.Lock()
         self.redirects: dict[str, list[Any]] = {}  # path -> [status, location, times left]
         self.links: tuple[str, set[str]] | None = None  # (base, keys)
+        self.pending: Callable[[], Any] = lambda: None
 
     def etag(self) -> str:
         return f'W/"{self.generation}"'
@@ -139,6 +143,9 @@ class EtagLayer:
         if path == "/_fake/requests":
             start("200 OK", [("Content-Type", "application/json")])
             return [json.dumps(self.log).encode()]
+        if path == "/_fake/pending":
+            start("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps({"pending_power": self.pending()}).encode()]
         start("404 Not Found", [])
         return [b""]
 
@@ -168,7 +175,7 @@ def main() -> None:
         "SUSHY_EMULATOR_FAKE_DRIVER": True,
         "SUSHY_EMULATOR_STATE_DIR": args.state_dir,
         "SUSHY_EMULATOR_FAKE_SYSTEMS": [{
-            "uuid": "27946b59-9e44-4fa7-8e91-f3527a1ef094", "name": args.system,
+            "uuid": SYSTEM_UUID, "name": args.system,
             "power_state": args.power, "external_notifier": bool(args.notify),
             "nics": [{"mac": "00:5c:52:31:3a:9c", "ip": "127.0.0.1"}]}],
     }
@@ -178,6 +185,8 @@ def main() -> None:
         config["SUSHY_EMULATOR_AUTH_FILE"] = args.auth_file
     emulator.app.configure(extra_config=config)
     layer = EtagLayer(emulator.app.wsgi_app)
+    # reading the system applies a pending change that is due, as a GET would
+    layer.pending = lambda: emulator.app.systems._get(SYSTEM_UUID).get("pending_power")
     ssl_context = (args.cert, args.key) if args.cert else None
     server = make_server("127.0.0.1", args.port, layer, threaded=True,
                          ssl_context=ssl_context)

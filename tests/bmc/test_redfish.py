@@ -65,6 +65,14 @@ def test_powered_on_system_gets_force_restart(fake_redfish_on: FakeBmcProcess) -
     assert c.power_on_or_reset() == "reset (ForceRestart)"
     # The emulator's fake driver takes the system down at once and up again 1-11 s later.
     assert c.power_state() == "off"
+    # /_fake/pending names the change held back (the lab's reinstall rig waits on it)
+    assert fake_redfish_on.control("GET", "/_fake/pending")["pending_power"][
+        "power_state"] == "ForceRestart"
+    deadline = time.monotonic() + 30
+    while fake_redfish_on.control("GET", "/_fake/pending")["pending_power"] is not None:
+        assert time.monotonic() < deadline, "the fake's restart never completed"
+        time.sleep(0.5)
+    assert c.power_state() == "on"
 
 
 def test_stale_etag_is_retried_once(fake_redfish: FakeBmcProcess) -> None:

@@ -10,6 +10,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +66,29 @@ class Rig:
                 "--bmc-address", bmc, "--bmc-scheme", "http",
                 "--drain-timeout", "300", "--converge-timeout", "2400", *extra]
 
+    def settle(self, node: str, timeout: float = 60) -> None:
+        """Wait until the node's fake BMC holds back no power change. sushy's fake driver
+        applies one 1 to 11 s after the request (hardware takes time), so a run that ends
+        seconds after its power-on leaves the BMC reading "Off" with an "On" to come: the
+        next run's power-off would find it off, its power-on on again, and stop (as it
+        must on a real BMC). Each run starts from a settled BMC, as an operator's does."""
+        url = f"http://127.0.0.1:{self.bmc_ports[node]}/_fake/pending"
+        deadline = time.monotonic() + timeout
+        while True:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                pending = json.loads(resp.read())["pending_power"]
+            if pending is None:
+                return
+            if time.monotonic() >= deadline:
+                pytest.fail(f"the fake BMC of {node} still holds back {pending} "
+                            f"after {timeout:.0f}s")
+            time.sleep(0.5)
+
     def start(self, node: str, *extra: str, bmc_port: int | None = None
               ) -> subprocess.Popen[str]:
+        if bmc_port is None:
+            for n in node.split(","):
+                self.settle(n)
         env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
         err = (self.work / f"{node}.stderr").open("a")
         return subprocess.Popen(self.argv(node, *extra, bmc_port=bmc_port), cwd=ROOT,
