@@ -55,7 +55,8 @@ monitoring-server-file-directory-storage:
     - require:
       - pkg: monitoring-server-pkg-installed
 
-# scrape targets: Prometheus rereads these files by itself (no restart)
+# scrape targets: Prometheus rereads these files by itself (no restart; on a change, and
+# every scrape interval: prometheus.yml.jinja says why)
 {%- for job in mon.targets %}
 
 monitoring-server-file-serialize-targets-{{ job }}:

@@ -8,9 +8,10 @@ import json
 import yaml
 from tests_paths import SITE
 
-from fleet.inventory.load import parse
+from fleet.inventory.load import load_inventory, parse
 from fleet.inventory.model import Inventory
 from fleet.render import monitoring, render_all
+from support.cli import FIXTURES, SMALL
 
 
 def _pillar(files: dict[str, str]) -> dict[str, object]:
@@ -148,3 +149,14 @@ def test_each_alert_waits_as_long_as_the_inventory_says() -> None:
              for r in g["rules"]}
     assert (rules["GpuMissing"]["for"], rules["NodeDown"]["for"]) == ("10s", "3m")
     assert rules["GpuHot"]["for"] == "10m"  # the others keep their defaults
+
+
+def test_a_planned_node_is_scraped_once_it_is_installed() -> None:
+    """Nothing answers at a planned node's address before its install: no target (and no
+    NodeDown for it); in maintenance it is a target as when active."""
+    inv = load_inventory(SMALL, FIXTURES / "lifecycle-overlay.yaml")
+    states = {h: n.state for h, n in inv.nodes.items()}
+    assert states["gpu-02"] == "planned" and states["gpu-03"] == "maintenance"
+    scraped = [g["labels"]["node"] for g in monitoring.targets(inv)["node"]]
+    assert scraped == [h for h, s in states.items() if s != "planned"]
+    assert "gpu-03" in scraped and "gpu-01" not in scraped  # retired: not a node at all

@@ -2,7 +2,8 @@
 
 - ``planned``: not installed yet. DHCP, DNS, boot files and pillar as any node; in Slurm as
   ``State=FUTURE`` (never scheduled); left out of the default target of ``fleet apply``,
-  ``health`` and ``rollout``, and ``fleet keys check`` expects no key yet.
+  ``health`` and ``rollout`` and of Prometheus's targets (no NodeDown for a node not
+  installed yet), and ``fleet keys check`` expects no key yet.
 - ``active``: the default.
 - ``maintenance`` (with ``reason``): rendered as active; the controller's next apply drains
   it in Slurm with ``fleet-inventory: <reason>`` (salt/slurm/drains.sls) and resumes it
@@ -32,6 +33,8 @@ LEFT_OUT = {"apply": ("planned", "retired"),
             "rollout": ("planned", "maintenance", "retired"),
             "status": ("planned", "retired"),
             "cabling": ("planned", "retired"),
+            # Prometheus's scrape targets (fleet.render.monitoring)
+            "monitoring": ("planned", "retired"),
             # the inventory's own view lists every node (retired ones too: cmd_node)
             "node": ()}
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from fleet.inventory import compute
 from fleet.inventory.checks.services import MONITORING_PORTS, SLURMCTLD_PORT
+from fleet.inventory.lifecycle import default_target
 from fleet.inventory.model import Inventory, Node
 from fleet.render.mkvlayout import MKV_ROOT
 
@@ -91,15 +92,17 @@ def _labels(node: Node) -> dict[str, str]:
 def targets(inv: Inventory) -> dict[str, list[dict[str, Any]]]:
     """Prometheus file_sd groups by job: every node's exporter (its GPU, InfiniBand, Slurm
     and textfile metrics with it), each mkv volume server and array master, slurmctld,
-    and tritonserver's own metrics on each node that runs it (role compute.triton)."""
+    and tritonserver's own metrics on each node that runs it (role compute.triton). A
+    planned node is not scraped before it is installed (fleet.inventory.lifecycle)."""
     port = PORTS["node_exporter"]
     triton_port = compute.TRITON_PORTS["metrics"]
+    scraped = [inv.nodes[h] for h in default_target(inv, "monitoring")[0]]
     out: dict[str, list[dict[str, Any]]] = {
         "node": [{"targets": [f"{address(n)}:{port}"], "labels": _labels(n)}
-                 for n in inv.nodes.values()],
+                 for n in scraped],
         "mkv_volume": [], "mkv_master": [], "slurmctld": [],
         "triton": [{"targets": [f"{address(n)}:{triton_port}"], "labels": {"node": n.hostname}}
-                   for n in inv.nodes.values() if compute.runs_triton(inv.raw, n)],
+                   for n in scraped if compute.runs_triton(inv.raw, n)],
     }
     if inv.raw.mkv is not None:
         for aname, array in inv.raw.mkv.arrays.items():
