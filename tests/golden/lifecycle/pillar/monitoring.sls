@@ -176,14 +176,6 @@ monitoring:
       - "10.1.0.10:9100"
     - labels:
         gpus_expected: "8"
-        group: part-a
-        ib_ports: "1"
-        node: gpu-02
-        profile: gpu
-      targets:
-      - "10.1.0.102:9100"
-    - labels:
-        gpus_expected: "8"
         group: part-b
         ib_ports: "1"
         node: gpu-03
