@@ -92,6 +92,11 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
 
     poll("the bystander job to run", lambda: job_state() == "RUNNING", 120)
 
+    # the installer is held before its late-commands (its key fetch) until the hostile
+    # neighbour's tries below are done: a lab install can take 5 s, less than they do
+    release = rig.work / f"{GPU_NODE}.release"
+    release.unlink(missing_ok=True)
+    rig.mode(GPU_NODE, "hold")
     proc = rig.start(GPU_NODE, "--timeout", "900")
     token_path = installkey.token_path(lab.plan.inventory, node)
 
@@ -102,7 +107,11 @@ def _reinstall_with_a_bystander(rig: Rig, lab: Lab, node: Any, container: str,
     token = poll("the install token to be published on head-01", armed_token, 300)
     endpoint = installkey.endpoint(lab.plan.inventory)
     head_addr = lab.plan.inventory.nodes[CONTROLLER].address
-    _hostile_neighbour_is_refused(rig, lab, node, token, endpoint, head_addr)
+    try:
+        _hostile_neighbour_is_refused(rig, lab, node, token, endpoint, head_addr)
+    finally:
+        rig.mode(GPU_NODE, "normal")  # read at the install's start: for the next runs
+        release.write_text("go\n")
 
     def installed() -> bool:
         assert proc.poll() is None, rig.stderr(GPU_NODE)
