@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from labtools import ROOT, Lab, podman_exec, sinfo_row
+from labtools import ROOT, Lab, podman_exec, poll, sinfo_row
 
 from fleet.master.journal import Journal
 from support.bmcfakes import free_port, htpasswd, stop_process, wait_ready
@@ -73,16 +72,13 @@ class Rig:
         next run's power-off would find it off, its power-on on again, and stop (as it
         must on a real BMC). Each run starts from a settled BMC, as an operator's does."""
         url = f"http://127.0.0.1:{self.bmc_ports[node]}/_fake/pending"
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def settled() -> bool:
             with urllib.request.urlopen(url, timeout=10) as resp:
-                pending = json.loads(resp.read())["pending_power"]
-            if pending is None:
-                return
-            if time.monotonic() >= deadline:
-                pytest.fail(f"the fake BMC of {node} still holds back {pending} "
-                            f"after {timeout:.0f}s")
-            time.sleep(0.5)
+                return json.loads(resp.read())["pending_power"] is None
+
+        poll(f"the fake BMC of {node} to apply its pending power change", settled,
+             timeout, interval=0.5)
 
     def start(self, node: str, *extra: str, bmc_port: int | None = None
               ) -> subprocess.Popen[str]:
