@@ -8,6 +8,7 @@ site:
     sudo: true
   apt:
     mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"
+    repo: /srv/fleet/repo
     security_mirror: "http://10.1.0.10:3142/security.ubuntu.com/ubuntu"
   dns_servers:
   - 10.1.0.10
@@ -39,6 +40,17 @@ site:
       pin:
         contents: "Package: salt-*\nPin: version 3008.4*\nPin-Priority: 1001\n"
         path: /etc/apt/preferences.d/salt.pref
+      site_repo:
+        dir: /srv/fleet/repo
+        http_path: /repo
+        keyring: /etc/apt/keyrings/fleet-site.asc
+        pin:
+          contents: "Package: *\nPin: release o=fleet,l=fleet-site\nPin-Priority: 1001\n"
+          path: /etc/apt/preferences.d/fleet-site.pref
+        sources:
+          contents: "Types: deb\nURIs: http://10.1.0.10/repo\nSuites: {codename}\nComponents: main\nSigned-By: /etc/apt/keyrings/fleet-site.asc\n"
+          local: "Types: deb\nURIs: file:/srv/fleet/repo\nSuites: {codename}\nComponents: main\nSigned-By: /etc/apt/keyrings/fleet-site.asc\n"
+          path: /etc/apt/sources.list.d/fleet-site.sources
       sources:
         contents: "Types: deb\nURIs: http://10.1.0.10:3142/HTTPS///packages.broadcom.com/artifactory/saltproject-deb\nSuites: stable\nComponents: main\nSigned-By: /etc/apt/keyrings/salt-archive-keyring.pgp\n"
         disabled: "Types: deb\nURIs: http://10.1.0.10:3142/HTTPS///packages.broadcom.com/artifactory/saltproject-deb\nSuites: stable\nComponents: main\nSigned-By: /etc/apt/keyrings/salt-archive-keyring.pgp\nEnabled: no\n"

@@ -5,46 +5,57 @@ base:
   - site
   - hosts
   - nodes.cache-01
+  - secrets.siterepo
   cache-02:
   - site
   - hosts
   - nodes.cache-02
+  - secrets.siterepo
   cache-03:
   - site
   - hosts
   - nodes.cache-03
+  - secrets.siterepo
   cache-04:
   - site
   - hosts
   - nodes.cache-04
+  - secrets.siterepo
   cache-05:
   - site
   - hosts
   - nodes.cache-05
+  - secrets.siterepo
   cache-06:
   - site
   - hosts
   - nodes.cache-06
+  - secrets.siterepo
   cache-07:
   - site
   - hosts
   - nodes.cache-07
+  - secrets.siterepo
   cache-08:
   - site
   - hosts
   - nodes.cache-08
+  - secrets.siterepo
   cache-09:
   - site
   - hosts
   - nodes.cache-09
+  - secrets.siterepo
   cache-10:
   - site
   - hosts
   - nodes.cache-10
+  - secrets.siterepo
   head-01:
   - site
   - hosts
   - nodes.head-01
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - mkv
@@ -56,238 +67,297 @@ base:
   - site
   - hosts
   - nodes.model-01
+  - secrets.siterepo
   model-02:
   - site
   - hosts
   - nodes.model-02
+  - secrets.siterepo
   model-03:
   - site
   - hosts
   - nodes.model-03
+  - secrets.siterepo
   model-04:
   - site
   - hosts
   - nodes.model-04
+  - secrets.siterepo
   model-05:
   - site
   - hosts
   - nodes.model-05
+  - secrets.siterepo
   model-06:
   - site
   - hosts
   - nodes.model-06
+  - secrets.siterepo
   model-07:
   - site
   - hosts
   - nodes.model-07
+  - secrets.siterepo
   model-08:
   - site
   - hosts
   - nodes.model-08
+  - secrets.siterepo
   stor-001:
   - site
   - hosts
   - nodes.stor-001
+  - secrets.siterepo
   stor-002:
   - site
   - hosts
   - nodes.stor-002
+  - secrets.siterepo
   stor-003:
   - site
   - hosts
   - nodes.stor-003
+  - secrets.siterepo
   stor-004:
   - site
   - hosts
   - nodes.stor-004
+  - secrets.siterepo
   stor-005:
   - site
   - hosts
   - nodes.stor-005
+  - secrets.siterepo
   stor-006:
   - site
   - hosts
   - nodes.stor-006
+  - secrets.siterepo
   stor-007:
   - site
   - hosts
   - nodes.stor-007
+  - secrets.siterepo
   stor-008:
   - site
   - hosts
   - nodes.stor-008
+  - secrets.siterepo
   stor-009:
   - site
   - hosts
   - nodes.stor-009
+  - secrets.siterepo
   stor-010:
   - site
   - hosts
   - nodes.stor-010
+  - secrets.siterepo
   stor-011:
   - site
   - hosts
   - nodes.stor-011
+  - secrets.siterepo
   stor-012:
   - site
   - hosts
   - nodes.stor-012
+  - secrets.siterepo
   stor-013:
   - site
   - hosts
   - nodes.stor-013
+  - secrets.siterepo
   stor-014:
   - site
   - hosts
   - nodes.stor-014
+  - secrets.siterepo
   stor-015:
   - site
   - hosts
   - nodes.stor-015
+  - secrets.siterepo
   stor-016:
   - site
   - hosts
   - nodes.stor-016
+  - secrets.siterepo
   stor-017:
   - site
   - hosts
   - nodes.stor-017
+  - secrets.siterepo
   stor-018:
   - site
   - hosts
   - nodes.stor-018
+  - secrets.siterepo
   stor-019:
   - site
   - hosts
   - nodes.stor-019
+  - secrets.siterepo
   stor-020:
   - site
   - hosts
   - nodes.stor-020
+  - secrets.siterepo
   stor-021:
   - site
   - hosts
   - nodes.stor-021
+  - secrets.siterepo
   stor-022:
   - site
   - hosts
   - nodes.stor-022
+  - secrets.siterepo
   stor-023:
   - site
   - hosts
   - nodes.stor-023
+  - secrets.siterepo
   stor-024:
   - site
   - hosts
   - nodes.stor-024
+  - secrets.siterepo
   stor-025:
   - site
   - hosts
   - nodes.stor-025
+  - secrets.siterepo
   stor-026:
   - site
   - hosts
   - nodes.stor-026
+  - secrets.siterepo
   stor-027:
   - site
   - hosts
   - nodes.stor-027
+  - secrets.siterepo
   stor-028:
   - site
   - hosts
   - nodes.stor-028
+  - secrets.siterepo
   stor-029:
   - site
   - hosts
   - nodes.stor-029
+  - secrets.siterepo
   stor-030:
   - site
   - hosts
   - nodes.stor-030
+  - secrets.siterepo
   stor-031:
   - site
   - hosts
   - nodes.stor-031
+  - secrets.siterepo
   stor-032:
   - site
   - hosts
   - nodes.stor-032
+  - secrets.siterepo
   stor-033:
   - site
   - hosts
   - nodes.stor-033
+  - secrets.siterepo
   stor-034:
   - site
   - hosts
   - nodes.stor-034
+  - secrets.siterepo
   stor-035:
   - site
   - hosts
   - nodes.stor-035
+  - secrets.siterepo
   stor-036:
   - site
   - hosts
   - nodes.stor-036
+  - secrets.siterepo
   stor-037:
   - site
   - hosts
   - nodes.stor-037
+  - secrets.siterepo
   stor-038:
   - site
   - hosts
   - nodes.stor-038
+  - secrets.siterepo
   stor-039:
   - site
   - hosts
   - nodes.stor-039
+  - secrets.siterepo
   stor-040:
   - site
   - hosts
   - nodes.stor-040
+  - secrets.siterepo
   stor-041:
   - site
   - hosts
   - nodes.stor-041
+  - secrets.siterepo
   stor-042:
   - site
   - hosts
   - nodes.stor-042
+  - secrets.siterepo
   stor-043:
   - site
   - hosts
   - nodes.stor-043
+  - secrets.siterepo
   stor-044:
   - site
   - hosts
   - nodes.stor-044
+  - secrets.siterepo
   stor-045:
   - site
   - hosts
   - nodes.stor-045
+  - secrets.siterepo
   stor-046:
   - site
   - hosts
   - nodes.stor-046
+  - secrets.siterepo
   stor-047:
   - site
   - hosts
   - nodes.stor-047
+  - secrets.siterepo
   stor-048:
   - site
   - hosts
   - nodes.stor-048
+  - secrets.siterepo
   stor-049:
   - site
   - hosts
   - nodes.stor-049
+  - secrets.siterepo
   stor-050:
   - site
   - hosts
   - nodes.stor-050
+  - secrets.siterepo
   tbox-001:
   - site
   - hosts
   - nodes.tbox-001
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -295,6 +365,7 @@ base:
   - site
   - hosts
   - nodes.tbox-002
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -302,6 +373,7 @@ base:
   - site
   - hosts
   - nodes.tbox-003
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -309,6 +381,7 @@ base:
   - site
   - hosts
   - nodes.tbox-004
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -316,6 +389,7 @@ base:
   - site
   - hosts
   - nodes.tbox-005
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -323,6 +397,7 @@ base:
   - site
   - hosts
   - nodes.tbox-006
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -330,6 +405,7 @@ base:
   - site
   - hosts
   - nodes.tbox-007
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -337,6 +413,7 @@ base:
   - site
   - hosts
   - nodes.tbox-008
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -344,6 +421,7 @@ base:
   - site
   - hosts
   - nodes.tbox-009
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -351,6 +429,7 @@ base:
   - site
   - hosts
   - nodes.tbox-010
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -358,6 +437,7 @@ base:
   - site
   - hosts
   - nodes.tbox-011
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -365,6 +445,7 @@ base:
   - site
   - hosts
   - nodes.tbox-012
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -372,6 +453,7 @@ base:
   - site
   - hosts
   - nodes.tbox-013
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -379,6 +461,7 @@ base:
   - site
   - hosts
   - nodes.tbox-014
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -386,6 +469,7 @@ base:
   - site
   - hosts
   - nodes.tbox-015
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -393,6 +477,7 @@ base:
   - site
   - hosts
   - nodes.tbox-016
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -400,6 +485,7 @@ base:
   - site
   - hosts
   - nodes.tbox-017
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -407,6 +493,7 @@ base:
   - site
   - hosts
   - nodes.tbox-018
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -414,6 +501,7 @@ base:
   - site
   - hosts
   - nodes.tbox-019
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -421,6 +509,7 @@ base:
   - site
   - hosts
   - nodes.tbox-020
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -428,6 +517,7 @@ base:
   - site
   - hosts
   - nodes.tbox-021
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -435,6 +525,7 @@ base:
   - site
   - hosts
   - nodes.tbox-022
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -442,6 +533,7 @@ base:
   - site
   - hosts
   - nodes.tbox-023
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -449,6 +541,7 @@ base:
   - site
   - hosts
   - nodes.tbox-024
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -456,6 +549,7 @@ base:
   - site
   - hosts
   - nodes.tbox-025
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -463,6 +557,7 @@ base:
   - site
   - hosts
   - nodes.tbox-026
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -470,6 +565,7 @@ base:
   - site
   - hosts
   - nodes.tbox-027
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -477,6 +573,7 @@ base:
   - site
   - hosts
   - nodes.tbox-028
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -484,6 +581,7 @@ base:
   - site
   - hosts
   - nodes.tbox-029
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -491,6 +589,7 @@ base:
   - site
   - hosts
   - nodes.tbox-030
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -498,6 +597,7 @@ base:
   - site
   - hosts
   - nodes.tbox-031
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -505,6 +605,7 @@ base:
   - site
   - hosts
   - nodes.tbox-032
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -512,6 +613,7 @@ base:
   - site
   - hosts
   - nodes.tbox-033
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -519,6 +621,7 @@ base:
   - site
   - hosts
   - nodes.tbox-034
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -526,6 +629,7 @@ base:
   - site
   - hosts
   - nodes.tbox-035
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -533,6 +637,7 @@ base:
   - site
   - hosts
   - nodes.tbox-036
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -540,6 +645,7 @@ base:
   - site
   - hosts
   - nodes.tbox-037
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -547,6 +653,7 @@ base:
   - site
   - hosts
   - nodes.tbox-038
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -554,6 +661,7 @@ base:
   - site
   - hosts
   - nodes.tbox-039
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -561,6 +669,7 @@ base:
   - site
   - hosts
   - nodes.tbox-040
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -568,6 +677,7 @@ base:
   - site
   - hosts
   - nodes.tbox-041
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -575,6 +685,7 @@ base:
   - site
   - hosts
   - nodes.tbox-042
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -582,6 +693,7 @@ base:
   - site
   - hosts
   - nodes.tbox-043
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -589,6 +701,7 @@ base:
   - site
   - hosts
   - nodes.tbox-044
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -596,6 +709,7 @@ base:
   - site
   - hosts
   - nodes.tbox-045
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -603,6 +717,7 @@ base:
   - site
   - hosts
   - nodes.tbox-046
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -610,6 +725,7 @@ base:
   - site
   - hosts
   - nodes.tbox-047
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -617,6 +733,7 @@ base:
   - site
   - hosts
   - nodes.tbox-048
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -624,6 +741,7 @@ base:
   - site
   - hosts
   - nodes.tbox-049
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -631,6 +749,7 @@ base:
   - site
   - hosts
   - nodes.tbox-050
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -638,6 +757,7 @@ base:
   - site
   - hosts
   - nodes.tbox-051
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -645,6 +765,7 @@ base:
   - site
   - hosts
   - nodes.tbox-052
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -652,6 +773,7 @@ base:
   - site
   - hosts
   - nodes.tbox-053
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -659,6 +781,7 @@ base:
   - site
   - hosts
   - nodes.tbox-054
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -666,6 +789,7 @@ base:
   - site
   - hosts
   - nodes.tbox-055
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -673,6 +797,7 @@ base:
   - site
   - hosts
   - nodes.tbox-056
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -680,6 +805,7 @@ base:
   - site
   - hosts
   - nodes.tbox-057
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -687,6 +813,7 @@ base:
   - site
   - hosts
   - nodes.tbox-058
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -694,6 +821,7 @@ base:
   - site
   - hosts
   - nodes.tbox-059
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -701,6 +829,7 @@ base:
   - site
   - hosts
   - nodes.tbox-060
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -708,6 +837,7 @@ base:
   - site
   - hosts
   - nodes.tbox-061
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -715,6 +845,7 @@ base:
   - site
   - hosts
   - nodes.tbox-062
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -722,6 +853,7 @@ base:
   - site
   - hosts
   - nodes.tbox-063
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -729,6 +861,7 @@ base:
   - site
   - hosts
   - nodes.tbox-064
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -736,6 +869,7 @@ base:
   - site
   - hosts
   - nodes.tbox-065
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -743,6 +877,7 @@ base:
   - site
   - hosts
   - nodes.tbox-066
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -750,6 +885,7 @@ base:
   - site
   - hosts
   - nodes.tbox-067
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -757,6 +893,7 @@ base:
   - site
   - hosts
   - nodes.tbox-068
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -764,6 +901,7 @@ base:
   - site
   - hosts
   - nodes.tbox-069
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -771,6 +909,7 @@ base:
   - site
   - hosts
   - nodes.tbox-070
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -778,6 +917,7 @@ base:
   - site
   - hosts
   - nodes.tbox-071
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -785,6 +925,7 @@ base:
   - site
   - hosts
   - nodes.tbox-072
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -792,6 +933,7 @@ base:
   - site
   - hosts
   - nodes.tbox-073
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -799,6 +941,7 @@ base:
   - site
   - hosts
   - nodes.tbox-074
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute
@@ -806,6 +949,7 @@ base:
   - site
   - hosts
   - nodes.tbox-075
+  - secrets.siterepo
   - slurm
   - secrets.munge
   - compute

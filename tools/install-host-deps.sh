@@ -35,6 +35,9 @@ done
 # the fleet page's test (tests/page): real headless Chromium drives the page (Debian 12's
 # package; on Ubuntu 24.04 the package of that name installs the snap, which needs snapd)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# the site package repository (fleet repo, docs/repo.md): reprepro keeps it, gpg signs it
+command -v reprepro >/dev/null 2>&1 || need+=(reprepro)
+command -v gpg >/dev/null 2>&1 || need+=(gnupg)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done

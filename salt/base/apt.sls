@@ -52,6 +52,35 @@ base-apt-file-managed-salt-pin:
     - mode: '0644'
     - contents: {{ boot.pin.contents | json }}
 
+{#- The site package repository (site.apt.repo, docs/repo.md): what the site pins and
+    holds, signed by the secrets store's key (trusted for this source only) and preferred
+    over the archive; the provisioning host reads its own directory. #}
+{%- set repo = boot.site_repo %}
+{%- if repo %}
+{%- set local = grains['id'] == salt['pillar.get']('site:provisioning:host') %}
+
+base-apt-file-managed-site-repo-key:
+  file.managed:
+    - name: {{ repo.keyring }}
+    - mode: '0644'
+    - makedirs: true
+    - contents_pillar: secrets:site_repo_key
+
+base-apt-file-managed-site-repo:
+  file.managed:
+    - name: {{ repo.sources.path }}
+    - mode: '0644'
+    - contents: {{ (repo.sources.local if local else repo.sources.contents).replace('{codename}', grains['oscodename']) | json }}
+    - require:
+      - file: base-apt-file-managed-site-repo-key
+
+base-apt-file-managed-site-repo-pin:
+  file.managed:
+    - name: {{ repo.pin.path }}
+    - mode: '0644'
+    - contents: {{ repo.pin.contents | json }}
+{%- endif %}
+
 base-apt-cmd-run-update:
   cmd.run:
     - name: apt-get update -q
@@ -60,6 +89,11 @@ base-apt-cmd-run-update:
       - file: base-apt-file-managed-legacy-list
       - file: base-apt-file-managed-salt-repo
       - file: base-apt-file-managed-salt-pin
+{%- if repo %}
+      - file: base-apt-file-managed-site-repo-key
+      - file: base-apt-file-managed-site-repo
+      - file: base-apt-file-managed-site-repo-pin
+{%- endif %}
 
 # No unattended upgrade of the kernel, drivers, Slurm, munge or Salt.
 base-apt-file-managed-unattended:

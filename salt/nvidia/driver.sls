@@ -52,6 +52,7 @@ nvidia-driver-cmd-run-check:
         {{ mapdata.check_script }} --branch {{ branch }}
         --held {{ (packages if not mapdata.p2p.enabled else expand(mapdata.p2p.userspace) | load_json) | join(' ') }}
         --driver {{ drivers | join(' ') }}
+        {%- if mapdata.allow_stand_ins %} --allow-stand-ins{% endif %}
     - stateful: true
     - require:
       - file: nvidia-driver-file-managed-check-script

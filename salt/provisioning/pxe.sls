@@ -165,6 +165,7 @@ provisioning-pxe-file-managed-nginx-site:
         management: {{ management | json }}
         management_cidrs: {{ management_cidrs | json }}
         pycache: {{ pycache | json }}
+        site_repo: {{ salt['pillar.get']('site:salt:bootstrap:site_repo') | json }}
     - require:
       - pkg: provisioning-pxe-pkg-installed
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet import secrets as fleet_secrets
+from fleet.repo import signing
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "salt" / "snapshots"
@@ -26,6 +27,9 @@ def write_secrets_root(path: Path) -> str:
     (path / "secrets" / "munge.sls").write_text(f"secrets:\n  munge_key: {key}\n")
     (path / "secrets" / "aptcache.sls").write_text(
         fleet_secrets.aptcache_sls(secrets.token_urlsafe(24)))
+    # not a key: base.apt only writes the pillar's text (the lab uses a real one)
+    (path / "secrets" / "siterepo.sls").write_text(signing.pillar_sls(
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\ntest\n-----END PGP PUBLIC KEY BLOCK-----\n"))
     path.chmod(0o700)
     return key
 

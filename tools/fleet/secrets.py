@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleet.problems import Problem
+from fleet.repo import signing
 
 if TYPE_CHECKING:
     from fleet.inventory import schema
@@ -78,6 +79,7 @@ def init(root: Path) -> list[str]:
         created.append(os.fspath(root / MUNGE_SLS))
     if _write_new(root / APTCACHE_SLS, aptcache_sls(secrets.token_urlsafe(24))):
         created.append(os.fspath(root / APTCACHE_SLS))
+    created += signing.ensure(root)
     fix_modes(root)
     return created
 

@@ -2,6 +2,7 @@
 """Managed by Salt (nvidia.driver). Are the held NVIDIA packages the pinned branch's driver?
 
   fleet-nvidia-driver-check --branch 580 --held PKG... --driver PKG... [--admindir DIR]
+                            [--allow-stand-ins]
 
 Fails (exit 1, one line per problem, each naming the package) when
   - a held package is not installed;
@@ -10,7 +11,10 @@ Fails (exit 1, one line per problem, each naming the package) when
   - a held package is empty (no file outside /usr/share/doc) and none of its dependencies
     is of the pinned branch (an empty package that only pulls another branch);
   - a --driver package (whose version is the driver's) is not of the pinned branch, or a
-    loaded kernel module (/sys/module/nvidia/version) is not.
+    loaded kernel module (/sys/module/nvidia/version) is not;
+  - a held package is a lab stand-in (its X-Fleet-Stand-In field: fleet's site repository
+    made it because the archive did not serve the real one), unless --allow-stand-ins (the
+    lab only): then it is named as a stand-in in the comment, and an empty stand-in passes.
 On success it prints Salt's stateful line: changed=no comment='...'.
 """
 import argparse
@@ -19,7 +23,8 @@ import re
 import subprocess
 import sys
 
-FIELDS = ["Package", "Status", "Version", "Depends", "Pre-Depends", "Description"]
+FIELDS = ["Package", "Status", "Version", "Depends", "Pre-Depends", "Description",
+          "X-Fleet-Stand-In"]
 TRANSITIONAL = re.compile(r"transitional|dummy", re.IGNORECASE)
 
 
@@ -72,13 +77,21 @@ def empty(files):
     return not real
 
 
-def check(branch, held, drivers, admindir, sysfs):
+def check(branch, held, drivers, admindir, sysfs, allow_stand_ins=False, stand_ins=None):
     problems = []
+    stand_ins = [] if stand_ins is None else stand_ins
     installed = query(admindir, sorted(set(held) | set(drivers)))
     for name in held:
         info = installed.get(name)
         if not info or not info["Status"].endswith(" installed"):
             problems.append(f"{name}: held, but not installed")
+            continue
+        if info.get("X-Fleet-Stand-In"):
+            if not allow_stand_ins:
+                problems.append(f"{name} {info['Version']}: held, but a lab stand-in, not the "
+                                f"driver ({info['X-Fleet-Stand-In']}): never outside the lab")
+            else:
+                stand_ins.append(name)
             continue
         deps = depends(info)
         successors = [d for d in deps if renamed(name, d)]
@@ -115,14 +128,20 @@ def main():
     parser.add_argument("--driver", nargs="*", default=[])
     parser.add_argument("--admindir", default=None, help="dpkg database (tests)")
     parser.add_argument("--sysfs", default="/sys")
+    parser.add_argument("--allow-stand-ins", action="store_true",
+                        help="the lab: a marked stand-in passes, named")
     args = parser.parse_args()
-    problems = check(args.branch, args.held, args.driver, args.admindir, args.sysfs)
+    stand_ins = []
+    problems = check(args.branch, args.held, args.driver, args.admindir, args.sysfs,
+                     args.allow_stand_ins, stand_ins)
     if problems:
         for line in problems:
             print(line, file=sys.stderr)
         return 1
+    standing = (f"; lab stand-in (not the driver): {', '.join(stand_ins)}" if stand_ins
+                else "")
     print(f"changed=no comment='{len(args.held)} held packages: the driver of branch "
-          f"{args.branch}, none transitional or empty'")
+          f"{args.branch}, none transitional or empty{standing}'")
     return 0
 
 

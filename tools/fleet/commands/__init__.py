@@ -34,6 +34,7 @@ VERBS: dict[str, str] = {
     "keys": "the master's minion keys against the inventory",
     "page": "write the fleet page (racks coloured by live state)",
     "mkv": "minikeyvalue maintenance with each array's own flags",
+    "repo": "the site package repository: fill it from the archive, list it",
     "lab": "the containerized lab (docs/lab.md)",
 }
 

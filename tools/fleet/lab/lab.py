@@ -20,6 +20,7 @@ from fleet.lab import (
     ntp,
     plan,
     preinstall,
+    siterepo,
     ubuntu_image,
 )
 from fleet.lab import podman as pm
@@ -79,10 +80,13 @@ def build_image(paths: Paths) -> image.ImageResult:
 def node_images(paths: Paths, p: Plan, base: str) -> dict[str, str]:
     """hostname -> its image: ``base`` with the packages its states install
     (fleet.lab.preinstall), or ``base`` itself with FLEET_LAB_BARE=1 (every package
-    then comes from the first highstate, as before; docs/lab.md)."""
+    then comes from the first highstate, as before; docs/lab.md). Either way the lab's
+    site package repository is filled first (fleet.lab.siterepo): head-01 serves it."""
+    sets = preinstall.node_sets(paths, p)
+    siterepo.ensure(paths, p, {host: nset.facts for host, nset in sets.items()})
     if os.environ.get("FLEET_LAB_BARE") == "1":
         return {n.hostname: base for n in p.nodes}
-    return preinstall.images(paths, p, base)
+    return preinstall.images(paths, p, base, sets)
 
 
 def provisioning_hosts(p: Plan) -> list[str]:
@@ -201,6 +205,8 @@ def status(paths: Paths) -> str:
              f"master: {f'running, pid {pid}' if pid else 'stopped'}"]
     npid = ntp.pid(paths)
     lines.append(f"ntp: {f'running, pid {npid}' if npid else 'stopped'}")
+    for name, why in siterepo.stand_ins(paths).items():
+        lines.append(f"stand-in: {name} ({why})")
     for name in nodes.all_lab_containers(paths):
         st = pm.inspect(paths, name)["State"]
         lines.append(f"{name}: {st.get('Status')}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fleet.health.expect import data_mounts
 from fleet.inventory import compute
-from fleet.lab import headtools, keys
+from fleet.lab import headtools, keys, siterepo
 from fleet.lab import podman as pm
 from fleet.lab.paths import NETWORK, Paths
 from fleet.lab.plan import LabNode, Plan
@@ -49,6 +49,8 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
         caps.append("NET_ADMIN")
         # the inventory and fleet's wheelhouse: `fleet pxe` runs on the head node
         args += headtools.mounts(paths)
+        # the site package repository, filled on the host (fleet.lab.siterepo)
+        args += siterepo.mount_args(paths, plan)
     args += ["--cap-add", ",".join(caps)]
     compute_roles = compute.roles(plan.inventory.raw, plan.inventory.nodes[node.hostname])
     if "mkv.master" in node.roles or compute_roles:

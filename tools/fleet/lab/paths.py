@@ -100,6 +100,10 @@ class Paths:
     inventory = _Below("repo", "inventory.yaml")
     render = _Below("lab", "render")
     secrets = _Below("lab", "secrets")
+    # the lab's site package repository (fleet.lab.siterepo): the inventory's site.apt.repo
+    # on head-01 and in the image builds, read-only
+    site_repo = _Below("lab", "repo")
+    standins = _Below("repo", "lab", "standins.yaml")
     salt_etc = _Below("lab", "etc", "salt")
     master_root = _Below("lab", "master")
     keys = _Below("lab", "keys")

@@ -35,16 +35,18 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from fleet.lab import podman as pm
+from fleet.lab import siterepo
 from fleet.lab.paths import PREFIX, Paths
 from fleet.lab.plan import Plan
-from fleet.packages.facts import from_lowstate
+from fleet.packages.facts import NodeFacts, from_lowstate
+from fleet.render import bootstrap
 
 log = logging.getLogger("fleet.lab")
 
@@ -58,10 +60,37 @@ SERVICE_FUNS = ("running", "enabled")
 
 @dataclass(frozen=True)
 class NodeSet:
-    """What one node's highstate installs (in its order) and the services it manages."""
+    """What one node's highstate installs (in its order) and the services it manages; its
+    apt facts (holds, pins, sources) for the site repository, not part of the set."""
 
     packages: tuple[str, ...]
     services: tuple[str, ...]
+    facts: NodeFacts = field(default_factory=NodeFacts, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class RepoMount:
+    """The lab's site repository as the image builds read it: its directory on the host,
+    where it is mounted, and the source, key and pin files the builder writes (and removes
+    again: the highstate writes the node's own)."""
+
+    host_dir: Path
+    where: str  # the inventory's site.apt.repo
+    files: dict[str, str]
+    digest: str
+
+    def script(self) -> str:
+        dirs = sorted({str(Path(f).parent) for f in [*self.files, bootstrap.SITE_REPO_KEYRING]})
+        out = [f"install -d -m 0755 {' '.join(dirs)}",
+               f"cp {self.where}/{bootstrap.SITE_REPO_KEY_FILE} {bootstrap.SITE_REPO_KEYRING}"]
+        for path, text in self.files.items():
+            out.append(f"cat > {path} <<'FLEET_EOF'\n{text}FLEET_EOF")
+        return "\n".join(out) + "\n"
+
+    def cleanup(self) -> str:
+        """What :meth:`script` wrote and apt's lists of it (named after the path)."""
+        lists = "/var/lib/apt/lists/" + self.where.replace("/", "_") + "_*"
+        return " ".join([*self.files, bootstrap.SITE_REPO_KEYRING, lists])
 
 
 def _lab_pillar(paths: Paths) -> dict[str, Any]:
@@ -107,7 +136,7 @@ def node_sets(paths: Paths, plan: Plan) -> dict[str, NodeSet]:
                         if c["state"] == "service" and c["fun"] in SERVICE_FUNS]
             out[node.hostname] = NodeSet(
                 tuple(p for p in facts.installs if p not in IDENTITY and p not in facts.removes),
-                tuple(dict.fromkeys(services)))
+                tuple(dict.fromkeys(services)), facts)
     return out
 
 
@@ -117,10 +146,13 @@ PACKAGES_LABEL = "fleet.lab.packages"
 SERVICES_LABEL = "fleet.lab.services"
 
 
-def tag_for(base: str, nset: NodeSet) -> str:
+def tag_for(base: str, nset: NodeSet, repo_mount: RepoMount | None = None) -> str:
     repo = base.rsplit(":", 1)[0]
     h = hashlib.sha256()
     h.update(SCRIPT.encode())
+    if repo_mount is not None:
+        h.update(repo_mount.digest.encode())
+        h.update(repr(sorted(repo_mount.files.items())).encode())
     h.update(base.encode())
     h.update(" ".join(sorted(nset.packages)).encode())
     h.update(" ".join(sorted(nset.services)).encode())
@@ -133,7 +165,8 @@ export DEBIAN_FRONTEND=noninteractive LC_ALL=C
 # fall back to the packages' init scripts
 printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d
 chmod 0755 /usr/sbin/policy-rc.d
-apt-get update -q
+# the site package repository (the pinned and held packages), as head-01 reads it
+{repo_setup}apt-get update -q
 # --no-upgrade: in the image of a smaller set, what is installed stays as it is (the
 # highstate decides versions)
 apt-get install -y -q --no-install-recommends --no-upgrade {packages}
@@ -143,7 +176,7 @@ for unit in {services}; do
     systemctl --root=/ disable "$unit"
   fi
 done
-rm -f /usr/sbin/policy-rc.d
+rm -f /usr/sbin/policy-rc.d {repo_files}
 apt-get clean
 """
 
@@ -166,9 +199,11 @@ def _closest(paths: Paths, base: str, nset: NodeSet) -> str:
     return best
 
 
-def build(paths: Paths, base: str, nset: NodeSet) -> tuple[str, bool]:
-    """The image of ``base`` with ``nset``'s packages installed; (tag, built)."""
-    tag = tag_for(base, nset)
+def build(paths: Paths, base: str, nset: NodeSet, repo_mount: RepoMount | None = None
+          ) -> tuple[str, bool]:
+    """The image of ``base`` with ``nset``'s packages installed (from the site repository
+    where ``repo_mount`` is given); (tag, built)."""
+    tag = tag_for(base, nset, repo_mount)
     if pm.exists(paths, "image", tag):
         return tag, False
     t0 = time.monotonic()
@@ -177,13 +212,16 @@ def build(paths: Paths, base: str, nset: NodeSet) -> tuple[str, bool]:
     start = _closest(paths, base, nset)
     log.info("installing %d packages into %s (from %s)", len(nset.packages), tag, start)
     script = SCRIPT.format(packages=" ".join(nset.packages),
-                           services=" ".join(nset.services) or "''")
+                           services=" ".join(nset.services) or "''",
+                           repo_setup=repo_mount.script() if repo_mount else "",
+                           repo_files=repo_mount.cleanup() if repo_mount else "")
+    mount = ["-v", f"{repo_mount.host_dir}:{repo_mount.where}:ro"] if repo_mount else []
     labels = {BASE_LABEL: base, PACKAGES_LABEL: " ".join(sorted(nset.packages)),
               SERVICES_LABEL: " ".join(sorted(nset.services))}
     changes = [a for k, v in labels.items() for a in ("--change", f"LABEL {k}={json.dumps(v)}")]
     try:
-        pm.podman(paths, "run", "-i", "--name", builder, start, "sh", "-s", input=script,
-                  timeout=3600)
+        pm.podman(paths, "run", "-i", "--name", builder, *mount, start, "sh", "-s",
+                  input=script, timeout=3600)
         pm.podman(paths, "commit", "--quiet", "--change", 'CMD ["/sbin/init"]', *changes,
                   builder, tag)
     finally:
@@ -192,17 +230,29 @@ def build(paths: Paths, base: str, nset: NodeSet) -> tuple[str, bool]:
     return tag, True
 
 
-def images(paths: Paths, plan: Plan, base: str) -> dict[str, str]:
-    """hostname -> its image: ``base`` with what its highstate installs; older images of
-    that repository that no node uses any more are pruned."""
-    sets = node_sets(paths, plan)
+def images(paths: Paths, plan: Plan, base: str, sets: dict[str, NodeSet]) -> dict[str, str]:
+    """hostname -> its image: ``base`` with what its highstate installs (``sets``:
+    :func:`node_sets`), from the lab's site repository (filled: fleet.lab.siterepo);
+    older images of that repository that no node uses any more are pruned."""
+    repo_mount = _repo_mount(paths, plan)
     distinct = list(dict.fromkeys(sets.values()))
     # at once: mostly downloads, and each set in its own builder container
     with ThreadPoolExecutor(max_workers=len(distinct) or 1) as pool:
-        built = list(pool.map(lambda nset: build(paths, base, nset)[0], distinct))
+        built = list(pool.map(lambda nset: build(paths, base, nset, repo_mount)[0], distinct))
     tags = dict(zip(distinct, built, strict=True))
     _prune(paths, base, set(tags.values()))
     return {host: tags[nset] for host, nset in sets.items()}
+
+
+def _repo_mount(paths: Paths, plan: Plan) -> RepoMount | None:
+    inv = plan.inventory
+    if inv.raw.site.apt.repo is None:
+        return None
+    suite = siterepo.codename(paths)
+    files = {bootstrap.SITE_REPO_SOURCES: bootstrap.site_repo_sources(inv, suite, local=True),
+             bootstrap.SITE_REPO_PIN: bootstrap.site_repo_pin()}
+    return RepoMount(paths.site_repo, inv.raw.site.apt.repo, files,
+                     siterepo.packages_digest(paths))
 
 
 def _prune(paths: Paths, base: str, keep: set[str]) -> None:

@@ -7,9 +7,7 @@ used (nothing was checked for that OS), 4 a render failure.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -17,24 +15,7 @@ from typing import Any
 from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
 from fleet.packages.check import Result, check_node
 from fleet.packages.facts import from_lowstate
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _salt_harness() -> tuple[Any, Any]:
-    """The tests' in-process highstate renderer (tests/support; it imports Salt)."""
-    sys.path.insert(0, str(REPO / "tests"))
-    return (importlib.import_module("support.harness"),
-            importlib.import_module("support.saltrender"))
-
-
-def role_sets(renderer: Any) -> dict[tuple[str, ...], str]:
-    """One node (the first in pillar order) per set of roles."""
-    out: dict[tuple[str, ...], str] = {}
-    for node in renderer.nodes():
-        roles = tuple(sorted(renderer.pillar(node)["node"]["roles"]))
-        out.setdefault(roles, node)
-    return out
+from fleet.packages.highstates import REPO, renderer, role_sets
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,20 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     oses = args.oses or list(OSES)
     args.cache.mkdir(parents=True, exist_ok=True)
-    harness, saltrender = _salt_harness()
-    saltrender.quiet_salt_logging()
-    saltrender.enable_jinja_compile_cache()
     started = time.monotonic()
     results: list[Result] = []
     archive_errors: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        secrets = Path(tmp) / "secrets"
-        harness.write_secrets_root(secrets)
-        renderer = saltrender.Renderer(args.root / "salt", args.root / "pillar", secrets,
-                                       Path(tmp) / "cache")
-        sets = role_sets(renderer)
+    with renderer(args.root) as nodes:
+        sets = role_sets(nodes)
         for os_name in oses:
-            if not _check_os(args, renderer, sets, os_name, results, archive_errors):
+            if not _check_os(args, nodes, sets, os_name, results, archive_errors):
                 return 4
     for line in archive_errors:
         print(f"ARCHIVE UNREACHABLE: {line}")
@@ -115,7 +89,8 @@ def _report(result: Result, verbose: bool) -> None:
     head = (f"{result.os} {result.node} [{' '.join(result.roles)}]: {len(f.installs)} "
             f"packages, {len(f.holds)} held, {len(f.removes)} removed, {len(f.pins)} pins")
     if result.ok:
-        print(f"ok   {head}; the set installs ({result.resolved} packages)")
+        print(f"ok   {head}; the set installs ({result.resolved} packages); the site "
+              f"repository's {result.repo} are fillable")
     else:
         print(f"FAIL {head}")
         for line in result.problems:

@@ -91,9 +91,10 @@ class ScratchApt:
         conf.write_text("\n".join(lines) + "\n")
         return conf
 
-    def write_sources(self, sources: dict[str, str]) -> list[str]:
-        """The node's rendered sources with the archives' URIs and a local keyring.
-        Returns what was mapped, for the report."""
+    def write_sources(self, sources: dict[str, str], *, keep_uris: bool = False) -> list[str]:
+        """The node's rendered sources with the archives' URIs (``keep_uris``: their own,
+        e.g. the site's apt cache) and a local keyring. Returns what was mapped, for the
+        report."""
         main, security = mirrors(self.release.distro)
         parts = self.root / "etc" / "sources.list.d"
         for old in parts.iterdir():
@@ -110,7 +111,7 @@ class ScratchApt:
                 if stanza.get("Enabled", "yes").lower() == "no":
                     continue
                 uri = stanza.get("URIs", "")
-                target = security if "security" in uri else main
+                target = uri if keep_uris else security if "security" in uri else main
                 stanza = {**stanza, "URIs": target, "Signed-By": str(self.keyring)}
                 text.append("\n".join(f"{k}: {v}" for k, v in stanza.items()))
                 notes.append(f"{Path(file).name}: {uri} -> {target} "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fleet.packages.archive import ScratchApt
 from fleet.packages.facts import NodeFacts, records, simulated, transitional, unmet
+from fleet.repo import fetch, wanted
 
 
 @dataclass
@@ -19,6 +20,7 @@ class Result:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     resolved: int = 0  # packages the simulated install installs
+    repo: int = 0  # packages of the site repository, each fillable
 
     @property
     def ok(self) -> bool:
@@ -44,6 +46,27 @@ def check_node(apt: ScratchApt, result: Result) -> None:
     versions = simulated(sim.stdout)
     result.resolved = len(versions)
     _check_pins(result, versions)
+    _check_fillable(apt, result, versions, prefs)
+
+
+def _check_fillable(apt: ScratchApt, result: Result, versions: dict[str, str],
+                    prefs: Path) -> None:
+    """What the site package repository holds for this node (its held and pinned packages
+    and what is locked to them, fleet.repo.wanted) is fillable: the archive's signed index
+    names each one's file and sha256 (whether the archive still serves it is `fleet repo
+    fill`'s to find: the lab's stand-ins, docs/repo.md)."""
+    facts = result.facts
+    shown = records(apt.run("apt-cache", "show", "--no-all-versions",
+                            *[f"{n}={v}" for n, v in versions.items()],
+                            preferences=prefs).stdout)
+    names = wanted.closure(wanted.roots(facts.holds, facts.pins, versions), shown)
+    try:
+        fetch.uris(apt, {n: versions[n] for n in names}, shown, prefs)
+    except fetch.FetchError as exc:
+        result.problems.append(f"{result.os} {result.node}: the site repository cannot be "
+                               f"filled: {exc}")
+        return
+    result.repo = len(names)
 
 
 def _check_names(apt: ScratchApt, result: Result, prefs: Path) -> dict[str, dict[str, str]]:

@@ -89,11 +89,16 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
     def write(text: str, path: str) -> str:
         return f"printf '%s\\n' {_sh(*text.splitlines())} > /target{path}"
 
+    site = inv.raw.site
+    suite = bootstrap.UBUNTU_CODENAMES[site.os.release]
+    repo_key = ([f"curtin in-target -- curl -fsSL -o {bootstrap.SITE_REPO_KEYRING} "
+                 + shlex.quote(bootstrap.site_repo_key_url(inv))] if site.apt.repo else [])
     return [
         f"curtin in-target -- install -d -m 0755 {' '.join(bootstrap.DIRS)}",
         f"curtin in-target -- curl -fsSL -o {bootstrap.KEYRING} "
-        + shlex.quote(f"{bootstrap.http_base(inv)}/{inv.raw.site.salt.keyring}"),
-        *(write(text, path) for path, text in bootstrap.files(inv, node).items()),
+        + shlex.quote(f"{bootstrap.http_base(inv)}/{site.salt.keyring}"),
+        *repo_key,
+        *(write(text, path) for path, text in bootstrap.files(inv, node, suite).items()),
         installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",
         "curtin in-target -- env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",

@@ -11,7 +11,11 @@ for the node's own), so that a highstate after an install finds the same bytes:
 - ``minion.d/fleet.conf``: id, master, the reconnect sizing, ``master_finger`` (last,
   where the state appends the authenticated master's finger when the inventory records
   none);
-- ``minion_id``.
+- ``minion_id``;
+- with a site package repository (``site.apt.repo``, docs/repo.md): ``fleet-site.sources``
+  (the provisioning host's repository: over HTTP, or its own directory on that host),
+  signed by ``fleet-site.asc`` (the installer fetches it from the repository, base.apt
+  writes it from the pillar) and ``fleet-site.pref``, which makes the repository win.
 """
 
 from __future__ import annotations
@@ -27,6 +31,14 @@ SOURCES = "/etc/apt/sources.list.d/salt.sources"
 PIN = "/etc/apt/preferences.d/salt.pref"
 MINION_CONF = "/etc/salt/minion.d/fleet.conf"
 MINION_ID = "/etc/salt/minion_id"
+SITE_REPO_KEYRING = "/etc/apt/keyrings/fleet-site.asc"
+SITE_REPO_SOURCES = "/etc/apt/sources.list.d/fleet-site.sources"
+SITE_REPO_PIN = "/etc/apt/preferences.d/fleet-site.pref"
+# the repository's URL path under the boot HTTP root, its key file and its release fields
+# (fleet.repo.reprepro writes them)
+SITE_REPO_HTTP = "/repo"
+SITE_REPO_KEY_FILE = "fleet-site.asc"
+SITE_REPO_ORIGIN, SITE_REPO_LABEL = "fleet", "fleet-site"
 # the directories the files above need that a fresh install does not have
 DIRS = ("/etc/apt/keyrings", "/etc/salt/minion.d")
 
@@ -48,6 +60,33 @@ def salt_sources(salt: SaltSpec, *, enabled: bool = True) -> str:
     enabled``, the lab's minions come from a wheelhouse) keeps the file, switched off."""
     return _text(["Types: deb", f"URIs: {salt.repo}", "Suites: stable", "Components: main",
                   f"Signed-By: {KEYRING}", *([] if enabled else ["Enabled: no"])])
+
+
+def site_repo_sources(inv: Inventory, suite: str, *, local: bool = False) -> str:
+    """The site repository's deb822 source for the OS ``suite`` (its codename; base.apt's
+    pillar carries ``{codename}``, filled from the node's grain): its URL under the boot
+    HTTP root, or on the provisioning host itself (``local``) its directory, which that
+    host's own apt reads before its web server is configured."""
+    repo = inv.raw.site.apt.repo
+    assert repo is not None
+    uri = f"file:{repo}" if local else f"{http_base(inv)}{SITE_REPO_HTTP}"
+    return _text(["Types: deb", f"URIs: {uri}", f"Suites: {suite}",
+                  "Components: main", f"Signed-By: {SITE_REPO_KEYRING}"])
+
+
+def site_repo_key_url(inv: Inventory) -> str:
+    return f"{http_base(inv)}{SITE_REPO_HTTP}/{SITE_REPO_KEY_FILE}"
+
+
+def site_repo_pin() -> str:
+    """Every package of the site repository wins over the archive's, even a newer one: the
+    repository holds exactly what the site pins and holds."""
+    return _text(["Package: *", f"Pin: release o={SITE_REPO_ORIGIN},l={SITE_REPO_LABEL}",
+                  "Pin-Priority: 1001"])
+
+
+# site.os.release -> its codename (the autoinstall's suite)
+UBUNTU_CODENAMES = {"24.04": "noble", "22.04": "jammy"}
 
 
 def salt_pin(salt: SaltSpec) -> str:
@@ -84,10 +123,12 @@ def minion_id(node: Node) -> str:
     return f"{node.hostname}\n"
 
 
-def files(inv: Inventory, node: Node) -> dict[str, str]:
-    """path -> contents of every file the installer writes, in the order it writes them."""
+def files(inv: Inventory, node: Node, suite: str) -> dict[str, str]:
+    """path -> contents of every file the installer of OS ``suite`` writes, in order."""
     salt = inv.raw.site.salt
-    return {SOURCES: salt_sources(salt), PIN: salt_pin(salt),
+    repo = ({SITE_REPO_SOURCES: site_repo_sources(inv, suite), SITE_REPO_PIN: site_repo_pin()}
+            if inv.raw.site.apt.repo else {})
+    return {**repo, SOURCES: salt_sources(salt), PIN: salt_pin(salt),
             MINION_CONF: minion_conf(inv, node), MINION_ID: minion_id(node)}
 
 
@@ -99,7 +140,20 @@ def site_pillar(inv: Inventory) -> dict[str, Any]:
         "sources": {"path": SOURCES, "contents": salt_sources(salt),
                     "disabled": salt_sources(salt, enabled=False)},
         "pin": {"path": PIN, "contents": salt_pin(salt)},
+        "site_repo": _site_repo(inv),
     }
+
+
+def _site_repo(inv: Inventory) -> dict[str, Any] | None:
+    """``site:salt:bootstrap:site_repo`` (base.apt, provisioning.pxe), None without one."""
+    repo = inv.raw.site.apt.repo
+    if repo is None:
+        return None
+    return {"dir": repo, "http_path": SITE_REPO_HTTP, "keyring": SITE_REPO_KEYRING,
+            "sources": {"path": SITE_REPO_SOURCES,
+                        "contents": site_repo_sources(inv, "{codename}"),
+                        "local": site_repo_sources(inv, "{codename}", local=True)},
+            "pin": {"path": SITE_REPO_PIN, "contents": site_repo_pin()}}
 
 
 def node_pillar(inv: Inventory, node: Node) -> dict[str, Any]:

@@ -11,6 +11,7 @@
 - ``compute.sls``      nodes with a compute role: Valkey, the code sync, workers, Triton
 - ``secrets.munge``    Slurm nodes only; lives in the git-ignored secrets pillar root
 - ``secrets.aptcache`` the provisioning host only (the apt cache's admin password); there too
+- ``secrets.siterepo`` every node, with a site package repository (its public key); there too
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from fleet.render.mkvlayout import data_mount as data_mount  # health/expect.py 
 from fleet.render.names import host_names
 from fleet.render.saltsize import site_sizing
 
-SECRET_SLS = {"munge": "secrets.munge", "aptcache": "secrets.aptcache"}
+SECRET_SLS = {"munge": "secrets.munge", "aptcache": "secrets.aptcache",
+              "siterepo": "secrets.siterepo"}
 # Node pillar entries shared by every node of a profile or group: emitted once, reused.
 PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group",
                          "nvidia"})
@@ -52,6 +54,8 @@ def render(inv: Inventory) -> dict[str, str]:
     memo = yamlout.Memo()
     for node in inv.nodes.values():
         sls = ["site", "hosts", f"nodes.{node.hostname}"]
+        if site.apt.repo is not None:
+            sls.append(SECRET_SLS["siterepo"])
         if node.has("slurm.compute") or node.has("slurm.controller"):
             sls += ["slurm", SECRET_SLS["munge"]]
         if node.has("mkv.master"):

@@ -64,16 +64,19 @@ def write_file(lines: list[str], path: str) -> str:
     return f"echo {data} | base64 -d > /target{path}"
 
 
-def _late_commands(inv: Inventory, node: Node) -> list[str]:
+def _late_commands(inv: Inventory, node: Node, image: DebianImage) -> list[str]:
     site = inv.raw.site
     http = http_base(inv)
+    repo_key = ([f"in-target curl -fsSL -o {bootstrap.SITE_REPO_KEYRING} "
+                 + shlex.quote(bootstrap.site_repo_key_url(inv))] if site.apt.repo else [])
 
     cmds = [
         f"in-target install -d -m 0755 {' '.join(bootstrap.DIRS)}",
         f"in-target curl -fsSL -o {bootstrap.KEYRING} "
         + shlex.quote(f"{http}/{site.salt.keyring}"),
+        *repo_key,
         *(write_file(text.splitlines(), path)
-          for path, text in bootstrap.files(inv, node).items()),
+          for path, text in bootstrap.files(inv, node, image.suite).items()),
         installkey.fetch_key(inv, node, CURL),
     ]
     for admin in site.admins:
@@ -156,7 +159,7 @@ def render_preseed(inv: Inventory, node: Node, image: DebianImage) -> str:
         ("pkgsel/include", "string", "curl ca-certificates openssh-server"),
         ("popularity-contest/participate", "boolean", "false"),
         ("grub-installer/only_debian", "boolean", "true"),
-        ("preseed/late_command", "string", "; ".join(_late_commands(inv, node))),
+        ("preseed/late_command", "string", "; ".join(_late_commands(inv, node, image))),
         ("finish-install/reboot_in_progress", "note", ""),
     ]
     owner = {"tasksel/first": "tasksel", "popularity-contest/participate": "popularity-contest"}

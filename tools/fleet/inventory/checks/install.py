@@ -30,6 +30,8 @@ def check_paths(c: Ctx) -> Iterator[Problem]:
         (site.pxe_state + "-tokens", "the install tokens directory (pxe_state-tokens)", None),
         (IMAGES_DIR, "the installer images directory", None),
     ]
+    if site.apt.repo is not None:
+        dirs.append((site.apt.repo, "the site package repository", ("site", "apt", "repo")))
     if c.raw.mkv is not None:
         for aname, array in c.raw.mkv.arrays.items():
             dirs.append((array.index_path, f"the index of mkv array {aname}",

@@ -104,6 +104,10 @@ class AptSpec(Model):
     security_mirror: Url | None = None
     """apt security archive, used like mirror (autoinstall, base.apt); null: the autoinstall sets no
     security archive"""
+    repo: DeployDir | None = None
+    """the site package repository on the provisioning host: every package the states pin or hold
+    (`fleet repo fill`), signed by the secrets store's key, served as /repo/ and preferred by
+    every node and installer (docs/repo.md); null: none"""
 
 
 class SaltSpec(Model):
