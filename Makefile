@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab test-pxe test-reinstall-vm test-vm \
+	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-reinstall-vm test-vm \
 	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot
 
 help:
@@ -70,16 +70,26 @@ check: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/python -m fleet.inventory.reference --write docs/inventory-reference.md
 
+# on every core (pytest-xdist)
+UNIT_JOBS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest --ignore=tests/lab --ignore=tests/pxe --ignore=tests/swarm
+	$(BIN)/pytest -n $(UNIT_JOBS) --ignore=tests/lab --ignore=tests/pxe --ignore=tests/swarm
 
 # every name, pin and hold of the rendered states against the real archive indexes of
 # Ubuntu 24.04, 22.04 and Debian 12 (scratch apt state in .cache/packages; docs/salt.md)
 check-packages: $(STAMP)
 	$(BIN)/python -m fleet.packages
 
-# the lab tests reuse a lab that is up, or bring one up (cached image) and take it down
-test: lint check unit check-packages test-swarm test-lab test-pxe
+# Every `make test` meets the lab as a new machine does: its own podman storage under the
+# checkout (tools/test-storage.sh), emptied first and removed at the end, so no image of an
+# earlier run hides a build that fails today (`make lab` keeps the machine's, cached)
+TEST_PODMAN := $(CURDIR)/.test-podman
+test: export CONTAINERS_STORAGE_CONF := $(TEST_PODMAN)/storage.conf
+test: test-storage lint check unit check-packages test-swarm test-lab test-pxe
+	bash tools/test-storage.sh clean $(TEST_PODMAN)
+
+test-storage:
+	bash tools/test-storage.sh fresh $(TEST_PODMAN)
 
 bench-render: $(STAMP)
 	$(BIN)/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md

@@ -25,11 +25,16 @@ SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 REAL = harness.ROOT / "inventory.yaml"
 # the base role's states that manage the bootstrap's files
 STATES = {
+    "base-apt-file-managed-site-repo": bootstrap.SITE_REPO_SOURCES,
+    "base-apt-file-managed-site-repo-pin": bootstrap.SITE_REPO_PIN,
     "base-apt-file-managed-salt-repo": bootstrap.SOURCES,
     "base-apt-file-managed-salt-pin": bootstrap.PIN,
     "base-minion-file-managed-conf": bootstrap.MINION_CONF,
     "base-minion-file-managed-id": bootstrap.MINION_ID,
 }
+SITE_REPO_STATES = "base-apt-file-managed-site-repo"
+# the suite of the rendered highstate's OS (harness.DEFAULT_OS)
+SUITE = "noble"
 # any Debian installer image: the preseed's late-commands do not depend on it
 IMAGE = DebianImage(type="debian-preseed", kernel="images/debian-12/linux",
                     initrd="images/debian-12/initrd.gz", mirror="http://deb.example/debian")
@@ -65,6 +70,9 @@ def state_files(result: saltrender.Rendered) -> dict[str, str]:
     assert not result.errors, result.errors
     out = {}
     for state_id, path in STATES.items():
+        if state_id.startswith(SITE_REPO_STATES) and not any(c["__id__"] == state_id
+                                                             for c in result.lowstate):
+            continue  # an inventory without a site package repository
         name, text = result.managed(state_id)
         assert name == path, (state_id, name)
         out[name] = text
@@ -88,14 +96,33 @@ def render_nodes(tmp: Path, pillar: Path, nodes: list[str]) -> dict[str, saltren
     return {n: renderer.render(n) for n in nodes}
 
 
+def expected(inv: Inventory, node: Node, installer: str, managed: dict[str, str]
+             ) -> dict[str, str]:
+    """What ``installer`` must write for ``node``, given the state's files: the same bytes,
+    but for the site repository's source, which names the installer's own suite, and which
+    the provisioning host's state points at its own directory (the installers never run
+    there: it serves them)."""
+    want = dict(managed)
+    if bootstrap.SITE_REPO_SOURCES in want:
+        suite = IMAGE.suite if installer == "preseed" else SUITE
+        want[bootstrap.SITE_REPO_SOURCES] = bootstrap.site_repo_sources(inv, suite)
+        local = node.hostname == inv.raw.site.provisioning_host
+        assert managed[bootstrap.SITE_REPO_SOURCES] == bootstrap.site_repo_sources(
+            inv, SUITE, local=local), node.hostname
+    return want
+
+
 def assert_same_bytes(inv: Inventory, files: dict[str, str],
                       results: dict[str, saltrender.Rendered]) -> None:
     assert set(results) == set(inv.nodes)
     for name, node in inv.nodes.items():
         managed = state_files(results[name])
+        has_repo = {bootstrap.SITE_REPO_SOURCES, bootstrap.SITE_REPO_PIN} <= set(managed)
+        assert has_repo == (inv.raw.site.apt.repo is not None), name
         for installer, written in installer_files(inv, files, node).items():
-            assert written == managed, f"{name}: {installer} and Salt differ"
-        assert managed == bootstrap.files(inv, node)
+            assert written == expected(inv, node, installer, managed), \
+                f"{name}: {installer} and Salt differ"
+        assert expected(inv, node, "autoinstall", managed) == bootstrap.files(inv, node, SUITE)
 
 
 def test_real_inventory_installers_and_states_write_the_same_bytes(
@@ -134,9 +161,9 @@ def test_the_inventorys_salt_repo_reaches_the_state(tmp_path: Path) -> None:
     assert "Enabled" not in managed[bootstrap.SOURCES]
     assert "Pin: version 3007.1*\n" in managed[bootstrap.PIN]
     assert yaml.safe_load(managed[bootstrap.MINION_CONF])["master_finger"] == finger
-    assert managed == bootstrap.files(inv, inv.nodes[node])
+    assert managed == bootstrap.files(inv, inv.nodes[node], SUITE)
     for installer, written in installer_files(inv, files, inv.nodes[node]).items():
-        assert written == managed, installer
+        assert written == expected(inv, inv.nodes[node], installer, managed), installer
 
 
 def test_the_lab_switch_keeps_the_source_disabled(tmp_path: Path) -> None:

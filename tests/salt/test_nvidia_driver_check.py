@@ -65,7 +65,11 @@ NOBLE: dict[str, tuple[str, str, str, list[str]]] = {
 }
 
 
-def admindir(tmp: Path, names: list[str], held: frozenset[str] | set[str] = frozenset()) -> Path:
+STAND_IN = "the archive listed it; http://archive.example/x.deb answered HTTP 404 Not Found"
+
+
+def admindir(tmp: Path, names: list[str], held: frozenset[str] | set[str] = frozenset(),
+             stand_ins: frozenset[str] | set[str] = frozenset()) -> Path:
     d = tmp / "dpkg"
     (d / "info").mkdir(parents=True)
     (d / "updates").mkdir()
@@ -77,6 +81,9 @@ def admindir(tmp: Path, names: list[str], held: frozenset[str] | set[str] = froz
                  "Architecture: amd64", f"Version: {version}"]
         if deps:
             lines.append(f"Depends: {deps}")
+        if name in stand_ins:  # fleet.repo.standin's marker; a stand-in holds no files
+            lines.append(f"X-Fleet-Stand-In: {STAND_IN}")
+            files = []
         lines.append(f"Description: {desc}")
         stanzas.append("\n".join(lines))
         listed = [*DOC, f"/usr/share/doc/{name}", f"/usr/share/doc/{name}/copyright", *files]
@@ -86,9 +93,9 @@ def admindir(tmp: Path, names: list[str], held: frozenset[str] | set[str] = froz
 
 
 def run(adm: Path, branch: str, held: list[str], drivers: list[str],
-        sysfs: Path | None = None) -> subprocess.CompletedProcess[str]:
+        sysfs: Path | None = None, *extra: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, str(SCRIPT), "--branch", branch, "--held", *held,
-           "--driver", *drivers, "--admindir", str(adm)]
+           "--driver", *drivers, "--admindir", str(adm), *extra]
     if sysfs is not None:
         cmd += ["--sysfs", str(sysfs)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
@@ -128,6 +135,34 @@ def test_empty_package_of_another_branch_fails(tmp_path: Path) -> None:
     assert proc.returncode == 1
     # caught as a rename of the 580 package, even though its description says nothing
     assert "nvidia-headless-no-dkms-570-server-open 570.211.01" in proc.stderr
+
+
+def test_a_lab_stand_in_passes_named_where_allowed(tmp_path: Path) -> None:
+    """The lab (nvidia:lookup:allow_stand_ins): a marked stand-in, empty, passes, and the
+    comment names every stand-in."""
+    stand_ins = {"nvidia-utils-580-server", "libnvidia-compute-580-server"}
+    adm = admindir(tmp_path, REAL_580 + DEPS_580, held=set(REAL_580), stand_ins=stand_ins)
+    proc = run(adm, "580", REAL_580, DRIVERS_580, None, "--allow-stand-ins")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith(
+        "lab stand-in (not the driver): nvidia-utils-580-server, "
+        "libnvidia-compute-580-server'"), proc.stdout
+
+
+def test_a_stand_in_fails_outside_the_lab(tmp_path: Path) -> None:
+    adm = admindir(tmp_path, REAL_580 + DEPS_580, held=set(REAL_580),
+                   stand_ins={"nvidia-utils-580-server"})
+    proc = run(adm, "580", REAL_580, DRIVERS_580)
+    assert proc.returncode == 1
+    assert ("nvidia-utils-580-server 580.178.04-0ubuntu0.24.04.1: held, but a lab stand-in, "
+            f"not the driver ({STAND_IN}): never outside the lab") in proc.stderr
+
+
+def test_an_empty_package_without_the_marker_still_fails_in_the_lab(tmp_path: Path) -> None:
+    adm = admindir(tmp_path, ["fleet-empty-meta"], held={"fleet-empty-meta"})
+    proc = run(adm, "580", ["fleet-empty-meta"], [], None, "--allow-stand-ins")
+    assert proc.returncode == 1
+    assert "fleet-empty-meta 1.0: held, but empty" in proc.stderr
 
 
 def test_empty_package_pulling_no_branch_fails(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ ARGV: dict[str, list[str]] = {
     "pxe": ["status"], "power": ["status", "gpu-01"], "console": ["gpu-01"],
     "node": ["list"], "ports": [], "cabling": ["gpu-01"], "keys": ["check"],
     "page": ["--out", "{tmp}/page"],
-    "mkv": ["show", "data"], "lab": ["status"],
+    "mkv": ["show", "data"], "repo": ["list", "--repo", "{tmp}/repo"], "lab": ["status"],
 }
 # the verbs whose first contact is the Salt master (rollout and reinstall first ask
 # Slurm and the BMCs), each as it asks it

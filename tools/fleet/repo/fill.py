@@ -29,7 +29,8 @@ class Entry:
     name: str
     version: str
     origin: str  # "held" (already in the repository), "archive", "stand-in"
-    note: str = ""
+    note: str = ""  # a stand-in's reason
+    stand_in: bool = False
 
 
 @dataclass
@@ -39,12 +40,12 @@ class Report:
 
     @property
     def stand_ins(self) -> list[Entry]:
-        return [e for e in self.entries if e.origin == "stand-in"]
+        return [e for e in self.entries if e.stand_in]
 
     def summary(self) -> str:
         added = sum(e.origin != "held" for e in self.entries)
         return (f"site repository {self.codename}: {len(self.entries)} packages, {added} "
-                f"added, {len(self.stand_ins)} stand-ins")
+                f"added, {len(self.stand_ins)} of them stand-ins")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,9 @@ def fill(apt: ScratchApt, nodes: Iterable[tuple[str, NodeFacts]], target: Target
     reprepro.init(target.repo, gnupghome, target.codename, fpr)
     have = reprepro.listed(target.repo, gnupghome, target.codename)
     todo = {n: v for n, v in versions.items() if have.get(n) != v}
-    report.entries += [Entry(n, v, "held") for n, v in versions.items() if n not in todo]
+    marked = reprepro.stand_ins(target.repo, target.codename, standin.MARKER)
+    report.entries += [Entry(n, v, "held", marked.get(n, ""), n in marked)
+                       for n, v in versions.items() if n not in todo]
     cache.mkdir(parents=True, exist_ok=True)
     files = _fetch(apt, todo, recs, cache)
     debs: list[Path] = []
@@ -116,7 +119,7 @@ def fill(apt: ScratchApt, nodes: Iterable[tuple[str, NodeFacts]], target: Target
             units = standin.units_for(name, target.standin_units)
             debs.append(standin.build(recs[name], f"the archive listed it; {why}", units,
                                       Path(tmp)))
-            report.entries.append(Entry(name, todo[name], "stand-in", why))
+            report.entries.append(Entry(name, todo[name], "stand-in", why, True))
         if problems:
             raise FillError("the archive does not serve what the site pins (the repository "
                             "is unchanged): " + "; ".join(problems))

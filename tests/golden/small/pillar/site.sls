@@ -8,6 +8,7 @@ site:
     sudo: true
   apt:
     mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"
+    repo: null
     security_mirror: null
   dns_servers:
   - 10.1.0.10
@@ -37,6 +38,7 @@ site:
       pin:
         contents: "Package: salt-*\nPin: version 3008.4*\nPin-Priority: 1001\n"
         path: /etc/apt/preferences.d/salt.pref
+      site_repo: null
       sources:
         contents: "Types: deb\nURIs: https://packages.broadcom.com/artifactory/saltproject-deb\nSuites: stable\nComponents: main\nSigned-By: /etc/apt/keyrings/salt-archive-keyring.pgp\n"
         disabled: "Types: deb\nURIs: https://packages.broadcom.com/artifactory/saltproject-deb\nSuites: stable\nComponents: main\nSigned-By: /etc/apt/keyrings/salt-archive-keyring.pgp\nEnabled: no\n"
