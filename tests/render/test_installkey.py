@@ -416,12 +416,12 @@ def test_an_endpoint_that_gives_no_answer_never_makes_a_plain_install(
     node = rig.inv.nodes[host]
     ep = misbehaving({"/v1/": silence})
     fetch, _done = late_scripts(rig.inv, rig.files, node)
-    t0 = time.monotonic()
+    # bounded: rig.run's own timeout fails a run that hangs (no timing assertion: a
+    # loaded host, e.g. the unit tests on both cores, stretches every attempt)
     r = rig.run(node, fetch, endpoint=ep.url)
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"the master's endpoint gave no answer within {RETRY_S}s" in r.stderr
     assert ep.asked(f"/v1/status/{host}") >= 2  # retried
-    assert time.monotonic() - t0 < RETRY_S + 3 * ATTEMPT_S + 10  # and bounded
     assert not (rig.target / "etc/salt/pki").exists()
 
 

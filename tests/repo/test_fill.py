@@ -85,7 +85,6 @@ def archive(tmp_path: Path) -> Iterator[Archive]:
     gnupghome = signing.home(store)
     reprepro.init(root, gnupghome, SUITE, fpr)
     reprepro.include(root, gnupghome, SUITE, [_deb(tmp_path, n) for n in PACKAGES])
-    signing.stop_agent(store)
     keyring = tmp_path / "archive-keyring.gpg"
     keyring.write_bytes(subprocess.run(["gpg", "--homedir", str(gnupghome), "--export", fpr],
                                        check=True, capture_output=True).stdout)
@@ -223,9 +222,8 @@ def test_after_the_archive_drops_the_version_apt_installs_it_from_the_site_repos
     fill.fill(_apt(tmp_path, archive), _nodes(), _target(tmp_path, site, lab=False),
               tmp_path / "incoming")
     # the archive drops the pinned version: from its index and its pool
-    subprocess.run(["reprepro", "--basedir", str(archive.root / reprepro.STATE), "--outdir",
-                    str(archive.root), "--gnupghome", str(archive.home), "remove", SUITE,
-                    "fake-slurmd", "fake-libslurm"], check=True, capture_output=True)
+    reprepro.remove(archive.root, archive.home, SUITE, ["fake-slurmd", "fake-libslurm"])
+    assert not list(archive.root.glob("pool/**/fake-slurmd_*"))
     # a node: the archive, and the site repository signed by the site's key only
     node = ScratchApt(tmp_path / "node", RELEASE, archive.keyring)
     node.write_sources({"/etc/apt/sources.list.d/fleet.sources":

@@ -55,5 +55,6 @@ def test_the_states_services_are_disabled_in_the_image(
         sets: dict[str, preinstall.NodeSet]) -> None:
     assert {"slurmctld", "dnsmasq", "prometheus"} <= set(sets["head-01"].services)
     assert "slurmd" in sets["tbox-001"].services
-    script = preinstall.SCRIPT.format(packages="p", services="slurmd")
+    script = preinstall.SCRIPT.format(packages="p", services="slurmd", repo_setup="",
+                                      repo_files="")
     assert "exit 101" in script and 'systemctl --root=/ disable "$unit"' in script

@@ -123,10 +123,7 @@ def fill(apt: ScratchApt, nodes: Iterable[tuple[str, NodeFacts]], target: Target
         if problems:
             raise FillError("the archive does not serve what the site pins (the repository "
                             "is unchanged): " + "; ".join(problems))
-        try:
-            reprepro.include(target.repo, gnupghome, target.codename, debs)
-        finally:
-            signing.stop_agent(target.secrets)
+        reprepro.include(target.repo, gnupghome, target.codename, debs)
     for deb in debs:  # in the pool now
         if deb.parent == cache:
             deb.unlink()

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from fleet.packages.facts import deb822
+from fleet.repo import signing
 
 STATE = ".reprepro"
 KEY_FILE = "fleet-site.asc"
@@ -27,9 +28,10 @@ def distributions(codenames: list[str], fingerprint: str) -> str:
 
 
 def _run(repo: Path, gnupghome: Path, *args: str) -> str:
-    proc = subprocess.run(["reprepro", "--silent", "--basedir", str(repo / STATE), "--outdir",
-                           str(repo), "--gnupghome", str(gnupghome), *args],
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    with signing.short(gnupghome) as home:
+        proc = subprocess.run(["reprepro", "--silent", "--basedir", str(repo / STATE),
+                               "--outdir", str(repo), "--gnupghome", str(home), *args],
+                              capture_output=True, text=True, timeout=TIMEOUT, check=False)
     if proc.returncode != 0:
         raise RepoError(f"reprepro {' '.join(args[:2])}: {proc.stderr.strip()[-800:]}")
     return proc.stdout
@@ -66,6 +68,11 @@ def listed(repo: Path, gnupghome: Path, codename: str) -> dict[str, str]:
 def include(repo: Path, gnupghome: Path, codename: str, debs: list[Path]) -> None:
     if debs:
         _run(repo, gnupghome, "includedeb", codename, *map(str, debs))
+
+
+def remove(repo: Path, gnupghome: Path, codename: str, names: list[str]) -> None:
+    if names:
+        _run(repo, gnupghome, "remove", codename, *names)
 
 
 def packages_index(repo: Path, codename: str) -> Path:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 HOME = "repo-gnupg"
@@ -23,10 +26,25 @@ def home(root: Path) -> Path:
     return root / HOME
 
 
+@contextmanager
+def short(gnupghome: Path) -> Iterator[Path]:
+    """``gnupghome`` by a short path, its agent stopped after use: gpg-agent's socket lives
+    in the home, and a socket path longer than a sockaddr_un holds (108 bytes) keeps the
+    agent from starting (a store deep in a checkout, a test's tmp_path)."""
+    with tempfile.TemporaryDirectory(prefix="fleet-gpg-") as tmp:
+        link = Path(tmp) / "h"
+        link.symlink_to(gnupghome.resolve())
+        try:
+            yield link
+        finally:
+            kill_agent(link)
+
+
 def _gpg(gnupghome: Path, *args: str, input: str | None = None) -> str:
-    proc = subprocess.run(["gpg", "--batch", "--quiet", "--homedir", str(gnupghome), *args],
-                          capture_output=True, text=True, input=input, timeout=TIMEOUT,
-                          check=False)
+    with short(gnupghome) as home_:
+        proc = subprocess.run(["gpg", "--batch", "--quiet", "--homedir", str(home_), *args],
+                              capture_output=True, text=True, input=input, timeout=TIMEOUT,
+                              check=False)
     if proc.returncode != 0:
         raise SigningError(f"gpg {' '.join(args[:2])} in {gnupghome}: "
                            f"{proc.stderr.strip()[-400:]}")
@@ -38,7 +56,7 @@ def fingerprint(root: Path) -> str | None:
     gnupghome = home(root)
     if not gnupghome.is_dir():
         return None
-    out = _gpg(gnupghome, "--with-colons", "--list-secret-keys")
+    out = _gpg(gnupghome, "--with-colons", "--list-keys")
     fprs = [line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:")]
     return fprs[0] if fprs else None
 
@@ -56,7 +74,6 @@ def ensure(root: Path) -> list[str]:
              "--quick-gen-key", UID, "ed25519", "sign", "never")
         created.append(os.fspath(gnupghome / "pubring.kbx"))
     text = pillar_sls(public_key(root))
-    stop_agent(root)
     pillar = root / PILLAR
     if not pillar.exists() or pillar.read_text() != text:
         pillar.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -81,7 +98,7 @@ def pillar_sls(armored: str) -> str:
             f"secrets:\n  site_repo_key: |\n{body}")
 
 
-def stop_agent(root: Path) -> None:
+def kill_agent(gnupghome: Path) -> None:
     """gpg starts an agent for the key's home; none outlives the command that used it."""
-    subprocess.run(["gpgconf", "--homedir", str(home(root)), "--kill", "gpg-agent"],
+    subprocess.run(["gpgconf", "--homedir", str(gnupghome), "--kill", "gpg-agent"],
                    capture_output=True, timeout=TIMEOUT, check=False)
