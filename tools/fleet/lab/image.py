@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,12 +138,12 @@ def import_root(paths: Paths, rootfs: Path, tag: str) -> None:
     log.info("importing %s", tag)
     tar = run(["tar", "-C", rootfs, "-c", "."], text=False, timeout=600).stdout
     conf = pm.ensure_conf(paths)
-    import subprocess  # the tar stream is bytes: the text wrapper does not apply here
-
+    # the tar stream is bytes: run()'s text wrapper does not apply here
+    # the caller's environment: CONTAINERS_STORAGE_CONF (make test's own storage) names
+    # where every other podman call of the lab looks for this image
     proc = subprocess.run(["podman", "import", "--change", 'CMD ["/sbin/init"]', "-", tag],
                           input=tar, capture_output=True, check=False,
-                          env={"CONTAINERS_CONF": str(conf),
-                               "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+                          env={**os.environ, "CONTAINERS_CONF": str(conf)})
     if proc.returncode != 0:
         raise LabError(f"podman import {tag} failed: {proc.stderr.decode()[-2000:]}")
     shutil.rmtree(rootfs)
