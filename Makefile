@@ -16,7 +16,7 @@ help:
 	@echo "make validate      only validate the inventory"
 	@echo "make diff          show what a render would change"
 	@echo "make docs          regenerate docs/inventory-reference.md from the schema"
-	@echo "make test          lint, render check, unit, lab and PXE tests (what CI runs)"
+	@echo "make test          lint, render check, unit, lab, PXE and VM tests (what CI runs)"
 	@echo "make check-packages  the packages the states name are real on each OS (archives, scratch apt)"
 	@echo "make bench-render  render benchmarks -> docs/benchmarks.md"
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
@@ -85,7 +85,7 @@ check-packages: $(STAMP)
 # earlier run hides a build that fails today (`make lab` keeps the machine's, cached)
 TEST_PODMAN := $(CURDIR)/.test-podman
 test: export CONTAINERS_STORAGE_CONF := $(TEST_PODMAN)/storage.conf
-test: test-storage lint check unit check-packages test-swarm test-lab test-pxe
+test: test-storage lint check unit check-packages test-swarm test-lab test-pxe test-vm
 	bash tools/test-storage.sh clean $(TEST_PODMAN)
 
 test-storage:
@@ -168,8 +168,8 @@ test-reinstall-vm: $(STAMP)
 # the whole reinstall of a QEMU guest (docs/pxe.md): PXE, the Debian installer
 # with a caching proxy of deb.debian.org as its mirror (an installer stand-in in the guest
 # does the part that needs .udeb files, which that proxy cannot serve), key, callback,
-# reboot from disk, minion with the rotated key, converge. About 25 min under TCG, so not
-# in `make test`.
+# reboot from disk, minion with the rotated key, converge, health (chrony against the
+# bed's NTP server). Part of `make test`.
 test-vm: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	bash tools/install-vm-deps.sh

@@ -3,12 +3,14 @@
 # on top of tools/install-pxe-deps.sh (QEMU, OVMF, shim, GRUB, nginx, the netboot
 # installer): qemu-img (qemu-utils) for the guest's disk, curl, and what the installer
 # stand-in uses (tests/vm/standin.py: debootstrap and the archive keyring, mkfs.ext4,
-# mkfs.vfat and mtools, sfdisk, Debian's signed shim and GRUB). The test's mirror is a caching nginx proxy of deb.debian.org: this host must
-# reach it over HTTP (checked here, so a run that cannot install says so at once).
+# mkfs.vfat and mtools, sfdisk, Debian's signed shim and GRUB), and chronyd (the bed's NTP
+# server, tests/vm/vmbed.py). The test's mirror is a caching nginx proxy of deb.debian.org:
+# this host must reach it over HTTP (checked here, so a run that cannot install says so
+# at once).
 # Idempotent: installs only what is missing; no service is started.
 set -euo pipefail
 pkgs=(qemu-utils curl nginx-light iproute2 debian-archive-keyring debootstrap e2fsprogs
-      dosfstools mtools fdisk shim-signed grub-efi-amd64-signed)
+      dosfstools mtools fdisk shim-signed grub-efi-amd64-signed chrony)
 FLEET_APT_NO_START=1 bash "$(dirname "$0")/install-host-deps.sh" "${pkgs[@]}"
 upstream=${FLEET_VM_UPSTREAM:-http://deb.debian.org}
 if ! curl -fsS -m 30 -o /dev/null "$upstream/debian/dists/bookworm/InRelease"; then

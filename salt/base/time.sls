@@ -15,8 +15,11 @@ base-time-file-managed-chrony:
     - source: salt://{{ tplroot }}/files/chrony.conf.jinja
     - template: jinja
     - mode: '0644'
-    # chronyd -p parses the whole configuration and exits non-zero on a syntax error
+    # chronyd -p parses the whole configuration and exits non-zero on a syntax error;
+    # the file it checks is in chrony's own directory: chronyd's AppArmor profile (Debian,
+    # Ubuntu) lets it read no file in /tmp, Salt's default (found by make test-vm)
     - check_cmd: {{ mapdata.chrony.binary }} -p -f
+    - tmp_dir: {{ mapdata.chrony.conf.rsplit('/', 1)[0] | json }}
     - context:
         servers: {{ salt['pillar.get']('site:ntp_servers', []) | json }}
     - require:

@@ -16,19 +16,21 @@ What stands in, and where:
   curl, ca-certificates, openssh-server) and a kernel; what d-i's own steps write before
   the late_command (hostname, apt sources, network, fstab); a GPT disk with an EFI system
   partition (Debian's signed shim and GRUB at /EFI/debian, as grub-installer puts them)
-  and an ext4 root made from the tree (mkfs.ext4 -d), gzipped (``make_image``). Also the
+  and an ext4 root made from the tree (mkfs.ext4 -d), as the segments of the disk that hold
+  data (``make_image``). It also carries the test's Salt (``base_tarball`` says why). Also the
   virtio-blk and ext4 drivers from the installer kernel's own .deb (their udebs are
   missing too: ``kernel_modules``).
 - in the guest, in the installer (tests/vm/standin_guest.sh, started by the test's
   preseed/early_command): once the host has seen the installer stop on a missing .udeb,
-  it loads those drivers, writes the image to the boot disk, mounts its root on /target,
+  it loads those drivers, writes the image's segments to the boot disk, mounts its root on /target,
   runs the preseed's late_command as the installer's finish-install does (read from the
   installer's debconf database; d-i's busybox, in-target and chroot set-up; from the
   node itself: the token, the rotated key, the callback) and reboots.
 The files are served to the guest by the test's mirror nginx under /standin/.
 
 Run standalone (as root) to build or refresh the cached base system:
-    python tests/vm/standin.py --mirror http://deb.debian.org/debian
+    python tests/vm/standin.py --mirror http://deb.debian.org/debian \
+        --wheels .lab/wheelhouse/3008.4 --salt 3008.4
 """
 
 from __future__ import annotations
@@ -37,15 +39,23 @@ import argparse
 import gzip
 import hashlib
 import lzma
+import os
 import shutil
 import subprocess
 import tempfile
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import IO
 
-PACKAGES = ["systemd-sysv", "udev", "kmod", "dbus", "linux-image-amd64", "curl",
-            "ca-certificates", "openssl", "openssh-server", "iproute2", "passwd"]
+import yaml
+
+# sudo: d-i installs it when root has no password (the preseed's passwd/root-login false);
+# python3-venv: for the test's Salt (see base_tarball). The kernel comes with
+# state_packages, after the upgrade: one kernel, the newest, in the image.
+PACKAGES = ["systemd-sysv", "udev", "kmod", "dbus", "curl", "ca-certificates", "openssl",
+            "openssh-server", "iproute2", "passwd", "sudo", "python3-venv"]
+ROOT = Path(__file__).resolve().parents[2]
 ESP_MB, DISK_GB = 128, 3
 ESP_TYPE = "C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
 LINUX_TYPE = "0FC63DAF-8483-4772-8E79-3D69D8477DE4"
@@ -57,10 +67,21 @@ def sh(*cmd: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(c) for c in cmd], check=True, text=True, capture_output=True)
 
 
-def base_tarball(cache: Path, mirror: str, log: Path) -> Path:
-    """The debootstrapped base system, built once per package list (mirror-independent)."""
-    key = hashlib.sha256(" ".join(PACKAGES).encode()).hexdigest()[:12]
-    tar = cache / f"rootfs-bookworm-{key}.tar"
+def base_tarball(cache: Path, mirror: str, log: Path, wheels: Path, salt: str) -> Path:
+    """The debootstrapped base system, built once per machine and input (this file, Salt's
+    version and the wheels' names, :func:`state_packages`; mirror-independent), older ones
+    removed. Like d-i's, it is bookworm with its updates and security updates (apt-setup's
+    default services, then pkgsel's upgrade). Two things a node does not get from d-i,
+    each because the guest under TCG took minutes for it: the packages that base.apt
+    installs (:func:`state_packages`; the lab's images carry theirs for the same reason);
+    and the test's Salt, in /opt/salt from ``wheels`` (pip in a chroot here, as the lab's
+    image does), where a site's node gets salt-minion from Salt's apt repository in the
+    late_command: that repository is unreachable here."""
+    h = hashlib.sha256(Path(__file__).read_bytes() + salt.encode()
+                       + " ".join(state_packages()).encode())
+    for whl in sorted(p.name for p in wheels.glob("*.whl")):
+        h.update(whl.encode())
+    tar = cache / f"rootfs-bookworm-{h.hexdigest()[:12]}.tar"
     if tar.exists():
         return tar
     cache.mkdir(parents=True, exist_ok=True)
@@ -71,14 +92,52 @@ def base_tarball(cache: Path, mirror: str, log: Path) -> Path:
                 subprocess.run(["debootstrap", "--variant=minbase",
                                 "--include=" + ",".join(PACKAGES), "bookworm", str(root),
                                 mirror], check=True, stdout=out, stderr=subprocess.STDOUT)
+                _upgrade(root, mirror, out)
         finally:  # a failed debootstrap leaves /proc and /sys mounted in the tree
             _unmount_under(root)
+        shutil.copytree(wheels, root / "tmp" / "wheels")
+        sh("chroot", root, "python3", "-m", "venv", "/opt/salt")
+        sh("chroot", root, "/opt/salt/bin/pip", "install", "--quiet", "--no-index",
+           "--disable-pip-version-check", "--find-links", "/tmp/wheels", f"salt=={salt}")
+        shutil.rmtree(root / "tmp" / "wheels")
         sh("rm", "-rf", root / "var/cache/apt/archives", root / "var/lib/apt/lists")
         (root / "var/cache/apt/archives/partial").mkdir(parents=True)
         (root / "var/lib/apt/lists/partial").mkdir(parents=True)
         sh("tar", "-C", root, "-cf", f"{tar}.new", ".")
         Path(f"{tar}.new").rename(tar)
+    for old in cache.glob("rootfs-bookworm-*.tar"):
+        if old != tar:
+            old.unlink()
     return tar
+
+
+def state_packages() -> list[str]:
+    """What base.apt installs on Debian 12 (salt/base/defaults.yaml): its packages and the
+    kernel packages it holds (linux-headers-amd64 pulls in gcc: minutes under TCG)."""
+    doc = yaml.safe_load((ROOT / "salt" / "base" / "defaults.yaml").read_text())
+    values, debian = doc["values"], doc["osfinger"]["Debian-12"]
+    return [*values["packages"], *debian.get("kernel_packages", values["kernel_packages"])]
+
+
+def _upgrade(root: Path, mirror: str, out: IO[str]) -> None:
+    """bookworm-updates and bookworm-security, the upgrade to them (new packages allowed,
+    as pkgsel's does: a newer kernel) and :func:`state_packages`, in the chroot; no
+    service starts."""
+    security = mirror.removesuffix("/debian") + "/debian-security"
+    (root / "etc/apt/sources.list").write_text(
+        f"deb {mirror} bookworm main\ndeb {mirror} bookworm-updates main\n"
+        f"deb {security} bookworm-security main\n")
+    policy = root / "usr/sbin/policy-rc.d"
+    policy.write_text("#!/bin/sh\nexit 101\n")
+    policy.chmod(0o755)
+    sh("mount", "-t", "proc", "proc", root / "proc")
+    for cmd in (["apt-get", "update"],
+                ["apt-get", "-y", "upgrade", "--with-new-pkgs"],
+                ["apt-get", "-y", "install", *state_packages()]):
+        subprocess.run(["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", *cmd],
+                       check=True, stdout=out, stderr=subprocess.STDOUT)
+    sh("umount", root / "proc")
+    policy.unlink()
 
 
 def _unmount_under(root: Path) -> None:
@@ -111,9 +170,10 @@ def prepare_target(tar: Path, target: Path, *, hostname: str, domain: str, mirro
     getty.symlink_to("/lib/systemd/system/serial-getty@.service")
 
 
-def make_image(target: Path, work: Path, image: Path, root_uuid: str) -> None:
-    """A DISK_GB disk, gzipped to ``image``: GPT, an ESP (shim + GRUB at /EFI/debian, a
-    grub.cfg that boots the root's kernel) and the ext4 root made from ``target``."""
+def make_image(target: Path, work: Path, out: Path, root_uuid: str) -> int:
+    """A DISK_GB disk: GPT, an ESP (shim + GRUB at /EFI/debian, a grub.cfg that boots the
+    root's kernel) and the ext4 root made from ``target``; written to ``out`` as the
+    segments of it that hold data (:func:`write_segments`). Returns their MiB."""
     kernels = sorted((target / "boot").glob("vmlinuz-*"))
     assert kernels, "no kernel in the base system"
     version = kernels[-1].name.removeprefix("vmlinuz-")
@@ -145,13 +205,49 @@ def make_image(target: Path, work: Path, image: Path, root_uuid: str) -> None:
               f"start={root_start}, size={root_sectors}, type={LINUX_TYPE}\n")
     subprocess.run(["sfdisk", "-q", str(raw)], input=layout, text=True, check=True,
                    capture_output=True)
-    sh("dd", f"if={esp}", f"of={raw}", "bs=1M", "seek=1", "conv=notrunc", "status=none")
+    sh("dd", f"if={esp}", f"of={raw}", "bs=1M", "seek=1", "conv=notrunc,sparse", "status=none")
     sh("dd", f"if={root_img}", f"of={raw}", "bs=1M", f"seek={root_start // 2048}",
        "conv=notrunc,sparse", "status=none")
-    with image.open("wb") as out:
-        subprocess.run(["gzip", "-1", "-c", str(raw)], stdout=out, check=True)
+    mib = write_segments(raw, out)
     for f in (raw, root_img, esp):
         f.unlink()
+    return mib
+
+
+SEGMENT_GAP = 8  # MiB: data this close together goes in one segment
+
+
+def write_segments(raw: Path, out: Path) -> int:
+    """The parts of the sparse file ``raw`` that hold data, in whole MiB: ``out/disk.map``
+    (one line per segment: its number, offset and length in MiB) and ``out/disk-N``.
+    The guest writes only these to its new (all-zero) disk: a partitioner and mkfs do not
+    write the empty rest of a disk either. Not compressed: busybox's gunzip under TCG
+    (about 10 MiB/s) was slower than the guest's network. Returns the MiB written."""
+    mib = 2**20
+    spans: list[list[int]] = []
+    with raw.open("rb") as fh:
+        fd, size, pos = fh.fileno(), raw.stat().st_size, 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data after pos
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            first, last = start // mib, -(-end // mib)
+            if spans and first - spans[-1][1] <= SEGMENT_GAP:
+                spans[-1][1] = last
+            else:
+                spans.append([first, last])
+            pos = end
+        lines = []
+        for n, (first, last) in enumerate(spans):
+            fh.seek(first * mib)
+            with (out / f"disk-{n}").open("wb") as seg:
+                for _ in range(last - first):
+                    seg.write(fh.read(mib))
+            lines.append(f"{n} {first} {last - first}\n")
+    (out / "disk.map").write_text("".join(lines))
+    return sum(last - first for first, last in spans)
 
 
 def initrd_kernel_version(initrd: Path) -> str:
@@ -252,8 +348,11 @@ def main() -> None:
     ap.add_argument("--mirror", default="http://deb.debian.org/debian")
     ap.add_argument("--cache", type=Path,
                     default=Path.home() / ".cache" / "fleet-vm-mirror" / "standin")
+    ap.add_argument("--wheels", type=Path, required=True, help="the lab's Salt wheelhouse")
+    ap.add_argument("--salt", required=True, help="the Salt version to install from it")
     args = ap.parse_args()
-    tar = base_tarball(args.cache, args.mirror, args.cache / "debootstrap.log")
+    tar = base_tarball(args.cache, args.mirror, args.cache / "debootstrap.log", args.wheels,
+                       args.salt)
     print(tar, shutil.disk_usage(tar.parent).free // 2**30, "GiB free")
 
 

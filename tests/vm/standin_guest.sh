@@ -36,12 +36,16 @@ until [ -b /dev/vda ]; do
     i=$((i + 1)); [ $i -le 30 ] || fail "no /dev/vda"; sleep 1
 done
 
-# the disk (no pipefail in busybox ash: each stage reports its own failure)
+# the disk, new and all zeros: only its segments that hold data (standin.write_segments;
+# no pipefail in busybox ash: each stage reports its own failure)
 mark writing-disk
 rm -f /tmp/fleet-pipe-failed
-{ wget -q -O - "$base/disk.img.gz" || echo wget > /tmp/fleet-pipe-failed; } \
-    | { gunzip || echo gunzip >> /tmp/fleet-pipe-failed; } \
-    | dd of=/dev/vda bs=1M 2>/dev/null || echo dd >> /tmp/fleet-pipe-failed
+wget -q -O /tmp/fleet-disk.map "$base/disk.map" || fail "disk.map"
+while read -r n seek _; do
+    { wget -q -O - "$base/disk-$n" || echo "wget $n" >> /tmp/fleet-pipe-failed; } \
+        | dd of=/dev/vda bs=1M seek="$seek" conv=notrunc 2>/dev/null \
+        || echo "dd $n" >> /tmp/fleet-pipe-failed
+done < /tmp/fleet-disk.map
 [ ! -e /tmp/fleet-pipe-failed ] || fail "disk image: $(cat /tmp/fleet-pipe-failed)"
 sync
 # the re-read failed once right after the write (why is not known: its error now goes to

@@ -5,7 +5,8 @@ The bed of tests/pxe/test_reinstall_vm.py (the rendered pxe/ tree served by dnsm
 nginx in a network namespace; sushy-tools' Redfish emulator as the FAKE BMC, whose fake
 driver notifies the fake hardware agent; the real `fleet reinstall` CLI and salt-key),
 plus what a whole reinstall needs (tests/vm/vmbed.py): a real salt-master, a Debian
-mirror (a caching proxy of deb.debian.org through a veth pair), and a guest with a qcow2
+mirror (a caching proxy of deb.debian.org through a veth pair), an NTP server (chronyd on
+the provisioning network's gateway, named by the bed's DNS), and a guest with a qcow2
 disk that reboots in place (tests/support/fake_bmc_hardware.py --disk).
 
 What runs, nothing interrupted: preflight -> rotate key -> power off (off already: nothing
@@ -16,29 +17,33 @@ and installs (not seen here). Here it has none (the deb.debian.org this host rea
 serves no .udeb): the installer stops, `test_the_debian_installer_installed_the_system` is
 SKIPPED with that reason, and the INSTALLER STAND-IN (tests/vm/standin.py) does the part
 of the installer that cannot run, inside the installer in the guest: it writes the test's
-Debian image (built on the host by debootstrap: GPT, Debian's shim and GRUB) to the disk,
-mounts it on /target and runs the preseed's late_command from the installer's debconf
-database, as finish-install does (the guest fetches the token and its rotated key and
-calls back), then reboots the guest. From there for real again: boot mode local at the
-callback; the guest PXE-boots, GRUB's local script chainloads the disk's shim, the
-installed system boots and its first-boot unit prints the key's fingerprint (compared with
-the key the master accepted); its minion connects with the rotated key -> converge
-(highstate of the test's one-state tree) -> health (nothing to check: see below) -> done.
+Debian image (built on the host by debootstrap while the guest boots: GPT, Debian's shim
+and GRUB; only the parts that hold data) to the disk, mounts it on /target and runs the
+preseed's late_command from the installer's debconf database, as finish-install does (the
+guest fetches the token and its rotated key and calls back), then reboots the guest. From
+there for real again: boot mode local at the callback; the guest PXE-boots, GRUB's local
+script chainloads the disk's shim, the installed system boots and its first-boot unit
+prints the key's fingerprint (compared with the key the master accepted); its minion
+connects with the rotated key -> converge (highstate: the real base.time, with base.apt,
+and the test's own state) -> health (the gate of `fleet health`: chrony synchronised, to
+the bed's NTP server) -> done.
 
-Test-only changes, each said here: the overlay points the image at the mirror and
-site.salt.repo at a path that 404s (Salt's apt repository is unreachable here, Debian 12
-has no salt-minion); the preseed's late_command gets Salt from pip (the lab's wheelhouse),
-a salt-minion unit and the first-boot unit, inserted before the callback; the preseed gets
-an early_command that starts the stand-in's guest half (it waits, doing nothing, unless
-the installer stops on a missing .udeb); stor-1 is not
-an mkv volume in the overlay (the bed has no mkv master for the health gate to ask;
-tests/lab covers that check).
+Test-only changes, each said here: the overlay points the image and site.apt at the
+mirror, site.ntp_servers at the bed's NTP server, and site.salt.repo at a path that 404s
+(Salt's apt repository is unreachable here, Debian 12 has no salt-minion); the stand-in's
+image carries Salt (pip, the lab's wheelhouse), and the preseed's late_command gets a
+salt-minion unit and the first-boot unit, inserted before the callback; the master's
+pillar turns base.apt's Salt source off (vmbed.salt_master); the preseed gets an
+early_command that starts the stand-in's guest half (it waits, doing nothing, unless the
+installer stops on a missing .udeb); stor-1 is not an mkv volume in the overlay (the bed
+has no mkv master for the health gate to ask; tests/lab covers that check).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -49,6 +54,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,8 +77,10 @@ from support.bmcfakes import wait_ready  # noqa: E402
 NODE = "stor-1"
 ROOT = pxelab.ROOT
 BMC_PORT, HW_PORT = 8410, 8411  # on the namespace's loopback
-INSTALL_TIMEOUT = float(os.environ.get("FLEET_VM_TIMEOUT", "7200"))
-CONVERGE_TIMEOUT = float(os.environ.get("FLEET_VM_CONVERGE_TIMEOUT", "2400"))
+# bounded well above what the tier takes (callback about 300-380 s, converge about 150 s
+# after it, 2026-12-04): a guest that hangs fails make test in minutes, not hours
+INSTALL_TIMEOUT = float(os.environ.get("FLEET_VM_TIMEOUT", "900"))
+CONVERGE_TIMEOUT = float(os.environ.get("FLEET_VM_CONVERGE_TIMEOUT", "900"))
 
 
 @dataclass
@@ -82,6 +90,7 @@ class Run:
     accel: str
     http_log: Path
     dhcp_log: Path
+    ntp_ip: str  # the bed's NTP server (vmbed.TimeSource)
     rc: int = -1
     stderr: str = ""
     report: dict[str, Any] = field(default_factory=dict)
@@ -169,6 +178,10 @@ def _overlay(work: Path, mirror: str) -> dict[str, Any]:
     o: dict[str, Any] = json.loads(overlay_text(work))
     o["site"]["images"][DEBIAN_IMAGE]["mirror"] = f"{mirror}/debian"
     o["site"]["salt"] = {"repo": f"{mirror}/no-salt-repo-here"}  # unreachable: see vmbed
+    # what the site gives a node, in the bed: base.apt's sources and the NTP server
+    o["site"]["apt"] = {"mirror": f"{mirror}/debian",
+                        "security_mirror": f"{mirror}/debian-security"}
+    o["site"]["ntp_servers"] = [vmbed.NTP_NAME]
     o["node_groups"]["storage"] = {"image": DEBIAN_IMAGE, "roles": [], "mkv_array": None}
     o["node_groups"]["head"] = {"roles": ["provisioning", "slurm.controller"]}
     o["mkv"] = None
@@ -211,10 +224,11 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     inv = load_inventory(SMALL, work / "overlay.yaml")
     node = inv.nodes[NODE]
     beds.render_pxe(inv, work)
+    vmbed.render_pillar(inv, work)
     preseed = work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg"
     preseed.write_text(vmbed.insert_before_callback(
         preseed.read_text(), installkey.callback(inv, node, CURL),
-        vmbed.salt_late_commands(f"http://{vmbed.MIRROR_IP}/wheels/", salt_version))
+        vmbed.salt_late_commands())
         + "d-i preseed/early_command string "
         + standin.early_command(f"http://{vmbed.MIRROR_IP}/standin") + "\n")
     accel = beds.boot_files(work, DEBIAN_IMAGE)
@@ -227,9 +241,14 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     env = beds.child_env()
 
     prov = inv.nodes[inv.raw.site.provisioning_host]
+    net = prov.prov
+    assert net.gateway is not None, "the NTP server goes on the provisioning network's gateway"
+    ntp_ip = str(net.gateway)
     ns_name = f"fleet-vm-{os.getpid()}"
-    with Netns(ns_name, prov.boot_nic, f"{prov.address}/{prov.prov.cidr.prefixlen}") as ns, \
-            vmbed.Mirror(ns, work, wheels, standin_dir) as mirror:
+    with Netns(ns_name, prov.boot_nic, f"{prov.address}/{net.cidr.prefixlen}") as ns, \
+            vmbed.Mirror(ns, work, standin_dir) as mirror, \
+            vmbed.TimeSource(ns, work, ntp_ip, str(net.cidr)), \
+            ThreadPoolExecutor(1) as pool:
         release = pxelab.sh(*ns.cmd("curl", "-sS", "-m", "60", "-o", "/dev/null", "-w",
                                     "%{http_code}",
                                     f"{mirror.url}/debian/dists/bookworm/InRelease"),
@@ -237,13 +256,16 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         if release != "200":
             pytest.fail(f"the mirror proxy does not reach {vmbed.UPSTREAM} (HTTP {release}): "
                         "the full install needs it; nothing else was run")
-        say("installer stand-in: the Debian image (cached debootstrap base system) and the "
-            "installer kernel's disk drivers")
-        _prepare_stand_in(work, inv, standin_dir)
-        say(f"installer stand-in ready: {sorted(p.name for p in standin_dir.iterdir())}")
-        dns, dns_log, web, web_log = beds.serve_boot(ns, work, prov, vmbed.start_dnsmasq)
-        master = vmbed.salt_master(ns, conf, work / "states")
-        r = Run(work, inv, accel, web_log, dns_log)
+        # the guest half first (the installer's early_command fetches it); the rest is
+        # needed only once the installer has stopped: built while the guest boots
+        shutil.copyfile(HERE / "standin_guest.sh", standin_dir / "standin_guest.sh")
+        say("installer stand-in: building the Debian image (debootstrap and Salt cached) and "
+            "the installer kernel's disk drivers while the guest boots")
+        image = pool.submit(_prepare_stand_in, work, inv, standin_dir, wheels, salt_version, say)
+        dns, dns_log, web, web_log = beds.serve_boot(
+            ns, work, prov, functools.partial(vmbed.start_dnsmasq, ntp_ip=ntp_ip))
+        master = vmbed.salt_master(ns, conf, work)
+        r = Run(work, inv, accel, web_log, dns_log, ntp_ip)
         hw, bmc = beds.start_fake_bmc(ns, work, NODE, bmc_port=BMC_PORT, hw_port=HW_PORT,
                                       hardware=[ROOT / "tests/support/fake_bmc_hardware.py",
                                                 "--netns", ns_name, "--bridge", prov.boot_nic,
@@ -265,7 +287,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             with (work / "cli.err").open("w") as err:
                 cli = subprocess.Popen(ns.cmd(*argv), stdout=subprocess.PIPE, stderr=err,
                                        text=True, env=env, cwd=ROOT, start_new_session=True)
-            _watch(r, cli, mirror, say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900)
+            _watch(r, cli, mirror, image, say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900)
             out = cli.stdout.read() if cli.stdout is not None else ""
             r.rc, r.stderr = cli.returncode, (work / "cli.err").read_text()
             r.report = json.loads(out) if out.strip() else {}
@@ -301,7 +323,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         keep = os.environ.get("FLEET_VM_KEEP")
         if keep:
             shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("disk.qcow2", "disk.img.gz", "target",
+                            ignore=shutil.ignore_patterns("disk.qcow2", "disk-*", "target",
                                                           "*.ipc"))
     for signum, handler in old.items():
         signal.signal(signum, handler)
@@ -314,25 +336,29 @@ def _late_command(preseed: Path) -> str:
                 if ln.startswith(prefix))
 
 
-def _prepare_stand_in(work: Path, inv: Inventory, out: Path) -> None:
-    """The files the installer stand-in's guest half fetches (tests/vm/standin.py)."""
+def _prepare_stand_in(work: Path, inv: Inventory, out: Path, wheels: Path, salt: str,
+                      say: Any) -> None:
+    """The files the installer stand-in's guest half fetches once the installer has stopped
+    (tests/vm/standin.py): the disk's segments and the disk drivers."""
     proxy = f"http://{vmbed.VETH_NET[0]}:3142"  # the host side of vmbed.Mirror
-    tar = standin.base_tarball(vmbed.STANDIN_CACHE, f"{proxy}/debian", work / "debootstrap.log")
+    tar = standin.base_tarball(vmbed.STANDIN_CACHE, f"{proxy}/debian", work / "debootstrap.log",
+                               wheels, salt)
     root_uuid = standin.new_uuid()
     target = work / "target"
     standin.prepare_target(tar, target, hostname=NODE, domain=inv.raw.site.domain,
                            mirror=f"http://{vmbed.MIRROR_IP}/debian", root_uuid=root_uuid,
                            nameserver=str(inv.raw.site.dns_servers[0]))
-    standin.make_image(target, work, out / "disk.img.gz", root_uuid)
+    mib = standin.make_image(target, work, out, root_uuid)
     shutil.rmtree(target)
     standin.kernel_modules(work / "images" / DEBIAN_IMAGE / "initrd.gz", vmbed.STANDIN_CACHE,
                            proxy, out / "modules.tar")
-    shutil.copyfile(HERE / "standin_guest.sh", out / "standin_guest.sh")
+    say(f"installer stand-in ready: {mib} MiB of the {standin.DISK_GB} GiB disk in "
+        f"{len(list(out.glob('disk-[0-9]*')))} segments; {sorted(p.name for p in out.iterdir())}")
 
 
 # complexity 21: one watcher of every event of an install run
-def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,  # noqa: C901
-           limit: float) -> None:
+def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror,  # noqa: C901
+           image: Future[None], say: Any, limit: float) -> None:
     """Follow the run until the CLI exits, recording when each event is first seen; let
     the installer stand-in go on when the mirror has no installer components (see
     standin.py), and stop the run if it fails."""
@@ -366,6 +392,7 @@ def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror, say: Any,  
                 say(f"THE INSTALLER CANNOT INSTALL HERE: the mirror has no {missing[0]} "
                     "(HTTP 404: the reachable deb.debian.org serves no .udeb); the installer "
                     "stand-in in the guest takes over (tests/vm/standin.py)")
+                image.result()  # raises what the build raised
                 go = r.work / "standin" / "go"
                 go.with_suffix(".new").write_text(missing[0] + "\n")
                 go.with_suffix(".new").rename(go)
@@ -532,3 +559,16 @@ def test_the_minion_converged_with_the_rotated_key(run: Run) -> None:
     converge = run.step_ends()["converge"]
     assert converge["outcome"] == "ok" and "highstate ok" in converge["detail"], converge
     assert run.converged_file.strip() == "converged by fleet test-vm"
+
+
+def test_the_health_gate_found_the_clock_synchronised_to_the_beds_ntp_server(run: Run) -> None:
+    health = run.step_ends()["health"]
+    assert health["outcome"] == "ok", health
+    # chronyc -n tracking on the guest: the reference is the bed's chronyd, one stratum
+    # below its `local stratum 8`
+    assert f"chrony: synchronised to {_hex_ip(run.ntp_ip)} ({run.ntp_ip}), stratum 9" \
+        in health["detail"], health
+
+
+def _hex_ip(ip: str) -> str:
+    return "".join(f"{int(x):02X}" for x in ip.split("."))

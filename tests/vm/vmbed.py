@@ -6,22 +6,27 @@ whole Debian install.
   caching reverse proxy of deb.debian.org (packages cached under
   ~/.cache/fleet-vm-mirror/proxy, so a rerun downloads only the indexes); in the namespace a
   second nginx listens on MIRROR_IP:80 (an extra address on the provisioning bridge) and
-  forwards there; it also serves the lab's wheelhouse (/wheels/) and the installer
-  stand-in's files (/standin/). dnsmasq answers deb.debian.org and security.debian.org
-  with MIRROR_IP (an extra hosts file on its command line; the rendered dnsmasq.conf is
-  used as is), so the installer's security and updates sources work as on a connected
-  network.
+  forwards there; it also serves the installer stand-in's files (/standin/). dnsmasq
+  answers deb.debian.org and security.debian.org with MIRROR_IP (an extra hosts file on
+  its command line; the rendered dnsmasq.conf is used as is), so the installer's security
+  and updates sources work as on a connected network.
 - Salt for the installed guest: Salt's apt repository (site.salt.repo) is not reachable
-  from this host and Debian 12 has no salt-minion package, so the test inserts, before
-  the rendered late-commands' last one (the callback), commands that install Salt with
-  pip from the lab's wheelhouse (fleet.lab.image.wheelhouse, served by the mirror nginx
-  under /wheels/) and a salt-minion systemd unit; the rendered commands that configure
-  the minion (id, master, the rotated key) are unchanged.
+  from this host and Debian 12 has no salt-minion package, so the stand-in's image
+  carries Salt in /opt/salt (pip, from the lab's wheelhouse: fleet.lab.image.wheelhouse)
+  and the test inserts, before the rendered late-commands' last one (the callback), a
+  salt-minion systemd unit for it; the rendered commands that configure the minion (id,
+  master, the rotated key) are unchanged.
 - A first-boot unit (test only) that writes the SHA-256 of the DER public key derived
   from the disk's /etc/salt/pki/minion/minion.pem to the serial console: the test
   compares it with the key the master accepted.
-- A Salt master in the namespace (the real salt-master, the test's pki dir, a one-state
-  tree) for `fleet reinstall`'s converge step.
+- A time source, as a site has one: chronyd in the namespace on the provisioning network's
+  gateway address (the lab's NTP server's configuration, fleet.lab.ntp: ``-x``, ``local
+  stratum 8``, ``allow`` the subnet, no command port or socket), named by dnsmasq as the
+  inventory's NTP server (NTP_NAME), so the guest's chrony, configured by the real
+  ``base.time`` state, synchronises for real and the health gate's time check can pass.
+- A Salt master in the namespace (the real salt-master, the test's pki dir) for `fleet
+  reinstall`'s converge step: the real ``base.time`` state (with its ``base.apt``) from
+  salt/ and the rendered pillar, plus a state of the test's own; see :func:`salt_master`.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from fleet.inventory.model import Inventory
+from fleet.lab import ntp
+from fleet.render import render_all
 from fleet.render.preseed import write_file
 from support import pxelab
 from support.pxelab import Netns, Proc
@@ -42,7 +49,7 @@ ENABLED = os.environ.get("FLEET_VM") == "1"
 SKIP_REASON = ("FULL VM INSTALL TEST NOT RUN: set FLEET_VM=1 (as root, with the packages "
                "of tools/install-pxe-deps.sh and tools/install-vm-deps.sh, and a host that "
                "reaches deb.debian.org) or run `make test-vm`; it reinstalls a QEMU "
-               "guest under TCG, about 25 minutes")
+               "guest under TCG, about 10 minutes")
 UPSTREAM = os.environ.get("FLEET_VM_UPSTREAM", "http://deb.debian.org")
 CACHE = Path(os.environ.get("FLEET_VM_CACHE", Path.home() / ".cache" / "fleet-vm-mirror"))
 # nginx's own: its cache loader deletes any file there that it did not write
@@ -51,6 +58,7 @@ STANDIN_CACHE = CACHE / "standin"  # the base-system tarball, the installer kern
 VETH_NET = ("10.250.77.1", "10.250.77.2", 30)  # host side, namespace side
 MIRROR_IP = "10.1.0.11"  # on the namespace's provisioning bridge (no node has it)
 MIRROR_NAMES = ("deb.debian.org", "security.debian.org")
+NTP_NAME = "ntp.lab.test"  # the overlay's one site.ntp_servers entry
 FIRSTBOOT_MARK = "FLEET-VM-FIRSTBOOT"
 CONVERGED_FILE = "/etc/fleet-vm-converged"
 
@@ -85,7 +93,6 @@ def _nginx(argv_prefix: list[str], ndir: Path, conf: Path) -> Proc:
 class Mirror:
     ns: Netns
     work: Path
-    wheels: Path
     standin: Path  # the installer stand-in's files for the guest (tests/vm/standin.py)
     host_if: str = ""
     host_proc: Proc | None = None
@@ -121,7 +128,6 @@ class Mirror:
             self.host_proc = _nginx([], hdir, _nginx_conf(hdir, body))
             ndir = self.work / "mirror-ns"
             body = (f"  server {{\n    listen {MIRROR_IP}:80;\n"
-                    f"    location /wheels/ {{ alias {self.wheels}/; autoindex on; }}\n"
                     f"    location /standin/ {{ alias {self.standin}/; }}\n"
                     f"    location / {{ proxy_pass http://{host}:3142;\n"
                     "      proxy_http_version 1.1; proxy_buffering off; }\n"
@@ -157,10 +163,51 @@ class Mirror:
         return counts
 
 
-def start_dnsmasq(ns: Netns, conf: Path, work: Path) -> tuple[Proc, Path]:
-    """pxelab.start_dnsmasq, plus a hosts file that names the mirror (see the module)."""
+@dataclass
+class TimeSource:
+    """chronyd in ``ns`` serving this host's clock to ``subnet`` on ``address`` (added to
+    the bridge), with the lab's NTP server's configuration (fleet.lab.ntp.CONF); the
+    daemon stays in the foreground (-d) so that it is ended by its pid."""
+
+    ns: Netns
+    work: Path
+    address: str
+    subnet: str
+    proc: Proc | None = None
+
+    def __enter__(self) -> TimeSource:
+        self.ns.run("ip", "addr", "add", f"{self.address}/32", "dev", self.ns.bridge)
+        d = self.work / "ntp"
+        d.mkdir()
+        conf = d / "chrony.conf"
+        conf.write_text("# the VM test's NTP server (tests/vm/vmbed.py)\n" + ntp.CONF.split(
+            "\n", 1)[1].format(gateway=self.address, subnet=self.subnet,
+                               pidfile=d / "chronyd.pid", drift=d / "drift"))
+        self.proc = Proc(self.ns.cmd("chronyd", "-d", "-x", "-f", conf), d / "chronyd.out")
+        if not pxelab.wait_for(self.listening, 30, step=0.5):
+            self.__exit__()
+            raise RuntimeError(f"the bed's chronyd does not answer on {self.address}:123: "
+                               + (d / "chronyd.out").read_text(errors="replace")[-2000:])
+        return self
+
+    def listening(self) -> bool:
+        if self.proc is None or not self.proc.alive():
+            return False
+        out = self.ns.run("ss", "-Hlun", "src", f"{self.address}:123").stdout
+        return bool(out.strip())
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.stop()
+
+
+def start_dnsmasq(ns: Netns, conf: Path, work: Path, *,
+                  ntp_ip: str) -> tuple[Proc, Path]:
+    """pxelab.start_dnsmasq, plus a hosts file that names the mirror (see the module) and
+    the NTP server (NTP_NAME at ``ntp_ip``)."""
     hosts = work / "mirror-hosts"
-    hosts.write_text("".join(f"{MIRROR_IP} {name}\n" for name in MIRROR_NAMES))
+    hosts.write_text("".join(f"{MIRROR_IP} {name}\n" for name in MIRROR_NAMES)
+                     + f"{ntp_ip} {NTP_NAME}\n")
     log = work / "dnsmasq.log"
     log.touch()
     pxelab.sh("dnsmasq", "--test", f"--conf-file={conf}")
@@ -171,10 +218,19 @@ def start_dnsmasq(ns: Netns, conf: Path, work: Path) -> tuple[Proc, Path]:
     return proc, log
 
 
-def salt_late_commands(wheels_url: str, salt_version: str) -> list[str]:
+def render_pillar(inv: Inventory, work: Path) -> None:
+    """The inventory's rendered ``pillar/`` tree, written under ``work`` (for salt_master)."""
+    for rel, text in render_all(inv).items():
+        if rel.startswith("pillar/"):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_text(text)
+
+
+def salt_late_commands() -> list[str]:
     """Test-only stand-ins for the rendered `apt-get install salt-minion` (Salt's apt
-    repository is unreachable here): Salt from pip in /opt/salt, a salt-minion unit, and
-    the first-boot unit that prints the disk's minion key fingerprint."""
+    repository is unreachable here): a salt-minion unit for the Salt that the image
+    carries in /opt/salt (tests/vm/standin.py, base_tarball), and the first-boot unit that
+    prints the disk's minion key fingerprint."""
     unit = ["[Unit]", "Description=Salt minion (pip, fleet test-vm)",
             "After=network-online.target", "Wants=network-online.target", "[Service]",
             "ExecStart=/opt/salt/bin/salt-minion", "Restart=on-failure", "[Install]",
@@ -188,11 +244,6 @@ def salt_late_commands(wheels_url: str, salt_version: str) -> list[str]:
              "[Service]", "Type=oneshot", "ExecStart=/usr/local/sbin/fleet-vm-firstboot",
              "[Install]", "WantedBy=multi-user.target"]
     return [
-        "in-target env DEBIAN_FRONTEND=noninteractive apt-get install -y python3-venv",
-        "in-target python3 -m venv /opt/salt",
-        "in-target /opt/salt/bin/pip install --disable-pip-version-check --no-index "
-        f"--trusted-host {urlsplit(wheels_url).hostname} --find-links {wheels_url} "
-        f"salt=={salt_version}",
         write_file(unit, "/etc/systemd/system/salt-minion.service"),
         "in-target systemctl enable salt-minion",
         write_file(script, "/usr/local/sbin/fleet-vm-firstboot"),
@@ -213,15 +264,28 @@ def insert_before_callback(preseed: str, callback: str, extra: list[str]) -> str
     raise AssertionError("the rendered preseed's late_command does not end with the callback")
 
 
-def salt_master(ns: Netns, conf: Path, states: Path) -> Proc:
+def salt_master(ns: Netns, conf: Path, work: Path) -> Proc:
     """The real salt-master in the namespace, on the test's config (tests/reinstall's
-    salt_master_config) plus a state tree with one state."""
+    salt_master_config). Its highstate is the real ``base.time`` (chrony, which the health
+    gate checks; it includes ``base.apt``) from salt/, and a state of the test's own, on
+    the pillar rendered under ``work/pillar`` plus one test-only key, said here:
+    ``base:lookup:apt:salt_repo:enabled`` false, as in the lab (lab/pillar/lab.sls): the
+    minion comes from a wheelhouse (salt_late_commands), Salt's repository is unreachable
+    here, and its source would fail ``base.apt``'s ``apt-get update``. Not the other
+    base states or roles: ``base.minion`` would install salt-minion from that repository."""
+    states, pillar = work / "states", work / "pillar-vm"
     states.mkdir(parents=True, exist_ok=True)
-    (states / "top.sls").write_text("base:\n  '*':\n    - fleetvm\n")
+    pillar.mkdir(parents=True, exist_ok=True)
+    (states / "top.sls").write_text("base:\n  '*':\n    - base.time\n    - fleetvm\n")
     (states / "fleetvm.sls").write_text(
         f"{CONVERGED_FILE}:\n  file.managed:\n    - contents: converged by fleet test-vm\n")
+    (pillar / "top.sls").write_text("vm:\n  '*':\n    - vm\n")
+    (pillar / "vm.sls").write_text(
+        "base:\n  lookup:\n    apt:\n      salt_repo:\n        enabled: false\n")
     with (conf / "master").open("a") as fh:
-        fh.write(f"file_roots:\n  base:\n    - {states}\nworker_threads: 2\n"
-                 "auto_accept: false\n")
+        # the test's top.sls first: it is the one the master reads
+        fh.write(f"file_roots:\n  base:\n    - {states}\n    - {ROOT / 'salt'}\n"
+                 f"pillar_roots:\n  base:\n    - {work / 'pillar'}\n  vm:\n    - {pillar}\n"
+                 "state_top_saltenv: base\nworker_threads: 2\nauto_accept: false\n")
     exe = Path(sys.executable).parent / "salt-master"  # the venv's (requirements.txt)
     return Proc(ns.cmd(exe, "-c", conf, "-l", "info"), conf.parent / "master.out")

@@ -2,7 +2,8 @@
 network's gateway (this host), so that no node's time traffic leaves the lab. chronyd
 (the same daemon as on the nodes) serves this host's clock there: ``-x`` (it never sets
 the clock), ``local stratum`` (its reference is this host's clock, which the host keeps),
-answering the lab subnet only on the gateway address, no command port. With it the
+answering the lab subnet only on the gateway address, no command port and no command
+socket (the default, /run/chrony/chronyd.sock, is the host's own chronyd's). With it the
 nodes' chronyd synchronise for real, and `fleet health`'s time check can pass in the lab."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ bindaddress {gateway}
 allow {subnet}
 local stratum 8
 cmdport 0
+bindcmdaddress /
 pidfile {pidfile}
 driftfile {drift}
 """
