@@ -80,11 +80,14 @@ unit: $(STAMP)
 check-packages: $(STAMP)
 	$(BIN)/python -m fleet.packages
 
-# Every `make test` meets the lab as a new machine does: its own podman storage under the
-# checkout (tools/test-storage.sh), emptied first and removed at the end, so no image of an
-# earlier run hides a build that fails today (`make lab` keeps the machine's, cached)
+# Every `make test` meets the lab and the VM tier as a new machine does: its own podman
+# storage and VM cache under the checkout (tools/test-storage.sh), emptied first and removed
+# at the end, so no image of an earlier run hides a build that fails today (`make lab` and
+# `make test-vm` alone keep the machine's, cached)
 TEST_PODMAN := $(CURDIR)/.test-podman
 test: export CONTAINERS_STORAGE_CONF := $(TEST_PODMAN)/storage.conf
+# the VM tier's mirror cache and installed-system image too (tests/vm/vmbed.py)
+test: export FLEET_VM_CACHE := $(TEST_PODMAN)/vm-cache
 test: test-storage lint check unit check-packages test-swarm test-lab test-pxe test-vm
 	bash tools/test-storage.sh clean $(TEST_PODMAN)
 
