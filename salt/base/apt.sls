@@ -64,7 +64,7 @@ base-apt-file-managed-site-repo-key:
     - name: {{ repo.keyring }}
     - mode: '0644'
     - makedirs: true
-    - contents_pillar: secrets:site_repo_key
+    - contents_pillar: site_repo:key
 
 base-apt-file-managed-site-repo:
   file.managed:

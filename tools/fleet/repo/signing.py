@@ -92,10 +92,12 @@ def public_key(root: Path) -> str:
 
 
 def pillar_sls(armored: str) -> str:
+    """Pillar ``site_repo:key``, not under ``secrets:``: a public key, which every node gets
+    (a node that is given no secret has no ``secrets`` pillar at all)."""
     body = "".join(f"    {line}\n" for line in armored.strip().splitlines())
     return ("#!yaml\n# The site package repository's public key (every node): not secret; "
             "its private half never leaves the store.\n"
-            f"secrets:\n  site_repo_key: |\n{body}")
+            f"site_repo:\n  key: |\n{body}")
 
 
 def kill_agent(gnupghome: Path) -> None:
