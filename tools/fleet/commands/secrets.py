@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,15 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet import secrets
+    from fleet.repo.signing import SigningError
 
     inv = ctx.inventory()
     root = Path(args.secrets)
-    created = secrets.init(root)
+    try:
+        created = secrets.init(root)
+    except SigningError as exc:
+        print(f"fleet secrets init: the site repository's signing key: {exc}", file=sys.stderr)
+        return Exit.IO
     wanted = {p.bmc.password_secret for p in inv.raw.profiles.values()}
     missing = secrets.missing_bmc_secrets(root, wanted)
     if ctx.out.json:
