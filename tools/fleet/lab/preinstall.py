@@ -28,10 +28,8 @@ What the image does not do for the states:
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import logging
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +44,7 @@ from fleet.lab import siterepo
 from fleet.lab.paths import PREFIX, Paths
 from fleet.lab.plan import Plan
 from fleet.packages.facts import NodeFacts, from_lowstate
+from fleet.packages.highstates import salt_harness
 from fleet.render import bootstrap
 
 log = logging.getLogger("fleet.lab")
@@ -112,11 +111,7 @@ def _merge(base: Any, over: Any) -> Any:
 def node_sets(paths: Paths, plan: Plan) -> dict[str, NodeSet]:
     """hostname -> what its lab highstate installs and manages (the lab render must be
     written: plan.render)."""
-    sys.path.insert(0, str(paths.repo / "tests"))
-    harness = importlib.import_module("support.harness")
-    saltrender = importlib.import_module("support.saltrender")
-    saltrender.quiet_salt_logging()
-    saltrender.enable_jinja_compile_cache()
+    harness, saltrender = salt_harness(paths.repo)
     extra = _lab_pillar(paths)
     out: dict[str, NodeSet] = {}
     with tempfile.TemporaryDirectory() as tmp:

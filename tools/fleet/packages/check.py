@@ -8,7 +8,8 @@ from pathlib import Path
 
 from fleet.packages.archive import ScratchApt
 from fleet.packages.facts import NodeFacts, records, simulated, transitional, unmet
-from fleet.repo import fetch, wanted
+from fleet.repo import fetch
+from fleet.repo.fill import locked_set
 
 
 @dataclass
@@ -55,11 +56,7 @@ def _check_fillable(apt: ScratchApt, result: Result, versions: dict[str, str],
     and what is locked to them, fleet.repo.wanted) is fillable: the archive's signed index
     names each one's file and sha256 (whether the archive still serves it is `fleet repo
     fill`'s to find: the lab's stand-ins, docs/repo.md)."""
-    facts = result.facts
-    shown = records(apt.run("apt-cache", "show", "--no-all-versions",
-                            *[f"{n}={v}" for n, v in versions.items()],
-                            preferences=prefs).stdout)
-    names = wanted.closure(wanted.roots(facts.holds, facts.pins, versions), shown)
+    names, shown = locked_set(apt, result.facts, versions, prefs)
     try:
         fetch.uris(apt, {n: versions[n] for n in names}, shown, prefs)
     except fetch.FetchError as exc:

@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 def salt_harness(repo: Path = REPO) -> tuple[Any, Any]:
     """The tests' in-process highstate renderer (tests/support; it imports Salt)."""
-    sys.path.insert(0, str(repo / "tests"))
+    tests = str(repo / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
     harness = importlib.import_module("support.harness")
     saltrender = importlib.import_module("support.saltrender")
     saltrender.quiet_salt_logging()

@@ -32,11 +32,8 @@ class Added:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _copy_checked(src: Iterable[bytes], dest: Path, wheel: Wheel) -> None:

@@ -75,7 +75,7 @@ def download(want: Wanted, dest_dir: Path) -> Path | Missing:
     """The file in ``dest_dir`` with its indexed sha256, or :class:`Missing` when the
     archive does not serve it; a file with other bytes raises :class:`FetchError`."""
     dest = dest_dir / want.file
-    if dest.is_file() and _sha256(dest) == want.sha256:
+    if dest.is_file() and sha256_of(dest) == want.sha256:
         return dest
     part = dest.with_name(dest.name + ".part")
     digest = hashlib.sha256()
@@ -100,9 +100,7 @@ def download(want: Wanted, dest_dir: Path) -> Path | Missing:
     return dest
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+
+def sha256_of(path: Path) -> str:
     with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()

@@ -73,15 +73,23 @@ def resolve(apt: ScratchApt, nodes: Iterable[tuple[str, NodeFacts]]
             raise FillError(f"{node}: its packages do not install from the archive: "
                             + "; ".join(lines[:8]))
         resolved = simulated(sim.stdout)
-        shown = records(apt.run("apt-cache", "show", "--no-all-versions",
-                                *[f"{n}={v}" for n, v in resolved.items()],
-                                preferences=prefs).stdout)
-        for name in wanted.closure(wanted.roots(facts.holds, facts.pins, resolved), shown):
+        names, shown = locked_set(apt, facts, resolved, prefs)
+        for name in names:
             if versions.setdefault(name, resolved[name]) != resolved[name]:
                 raise FillError(f"{name}: {node} resolves {resolved[name]}, another node "
                                 f"{versions[name]}: one repository holds one version")
             recs[name] = shown[name]
     return versions, recs
+
+
+def locked_set(apt: ScratchApt, facts: NodeFacts, resolved: dict[str, str], prefs: Path
+               ) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """What the repository holds of one node whose install apt resolved to ``resolved``
+    (fleet.repo.wanted), and the index records of every resolved package."""
+    shown = records(apt.run("apt-cache", "show", "--no-all-versions",
+                            *[f"{n}={v}" for n, v in resolved.items()],
+                            preferences=prefs).stdout)
+    return wanted.closure(wanted.roots(facts.holds, facts.pins, resolved), shown), shown
 
 
 def fill(apt: ScratchApt, nodes: Iterable[tuple[str, NodeFacts]], target: Target,
