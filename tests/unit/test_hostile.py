@@ -54,6 +54,7 @@ def _base() -> dict[str, Any]:
         "args": ["netcfg/dhcp_timeout=90"]}}
     data["site"]["timezone"] = "Europe/Zurich"
     data["site"]["pxe_root"] = "/srv/fleet/pxe"
+    data["site"]["apt"]["repo"] = "/srv/fleet/repo"  # the site package repository
     data["site"]["salt"]["repo"] = "https://packages.example/saltproject-deb"
     data["slurm"]["partitions"]["tbox1"]["max_time"] = "1-00:00:00"
     data["site"]["salt"]["master_finger"] = ":".join(["ab"] * 32)
@@ -104,6 +105,7 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("site", "images", "deb", "args", 0): "kernel",
     ("site", "images", "deb", "mirror"): None,
     ("site", "pxe_root"): "pillar",
+    ("site", "apt", "repo"): "pillar",
     ("slurm", "version"): "pillar",
     ("slurm", "partitions", "tbox1", "max_time"): "pillar",
     ("mkv", "arrays", "data", "index_path"): "pillar",

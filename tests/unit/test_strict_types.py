@@ -48,6 +48,16 @@ def test_deployment_directories_are_absolute_normalized_and_plain(small_text: st
     expect(text, "value_error", "site.pxe_root", at)
 
 
+@pytest.mark.parametrize("path", ["srv/fleet/repo", "/srv/fleet/../../etc", '"/srv/fleet repo"',
+                                  "\"/srv/fleet\\nrepo\"", "\"/srv/$(reboot)\"", "\"/srv/a'b\"",
+                                  "/", "/etc"])
+def test_the_site_repository_is_a_plain_deployment_directory(small_text: str,
+                                                             path: str) -> None:
+    """site.apt.repo reaches nginx's alias, a deb822 file: URI and the lab builder's shell."""
+    text, at = edit(small_text, "  apt: {mirror: ", f"  apt: {{repo: {path}, mirror: ", mark=path)
+    expect(text, "value_error", "site.apt.repo", at)
+
+
 @pytest.mark.parametrize(("lines", "field", "what"), [
     (["pxe_root: /srv/fleet/pxe", "pxe_state: /srv/fleet/pxe/state"], "pxe_state",
      "pxe_root"),
