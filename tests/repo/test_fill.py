@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from fleet.lab.siterepo import units as lab_units
-from fleet.packages.archive import OsRelease, ScratchApt
-from fleet.packages.facts import NodeFacts, deb822
-from fleet.repo import fill, reprepro, signing, standin
+from fleet.packages.archive import ArchiveError, OsRelease, ScratchApt
+from fleet.packages.facts import NodeFacts, Pin, deb822
+from fleet.render import bootstrap
+from fleet.repo import fill, reprepro, saltsource, signing, standin
 
 SUITE = "noble"
 RELEASE = OsRelease("test-noble", "ubuntu", SUITE)
@@ -37,6 +38,12 @@ PACKAGES = {
     "fake-libslurm": ("fake-slurm", "23.11-1", "fake-libc"),
     # another source, another version: the archive's, never the repository's
     "fake-libc": ("fake-glibc", "2.39-1", ""),
+}
+# Salt's repository: salt-minion is what the installer installs, at the version Salt's pin
+# names; what it needs from the OS archive stays the archive's
+SALT_PACKAGES = {
+    "salt-minion": ("salt", "3008.4", "salt-common (= 3008.4)"),
+    "salt-common": ("salt", "3008.4", "fake-libc"),
 }
 HELD = ["fake-nvidia-utils-999", "nvidia-compute-utils-999-server", "fake-slurmd"]
 
@@ -56,8 +63,8 @@ class Archive:
         return next(self.root.glob(f"pool/**/{name}_*.deb"))
 
 
-def _deb(tmp: Path, name: str) -> Path:
-    source, version, depends = PACKAGES[name]
+def _deb(tmp: Path, name: str, spec: tuple[str, str, str]) -> Path:
+    source, version, depends = spec
     root = tmp / "build" / name
     (root / "DEBIAN").mkdir(parents=True)
     (root / "usr" / "share" / name).mkdir(parents=True)
@@ -73,19 +80,20 @@ def _deb(tmp: Path, name: str) -> Path:
     return out
 
 
-@pytest.fixture
-def archive(tmp_path: Path) -> Iterator[Archive]:
-    """A signed archive of PACKAGES served on loopback for this test."""
-    store = tmp_path / "archive-key"
+def _serve(tmp_path: Path, name: str, packages: dict[str, tuple[str, str, str]],
+           suite: str) -> Iterator[Archive]:
+    """A signed archive of ``packages`` (its own key) served on loopback."""
+    store = tmp_path / f"{name}-key"
     store.mkdir()
     signing.ensure(store)
     fpr = signing.fingerprint(store)
     assert fpr
-    root = tmp_path / "archive"
+    root = tmp_path / name
     gnupghome = signing.home(store)
-    reprepro.init(root, gnupghome, SUITE, fpr)
-    reprepro.include(root, gnupghome, SUITE, [_deb(tmp_path, n) for n in PACKAGES])
-    keyring = tmp_path / "archive-keyring.gpg"
+    reprepro.init(root, gnupghome, suite, fpr)
+    reprepro.include(root, gnupghome, suite,
+                     [_deb(tmp_path, n, spec) for n, spec in packages.items()])
+    keyring = tmp_path / f"{name}-keyring.gpg"
     keyring.write_bytes(subprocess.run(["gpg", "--homedir", str(gnupghome), "--export", fpr],
                                        check=True, capture_output=True).stdout)
     handler = functools.partial(_QuietHandler, directory=str(root))
@@ -98,6 +106,18 @@ def archive(tmp_path: Path) -> Iterator[Archive]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Iterator[Archive]:
+    """A signed archive of PACKAGES served on loopback for this test."""
+    yield from _serve(tmp_path, "archive", PACKAGES, SUITE)
+
+
+@pytest.fixture
+def salt_repo(tmp_path: Path) -> Iterator[Archive]:
+    """Salt's own repository (suite ``stable``, its own key), as packages.broadcom.com."""
+    yield from _serve(tmp_path, "salt", SALT_PACKAGES, "stable")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -247,3 +267,30 @@ def test_after_the_archive_drops_the_version_apt_installs_it_from_the_site_repos
     site_key.write_text(signing.public_key(other))
     proc = node.run("apt-get", "update", "-q")
     assert "NO_PUBKEY" in proc.stdout + proc.stderr or "not signed" in proc.stdout + proc.stderr
+
+
+def test_salt_minion_is_kept_from_salts_own_repository_trusted_by_its_own_key(
+        tmp_path: Path, archive: Archive, salt_repo: Archive, site: Path) -> None:
+    apt = _apt(tmp_path, archive)
+    salt_sources = ("Types: deb\nURIs: http://cache.invalid:3142/HTTPS///salt.invalid/deb\n"
+                    "Suites: stable\nComponents: main\n"
+                    "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp\n")
+    assert saltsource.enabled({bootstrap.SOURCES: salt_sources}) == salt_sources
+    assert saltsource.enabled({bootstrap.SOURCES: salt_sources + "Enabled: no\n"}) is None
+    assert saltsource.upstream("http://cache.invalid:3142/HTTPS///salt.invalid/deb") == (
+        "https://salt.invalid/deb")
+    # trusted by Salt's key only: the OS archive's key does not open it
+    apt.add_source("salt", salt_sources, archive.keyring, salt_repo.url)
+    with pytest.raises(ArchiveError):
+        apt.update()
+    apt.add_source("salt", salt_sources, salt_repo.keyring, salt_repo.url)
+    apt.update()
+    pin = Pin(bootstrap.PIN, ("salt-*",), "3008.4*", 1001)
+    node = NodeFacts(installs=[*HELD, *saltsource.INSTALLS], holds=list(HELD), pins=[pin])
+    report = fill.fill(apt, [("gpu-01", node)], _target(tmp_path, site, lab=False),
+                       tmp_path / "incoming")
+    held = _published(tmp_path / "repo")
+    assert held["salt-minion"]["Version"] == "3008.4"
+    assert held["salt-common"]["Version"] == "3008.4"
+    assert "fake-libc" not in held  # the OS archive's, as before
+    assert {"salt-minion", "salt-common"} <= {e.name for e in report.entries}

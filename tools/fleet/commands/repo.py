@@ -4,9 +4,11 @@
 `make render` first), resolves what each installs from the archive as its rendered
 sources name it (through the apt cache; ``--archive``: the archives themselves), and
 puts every held and pinned package, and what is locked to them, into the repository at
-``site.apt.repo``, signed by the secrets store's key. A file whose sha256 is not the
-signed index's, or that the archive does not serve, is refused by name: the repository
-is then left as it was. Run it on the provisioning host whenever the pins change.
+``site.apt.repo``, signed by the secrets store's key; where the nodes' Salt source is on,
+what the installer installs from Salt's own repository too (``fleet.repo.saltsource``).
+A file whose sha256 is not the signed index's, or that the archive does not serve, is
+refused by name: the repository is then left as it was.
+Run it on the provisioning host whenever the pins change.
 
 Exit codes: 0 filled (or listed); 1 invalid inventory; 2 usage (no site.apt.repo); 4 the
 archive, the key or the repository could not be used; 5 the archive does not serve or
@@ -44,6 +46,9 @@ def register(sub: Any, parents: Parents) -> None:
                          "through the apt cache the rendered sources name")
     sp.add_argument("--cache", type=Path, default=Path(".cache") / "packages", metavar="DIR",
                     help="scratch apt state (default: .cache/packages)")
+    sp.add_argument("--salt-keyring", type=Path, metavar="FILE",
+                    help="the keyring of Salt's repository, whose salt-minion the installer "
+                         "installs (default: the one base.apt writes on this host)")
     sp = actions.add_parser("list", parents=list(parents), help="what it holds",
                             description="The packages the repository holds; stand-ins named.")
     sp.add_argument("--repo", type=Path, metavar="DIR",
@@ -88,9 +93,9 @@ def _list(ctx: Context, repo: Path, codename: str) -> Exit:
 def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
           os_name: str) -> Exit:
     from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
-    from fleet.packages.facts import from_lowstate
+    from fleet.packages.facts import deb822, from_lowstate
     from fleet.packages.highstates import REPO, renderer, role_sets
-    from fleet.repo import fill, reprepro, signing
+    from fleet.repo import fill, reprepro, saltsource, signing
 
     release = OSES[os_name]
     cache = args.cache.resolve()
@@ -105,6 +110,19 @@ def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
                 facts.append((node, from_lowstate(rendered.lowstate, rendered.files)))
         apt = ScratchApt(cache / f"repo-{os_name}", release, keyring(release.distro, cache))
         apt.write_sources(facts[0][1].sources, keep_uris=not args.archive)
+        salt = saltsource.enabled(facts[0][1].sources)
+        if salt is not None:
+            salt_keyring = args.salt_keyring or Path(saltsource.KEYRING)
+            if not salt_keyring.is_file():
+                print(f"fleet repo fill: {salt_keyring}: no Salt keyring (base.apt puts it "
+                      "there; or give --salt-keyring FILE)", file=sys.stderr)
+                return Exit.IO
+            uri = deb822(salt)[0]["URIs"]
+            apt.add_source("salt", salt, salt_keyring.resolve(),
+                           saltsource.upstream(uri) if args.archive else None)
+            for _node, node_facts in facts:
+                node_facts.installs += [p for p in saltsource.INSTALLS
+                                        if p not in node_facts.installs]
         apt.update()
         target = fill.Target(repo.resolve(), args.secrets.resolve(), codename)
         report = fill.fill(apt, facts, target, repo.resolve() / reprepro.STATE / "incoming")

@@ -120,6 +120,14 @@ class ScratchApt:
         (parts / "fleet.sources").write_text(self.sources_text)
         return notes
 
+    def add_source(self, name: str, content: str, keyring: Path, uri: str | None = None) -> None:
+        """Another repository's deb822 source (Salt's), trusted by its own ``keyring``, at
+        its own URI or ``uri``; after ``write_sources``, which removes it."""
+        stanzas = [{**st, "Signed-By": str(keyring), **({"URIs": uri} if uri else {})}
+                   for st in deb822(content) if st.get("Enabled", "yes").lower() != "no"]
+        text = "\n\n".join("\n".join(f"{k}: {v}" for k, v in st.items()) for st in stanzas)
+        (self.root / "etc" / "sources.list.d" / f"{name}.sources").write_text(text + "\n")
+
     def run(self, tool: str, *args: str, preferences: Path | None = None,
             timeout: int = TIMEOUT) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "LC_ALL": "C", "DEBIAN_FRONTEND": "noninteractive",

@@ -50,14 +50,11 @@ def provides(record: Record) -> list[str]:
             for p in record.get("Provides", "").split(",") if p.strip()]
 
 
-def roots(holds: Iterable[str], pins: Iterable[Pin], resolved: Mapping[str, str],
-          skip_pin: str = "salt") -> list[str]:
-    """The held packages and every resolved package a pin matches (Salt's pin is Salt's
-    own repository's, not the OS archive's: ``skip_pin``)."""
+def roots(holds: Iterable[str], pins: Iterable[Pin], resolved: Mapping[str, str]) -> list[str]:
+    """The held packages and every resolved package a pin matches, name and version (Salt's
+    pin matches only where Salt's own repository was resolved too: ``fleet repo fill``)."""
     out = [h for h in holds if h in resolved]
     for pin in pins:
-        if any(g.startswith(skip_pin) for g in pin.packages):
-            continue
         out += [p for p in resolved if pin.matches(p) and fnmatchcase(resolved[p], pin.version)]
     return list(dict.fromkeys(out))
 
