@@ -42,11 +42,12 @@ case "$*" in
     printf 'Memory Device\n\tSize: No Module Installed\n\tLocator: DIMM 12\n' ;;
 esac""",
     "lspci": r"""
-for i in 41 42 43 44 45 46 47 48; do
-  echo "0000:$i:00.0 \"VGA compatible controller [0300]\" \"NVIDIA Corporation [10de]\" \"AD102 [GeForce RTX 4090] [2684]\" -ra1 \"Gigabyte [1458]\" \"Device [40bf]\""
-done
-echo '0000:01:00.0 "Infiniband controller [0207]" "Mellanox Technologies [15b3]" "MT28908 Family [ConnectX-6] [101b]"'
-echo '0000:02:00.0 "Ethernet controller [0200]" "Mellanox Technologies [15b3]" "MT2892 Family [ConnectX-6 Dx] [101d]"'
+gpu='"VGA compatible controller [0300]" "NVIDIA Corporation [10de]"'
+gpu="$gpu \"AD102 [GeForce RTX 4090] [2684]\" -ra1 \"Gigabyte [1458]\" \"Device [40bf]\""
+for i in 41 42 43 44 45 46 47 48; do echo "0000:$i:00.0 $gpu"; done
+mlx='"Mellanox Technologies [15b3]"'
+echo "0000:01:00.0 \"Infiniband controller [0207]\" $mlx \"MT28908 Family [ConnectX-6] [101b]\""
+echo "0000:02:00.0 \"Ethernet controller [0200]\" $mlx \"MT2892 Family [ConnectX-6 Dx] [101d]\""
 """,
     "smartctl": 'echo "SMART overall-health self-assessment test result: PASSED"',
     "ipmitool": 'echo "MAC Address             : A8:A1:59:AA:00:01"',
