@@ -36,6 +36,7 @@ ARGV: dict[str, list[str]] = {
     "pxe": ["status"], "power": ["status", "gpu-01"], "console": ["gpu-01"],
     "node": ["list"], "ports": [], "cabling": ["gpu-01"], "keys": ["check"],
     "discover": ["list", "--reports", "{tmp}/reports"],
+    "burnin": ["status", "--results", "{tmp}/burnin"],
     "page": ["--out", "{tmp}/page"],
     "mkv": ["show", "data"], "repo": ["list", "--repo", "{tmp}/repo"], "lab": ["status"],
 }

@@ -5,9 +5,7 @@ written into inventory.yaml."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +118,9 @@ def _accept(args: argparse.Namespace, ctx: Context, text: str, inv: Any, planned
                       problems=[str(p) for p in exc.problems])
         return Exit.INVALID
     if new != text and not args.dry_run:
-        _write(Path(args.inventory), new)
+        from fleet.discover.edit import write_atomic
+
+        write_atomic(Path(args.inventory), new)
     rows = [{"node": o.node, "mac": o.mac, "verdict": o.verdict, "reasons": o.reasons,
              "facts": o.facts} for o in outcomes]
     if ctx.out.json:
@@ -131,16 +131,3 @@ def _accept(args: argparse.Namespace, ctx: Context, text: str, inv: Any, planned
                   + "".join(f"\n    {shown(r)}" for r in o.reasons))
     return Exit.FAILED if any(o.verdict == "refused" for o in outcomes) else Exit.OK
 
-
-def _write(path: Path, text: str) -> None:
-    """Atomically, keeping the file's mode."""
-    mode = path.stat().st_mode & 0o777
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        Path(tmp).chmod(mode)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -12,8 +12,11 @@ group places), so only the entry's own lines change.
 from __future__ import annotations
 
 import io
+import os
 import re
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -115,6 +118,20 @@ def set_node(text: str, host: str, facts: Mapping[str, Any]) -> str:
     for key, value in facts.items():
         entry[key] = _value(key, value, entry.get(key))
     return "".join(lines[:start] + _dump(y, host, entry, col) + lines[end:])
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """``text`` as the file at ``path``, renamed into place, keeping the file's mode."""
+    mode = path.stat().st_mode & 0o777
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        Path(tmp).chmod(mode)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def entry_of(text: str, host: str) -> dict[str, Any] | None:
