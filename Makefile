@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot
+	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot commission-image
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -133,6 +133,10 @@ export LAB_OS
 $(LAB_STAMP): tools/install-lab-deps.sh
 	bash tools/install-lab-deps.sh
 	mkdir -p .lab && touch $@
+
+# the commissioning environment's kernel and initramfs (fleet discover; docs/discovery.md)
+commission-image:
+	sudo bash commission/build-image.sh build/commission
 
 lab-deps: $(STAMP) $(LAB_STAMP)
 
