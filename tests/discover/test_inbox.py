@@ -102,3 +102,11 @@ def test_only_post_on_a_well_formed_mac_path(served: Served) -> None:
     status, _ = http("POST", f"{served.server.url}/v1/discover/..%2f..%2fetc", None, b"{}",
                      source=LEASED)
     assert status == 404
+
+
+def test_a_changed_leases_file_is_read_again(served: Served) -> None:
+    assert leases.leased(served.leases, BOOT_MAC) == LEASED
+    served.leases.write_text(f"{int(time.time()) + 3600} {BOOT_MAC} {OTHER} * * \n")
+    assert leases.leased(served.leases, BOOT_MAC) == OTHER
+    status, _ = served.post(body(report()), LEASED)
+    assert status == 403  # the door: LEASED holds no lease any more

@@ -10,6 +10,8 @@ skipped; an expired lease does not count.
 from __future__ import annotations
 
 import ipaddress
+import os
+import threading
 import time
 from pathlib import Path
 
@@ -19,31 +21,51 @@ DEFAULT = Path("/var/lib/misc/dnsmasq.leases")
 MAX_LEASES_BYTES = 8 * 1024 * 1024
 
 
-def read(path: Path, now: float | None = None) -> dict[str, str]:
-    """MAC -> the address leased to it now (the last line wins)."""
-    now = time.time() if now is None else now
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_LEASES_BYTES + 1)
-    except FileNotFoundError:
-        return {}
-    if len(data) > MAX_LEASES_BYTES:
-        raise OSError(f"{path}: larger than {MAX_LEASES_BYTES} bytes")
-    out: dict[str, str] = {}
+# the last parse of each file, by its (mtime, size): the endpoint's door asks for every
+# connection, and a flood must not reread a large file each time
+_CACHE: dict[Path, tuple[tuple[int, int], list[tuple[int, str, str]]]] = {}
+_LOCK = threading.Lock()
+
+
+def _parse(data: bytes) -> list[tuple[int, str, str]]:
+    out = []
     for line in data.decode("ascii", errors="replace").splitlines():
         cols = line.split()
         if len(cols) < 3 or not cols[0].isdigit():
             continue
-        expiry = int(cols[0])
-        if expiry and expiry < now:
-            continue
         try:
-            mac = normalize_mac(cols[1])
-            address = str(ipaddress.IPv4Address(cols[2]))
+            out.append((int(cols[0]), normalize_mac(cols[1]),
+                        str(ipaddress.IPv4Address(cols[2]))))
         except ValueError:
             continue
-        out[mac] = address
     return out
+
+
+def _entries(path: Path) -> list[tuple[int, str, str]]:
+    try:
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            key = (st.st_mtime_ns, st.st_size)
+            with _LOCK:
+                hit = _CACHE.get(path)
+            if hit is not None and hit[0] == key:
+                return hit[1]
+            data = f.read(MAX_LEASES_BYTES + 1)
+    except FileNotFoundError:
+        return []
+    if len(data) > MAX_LEASES_BYTES:
+        raise OSError(f"{path}: larger than {MAX_LEASES_BYTES} bytes")
+    entries = _parse(data)
+    with _LOCK:
+        _CACHE[path] = (key, entries)
+    return entries
+
+
+def read(path: Path, now: float | None = None) -> dict[str, str]:
+    """MAC -> the address leased to it now (the last line wins)."""
+    now = time.time() if now is None else now
+    return {mac: address for expiry, mac, address in _entries(path)
+            if not expiry or expiry >= now}
 
 
 def leased(path: Path, mac: str, now: float | None = None) -> str | None:
