@@ -27,11 +27,17 @@ cp "$root"/boot/vmlinuz-* "$out/vmlinuz"
 # what a RAM root does not need: docs, locales, the kernel's copy, and the modules of
 # hardware a server's commissioning never touches (sound, video capture, wireless, GPUs'
 # display drivers: lspci reads PCI devices without their drivers)
-rm -rf "$root"/boot "$root"/usr/share/{doc,man,info,locale} "$root"/var/cache/apt/archives/*.deb
+# hardware a server's commissioning never touches (sound, video capture, wireless, GPUs'
+# display drivers: lspci reads PCI devices without their drivers; file systems: nothing is
+# mounted), apt's lists and perl (nothing runs them here). The kernel unpacks the whole
+# initramfs into RAM: the smaller, the less memory a machine needs to commission
+rm -rf "$root"/boot "$root"/usr/share/{doc,man,info,locale,zoneinfo,perl} \
+    "$root"/usr/lib/x86_64-linux-gnu/perl "$root"/var/lib/apt/lists "$root"/var/cache/*
 kdir=$(echo "$root"/lib/modules/*)
-rm -rf "$kdir"/kernel/{sound,drivers/media,drivers/gpu,net/wireless,drivers/net/wireless,drivers/bluetooth,drivers/staging}
+rm -rf "$kdir"/kernel/{sound,fs,drivers/media,drivers/gpu,drivers/iio,drivers/md,net/wireless} \
+    "$kdir"/kernel/drivers/{net/wireless,bluetooth,staging}
 chroot "$root" depmod "${kdir##*/}"
 install -m 0755 "$here/fleet-commission" "$root/usr/local/sbin/fleet-commission"
 install -m 0755 "$here/init" "$root/init"
-(cd "$root" && find . -xdev | LC_ALL=C sort | cpio -o -H newc --quiet) | zstd -q -19 -T0 > "$out/initrd.img"
+(cd "$root" && find . -xdev | LC_ALL=C sort | cpio -o -H newc --quiet) | zstd -q -12 -T0 > "$out/initrd.img"
 ls -l "$out"

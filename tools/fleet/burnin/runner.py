@@ -97,7 +97,7 @@ def disk_verify(args: argparse.Namespace) -> Outcome:
 
 def smart(args: argparse.Namespace) -> Outcome:
     disks = [d.name for d in Path("/sys/block").iterdir()
-             if not d.name.startswith(("loop", "ram", "dm-", "sr", "zram", "md", "nbd"))]
+             if not d.name.startswith(("loop", "ram", "dm-", "sr", "zram", "md", "nbd", "fd"))]
     bad = []
     for name in sorted(disks):
         r = _run(["smartctl", "-H", f"/dev/{name}"], 60)
