@@ -26,8 +26,6 @@ mkdir -p "$out"
 cp "$root"/boot/vmlinuz-* "$out/vmlinuz"
 # what a RAM root does not need: docs, locales, the kernel's copy, and the modules of
 # hardware a server's commissioning never touches (sound, video capture, wireless, GPUs'
-# display drivers: lspci reads PCI devices without their drivers)
-# hardware a server's commissioning never touches (sound, video capture, wireless, GPUs'
 # display drivers: lspci reads PCI devices without their drivers; file systems: nothing is
 # mounted), apt's lists and perl (nothing runs them here). The kernel unpacks the whole
 # initramfs into RAM: the smaller, the less memory a machine needs to commission
