@@ -134,9 +134,10 @@ $(LAB_STAMP): tools/install-lab-deps.sh
 	bash tools/install-lab-deps.sh
 	mkdir -p .lab && touch $@
 
-# the commissioning environment's kernel and initramfs (fleet discover; docs/discovery.md)
+# the commissioning environment's kernel and initramfs (fleet discover; docs/discovery.md);
+# debootstrap needs root: run as root, or with sudo where it is installed
 commission-image:
-	sudo bash commission/build-image.sh build/commission
+	$(if $(filter 0,$(shell id -u)),,sudo) bash commission/build-image.sh build/commission
 
 lab-deps: $(STAMP) $(LAB_STAMP)
 

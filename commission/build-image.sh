@@ -5,7 +5,7 @@
 # mounted); /init (commission/init) takes a lease on the boot NIC and runs
 # commission/fleet-commission, which reports to the master and powers off.
 #
-#   sudo commission/build-image.sh OUT [SUITE] [MIRROR]      (make commission-image)
+#   commission/build-image.sh OUT [SUITE] [MIRROR]      (as root; make commission-image)
 #
 # Needs debootstrap, cpio and zstd, and root (debootstrap). Copy OUT/* into the
 # provisioning host's images_dir/commission/.
