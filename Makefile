@@ -36,6 +36,7 @@ help:
 	@echo "make test-reinstall-vm  only the reinstall VM test of test-pxe: fleet reinstall drives a QEMU guest behind a fake BMC"
 	@echo "make test-vm        fleet reinstall of a QEMU guest end to end: PXE, install, key, callback, disk boot, converge (docs/pxe.md)"
 	@echo "make page-screenshot  docs/fleet-page.png: the fleet page (fixture status) in headless Chromium"
+	@echo "make commission-image  the commissioning environment (kernel + initramfs, build/commission; docs/discovery.md)"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
