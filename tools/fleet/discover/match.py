@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from fleet.cabling.compare import _Reader, trailing_port
+from fleet.cabling.compare import where
 from fleet.cabling.lldp import Neighbour
 from fleet.discover.plan import Planned
 from fleet.discover.report import Report
@@ -36,9 +36,7 @@ def seen_port(report: Report, switches: list[str]) -> tuple[str, int] | None:
     lldp = nic.lldp
     n = Neighbour(nic.name, lldp.chassis_name, lldp.chassis_id, lldp.port_id,
                   lldp.port_id_type, lldp.port_descr)
-    read = _Reader(switches, {}, trailing_port)
-    switch, (port, _) = read.switch(n), read.port(n)
-    return (switch, port) if switch is not None and port is not None else None
+    return where(n, switches)
 
 
 def match_all(reports: Mapping[str, Report], plan: Mapping[str, Planned],
