@@ -20,10 +20,10 @@ RUNNER = ROOT / "tools" / "fleet" / "burnin" / "runner.py"
 INSTALL = "run tools/install-host-deps.sh (make deps): it installs stress-ng, memtester and fio"
 
 
-def run(*argv: str, path: str | None = None) -> tuple[int, Result]:
+def run(*argv: str, path: str | None = None, cwd: Path | None = None) -> tuple[int, Result]:
     env = {**os.environ, **({"PATH": path} if path else {})}
     r = subprocess.run([sys.executable, str(RUNNER), *argv], capture_output=True, text=True,
-                       timeout=300, check=False, env=env)
+                       timeout=300, check=False, env=env, cwd=cwd)
     return r.returncode, parse(r.stdout.encode())
 
 
@@ -45,8 +45,10 @@ def test_memtester_for_real() -> None:
 
 def test_disk_verify_for_real_on_a_scratch_file(tmp_path: Path) -> None:
     target = tmp_path / "scratch.fio"
-    rc, r = run("disk-verify", "--seconds", "2", "--mb", "8", "--target", str(target))
+    rc, r = run("disk-verify", "--seconds", "2", "--mb", "8", "--target", str(target),
+                cwd=tmp_path)
     assert rc == 0 and r.passed, r.reason
+    assert [p.name for p in tmp_path.iterdir()] == ["scratch.fio"]  # no fio state left
     assert r.figures["write_mib_s"] > 0 and r.figures["read_mib_s"] > 0
 
 

@@ -85,6 +85,7 @@ def disk_verify(args: argparse.Namespace) -> Outcome:
         return False, {}, why
     r = _run(["fio", "--name=verify", f"--filename={target}", f"--size={args.mb}M",
               "--rw=write", "--bs=1M", "--direct=0", "--verify=crc32c", "--do_verify=1",
+              "--verify_state_save=0",
               f"--runtime={args.seconds}", "--output-format=json"], args.seconds * 4 + 120)
     try:
         job = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
