@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot
+	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot commission-image
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -36,6 +36,7 @@ help:
 	@echo "make test-reinstall-vm  only the reinstall VM test of test-pxe: fleet reinstall drives a QEMU guest behind a fake BMC"
 	@echo "make test-vm        fleet reinstall of a QEMU guest end to end: PXE, install, key, callback, disk boot, converge (docs/pxe.md)"
 	@echo "make page-screenshot  docs/fleet-page.png: the fleet page (fixture status) in headless Chromium"
+	@echo "make commission-image  the commissioning environment (kernel + initramfs, build/commission; docs/discovery.md)"
 	@echo "make clean         remove .venv and caches"
 
 $(STAMP): requirements.txt pyproject.toml tools/install-host-deps.sh
@@ -133,6 +134,11 @@ export LAB_OS
 $(LAB_STAMP): tools/install-lab-deps.sh
 	bash tools/install-lab-deps.sh
 	mkdir -p .lab && touch $@
+
+# the commissioning environment's kernel and initramfs (fleet discover; docs/discovery.md);
+# debootstrap needs root: run as root, or with sudo where it is installed
+commission-image:
+	$(if $(filter 0,$(shell id -u)),,sudo) bash commission/build-image.sh build/commission
 
 lab-deps: $(STAMP) $(LAB_STAMP)
 

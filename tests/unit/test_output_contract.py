@@ -35,6 +35,8 @@ ARGV: dict[str, list[str]] = {
     "endpoint": ["--bind", "127.0.0.1:0", "--state-dir", "{tmp}/reinstall"],
     "pxe": ["status"], "power": ["status", "gpu-01"], "console": ["gpu-01"],
     "node": ["list"], "ports": [], "cabling": ["gpu-01"], "keys": ["check"],
+    "discover": ["list", "--reports", "{tmp}/reports"],
+    "burnin": ["status", "--results", "{tmp}/burnin"],
     "page": ["--out", "{tmp}/page"],
     "mkv": ["show", "data"], "repo": ["list", "--repo", "{tmp}/repo"], "lab": ["status"],
 }

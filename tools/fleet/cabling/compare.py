@@ -100,6 +100,15 @@ class _Reader:
         return Finding(key[0], key[1], status, want, seen, port, port_text)
 
 
+def where(n: Neighbour, switches: Collection[str],
+          port_number: Callable[[str], int | None] = trailing_port) -> Where | None:
+    """The inventory switch and port neighbour ``n`` names (None: not one of ``switches``,
+    or no port number): the reading :func:`compare` uses (fleet discover's match too)."""
+    read = _Reader(switches, {}, port_number)
+    switch, (port, _) = read.switch(n), read.port(n)
+    return (switch, port) if switch is not None and port is not None else None
+
+
 def compare(expected: Mapping[Key, Where], observed: Mapping[str, Sequence[Neighbour]], *,
             switches: Collection[str], switch_ids: Mapping[str, str] | None = None,
             port_number: Callable[[str], int | None] = trailing_port) -> list[Finding]:

@@ -32,6 +32,8 @@ VERBS: dict[str, str] = {
     "ports": "every switch port: which node and NIC, or free",
     "cabling": "check each NIC's switch and port against what its node hears by LLDP",
     "keys": "the master's minion keys against the inventory",
+    "discover": "machines that reported from commissioning: match to planned nodes, accept",
+    "burnin": "burn-in: each node's checks against its profile's baseline; finish to active",
     "page": "write the fleet page (racks coloured by live state)",
     "mkv": "minikeyvalue maintenance with each array's own flags",
     "repo": "the site package repository: fill it from the archive, list it",

@@ -42,6 +42,24 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--bind", metavar="HOST:PORT",
                    help="where to listen (default: site.salt.master_address and "
                         "site.salt.reinstall_port)")
+    p.add_argument("--discover", action="store_true",
+                   help="also take commissioning reports (POST /v1/discover/<mac>) from "
+                        "the address dnsmasq leased to that MAC (fleet discover)")
+    p.add_argument("--leases", type=Path, metavar="FILE",
+                   help="dnsmasq's leases file (default: /var/lib/misc/dnsmasq.leases)")
+    p.add_argument("--discover-state", type=Path, metavar="DIR",
+                   default=statedir.DISCOVER.path(),
+                   help=f"where reports are kept (${statedir.DISCOVER.env}, default "
+                        f"{statedir.DISCOVER.default})")
+
+
+def _inbox(args: argparse.Namespace) -> Any:
+    from fleet.discover import leases
+    from fleet.discover.inbox import Inbox
+
+    if not args.discover:
+        return None
+    return Inbox(args.leases or leases.DEFAULT, args.discover_state)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -66,7 +84,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     boot = PxeBootMode(inv, args.pxe_state, args.pxe_root)
     server = CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
                             revoke_key=salt_key_revoker(args.salt_config),
-                            master_finger=master_finger(pki_dir(args.salt_config)))
+                            master_finger=master_finger(pki_dir(args.salt_config)),
+                            inbox=_inbox(args))
     got: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:

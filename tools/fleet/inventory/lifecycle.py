@@ -4,6 +4,10 @@
   ``State=FUTURE`` (never scheduled); left out of the default target of ``fleet apply``,
   ``health`` and ``rollout`` and of Prometheus's targets (no NodeDown for a node not
   installed yet), and ``fleet keys check`` expects no key yet.
+- ``burn-in``: accepted by ``fleet discover accept``: installed and configured like an
+  active node, drained in Slurm with ``fleet-inventory: burn-in`` (no job lands on it)
+  until ``fleet burnin`` passes it (then ``active``; a failure: ``maintenance`` with the
+  failing check as its reason); left out of health's and rollout's default target.
 - ``active``: the default.
 - ``maintenance`` (with ``reason``): rendered as active; the controller's next apply drains
   it in Slurm with ``fleet-inventory: <reason>`` (salt/slurm/drains.sls) and resumes it
@@ -72,7 +76,8 @@ def drains(inv: Inventory) -> dict[str, object]:
     return {
         "prefix": DRAIN_PREFIX,
         "drain": {n.hostname: DRAIN_PREFIX + (n.reason or "").strip()
-                  for n in compute if n.state == "maintenance"},
+                  for n in compute if n.state == "maintenance"}
+        | {n.hostname: DRAIN_PREFIX + "burn-in" for n in compute if n.state == "burn-in"},
         "resume": [n.hostname for n in compute if n.state == "active"],
     }
 

@@ -263,6 +263,12 @@ def _not_utf8(path: Path, data: bytes, at: int) -> InventoryError:
              "there, two in UTF-8)")])
 
 
+def read_text(path: str | os.PathLike[str]) -> str:
+    """An inventory file's text, read as :func:`load_inventory` reads it (an editor of the
+    file, fleet discover accept, reads it so too)."""
+    return _read(Path(path))
+
+
 def load_inventory(path: str | os.PathLike[str],
                    overlay: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
                    | None = None, *, secrets: Path | None = None,

@@ -5,6 +5,8 @@ default written once, with the environment variable that overrides it.
     $FLEET_ROLLOUT_STATE    /var/lib/fleet/rollout    the rollout's journal and lock
     $FLEET_HEALTH_STATE     /var/lib/fleet/health     the health gate's results
     $FLEET_APPLY_STATE      /var/lib/fleet/apply      fleet apply's results
+    $FLEET_DISCOVER_STATE   /var/lib/fleet/discover   commissioning reports, one per MAC
+    $FLEET_BURNIN_STATE     /var/lib/fleet/burnin     burn-in results, one file per node
     $FLEET_SALT_CONFIG      /etc/salt                 the master's config dir (salt -c)
 """
 
@@ -32,6 +34,9 @@ REINSTALL = StateDir("FLEET_REINSTALL_STATE", "/var/lib/fleet/reinstall",
 ROLLOUT = StateDir("FLEET_ROLLOUT_STATE", "/var/lib/fleet/rollout", "journal and lock")
 HEALTH = StateDir("FLEET_HEALTH_STATE", "/var/lib/fleet/health", "results")
 APPLY = StateDir("FLEET_APPLY_STATE", "/var/lib/fleet/apply", "results")
+DISCOVER = StateDir("FLEET_DISCOVER_STATE", "/var/lib/fleet/discover",
+                    "commissioning reports")
+BURNIN = StateDir("FLEET_BURNIN_STATE", "/var/lib/fleet/burnin", "burn-in results")
 
 SALT_CONFIG_ENV = "FLEET_SALT_CONFIG"
 SALT_CONFIG_DEFAULT = "/etc/salt"

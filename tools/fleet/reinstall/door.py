@@ -49,7 +49,9 @@ class Door:
     connection ends) or the answer that turns it away."""
 
     def __init__(self, addresses: dict[str, str], armed: Armed, own: Iterable[str],
-                 per_address: int = PER_ADDRESS) -> None:
+                 per_address: int = PER_ADDRESS,
+                 also: Callable[[str], bool] | None = None) -> None:
+        self._also = also  # another way in (fleet.discover.inbox: a leased address)
         self._nodes: dict[str, list[str]] = collections.defaultdict(list)
         for node, address in addresses.items():
             self._nodes[address].append(node)
@@ -61,7 +63,8 @@ class Door:
 
     def admit(self, peer: str) -> bytes | None:
         nodes = self._nodes.get(peer)
-        if peer not in self._own and not (nodes and any(self._armed(n) for n in nodes)):
+        if peer not in self._own and not (nodes and any(self._armed(n) for n in nodes)) \
+                and not (self._also is not None and self._also(peer)):
             return NOT_ARMED
         with self._lock:
             n = self._open.get(peer, 0)

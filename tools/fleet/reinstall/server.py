@@ -26,6 +26,8 @@ the node was powered on for its install (fleet.reinstall.tokens):
     GET  /v1/finger/<node>  the master's key fingerprint (``master_finger``), with the
                             token, after the key: the installed minion pins this master
     GET  /v1/health         ``ok``
+    POST /v1/discover/<mac> a commissioning report (fleet.discover.inbox), from the
+                            address dnsmasq leased to that MAC only; with --discover
 
 Refusals are 403 (409 for a token already used) with the reason, journaled (at most
 ``JOURNALED_REFUSALS`` per node and endpoint: a flood cannot fill the disk; the door's
@@ -46,6 +48,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from fleet.discover.inbox import MAX_BODY as DISCOVER_MAX
+from fleet.discover.inbox import PATH as DISCOVER_PATH
+from fleet.discover.inbox import Inbox
 from fleet.master import layout
 from fleet.master.journal import Journal
 from fleet.reinstall.bootmode import BootModeSetter
@@ -53,6 +58,7 @@ from fleet.reinstall.door import PER_ADDRESS, Door, Linger
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
+DISCOVER = DISCOVER_PATH
 MAX_BODY = 4096  # a signature (512 bytes for RSA-4096) or a short reason
 CONNECTION_TIMEOUT = 10.0  # seconds a connection may take to send its request
 JOURNALED_REFUSALS = 20  # per node, for the endpoint's lifetime
@@ -92,10 +98,12 @@ class CallbackServer(ThreadingHTTPServer):
                  addresses: Mapping[str, str], revoke_key: KeyRevoker | None = None,
                  per_address: int = PER_ADDRESS,
                  timeout: float = CONNECTION_TIMEOUT,
-                 master_finger: str | None = None) -> None:
+                 master_finger: str | None = None, inbox: Inbox | None = None) -> None:
         super().__init__(bind, _Handler)
+        self.inbox = inbox
         self.door = Door(dict(addresses), self.armed, own={str(self.server_address[0])},
-                         per_address=per_address)
+                         per_address=per_address,
+                         also=inbox.admits if inbox is not None else None)
         self.linger = Linger()
         self.state_root = state_root
         self.boot = boot
@@ -221,7 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
         mac = peer_mac(self.peer)
         return f"{self.peer} (MAC {mac})" if mac else self.peer
 
-    def _body(self, allowed: bool) -> bytes | None:
+    def _body(self, allowed: bool, limit: int = MAX_BODY) -> bytes | None:
         """The request body under strict Content-Length rules, or None after a refusal."""
         if self.headers.get_all("Transfer-Encoding"):
             self._reply(400, b"bad request: Transfer-Encoding is not accepted\n")
@@ -239,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(400, b"bad request: Content-Length\n")
             return None
         n = int(lengths[0])
-        if n > MAX_BODY:
+        if n > limit:
             self._reply(413, b"request body too large\n")
             return None
         body = self.rfile.read(n) if n else b""
@@ -275,6 +283,9 @@ class _Handler(BaseHTTPRequestHandler):
             if self._body(False) is not None:
                 self._reply(200, b"ok\n")
             return
+        if self.path.startswith("/v1/discover/") and self.server.inbox is not None:
+            self._discover(method)
+            return
         m = NODE.match(self.path)
         verb = m.group(1) if m else ""
         want = "POST" if verb in ("done", "error") else "GET"
@@ -306,6 +317,17 @@ class _Handler(BaseHTTPRequestHandler):
         token = auth[7:].strip() if auth.startswith("Bearer ") else ""
         {"key": self._key, "done": self._done, "error": self._error,
          "status": self._status, "finger": self._finger}[verb](node, node_dir, token, body)
+
+    def _discover(self, method: str) -> None:
+        inbox = self.server.inbox
+        m = DISCOVER.match(self.path)
+        if m is None or method != "POST" or inbox is None:
+            self._reply(404, b"not found\n")
+            return
+        body = self._body(True, DISCOVER_MAX)
+        if body is not None:
+            code, text = inbox.receive(m.group(1), self.peer, body)
+            self._reply(code, (text + "\n").encode())
 
     def _refuse(self, node: str, node_dir: Path, use: str, exc: TokenError,
                 token: str) -> None:

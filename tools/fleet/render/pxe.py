@@ -24,6 +24,7 @@ from importlib import resources
 
 import jinja2
 
+from fleet.discover import boot as commission
 from fleet.inventory.model import Inventory, Node
 from fleet.pxe.modes import script_name
 from fleet.render import escape, installkey, preseed, yamlout
@@ -86,9 +87,14 @@ def render(inv: Inventory) -> dict[str, str]:
         domain=site.domain, networks=_dhcp_networks(inv), pxe_root=site.pxe_root,
         dns_servers=",".join(str(a) for a in site.dns_servers),
         upstream_dns=[str(a) for a in site.upstream_dns],
+        commission=commission.pool_network(inv) is not None,
     )
     out["pxe/dnsmasq/dns-hosts"] = _dns_hosts(inv)
     out["pxe/http/boot.ipxe"] = _t("boot.ipxe.j2").render(**common)
+    if commission.pool_network(inv) is not None:
+        out["pxe/http/commission.ipxe"] = _t("commission.ipxe.j2").render(
+            **common, kernel=commission.KERNEL, initrd=commission.INITRD,
+            report_url=commission.report_url(inv))
     out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(
         **common, http_host=http.removeprefix("http://"))
     memo = yamlout.Memo()
@@ -108,6 +114,7 @@ def _dhcp_networks(inv: Inventory) -> list[dict[str, object]]:
         "gateway": net.gateway, "mtu": net.mtu,
         "pool": (net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
         "relayed": name != prov_net,
+        "commission": net.purpose == "provisioning" and net.dhcp_pool is not None,
     } for name, net in inv.raw.networks.items() if net.purpose != "ipoib"]
 
 

@@ -97,6 +97,19 @@ class Bmc(Model):
     """name of a secret in the secrets store"""
 
 
+BurninCheck = Literal["cpu-stress", "memtester", "disk-verify", "smart", "link-speed",
+                      "gpu-present", "gpu-stress", "nccl-allreduce", "ib-write-bw"]
+BURNIN_CHECKS: tuple[str, ...] = BurninCheck.__args__  # type: ignore[attr-defined]
+
+
+class BurninTest(Model):
+    seconds: StrictInt = Field(default=60, ge=0, le=7 * 86400)
+    """how long it runs (0: a check with no duration, such as SMART health)"""
+    tolerance_percent: StrictInt = Field(default=10, ge=0, le=100)
+    """how far a figure may fall short of the profile's baseline (the median of the nodes of
+    the profile that passed it) before the node fails as an outlier"""
+
+
 class Profile(Model):
     vendor: Text
     """machine vendor; carried into pillar node:hardware"""
@@ -124,6 +137,9 @@ class Profile(Model):
     height_u: StrictInt = Field(default=1, ge=1, le=MAX_HEIGHT_U)
     """rack units one machine takes (the rack elevations; the stacking of
     node_groups.*.place)"""
+    burnin: dict[BurninCheck, BurninTest] = Field(default_factory=dict)
+    """the burn-in of these machines (`fleet burnin`): each check with its duration and
+    tolerance; a node leaves burn-in for active only when it passes every one (empty: none)"""
 
     @property
     def data_disks(self) -> list[Disk]:

@@ -77,17 +77,20 @@ class HardwareFacts(Model):
     """RAM found in GB; must equal the profile's memory_gb"""
 
 
-NodeState = Literal["planned", "active", "maintenance", "retired"]
+NodeState = Literal["planned", "burn-in", "active", "maintenance", "retired"]
 NODE_STATES: tuple[str, ...] = NodeState.__args__  # type: ignore[attr-defined]
 
 
 class NodeFacts(Model):
     state: NodeState = "active"
     """lifecycle: planned (DHCP, DNS, boot files and pillar, in Slurm as State=FUTURE, not in the
-    default target of apply/health/rollout), active, maintenance (drained in Slurm with reason by
-    the controller's next apply; not in health's and rollout's default target) or retired (no
-    boot files, DHCP, DNS, pillar or Slurm; keeps its slot in its group's range, so neighbours
-    keep their ports; `fleet keys check` flags its key)"""
+    default target of apply/health/rollout), burn-in (discovered and accepted, `fleet discover
+    accept`: installed and configured, drained in Slurm as 'fleet-inventory: burn-in' until
+    `fleet burnin` passes it; not in health's and rollout's default target), active,
+    maintenance (drained in Slurm with reason by the controller's next apply; not in health's
+    and rollout's default target) or retired (no boot files, DHCP, DNS, pillar or Slurm; keeps
+    its slot in its group's range, so neighbours keep their ports; `fleet keys check` flags its
+    key)"""
     reason: Text | None = None
     """why the node is in maintenance (required there): Slurm's drain reason, after the prefix
     'fleet-inventory: '; a note on other states"""

@@ -1,0 +1,157 @@
+"""``fleet burnin status [TARGET]``, ``fleet burnin record NODE --result FILE`` and
+``fleet burnin finish NODE...|--all``: burn-in, the stage between discovery and service."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from fleet.cliparts import Parents, add_actions, add_target
+from fleet.context import Context
+from fleet.exitcodes import Exit
+
+EPILOG = """exit codes: 0 done (status: no node failed), 1 invalid inventory (or the edit
+would make it invalid: nothing written), 2 usage, 4 a result or the inventory could not be
+read or written, 5 a node failed burn-in (status) or could not finish (pending)"""
+MAX_REASON = 200  # the inventory's Text
+
+
+def register(sub: Any, parents: Parents) -> None:
+    from fleet.master import statedir
+
+    _p, actions = add_actions(
+        sub, "burnin", "Burn-in between discovery and service: each node's results per "
+        "check of its profile (profiles.<p>.burnin) against the profile's baseline, the "
+        "median of the nodes that passed; an outlier fails.", EPILOG)
+    helps = {"status": "each node's burn-in: progress, pass or fail, the failing check",
+             "record": "keep one result of a node's check (the runner's JSON)",
+             "finish": "burn-in -> active for nodes that passed, -> maintenance (reason: "
+                       "the failing check) for those that failed, in inventory.yaml"}
+    for name, text in helps.items():
+        sp = actions.add_parser(name, parents=list(parents), help=text, description=text,
+                                epilog=EPILOG)
+        sp.add_argument("--results", type=Path, default=statedir.BURNIN.path(),
+                        metavar="DIR", help=f"the results (${statedir.BURNIN.env}, default "
+                                            f"{statedir.BURNIN.default})")
+        if name == "status":
+            add_target(sp, "'tbox-0*'")
+        elif name == "record":
+            sp.add_argument("node", metavar="NODE")
+            sp.add_argument("--result", required=True, metavar="FILE",
+                            help="the result as JSON ('-': stdin)")
+        else:
+            sp.add_argument("nodes", nargs="*", metavar="NODE")
+            sp.add_argument("--all", action="store_true", help="every node in burn-in")
+            sp.add_argument("--dry-run", action="store_true", help="write nothing")
+
+
+def verdicts(inv: Any, root: Path) -> dict[str, Any]:
+    """Every node's verdict (node -> Verdict), baselines over each whole profile."""
+    from fleet.burnin import results
+    from fleet.burnin.verdict import judge_all
+
+    profiles = {h: n.profile_name for h, n in inv.nodes.items()}
+    tests = {p: dict(prof.burnin) for p, prof in inv.raw.profiles.items()}
+    got = {h: results.load(root, h) for h in inv.nodes}
+    return judge_all(profiles, tests, got)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.burnin.results import ResultError
+
+    try:
+        return {"status": _status, "record": _record, "finish": _finish}[
+            args.burnin_verb](args, ctx)
+    except (OSError, ResultError) as exc:
+        print(f"fleet burnin: {exc}", file=sys.stderr)
+        ctx.out.error(str(exc))
+        return Exit.IO
+
+
+def _status(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.discover.report import shown
+
+    inv = ctx.inventory()
+    names = ([h for h, n in inv.nodes.items() if n.state == "burn-in"]
+             if args.target is None else ctx.targets()[1])
+    every = verdicts(inv, args.results)
+    rows = [{"node": h, "state": inv.nodes[h].state, "burnin": every[h].status,
+             "done": every[h].done, "total": every[h].total,
+             "failures": every[h].failures, "notes": every[h].notes} for h in names]
+    if ctx.out.json:
+        ctx.out.emit({"nodes": rows})
+    else:
+        for row in sorted(rows, key=lambda x: x["burnin"] != "failed"):
+            print(f"{row['node']:12} {row['state']:12} {row['burnin'].upper():8} "
+                  f"{row['done']}/{row['total']}")
+            for line in row["failures"] + row["notes"]:
+                print(f"    {shown(line)}")
+    return Exit.FAILED if any(r["burnin"] == "failed" for r in rows) else Exit.OK
+
+
+def _record(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.burnin import results
+
+    inv = ctx.inventory()
+    if args.node not in inv.nodes:
+        print(f"fleet burnin record: no node {args.node}", file=sys.stderr)
+        return Exit.USAGE
+    if args.result == "-":
+        body = sys.stdin.buffer.read(results.MAX_RESULT_BYTES + 1)
+    else:
+        with Path(args.result).open("rb") as f:
+            body = f.read(results.MAX_RESULT_BYTES + 1)
+    result = results.parse(body)
+    profile = inv.raw.profiles[inv.nodes[args.node].profile_name]
+    if result.check not in profile.burnin:
+        print(f"fleet burnin record: {result.check} is no burn-in check of profile "
+              f"{inv.nodes[args.node].profile_name}", file=sys.stderr)
+        return Exit.USAGE
+    results.record(args.results, args.node, result)
+    if ctx.out.json:
+        ctx.out.emit({"node": args.node, "check": result.check, "passed": result.passed})
+    return Exit.OK
+
+
+def _finish(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.discover import accept, edit
+    from fleet.inventory.load import read_text
+    from fleet.problems import InventoryError, format_text
+
+    if bool(args.nodes) == bool(args.all):
+        print("fleet burnin finish: name NODEs or give --all (not both)", file=sys.stderr)
+        return Exit.USAGE
+    inv = ctx.inventory()
+    text = read_text(args.inventory)
+    names = args.nodes or [h for h, n in inv.nodes.items() if n.state == "burn-in"]
+    every = verdicts(inv, args.results)
+    new, outcomes = text, []
+    for h in names:
+        if h not in inv.nodes or inv.nodes[h].state != "burn-in":
+            outcomes.append((h, "refused", "not in burn-in"))
+            continue
+        v = every[h]
+        if v.status == "pending":
+            outcomes.append((h, "pending", f"{v.done}/{v.total} checks done"))
+            continue
+        facts: dict[str, Any] = {"state": "active"} if v.status == "passed" else {
+            "state": "maintenance",
+            "reason": ("burn-in " + v.failures[0])[:MAX_REASON]}
+        new = edit.set_node(new, h, facts)
+        outcomes.append((h, facts["state"], facts.get("reason", "passed")))
+    try:
+        if new != text:
+            accept.validate(new, args.inventory)
+    except InventoryError as exc:
+        print(format_text(exc.problems, wrote_nothing=True), file=sys.stderr)
+        return Exit.INVALID
+    if new != text and not args.dry_run:
+        edit.write_atomic(Path(args.inventory), new)
+    if ctx.out.json:
+        ctx.out.emit({"outcomes": [{"node": h, "to": t, "why": w} for h, t, w in outcomes]})
+    else:
+        for h, t, w in outcomes:
+            print(f"{h}: {t} ({w})")
+    return Exit.FAILED if any(t in ("pending", "refused") for _, t, _ in outcomes) else Exit.OK
