@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # support.swarmconf
 import report  # noqa: E402
 from fleet.apply.master import SaltMaster  # noqa: E402
 from fleet.apply.run import Options, apply  # noqa: E402
-from fleet.apply.swarm import Swarm, cpu_ticks, rss_kb  # noqa: E402
 from fleet.master.highstate import Status  # noqa: E402
 from support import swarmconf  # noqa: E402
+from support.swarm import Swarm, cpu_ticks, rss_kb  # noqa: E402
 
 HEADING = "## Fan-out"
 TICK = os.sysconf("SC_CLK_TCK")

@@ -209,3 +209,47 @@ def test_the_architecture_names_every_package(package: str) -> None:
         f"tools/{path} is a package that docs/architecture.md does not name: add a line "
         f"`{path}  <what it does>` to the map (the day-two block lists the packages of "
         "the master; the diagram the inventory and render stages)")
+
+
+# --- the product never imports its tests ---------------------------------------------------
+
+TEST_PACKAGES = {"tests", "support", "conftest"}
+
+
+def _reaches_tests(tree: ast.AST) -> list[int]:
+    """Lines that import a test package or edit ``sys.path`` (the product stands alone)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] in TEST_PACKAGES for a in node.names):
+            out.append(node.lineno)
+        elif (isinstance(node, ast.ImportFrom) and not node.level
+              and (node.module or "").split(".")[0] in TEST_PACKAGES):
+            out.append(node.lineno)
+        elif (isinstance(node, ast.Attribute) and node.attr == "path"
+              and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            out.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args
+              and isinstance(node.args[0], ast.Constant)
+              and str(node.args[0].value).split(".")[0] in TEST_PACKAGES):
+            out.append(node.lineno)
+    return sorted(set(out))
+
+
+def test_a_planted_reach_into_the_tests_is_found() -> None:
+    src = ("import sys\nimport importlib\nfrom pathlib import Path\n"
+           "sys.path.insert(0, 'tests')\n"
+           "from support import harness\n"
+           "import tests.support.saltrender\n"
+           "m = importlib.import_module('support.saltrender')\n"
+           "from fleet.master import runner\n")
+    assert _reaches_tests(ast.parse(src)) == [4, 5, 6, 7]
+
+
+def test_the_product_never_reaches_into_the_tests() -> None:
+    found = [f"{p.relative_to(ROOT)}:{line}" for p in sorted(TOOLS.rglob("*.py"))
+             for line in _reaches_tests(ast.parse(p.read_text(), str(p)))]
+    assert not found, (
+        "tools/ edits sys.path or imports from tests/ (what the product needs lives under "
+        "tools/fleet/, and the tests import it from there):\n  " + "\n  ".join(found))
