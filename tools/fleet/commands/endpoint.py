@@ -47,7 +47,7 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.keys import master_finger
     from fleet.master.runner import pki_dir
-    from fleet.reinstall.bootmode import PxeBootMode
+    from fleet.pxe.bootmode import PxeBootMode
     from fleet.reinstall.server import (
         CallbackServer,
         default_bind,

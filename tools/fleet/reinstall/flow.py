@@ -26,7 +26,7 @@ from fleet.master import slurm
 from fleet.master.journal import RunState, latest_run
 from fleet.master.lock import NodeLock
 from fleet.master.runner import CommandError
-from fleet.reinstall.bootmode import BootModeUnavailableError
+from fleet.pxe.bootmode import BootModeUnavailableError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 from fleet.reinstall.server import CallbackServer, node_addresses
 from fleet.reinstall.steps import STEP_NAMES, STEPS
