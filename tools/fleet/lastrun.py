@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fleet.text import clean
+
 FILE = "last.json"
 MAX_BYTES = 64 * 1024
 SUMMARY_MAX = 400
@@ -40,8 +42,7 @@ def path(state_dir: Path, node: str) -> Path:
 
 
 def _clean(text: str) -> str:
-    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    return line if len(line) <= SUMMARY_MAX else line[: SUMMARY_MAX - 3] + "..."
+    return clean(text, SUMMARY_MAX)
 
 
 def record(state_dir: Path, verb: str, results: Iterable[tuple[str, str, bool, str]],

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.cabling.lldp import LldpFormatError, Neighbour, neighbours
-from fleet.health.parse import clean
 from fleet.master.runner import Runner
+from fleet.text import clean
 
 LLDPCLI = "lldpcli -f json show neighbors"
 # a node with 4 NICs and a neighbour each answers in about 6 KB; 4096 neighbours

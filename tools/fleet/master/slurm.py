@@ -1,11 +1,13 @@
 """Drain and resume a node in Slurm through ``scontrol`` and ``sinfo`` (research notes §3:
-DRAIN survives re-registration; only an explicit RESUME returns the node)."""
+DRAIN survives re-registration; only an explicit RESUME returns the node), and what
+``scontrol show node -o`` prints, parsed (for health, status and rollout)."""
 
 from __future__ import annotations
 
 import re
 
 from fleet.master.runner import Runner
+from fleet.text import clean
 
 # Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
 IDLE_ENOUGH = frozenset({"drained", "down", "fail"})
@@ -16,9 +18,8 @@ JOB_ID = re.compile(r"^[0-9]+(?:_[0-9]+)?(?:\.[0-9a-z]+)?$")  # 123, 123_4 (an a
 def drain(runner: Runner, node: str, reason: str) -> None:
     """The reason is one argument (``commands.through`` quotes it for ssh); text a node
     supplied in it (health output) loses its control characters and is cut short."""
-    clean = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
     runner.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN",
-                f"Reason={clean[:REASON_MAX]}"]).check()
+                f"Reason={clean(reason, REASON_MAX)}"]).check()
 
 
 def resume(runner: Runner, node: str) -> None:
@@ -89,3 +90,70 @@ def requeue_preemptible(runner: Runner, node: str, partition: str | None) -> lis
     if ids:
         runner.run(["scontrol", "requeue", ",".join(ids)]).check()
     return ids
+
+
+# --- what scontrol prints -------------------------------------------------------------
+
+_KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z]*(?:/[A-Za-z]+)?)=")
+
+
+def scontrol_nodes(out: str) -> dict[str, dict[str, str]]:
+    """``scontrol show node -o``: one line per node of ``Key=value`` pairs, by NodeName.
+    A value may hold spaces (Reason=, OS=): it runs up to the next `` Key=``. Reason
+    is the one free text and comes after the keys Slurm prints before it; its own
+    ``x=y`` words would look like keys, so everything after ``Reason=`` up to a known
+    later key (none in 22.05-23.11 but Comment=/Extra=) is the reason."""
+    nodes: dict[str, dict[str, str]] = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if not line.startswith("NodeName="):
+            continue
+        rest, reason = line, None
+        r = line.find(" Reason=")
+        if r >= 0:
+            rest, reason = line[:r], line[r + len(" Reason="):]
+        fields: dict[str, str] = {}
+        marks = list(_KEY.finditer(rest))
+        for i, m in enumerate(marks):
+            end = marks[i + 1].start() if i + 1 < len(marks) else len(rest)
+            fields[m.group(1)] = rest[m.end():end].strip()
+        if reason is not None:
+            for later in (" Comment=", " Extra="):
+                cut = reason.find(later)
+                if cut >= 0:
+                    reason = reason[:cut]
+            fields["Reason"] = reason.strip()
+        name = fields.get("NodeName", "").split()[0] if fields.get("NodeName") else ""
+        if name:
+            nodes[name] = fields
+    return nodes
+
+
+def reason_text(reason: str) -> str:
+    """The reason without Slurm's ``[user@time]`` suffix."""
+    return re.sub(r"\s*\[[^\]]*@[^\]]*\]$", "", reason.strip())
+
+
+def state_flags(state: str) -> set[str]:
+    """``IDLE+DRAIN`` -> {IDLE, DRAIN}; ``DOWN*`` -> {DOWN, NOT_RESPONDING}."""
+    flags = set()
+    for part in state.split("+"):
+        part = part.strip()
+        if part.endswith("*"):
+            flags.add("NOT_RESPONDING")
+            part = part.rstrip("*")
+        if part:
+            flags.add(part.upper())
+    return flags
+
+
+def gres_gpus(gres: str) -> int | None:
+    """GPUs in a ``Gres=`` value: ``gpu:tinybox:6(S:0-1)``, ``gpu:6``; None without."""
+    total, seen = 0, False
+    for item in re.split(r",(?![^(]*\))", gres):
+        item = re.sub(r"\(.*\)$", "", item.strip())
+        parts = item.split(":")
+        if parts[0] == "gpu" and len(parts) >= 2 and parts[-1].isdigit():
+            total += int(parts[-1])
+            seen = True
+    return total if seen else None

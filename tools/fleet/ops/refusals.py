@@ -14,6 +14,7 @@ from fleet.inventory.model import Inventory, Node
 from fleet.master.runner import Runner
 from fleet.pxe.powerguard import BootModeReader, power_refusal
 from fleet.rollout.plan import reboot_refused
+from fleet.text import clean, last_line
 
 SLURM_TIMEOUT = 30.0
 
@@ -40,13 +41,13 @@ def running_jobs_refusal(runner: Runner, node: Node) -> list[str]:
     res = runner.run(["squeue", "-h", "-w", node.hostname, "-t", "RUNNING,COMPLETING,SUSPENDED",
                       "-o", "%i"], timeout=SLURM_TIMEOUT)
     if res.returncode != 0:
-        last = (res.stderr.strip() or res.stdout.strip()).splitlines()
+        last = last_line(res.stderr.strip() or res.stdout, 200)
         return [f"cannot ask Slurm for its jobs: `{' '.join(res.argv)}` exited "
-                f"{res.returncode}" + (f": {last[-1][:200]}" if last else "")]
+                f"{res.returncode}" + (f": {last}" if last else "")]
     jobs = [j.strip() for j in res.stdout.split() if j.strip()]
     if not jobs:
         return []
-    shown = ", ".join("".join(c for c in j if c.isprintable())[:32] for j in jobs[:10])
+    shown = ", ".join(clean(j, 32) for j in jobs[:10])
     more = f" and {len(jobs) - 10} more" if len(jobs) > 10 else ""
     return [f"{len(jobs)} Slurm job(s) on it ({shown}{more}): drain it first "
             f"(`scontrol update NodeName={node.hostname} State=DRAIN Reason=...`)"]

@@ -48,9 +48,10 @@ from typing import Any
 
 from fleet.master import layout
 from fleet.master.journal import Journal
-from fleet.reinstall.bootmode import BootModeSetter
+from fleet.pxe.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
+from fleet.text import clean
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
 MAX_BODY = 4096  # a signature (512 bytes for RSA-4096) or a short reason
@@ -80,8 +81,7 @@ def peer_mac(address: str, arp: Path = Path("/proc/net/arp")) -> str | None:
 
 
 def _printable(text: str, limit: int = 300) -> str:
-    clean = "".join(c if c.isprintable() else "?" for c in text)
-    return clean[:limit] + ("..." if len(clean) > limit else "")
+    return clean(text, limit)
 
 
 class CallbackServer(ThreadingHTTPServer):

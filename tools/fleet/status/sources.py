@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fleet.master.runner import Runner
+from fleet.text import clean, last_line
 
 KEY_LISTS = {"minions": "accepted", "minions_pre": "pending",
              "minions_rejected": "rejected", "minions_denied": "denied"}
@@ -40,9 +41,7 @@ class MasterDownError(SourceError):
 
 
 def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    line = lines[-1] if lines else ""
-    return "".join(c if c.isprintable() else "?" for c in line)[:300]
+    return last_line(text, 300)
 
 
 # --- power -------------------------------------------------------------------------------
@@ -81,7 +80,7 @@ def boot_modes(store: ModeReader, names: Sequence[str], workers: int = 8
     """Each node's mode (``install`` or ``local``), or why it could not be read; a store
     that answers for no node is the source failing (its one reason). Through
     --pxe-command: one ``CMD pxe status NODES --json`` for all of them."""
-    from fleet.reinstall.bootmode import BootModeUnavailableError, CommandBootMode
+    from fleet.pxe.bootmode import BootModeUnavailableError, CommandBootMode
 
     if isinstance(store, CommandBootMode):
         return _command_modes(store, names)
@@ -103,7 +102,7 @@ def boot_modes(store: ModeReader, names: Sequence[str], workers: int = 8
 
 def _command_modes(store: Any, names: Sequence[str]) -> dict[str, str | Exception]:
     """One ``CMD pxe status NODE... --json`` for all (the store's own reader)."""
-    from fleet.reinstall.bootmode import BootModeUnavailableError
+    from fleet.pxe.bootmode import BootModeUnavailableError
 
     try:
         return dict(store.get_modes(list(names)))
@@ -172,15 +171,15 @@ class Slurm:
 
 def slurm(runner: Runner, names: Sequence[str], timeout: float = 30.0) -> dict[str, Slurm]:
     """The Slurm state and reason of each node slurmctld knows (one ``scontrol``)."""
-    from fleet.health import parse
+    from fleet.master.slurm import scontrol_nodes
 
     res = runner.run(["scontrol", "show", "node", "-o"], timeout=timeout)
     if res.returncode != 0:
         raise SourceError(f"`scontrol show node` exited {res.returncode}: "
                           f"{_last_line(res.stderr or res.stdout)}")
-    nodes = parse.scontrol_nodes(res.stdout)
-    return {n: Slurm(parse.clean(nodes[n].get("State", "?"), 40),
-                     parse.clean(nodes[n].get("Reason", ""), 200))
+    nodes = scontrol_nodes(res.stdout)
+    return {n: Slurm(clean(nodes[n].get("State", "?"), 40),
+                     clean(nodes[n].get("Reason", ""), 200))
             for n in names if n in nodes}
 
 
@@ -225,7 +224,7 @@ def _holder(lock: Path) -> str | None:
         except BlockingIOError:
             pid, _, command = os.read(fd, 256).decode(errors="replace").strip().partition(" ")
             pid = pid if pid.isdigit() else "?"
-            command = "".join(c for c in command if c.isprintable())[:80] or "fleet"
+            command = clean(command, 80) or "fleet"
             return f"{command} (pid {pid})"
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
