@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from fleet import __version__
 from fleet.cliparts import common_options
@@ -35,6 +35,16 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self, message)
 
 
+class _Verbs(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The verbs' subparsers: each verb's short help is its line in VERBS (the verbs'
+    modules, and fleet.cliparts below them, never look the registry up)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("help", VERBS[name])
+        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        return parser
+
+
 def _chosen(argv: Sequence[str]) -> str | None:
     """The verb argv names: its first word that is not an option (the top-level parser
     has only -h and --version, neither with a value)."""
@@ -50,6 +60,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                     "and render Salt pillars and PXE boot configs from it.",
         epilog=f"exit codes: {exit_summary()}")
     parser.add_argument("--version", action="version", version=f"fleet {__version__}")
+    parser.register("action", "parsers", _Verbs)
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     chosen = None if argv is None else _chosen(argv)
     parents = [common_options()]

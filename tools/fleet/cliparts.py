@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from fleet.bmc.connect import BmcOptions
     from fleet.inventory.model import Inventory
     from fleet.master.statedir import StateDir
-    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
+    from fleet.pxe.bootmode import CommandBootMode, PxeBootMode
 
 Parents = Sequence[argparse.ArgumentParser]
 
@@ -114,15 +114,12 @@ def add_force(p: argparse.ArgumentParser) -> None:
 
 def add_command(sub: Any, parents: Parents, name: str, description: str, epilog: str, *,
                 target: str | None = None, **kw: Any) -> argparse.ArgumentParser:
-    """The subparser of verb ``name`` (its short help from fleet.commands.VERBS) with the
+    """The subparser of verb ``name`` (its short help: fleet.cli's from VERBS) with the
     options every verb has (``parents``); with ``target`` (a glob for its help) the optional
     TARGET of :func:`add_target`. argparse refills ``description`` and ``epilog`` (white
     space runs become one space), so they can be written as triple-quoted paragraphs."""
-    from fleet.commands import VERBS
-
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, parents=list(parents), help=VERBS[name], description=description,
-        epilog=epilog, **kw)
+        name, parents=list(parents), description=description, epilog=epilog, **kw)
     if target is not None:
         add_target(parser, target)
     return parser
@@ -132,9 +129,7 @@ def add_actions(sub: Any, name: str, description: str, epilog: str | None = None
                 ) -> tuple[argparse.ArgumentParser, Any]:
     """A verb made of actions (``fleet keys check``): its parser (no options of its own;
     each action takes the common ones) and the subparsers of its ACTION."""
-    from fleet.commands import VERBS
-
-    p = sub.add_parser(name, help=VERBS[name], description=description, epilog=epilog)
+    p = sub.add_parser(name, description=description, epilog=epilog)
     return p, p.add_subparsers(dest=f"{name}_verb", required=True, metavar="ACTION")
 
 
@@ -209,7 +204,7 @@ def boot_mode_store(args: argparse.Namespace, inv: Inventory
     """The boot modes of :func:`add_pxe_options`: through --pxe-command, else the links."""
     import shlex
 
-    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
+    from fleet.pxe.bootmode import CommandBootMode, PxeBootMode
 
     if args.pxe_command:
         return CommandBootMode(shlex.split(args.pxe_command))
