@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet.apt.archive import OsRelease, ScratchApt
+from fleet.apt.facts import NodeFacts, deb822
 from fleet.lab.siterepo import units as lab_units
-from fleet.packages.archive import OsRelease, ScratchApt
-from fleet.packages.facts import NodeFacts, deb822
 from fleet.repo import fill, reprepro, signing, standin
 
 SUITE = "noble"

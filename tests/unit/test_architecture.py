@@ -165,6 +165,34 @@ def test_no_import_cycle_in_fleet() -> None:
         "TYPE_CHECKING):\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
 
 
+def _room(module: str) -> str:
+    """The package a module lives in, one level under fleet (fleet.a.b.c -> fleet.a); a
+    module directly under fleet is a room of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def _rooms(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        room = _room(module)
+        out.setdefault(room, set()).update(_room(d) for d in deps if _room(d) != room)
+    return out
+
+
+def test_a_planted_package_cycle_is_found() -> None:
+    graph = {"fleet.pxe.powerguard": {"fleet.reinstall.bootmode"},
+             "fleet.reinstall.bootmode": {"fleet.pxe.state"}, "fleet.pxe.state": set(),
+             "fleet.master.salt": set()}
+    assert _cycles(_rooms(graph)) == [["fleet.pxe", "fleet.reinstall", "fleet.pxe"]]
+
+
+def test_no_import_cycle_between_packages() -> None:
+    cycles = _cycles(_rooms(_graph()))
+    assert not cycles, "import cycles between the packages of tools/fleet (move what both " \
+        "use to the floor below them: master/, pxe/, fleet/<module>.py):\n" + \
+        "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
 # docs/architecture.md's map names modules as fleet/a/b.py (or a bare b.py under the
 # fleet/a/ line above it, or under fleet/) and packages as fleet/a/ or fleet/a/b/
 MAP_PATH = re.compile(r"(?<![\w/.])((?:fleet/)?(?:[a-z_]+/)*[a-z_]+(?:\.py|/))(?![\w/])")
@@ -216,25 +244,29 @@ def test_the_architecture_names_every_package(package: str) -> None:
 TEST_PACKAGES = {"tests", "support", "conftest"}
 
 
+def _is_test_name(name: str | None) -> bool:
+    return (name or "").split(".")[0] in TEST_PACKAGES
+
+
+def _reaches(node: ast.AST) -> bool:
+    """An import of a test package, a ``sys.path`` use, or ``import_module("support...")``."""
+    if isinstance(node, ast.Import):
+        return any(_is_test_name(a.name) for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return not node.level and _is_test_name(node.module)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "path" and isinstance(node.value, ast.Name) \
+            and node.value.id == "sys"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr == "import_module" and bool(node.args) \
+            and isinstance(node.args[0], ast.Constant) and _is_test_name(str(node.args[0].value))
+    return False
+
+
 def _reaches_tests(tree: ast.AST) -> list[int]:
     """Lines that import a test package or edit ``sys.path`` (the product stands alone)."""
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(
-                a.name.split(".")[0] in TEST_PACKAGES for a in node.names):
-            out.append(node.lineno)
-        elif (isinstance(node, ast.ImportFrom) and not node.level
-              and (node.module or "").split(".")[0] in TEST_PACKAGES):
-            out.append(node.lineno)
-        elif (isinstance(node, ast.Attribute) and node.attr == "path"
-              and isinstance(node.value, ast.Name) and node.value.id == "sys"):
-            out.append(node.lineno)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr == "import_module" and node.args
-              and isinstance(node.args[0], ast.Constant)
-              and str(node.args[0].value).split(".")[0] in TEST_PACKAGES):
-            out.append(node.lineno)
-    return sorted(set(out))
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.stmt | ast.expr) and _reaches(n)})
 
 
 def test_a_planted_reach_into_the_tests_is_found() -> None:

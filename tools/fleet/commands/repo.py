@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _list(ctx: Context, repo: Path, codename: str) -> Exit:
-    from fleet.packages.facts import deb822
+    from fleet.apt.facts import deb822
     from fleet.repo import reprepro, standin
 
     index = reprepro.packages_index(repo, codename)
@@ -87,8 +87,8 @@ def _list(ctx: Context, repo: Path, codename: str) -> Exit:
 
 def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
           os_name: str) -> Exit:
-    from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
-    from fleet.packages.facts import from_lowstate
+    from fleet.apt.archive import OSES, ArchiveError, ScratchApt, keyring
+    from fleet.apt.facts import from_lowstate
     from fleet.packages.highstates import REPO, renderer, role_sets
     from fleet.repo import fill, reprepro, signing
 

@@ -5,7 +5,7 @@ A lab node's first highstate used to download and install every package of its r
 every reinstall test did it again. Here the lab's own highstate of each node is rendered
 in-process (the renderer of `make check-packages`: fleet/saltrender.py, over the
 lab render's pillar with lab/pillar merged over it, for the lab's OS), its ``pkg``
-installs collected as `make check-packages` collects them (fleet.packages.facts), and
+installs collected as `make check-packages` collects them (fleet.apt.facts), and
 each distinct set is installed into an image derived from the lab's minion image. The
 states stay the one definition of what a node has; the image only does their downloads
 ahead of time, once per machine (the tag is a hash of the inputs). A set is installed
@@ -39,11 +39,11 @@ from typing import Any
 
 import yaml
 
+from fleet.apt.facts import NodeFacts, from_lowstate
 from fleet.lab import podman as pm
 from fleet.lab import siterepo
 from fleet.lab.paths import PREFIX, Paths
 from fleet.lab.plan import Plan
-from fleet.packages.facts import NodeFacts, from_lowstate
 from fleet.packages.highstates import saltrender, write_secrets_root
 from fleet.render import bootstrap
 
