@@ -54,6 +54,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         node_addresses,
         salt_key_revoker,
     )
+    from fleet.signals import SignalCatcher
 
     inv = ctx.inventory()
     host, port = default_bind(inv)
@@ -67,23 +68,20 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     server = CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
                             revoke_key=salt_key_revoker(args.salt_config),
                             master_finger=master_finger(pki_dir(args.salt_config)))
-    got: list[int] = []
-
-    def stop(signum: int, _frame: object) -> None:
-        got.append(signum)
+    def stop(_signum: int) -> None:
         raise KeyboardInterrupt  # ends serve_forever in this thread
 
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = SignalCatcher(ctx.progress, stop, again="the endpoint is closing")
+    signals.install()
     try:  # from the handlers on: a signal that comes at once still ends it here
         ctx.progress(f"serving on {host}:{port}")
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        signals.restore()
         server.server_close()
     if ctx.out.json:
         ctx.out.emit({"bind": f"{host}:{port}"})
-    return for_signal(got[0] if got else signal.SIGINT)
+    return for_signal(signals.received or signal.SIGINT)

@@ -81,6 +81,7 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.lock import BusyError
     from fleet.rollout.flow import Options, Rollout, RolloutError
+    from fleet.signals import SignalCatcher
 
     inv, names = ctx.targets()
     if _refused(args, inv, names):
@@ -100,15 +101,13 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     rollout = Rollout(inv, _parts(args, inv), args.state_dir, args.reinstall_state_dir,
                       say)
-    got: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        got.append(signum)
+    def on_signal(signum: int) -> None:
         say(f"{signal.Signals(signum).name}: stopping after the steps in flight "
             "(nodes left drained; --resume continues)")
         rollout.interrupt()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = SignalCatcher(say, on_signal, again="the steps in flight are finishing")
+    signals.install()
     try:
         report = rollout.abort() if args.abort else \
             rollout.start(names, opts, resume=args.resume)
@@ -120,14 +119,13 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        signals.restore()
     if args.json:
         ctx.out.emit(as_json(report))
     elif not quiet:
         print(format_table(report))
-    if got:
-        return for_signal(got[0])
+    if signals.received is not None:
+        return for_signal(signals.received)
     return Exit.FAILED if report.outcome == "failed" else Exit.OK
 
 
