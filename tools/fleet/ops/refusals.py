@@ -10,21 +10,19 @@ rule is a function of the node that returns the reasons, empty when it may go.
 
 from __future__ import annotations
 
+from fleet.inventory.head import head_reasons
 from fleet.inventory.model import Inventory, Node
 from fleet.master.runner import Runner
 from fleet.pxe.powerguard import BootModeReader, power_refusal
-from fleet.rollout.plan import reboot_refused
 from fleet.text import clean, last_line
 
 SLURM_TIMEOUT = 30.0
 
 
 def head_node_refusal(inv: Inventory, node: Node) -> list[str]:
-    said = reboot_refused(inv, [node])
-    if not said and node.hostname == inv.raw.site.provisioning_host:
-        said = [f"{node.hostname} (provisioning host)"]
-    return [f"head node {s.split(' ', 1)[1]}: powering it off takes the site's "
-            "provisioning / Salt / Slurm / mkv head down with it" for s in said]
+    reasons = head_reasons(inv, node)
+    return [f"head node ({', '.join(reasons)}): powering it off takes the site's "
+            "provisioning / Salt / Slurm / mkv head down with it"] if reasons else []
 
 
 def boot_mode_refusal(modes: BootModeReader, node: Node) -> list[str]:

@@ -13,22 +13,19 @@ from collections.abc import Callable
 from fleet.health.checks import OK, WARNING, NodeReport
 from fleet.health.run import check
 from fleet.inventory.compute import preemptible_partition
+from fleet.inventory.head import head_reasons
 from fleet.master import slurm
 from fleet.master.highstate import NodeResult, Status, describe, judge
 from fleet.master.runner import CommandError
 from fleet.master.salt import MasterError, NoJobError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
-# Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
-INFRA_ROLES = ("provisioning", "slurm.controller", "mkv.master")
-
 Step = Callable[[Context], str]
 
 
 def preflight(ctx: Context) -> str:
     site, node = ctx.inventory.raw.site, ctx.node
-    if ctx.name in (site.provisioning_host, site.salt.master) or \
-            any(node.has(r) for r in INFRA_ROLES):
+    if head_reasons(ctx.inventory, node):  # they run the reinstall itself
         raise StepFailedError(f"{ctx.name} is the provisioning host / Salt master (roles "
                               f"{', '.join(node.roles)}): it cannot reinstall itself")
     recorded = site.salt.master_finger
