@@ -285,3 +285,47 @@ def test_the_product_never_reaches_into_the_tests() -> None:
     assert not found, (
         "tools/ edits sys.path or imports from tests/ (what the product needs lives under "
         "tools/fleet/, and the tests import it from there):\n  " + "\n  ".join(found))
+
+
+# --- master/ is the only door to Salt and Slurm --------------------------------------------
+
+MASTER_TOOLS = frozenset({"salt", "salt-key", "salt-run", "salt-call", "salt-cp", "scontrol",
+                          "squeue", "sinfo", "scancel", "sacct"})
+
+
+def _tool_argvs(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, tool) of every list or tuple literal whose first item names a tool of the
+    master or of Slurm: an argv that goes around fleet/master/."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List | ast.Tuple) and node.elts:
+            first = node.elts[0]
+            if isinstance(first, ast.Constant) and first.value in MASTER_TOOLS:
+                out.append((node.lineno, str(first.value)))
+    return out
+
+
+def test_a_planted_argv_around_the_master_is_found() -> None:
+    src = ('def f(runner, node):\n'
+           '    runner.run(["scontrol", "show", "node", "-o", node])\n'
+           '    runner.run(("salt-key", "-L"))\n'
+           '    runner.run(["ipmitool", "power", "status"])\n'
+           '    return {"salt": 1}, ["sinfo"]\n')
+    assert _tool_argvs(ast.parse(src)) == [(2, "scontrol"), (3, "salt-key"), (5, "sinfo")]
+
+
+# the lab stands up its own master (fleet lab up) and generates its keys before it exists
+AROUND_THE_MASTER = {"fleet/lab/"}
+
+
+def test_only_master_runs_salt_and_slurm() -> None:
+    found = []
+    for path in sorted(FLEET.rglob("*.py")):
+        rel = str(path.relative_to(TOOLS))
+        if rel.startswith("fleet/master/") or any(rel.startswith(a) for a in AROUND_THE_MASTER):
+            continue
+        found += [f"{rel}:{line}: {tool}"
+                  for line, tool in _tool_argvs(ast.parse(path.read_text(), str(path)))]
+    assert not found, (
+        "an argv of the master's or Slurm's tools outside fleet/master/ (call salt.py, "
+        "keys.py or slurm.py there; add what is missing to them):\n  " + "\n  ".join(found))

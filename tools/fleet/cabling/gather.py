@@ -23,10 +23,6 @@ LLDPCLI = "lldpcli -f json show neighbors"
 MAX_ANSWER = 8 * 1024 * 1024
 
 
-class MasterDownError(Exception):
-    """The salt CLI gave no answer at all (the master is down, or salt is missing)."""
-
-
 @dataclass
 class Observed:
     """What the nodes reported: neighbours by node, and why the others are not known."""
@@ -45,8 +41,8 @@ def salt_run_all(runner: Runner, nodes: Sequence[str], command: str, timeout: fl
     try:
         return Salt(runner).call(nodes, "cmd.run_all", command, "python_shell=False",
                                  timeout=timeout, gather=gather)
-    except MasterError as exc:
-        raise MasterDownError(clean(str(exc), 300)) from exc
+    except MasterError as exc:  # the one "master did not answer", its text cleaned
+        raise MasterError(clean(str(exc), 300), exc.returncode) from exc
 
 
 def read_answer(answer: Any) -> list[Neighbour]:

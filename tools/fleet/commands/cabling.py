@@ -51,6 +51,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.cabling.compare import compare, expected_links
     from fleet.cabling.nics import boot_nic_name
     from fleet.inventory.lifecycle import default_target
+    from fleet.master.salt import MasterError
 
     explicit = args.target is not None
     inv, names = ctx.targets()
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     ctx.progress(f"asking {len(names)} node(s) for their LLDP neighbours")
     try:
         answers = ask(args, names) if names else {}
-    except gather.MasterDownError as exc:
+    except MasterError as exc:
         why = f"the Salt master could not be asked: {exc}"
         ctx.out.error(why)
         print(f"fleet: {why}", file=sys.stderr)

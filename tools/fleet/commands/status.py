@@ -80,13 +80,14 @@ def _accepted_dir(config: Path) -> Path:
 
 def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, float]]:
     """``fn`` as a source: (values, error, the master down, seconds)."""
-    from fleet.status.sources import MasterDownError, SourceError
+    from fleet.master.salt import MasterError
+    from fleet.status.sources import SourceError
 
     def run() -> tuple[Any, str | None, bool, float]:
         t0 = time.monotonic()
         try:
             return fn(), None, False, time.monotonic() - t0
-        except MasterDownError as exc:
+        except MasterError as exc:  # the master or its tools did not answer: exit 4
             return {}, str(exc), True, time.monotonic() - t0
         except SourceError as exc:
             return {}, str(exc), False, time.monotonic() - t0

@@ -240,9 +240,7 @@ def ask(calls: list[Call], scontrol: Callable[[], str] | None,
 
 
 def scontrol_reader(runner: Runner) -> Callable[[], str]:
-    def read() -> str:
-        return runner.run(["scontrol", "show", "node", "-o"], timeout=60).check().stdout
-    return read
+    return partial(slurm.show_node_text, runner, None, 60)
 
 
 # --- judging ----------------------------------------------------------------------------

@@ -63,8 +63,10 @@ def gather_job_timeout(config_dir: Path) -> float:
 
 
 class MasterError(Exception):
-    """The Salt master could not be asked at all: salt answered nothing (the master is
-    down; ``returncode`` 127: the salt CLI is missing)."""
+    """The master or its tools did not answer: salt or salt-key answered nothing (the
+    master is down; ``returncode`` 127: the CLI is missing). The one such exception, for
+    every verb (apply, health, status, cabling, reinstall, rollout): exit 4 where a verb
+    cannot go on without the master."""
 
     def __init__(self, message: str, returncode: int | None = None) -> None:
         super().__init__(message)

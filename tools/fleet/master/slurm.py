@@ -61,17 +61,32 @@ def no_jobs_can_run(sinfo_state: str) -> bool:
     return base_state(sinfo_state) in IDLE_ENOUGH
 
 
-def jobs(runner: Runner, node: str, partition: str | None = None) -> list[str]:
+def jobs(runner: Runner, node: str, partition: str | None = None, *,
+         states: str | None = None, timeout: float = 120) -> list[str]:
     """The ids of the jobs Slurm has on the node (``squeue -h -w NODE -o %i``: running,
-    completing, suspended), only those of ``partition`` where given; an id that is not
-    one is an error, never passed on."""
+    completing, suspended), only those of ``partition`` and ``states`` (``-t``) where
+    given; an id that is not one is an error (LookupError), never passed on."""
     only = ["-p", partition] if partition is not None else []
-    out = runner.run(["squeue", "-h", "-w", node, *only, "-o", "%i"]).check().stdout
+    only += ["-t", states] if states is not None else []
+    out = runner.run(["squeue", "-h", "-w", node, *only, "-o", "%i"],
+                     timeout=timeout).check().stdout
     ids = [ln.strip() for ln in out.splitlines() if ln.strip()]
     bad = [i for i in ids if not JOB_ID.match(i)]
     if bad:
         raise LookupError(f"squeue gave a job id that is not one for {node}: {bad[0][:40]!r}")
     return ids
+
+
+def show_node_text(runner: Runner, node: str | None = None, timeout: float = 120) -> str:
+    """``scontrol show node -o [NODE]`` as printed (:func:`scontrol_nodes` parses it)."""
+    argv = ["scontrol", "show", "node", "-o", *([node] if node else [])]
+    return runner.run(argv, timeout=timeout).check().stdout
+
+
+def show_nodes(runner: Runner, node: str | None = None, timeout: float = 120
+               ) -> dict[str, dict[str, str]]:
+    """Every node slurmctld knows (or ``node``), by NodeName: its ``Key=value`` fields."""
+    return scontrol_nodes(show_node_text(runner, node, timeout))
 
 
 def cancel(runner: Runner, job_ids: list[str]) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from fleet.inventory.head import head_reasons
 from fleet.inventory.model import Inventory, Node
-from fleet.master.runner import Runner
+from fleet.master import slurm
+from fleet.master.runner import CommandError, Runner
 from fleet.pxe.powerguard import BootModeReader, power_refusal
 from fleet.text import clean, last_line
 
@@ -36,13 +37,16 @@ def running_jobs_refusal(runner: Runner, node: Node) -> list[str]:
     cannot be asked about is refused too: no answer is not "no jobs"."""
     if not node.has("slurm.compute"):
         return []
-    res = runner.run(["squeue", "-h", "-w", node.hostname, "-t", "RUNNING,COMPLETING,SUSPENDED",
-                      "-o", "%i"], timeout=SLURM_TIMEOUT)
-    if res.returncode != 0:
+    try:
+        jobs = slurm.jobs(runner, node.hostname, states="RUNNING,COMPLETING,SUSPENDED",
+                          timeout=SLURM_TIMEOUT)
+    except CommandError as exc:
+        res = exc.result
         last = last_line(res.stderr.strip() or res.stdout, 200)
         return [f"cannot ask Slurm for its jobs: `{' '.join(res.argv)}` exited "
                 f"{res.returncode}" + (f": {last}" if last else "")]
-    jobs = [j.strip() for j in res.stdout.split() if j.strip()]
+    except LookupError as exc:
+        return [f"cannot ask Slurm for its jobs: {clean(exc)}"]
     if not jobs:
         return []
     shown = ", ".join(clean(j, 32) for j in jobs[:10])

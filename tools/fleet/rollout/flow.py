@@ -385,8 +385,7 @@ class Rollout:
             r.message += f" (and draining it failed: {clean(exc)})"
 
     def _slurm_fields(self, node: str) -> dict[str, str] | None:
-        out = self.parts.runner.run(["scontrol", "show", "node", "-o", node]).check().stdout
-        return slurm.scontrol_nodes(out).get(node)
+        return slurm.show_nodes(self.parts.runner, node).get(node)
 
     def _drain(self, run_id: str, opts: Options, node: str, is_slurm: bool,
                ours: dict[str, bool]) -> str:

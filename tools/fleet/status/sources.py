@@ -17,7 +17,6 @@ that does not answer, is that node's value, not the source's).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,16 +27,9 @@ from typing import Any, Protocol
 from fleet.master.runner import Runner
 from fleet.text import clean, last_line
 
-KEY_LISTS = {"minions": "accepted", "minions_pre": "pending",
-             "minions_rejected": "rejected", "minions_denied": "denied"}
-
 
 class SourceError(Exception):
     """The source could not be asked at all; its column is unknown for every node."""
-
-
-class MasterDownError(SourceError):
-    """The Salt master itself did not answer (exit 4)."""
 
 
 def _last_line(text: str) -> str:
@@ -118,23 +110,24 @@ def keys(runner: Runner, names: Sequence[str], accepted_dir: Path | None = None,
     """Each node's key on the master: accepted, pending, rejected, denied or missing.
     ``accepted_dir``: the master's ``pki_dir/minions``, which must be there (salt-key
     with another master's config lists nothing, as if no key existed)."""
+    from fleet.master.keys import KEY_LISTS, key_lists
+    from fleet.master.runner import CommandError
+    from fleet.master.salt import MasterError
+
     if accepted_dir is not None and not accepted_dir.is_dir():
-        raise MasterDownError(f"{accepted_dir}: no such directory (is --salt-config this "
-                              "master's config dir?)")
-    res = runner.run(["salt-key", "-L", "--out=json"], timeout=timeout)
-    if res.returncode != 0:
-        raise MasterDownError(f"`salt-key -L` exited {res.returncode}: "
-                              f"{_last_line(res.stderr or res.stdout)}")
+        raise MasterError(f"{accepted_dir}: no such directory (is --salt-config this "
+                          "master's config dir?)")
     try:
-        data = json.loads(res.stdout)
-        if not isinstance(data, dict):
-            raise ValueError("not a mapping")
-        lists = {k: {str(x) for x in v} for k, v in data.items() if isinstance(v, list)}
+        lists = key_lists(runner, timeout)
+    except CommandError as exc:
+        res = exc.result
+        raise MasterError(f"`salt-key -L` exited {res.returncode}: "
+                          f"{_last_line(res.stderr or res.stdout)}", res.returncode) from None
     except ValueError as exc:
         raise SourceError(f"`salt-key -L --out=json` answered no key lists ({exc})") from None
     out = {}
     for name in names:
-        where = [label for k, label in KEY_LISTS.items() if name in lists.get(k, set())]
+        where = [label for k, label in KEY_LISTS.items() if name in lists.get(k, [])]
         out[name] = "accepted" if "accepted" in where else (where[0] if where else "missing")
     return out
 
@@ -144,12 +137,9 @@ def ping(runner: Runner, names: Sequence[str], timeout: float,
     """Which minions answer one ``test.ping`` (``-t timeout``), all in one salt call. A
     minion that is down keeps the CLI ``timeout`` and then the master's ``gather`` (its
     find_job) seconds: the call is bounded by both, and the CLI's start."""
-    from fleet.master.salt import MasterError, Salt
+    from fleet.master.salt import Salt
 
-    try:
-        data = Salt(runner).call(names, "test.ping", timeout=timeout, gather=gather)
-    except MasterError as exc:
-        raise MasterDownError(str(exc)) from exc
+    data = Salt(runner).call(names, "test.ping", timeout=timeout, gather=gather)
     return {n: data.get(n) is True for n in names}
 
 
@@ -171,13 +161,15 @@ class Slurm:
 
 def slurm(runner: Runner, names: Sequence[str], timeout: float = 30.0) -> dict[str, Slurm]:
     """The Slurm state and reason of each node slurmctld knows (one ``scontrol``)."""
-    from fleet.master.slurm import scontrol_nodes
+    from fleet.master.runner import CommandError
+    from fleet.master.slurm import show_nodes
 
-    res = runner.run(["scontrol", "show", "node", "-o"], timeout=timeout)
-    if res.returncode != 0:
+    try:
+        nodes = show_nodes(runner, timeout=timeout)
+    except CommandError as exc:
+        res = exc.result
         raise SourceError(f"`scontrol show node` exited {res.returncode}: "
-                          f"{_last_line(res.stderr or res.stdout)}")
-    nodes = scontrol_nodes(res.stdout)
+                          f"{_last_line(res.stderr or res.stdout)}") from None
     return {n: Slurm(clean(nodes[n].get("State", "?"), 40),
                      clean(nodes[n].get("Reason", ""), 200))
             for n in names if n in nodes}
