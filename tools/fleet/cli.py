@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -77,6 +78,21 @@ def _module(verb: str) -> ModuleType:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; a reader of stdout that went away (``fleet node list --json | head``)
+    ends the run quietly, as every Unix tool does, with 128 + SIGPIPE."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # the last of the output, while a closed pipe can still be told
+    except BrokenPipeError:
+        # stdout to /dev/null: the interpreter's own flush at exit would fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return Exit.PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     from fleet.context import Context
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -95,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(module.run(args, ctx))
     except BaseException as exc:
-        if isinstance(exc, SystemExit | GeneratorExit):
+        if isinstance(exc, SystemExit | GeneratorExit | BrokenPipeError):
             raise
         code = _failed(exc, args, ctx)
     finally:
