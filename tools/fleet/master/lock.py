@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from fleet.master import layout
-from fleet.text import clean
+from fleet.text import printable
 
 
 class BusyError(Exception):
@@ -36,7 +36,7 @@ class NodeLock:
             os.close(fd)
             # what the file says goes to a terminal: digits, and printable text only
             pid = pid if pid.isdigit() else "?"
-            command = clean(command, 120) or "fleet reinstall"
+            command = printable(command, 120) or "fleet reinstall"
             raise BusyError(f"another `{command}` (pid {pid}) is running for "
                             f"{self.path.parent.name} (lock {self.path})") from None
         os.ftruncate(fd, 0)

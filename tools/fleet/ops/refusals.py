@@ -15,7 +15,7 @@ from fleet.inventory.model import Inventory, Node
 from fleet.master import slurm
 from fleet.master.runner import CommandError, Runner
 from fleet.pxe.powerguard import BootModeReader, power_refusal
-from fleet.text import clean, last_line
+from fleet.text import clean, last_line, printable
 
 SLURM_TIMEOUT = 30.0
 
@@ -49,7 +49,7 @@ def running_jobs_refusal(runner: Runner, node: Node) -> list[str]:
         return [f"cannot ask Slurm for its jobs: {clean(exc)}"]
     if not jobs:
         return []
-    shown = ", ".join(clean(j, 32) for j in jobs[:10])
+    shown = ", ".join(printable(j, 32) for j in jobs[:10])
     more = f" and {len(jobs) - 10} more" if len(jobs) > 10 else ""
     return [f"{len(jobs)} Slurm job(s) on it ({shown}{more}): drain it first "
             f"(`scontrol update NodeName={node.hostname} State=DRAIN Reason=...`)"]

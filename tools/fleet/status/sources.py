@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fleet.master.runner import Runner
-from fleet.text import clean, last_line
+from fleet.text import clean, last_line, printable
 
 
 class SourceError(Exception):
@@ -216,7 +216,7 @@ def _holder(lock: Path) -> str | None:
         except BlockingIOError:
             pid, _, command = os.read(fd, 256).decode(errors="replace").strip().partition(" ")
             pid = pid if pid.isdigit() else "?"
-            command = clean(command, 80) or "fleet"
+            command = printable(command, 80) or "fleet"
             return f"{command} (pid {pid})"
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
