@@ -10,6 +10,7 @@ from typing import Any
 
 from fleet.lastrun import Last
 from fleet.status.sources import Power, Slurm, Work
+from fleet.text import age
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
 SOURCES = ("power", "boot", "key", "minion", "slurm", "apply", "health", "work", "alerts")
@@ -49,11 +50,7 @@ class Row:
 
 
 def _ago(ts: float, now: float) -> str:
-    s = max(0.0, now - ts)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s >= size:
-            return f"{int(s // size)}{unit} ago"
-    return f"{int(s)}s ago"
+    return age(now - ts)
 
 
 # complexity 27: debt, to split (pyproject.toml [tool.fleet.lint.exceptions])
