@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleet import text
 from fleet.health import parse
-from fleet.master import slurm
+from fleet.master import slurm, text
 from health.fakesite import CHRONY_OK, CHRONY_UNSYNCED, UNMUNGE_OK, scontrol_line
 
 

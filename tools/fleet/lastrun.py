@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fleet.text import clean
+from fleet.master.text import clean
 
 FILE = "last.json"
 MAX_BYTES = 64 * 1024

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from fleet.text import clean
+from fleet.master.text import clean
 
 PowerState = Literal["on", "off"]
 

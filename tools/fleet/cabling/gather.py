@@ -15,7 +15,7 @@ from typing import Any
 
 from fleet.cabling.lldp import LldpFormatError, Neighbour, neighbours
 from fleet.master.runner import Runner
-from fleet.text import clean
+from fleet.master.text import clean
 
 LLDPCLI = "lldpcli -f json show neighbors"
 # a node with 4 NICs and a neighbour each answers in about 6 KB; 4096 neighbours

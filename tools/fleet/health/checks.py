@@ -33,7 +33,7 @@ from fleet.inventory.model import Inventory, Node
 from fleet.master import slurm
 from fleet.master.runner import Runner
 from fleet.master.salt import MasterError, Salt
-from fleet.text import clean
+from fleet.master.text import clean
 
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from fleet.health.checks import NodeReport
 from fleet.master import slurm
-from fleet.text import clean
+from fleet.master.text import clean
 
 PREFIX = "fleet health:"
 REASON_MAX = 400

@@ -1,7 +1,7 @@
 """Pure parsing of what nodes and Slurm answer, for the health gate of ``fleet health``,
 ``fleet rollout`` and ``fleet reinstall``. Nothing here runs a command; the
 text parsed comes from the nodes and is only ever read, never executed, and passes
-through :func:`fleet.text.clean` before it goes anywhere a person or Slurm reads it."""
+through :func:`fleet.master.text.clean` before it goes anywhere a person or Slurm reads it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from fleet.master.slurm import gres_gpus, reason_text, state_flags
-from fleet.text import clean
+from fleet.master.text import clean
 
 SYS_IB = "/sys/class/infiniband"
 # One line per port: "mlx5_0/ports/1|InfiniBand|4: ACTIVE|5: LinkUp". link_layer tells

@@ -16,7 +16,7 @@ from fleet.master import slurm
 from fleet.master.journal import Journal
 from fleet.master.runner import CommandError, Runner
 from fleet.master.salt import Salt
-from fleet.text import clean
+from fleet.master.text import clean
 
 
 @dataclass

@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from fleet.master.salt import Lost
-from fleet.text import clean
+from fleet.master.text import clean
 
 
 class Status(StrEnum):

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from fleet.master import layout
-from fleet.text import printable
+from fleet.master.text import printable
 
 
 class BusyError(Exception):

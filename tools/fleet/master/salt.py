@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.master.runner import Result, Runner
-from fleet.text import clean, last_line
+from fleet.master.text import clean, last_line
 
 FIND_JOB_EVERY = 30.0  # seconds between saltutil.find_job questions while a job runs
 FIND_JOB_WAIT = 15.0   # seconds a find_job waits for the minions (salt -t)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from fleet.master.runner import Runner
-from fleet.text import clean
+from fleet.master.text import clean
 
 # Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
 IDLE_ENOUGH = frozenset({"drained", "down", "fail"})

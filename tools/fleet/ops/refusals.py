@@ -14,8 +14,8 @@ from fleet.inventory.head import head_reasons
 from fleet.inventory.model import Inventory, Node
 from fleet.master import slurm
 from fleet.master.runner import CommandError, Runner
+from fleet.master.text import clean, last_line, printable
 from fleet.pxe.powerguard import BootModeReader, power_refusal
-from fleet.text import clean, last_line, printable
 
 SLURM_TIMEOUT = 30.0
 

@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from fleet.inventory.model import Inventory
+from fleet.master.text import stamp
 from fleet.page import cabling
 from fleet.page import contract as c
-from fleet.text import stamp
 
 CLIP = 400  # characters of one value or problem shown
 MAX_PROBLEMS = 50

@@ -32,8 +32,8 @@ def power_refusal(node: str, reader: BootModeReader, force_flag: str = FORCE_FLA
                   ) -> str | None:
     """Why no power action may touch ``node`` now (one line naming it, and the caller's
     ``force_flag`` that overrides it), or None when its boot mode is ``local``."""
+    from fleet.master.text import clean
     from fleet.pxe.bootmode import BootModeUnavailableError
-    from fleet.text import clean
 
     try:
         mode = reader.get_mode(node)

@@ -48,10 +48,10 @@ from typing import Any
 
 from fleet.master import layout
 from fleet.master.journal import Journal
+from fleet.master.text import clean
 from fleet.pxe.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
-from fleet.text import clean
 
 NODE = re.compile(r"^/v1/(key|done|error|status|finger)/([a-z0-9][a-z0-9-]{0,62})$")
 MAX_BODY = 4096  # a signature (512 bytes for RSA-4096) or a short reason

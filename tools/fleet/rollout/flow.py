@@ -30,9 +30,9 @@ from fleet.master import layout, slurm
 from fleet.master.journal import Entry, Journal, latest_entries
 from fleet.master.lock import BusyError, NodeLock
 from fleet.master.runner import CommandError, Runner
+from fleet.master.text import clean
 from fleet.pxe.powerguard import FORCE_FLAG, BootModeReader, power_refusal
 from fleet.rollout import plan
-from fleet.text import clean
 
 PREFIX = "fleet rollout"
 STEPS = ("lock", "drain", "apply", "reboot", "health", "resume")

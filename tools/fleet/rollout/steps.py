@@ -24,8 +24,8 @@ from fleet.bmc.base import BmcClient, BmcError
 from fleet.master.highstate import describe, judge
 from fleet.master.runner import CommandError
 from fleet.master.salt import MasterError, NoJobError, Salt
+from fleet.master.text import clean
 from fleet.rollout.flow import StepFailedError
-from fleet.text import clean
 
 POLL = 5.0
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id; cut -d ' ' -f 22 /proc/1/stat"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fleet.master.runner import Runner
-from fleet.text import clean, last_line, printable
+from fleet.master.text import clean, last_line, printable
 
 
 class SourceError(Exception):

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.lastrun import Last
+from fleet.master.text import age
 from fleet.status.sources import Power, Slurm, Work
-from fleet.text import age
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
 SOURCES = ("power", "boot", "key", "minion", "slurm", "apply", "health", "work", "alerts")
