@@ -186,13 +186,23 @@ def bmc_options(args: argparse.Namespace, name: str, **extra: Any) -> BmcOptions
                       address=bmc_address(args, name), scheme=args.bmc_scheme, **extra)
 
 
-def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
-    """Where the nodes' PXE boot modes are (``use``: what the command does with them)."""
+def add_pxe_state(p: argparse.ArgumentParser, use: str, *, old_name: bool = False) -> None:
+    """``--pxe-state`` (the boot-mode links; ``use``: what the command does with them) and
+    ``--pxe-root``, one name in every verb. ``old_name``: ``fleet pxe``'s former
+    ``--state-dir`` still read, hidden (deprecated: everywhere else --state-dir is a
+    journal root)."""
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help=f"the boot-mode links it {use} (default: the inventory's "
                         "site.pxe_state; a directory that is not here is no answer)")
+    if old_name:
+        p.add_argument("--state-dir", type=Path, dest="pxe_state", help=argparse.SUPPRESS)
     p.add_argument("--pxe-root", type=Path, metavar="DIR",
                    help="the deployed pxe/ tree (default: site.pxe_root)")
+
+
+def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
+    """Where the nodes' PXE boot modes are (``use``: what the command does with them)."""
+    add_pxe_state(p, use)
     p.add_argument("--pxe-command", metavar="CMD",
                    help="run `CMD pxe set|status ...` instead of using the links here, "
                         "e.g. 'ssh head-01 fleet' when the provisioning host is not the "

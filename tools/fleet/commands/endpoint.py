@@ -8,10 +8,15 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir
+from fleet.cliparts import (
+    Parents,
+    add_command,
+    add_pxe_state,
+    add_salt_config,
+    add_state_dir,
+)
 from fleet.context import Context
 from fleet.exitcodes import Exit, for_signal
 
@@ -34,10 +39,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "endpoint", DESCRIPTION, EPILOG)
     add_state_dir(p, statedir.REINSTALL,
                   "fleet reinstall's state dir: tokens, keys, journals")
-    p.add_argument("--pxe-state", type=Path, metavar="DIR",
-                   help="the boot-mode links (default: the inventory's site.pxe_state)")
-    p.add_argument("--pxe-root", type=Path, metavar="DIR",
-                   help="the deployed pxe/ tree (default: the inventory's site.pxe_root)")
+    add_pxe_state(p, "sets to local once an install is done")
     add_salt_config(p)
     p.add_argument("--bind", metavar="HOST:PORT",
                    help="where to listen (default: site.salt.master_address and "
