@@ -107,9 +107,36 @@ def add_modes(p: argparse.ArgumentParser, *flags: tuple[str, str]) -> None:
         mode.add_argument(flag, action="store_true", help=text)
 
 
-def add_force(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true",
-                   help="drain without waiting for running jobs to finish")
+# --force, defined once: what it overrides in each verb that has it (one meaning per verb;
+# docs/operations.md's table of it is checked against this by tests/unit/test_docs.py)
+FORCE = {
+    "reinstall": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
+                 "the node is never powered off with jobs on it",
+    "rollout": "drain without waiting for running jobs to finish",
+    "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
+             "a node with Slurm jobs",
+}
+
+
+def add_force(p: argparse.ArgumentParser, verb: str) -> None:
+    p.add_argument("--force", action="store_true", help=FORCE[verb])
+
+
+def add_secrets(p: argparse.ArgumentParser, text: str, *, dest: str = "secrets",
+                default: Path | None = Path("secrets")) -> None:
+    """``--secrets DIR``, the secrets store (docs/secrets.md), declared once; ``text``: what
+    the verb reads or writes there."""
+    p.add_argument("--secrets", dest=dest, type=Path, default=default, metavar="DIR",
+                   help=text)
+
+
+BMC_SECRETS = "the secrets store with bmc/<password_secret> (default ./secrets)"
+
+
+def add_bmc_address(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
+                   help="override the inventory's BMC address (e.g. an emulator in the "
+                        "lab); with several nodes NODE=HOST[:PORT],...")
 
 
 def add_command(sub: Any, parents: Parents, name: str, description: str, epilog: str, *,
@@ -153,16 +180,13 @@ def add_timeouts(p: argparse.ArgumentParser, **defaults: float) -> None:
 
 def add_bmc_options(p: argparse.ArgumentParser) -> None:
     """The secrets store with the BMC passwords and how the BMCs are reached."""
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    add_secrets(p, BMC_SECRETS)
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
     p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
                    help="override the profile's BMC protocol (IPMI as the fallback)")
-    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
-                   help="override the inventory's BMC address (e.g. an emulator in the "
-                        "lab); with several nodes NODE=HOST[:PORT],...")
+    add_bmc_address(p)
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
 

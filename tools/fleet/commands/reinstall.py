@@ -14,6 +14,7 @@ from fleet.cliparts import (
     Parents,
     add_bmc_options,
     add_command,
+    add_force,
     add_modes,
     add_pxe_options,
     add_salt_config,
@@ -59,9 +60,7 @@ def register(sub: Any, parents: Parents) -> None:
     add_modes(p, ("--resume", "continue the node's unfinished reinstall"),
               ("--abort", "end the unfinished reinstall: boot mode local, token revoked; "
                           "report what is left (drained, key state)"))
-    p.add_argument("--force", action="store_true",
-                   help="do not wait for running jobs: cancel them (scancel, named) at the "
-                        "drain; the node is never powered off with jobs on it")
+    add_force(p, "reinstall")
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
     p.add_argument("--power-timeout", type=float, default=120.0, metavar="S",

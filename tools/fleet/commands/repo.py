@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions
+from fleet.cliparts import Parents, add_actions, add_secrets
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -37,8 +37,7 @@ def register(sub: Any, parents: Parents) -> None:
                                         "checked against the signed index's sha256.")
     sp.add_argument("--repo", type=Path, metavar="DIR",
                     help="the repository (default: the inventory's site.apt.repo)")
-    sp.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                    help="the secrets store holding the signing key (default: ./secrets)")
+    add_secrets(sp, "the secrets store holding the signing key (default: ./secrets)")
     sp.add_argument("--archive", action="store_true",
                     help="fetch from the archives themselves (FLEET_UBUNTU_MIRROR, ...), not "
                          "through the apt cache the rendered sources name")

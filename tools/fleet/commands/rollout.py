@@ -64,7 +64,7 @@ def register(sub: Any, parents: Parents) -> None:
                    help="with --reboot: power-cycle even a node in PXE install mode (it is "
                         "then reinstalled: its disk wiped) or whose mode cannot be read")
     add_pxe_options(p, "--reboot reads")
-    add_force(p)
+    add_force(p, "rollout")
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
     add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
