@@ -53,7 +53,6 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.health.run import gate
-    from fleet.master.runner import runner_for
     from fleet.master.salt import MasterError
 
     progress = ctx.progress
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
     try:
-        runner = runner_for(args.salt_config, args.slurm_command)
+        runner = ctx.runner()
         outcome = gate(inv, names, runner, progress, drain=args.drain,
                        resume=args.resume, state_dir=args.state_dir,
                        salt_timeout=args.salt_timeout)

@@ -61,7 +61,6 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.bmc.base import BmcClient
     from fleet.bmc.connect import client_for
-    from fleet.master.runner import runner_for
     from fleet.ops import power, refusals
 
     progress = ctx.progress
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
               file=sys.stderr)
         return Exit.USAGE
     action: Action = args.action
-    runner = runner_for(args.salt_config, args.slurm_command)
+    runner = ctx.runner()
     modes = boot_mode_store(args, inv)
 
     def client(name: str) -> BmcClient:
