@@ -5,6 +5,9 @@ DRAIN survives re-registration; only an explicit RESUME returns the node), and w
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from fleet.master.runner import Runner
 from fleet.master.text import clean
@@ -75,6 +78,47 @@ def jobs(runner: Runner, node: str, partition: str | None = None, *,
     if bad:
         raise LookupError(f"squeue gave a job id that is not one for {node}: {bad[0][:40]!r}")
     return ids
+
+
+@dataclass(frozen=True)
+class Drained:
+    state: str      # sinfo's state once no job can run, e.g. ``drained``
+    waited: float   # seconds
+    polls: int      # how many times it was not yet so
+
+
+class DrainWaitError(Exception):
+    """The node did not get there: its state then, the jobs still on it (when asked), and
+    whether ``stopped`` ended the wait rather than the deadline."""
+
+    def __init__(self, state: str, left: list[str], stopped: bool) -> None:
+        super().__init__(f"still {state}")
+        self.state, self.left, self.stopped = state, left, stopped
+
+
+def wait_drained(runner: Runner, node: str, timeout: float, poll: float, *,
+                 no_jobs: bool = False, stopped: Callable[[], bool] = lambda: False,
+                 note: Callable[[str, float], None] | None = None) -> Drained:
+    """The one drain wait (reinstall, rollout): poll sinfo until no job can run on the
+    drained node (and, with ``no_jobs``, squeue lists none on it either), ``timeout``
+    seconds at most; ``stopped`` is asked between polls, ``note(state, seconds)`` told
+    every 30 s of waiting."""
+    t0 = time.monotonic()
+    last_note, polls = t0, 0
+    while True:
+        state_now = state(runner, node)
+        left = jobs(runner, node) if no_jobs else []
+        if no_jobs_can_run(state_now) and not left:
+            return Drained(state_now, time.monotonic() - t0, polls)
+        polls += 1
+        if stopped():
+            raise DrainWaitError(state_now, left, True)
+        if time.monotonic() - t0 >= timeout:
+            raise DrainWaitError(state_now, left, False)
+        if note is not None and time.monotonic() - last_note >= 30:
+            last_note = time.monotonic()
+            note(state_now, last_note - t0)
+        time.sleep(poll)
 
 
 def show_node_text(runner: Runner, node: str | None = None, timeout: float = 120) -> str:

@@ -406,25 +406,19 @@ class Rollout:
             self._say(f"{node}: requeued preemptible job(s) {', '.join(requeued)}")
         if opts.force:
             return "drained (--force: running jobs not waited for)"
-        t0 = time.monotonic()
-        last_note, polls = t0, 0
-        while True:
-            state = slurm.state(self.parts.runner, node)
-            if slurm.no_jobs_can_run(state):
-                waited = time.monotonic() - t0
-                return f"{state}" + (f" after waiting {waited:.1f}s for its jobs"
-                                     if polls else "")
-            polls += 1
-            if self._stop.is_set():
-                raise StepFailedError(f"interrupted while {state}")
-            if time.monotonic() - t0 >= opts.drain_timeout:
-                raise StepFailedError(f"still {state} after {opts.drain_timeout:g}s (its jobs "
-                                      "run on; --force does not wait)")
-            if time.monotonic() - last_note >= 30:
-                last_note = time.monotonic()
-                self._say(f"{node}: waiting for its jobs ({state}, "
-                          f"{last_note - t0:.0f}s)")
-            time.sleep(opts.poll)
+        try:
+            done = slurm.wait_drained(
+                self.parts.runner, node, opts.drain_timeout, opts.poll,
+                stopped=self._stop.is_set,
+                note=lambda state, s: self._say(f"{node}: waiting for its jobs ({state}, "
+                                                f"{s:.0f}s)"))
+        except slurm.DrainWaitError as exc:
+            if exc.stopped:
+                raise StepFailedError(f"interrupted while {exc.state}") from None
+            raise StepFailedError(f"still {exc.state} after {opts.drain_timeout:g}s (its jobs "
+                                  "run on; --force does not wait)") from None
+        return f"{done.state}" + (f" after waiting {done.waited:.1f}s for its jobs"
+                                  if done.polls else "")
 
     def _reboot(self, opts: Options, node: str) -> str:
         """The power cycle, unless the node's next network boot would install it
