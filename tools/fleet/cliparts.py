@@ -90,8 +90,13 @@ def add_salt_options(p: argparse.ArgumentParser) -> None:
     """Where Salt and Slurm are asked (``fleet health``, ``fleet rollout``)."""
     add_salt_config(p)
     add_slurm_command(p)
-    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
-                   help="seconds each salt call waits for the minions (default 60)")
+    add_salt_timeout(p, 60.0, "each salt call")
+
+
+def add_salt_timeout(p: argparse.ArgumentParser, default: float, what: str) -> None:
+    """``--salt-timeout S``, declared once: how long ``what`` waits for the minions."""
+    p.add_argument("--salt-timeout", type=float, default=default, metavar="S",
+                   help=f"seconds {what} waits for the minions (default {default:g})")
 
 
 def add_slurm_command(p: argparse.ArgumentParser) -> None:

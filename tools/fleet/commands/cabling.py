@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from fleet.cliparts import Parents, add_command, add_salt_config
+from fleet.cliparts import Parents, add_command, add_salt_config, add_salt_timeout
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -31,8 +31,7 @@ inventory says, or a node did not report
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "cabling", DESCRIPTION, EPILOG, target="'tbox-0*'")
-    p.add_argument("--salt-timeout", type=float, default=15.0, metavar="S",
-                   help="seconds the salt call waits for the minions (default 15)")
+    add_salt_timeout(p, 15.0, "the salt call")
     add_salt_config(p)
 
 

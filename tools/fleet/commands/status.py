@@ -17,6 +17,7 @@ from fleet.cliparts import (
     add_command,
     add_pxe_options,
     add_salt_config,
+    add_salt_timeout,
     add_slurm_command,
     bmc_options,
     boot_mode_store,
@@ -56,8 +57,7 @@ def register(sub: Any, parents: Parents) -> None:
                    help="Prometheus to ask for alerts (default: http://<site.monitoring "
                         "host>:9090)")
     add_bmc_pool(p, parallel=32, deadline=15.0, bmc_timeout=5.0)
-    p.add_argument("--salt-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds test.ping waits for the minions (default 10)")
+    add_salt_timeout(p, 10.0, "test.ping")
     for flag, where, what in (
             ("--apply-state-dir", statedir.APPLY, "fleet apply's results"),
             ("--health-state-dir", statedir.HEALTH, "fleet health's results"),
