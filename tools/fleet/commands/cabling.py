@@ -35,13 +35,12 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_config(p)
 
 
-def ask(args: argparse.Namespace, nodes: Sequence[str]) -> dict[str, Any]:
+def ask(args: argparse.Namespace, ctx: Context, nodes: Sequence[str]) -> dict[str, Any]:
     """The nodes' raw answers: the one place that talks to Salt."""
     from fleet.cabling.gather import LLDPCLI, salt_run_all
-    from fleet.master.runner import runner_for
     from fleet.master.salt import gather_job_timeout
 
-    return salt_run_all(runner_for(args.salt_config, None), nodes, LLDPCLI, args.salt_timeout,
+    return salt_run_all(ctx.runner(), nodes, LLDPCLI, args.salt_timeout,
                         gather_job_timeout(args.salt_config))
 
 
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     t0 = time.monotonic()
     ctx.progress(f"asking {len(names)} node(s) for their LLDP neighbours")
     try:
-        answers = ask(args, names) if names else {}
+        answers = ask(args, ctx, names) if names else {}
     except MasterError as exc:
         why = f"the Salt master could not be asked: {exc}"
         ctx.out.error(why)

@@ -29,6 +29,7 @@ from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.master.runner import Runner
     from fleet.rollout.flow import Parts
 
 
@@ -99,8 +100,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                    drain_timeout=args.drain_timeout, apply_timeout=args.apply_timeout,
                    boot_timeout=args.boot_timeout, health_timeout=args.health_timeout)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    rollout = Rollout(inv, _parts(args, inv), args.state_dir, args.reinstall_state_dir,
-                      say)
+    rollout = Rollout(inv, _parts(args, inv, ctx.runner()), args.state_dir,
+                      args.reinstall_state_dir, say)
+
     def on_signal(signum: int) -> None:
         say(f"{signal.Signals(signum).name}: stopping after the steps in flight "
             "(nodes left drained; --resume continues)")
@@ -155,16 +157,14 @@ def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool
     return bool(refusals)
 
 
-def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
+def _parts(args: argparse.Namespace, inv: Inventory, runner: Runner) -> Parts:
     """Salt, the BMCs and the health gate as the command line sets them."""
     from fleet.bmc.connect import client_for
     from fleet.health.run import check
-    from fleet.master.runner import runner_for
     from fleet.master.salt import Salt
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
 
-    runner = runner_for(args.salt_config, args.slurm_command)
 
     def health(node: str) -> list[str]:
         return check(inv, [node], runner, lambda _m: None,

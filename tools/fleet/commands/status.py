@@ -27,6 +27,7 @@ from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.master.runner import Runner
 
 DESCRIPTION = """
 What state every node TARGET names is in, from every live source, each asked once for all
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
               "--salt-timeout above 0", file=sys.stderr)
         return Exit.USAGE
     left = {} if explicit else default_target(inv, "status")[1]
-    jobs, skipped = _jobs(args, inv, names)
+    jobs, skipped = _jobs(args, inv, names, ctx.runner())
     t0 = time.monotonic()
     ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}")
     cols, notes, master_down = _ask(jobs, skipped, ctx.progress)
@@ -131,14 +132,12 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
 
 
-def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str]
+def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Runner
           ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
     """Each source to ask, as a call; the sources skipped, with why."""
-    from fleet.master.runner import runner_for
     from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
 
-    runner = runner_for(args.salt_config, args.slurm_command)
     jobs: dict[str, Callable[[], Any]] = {}
     skipped: dict[str, str] = {}
     if args.no_power:
