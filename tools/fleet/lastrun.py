@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -67,6 +68,16 @@ def record(state_dir: Path, verb: str, results: Iterable[tuple[str, str, bool, s
         tmp.replace(dest)
         written.append(dest)
     return written
+
+
+def keep(state_dir: Path, verb: str, results: Iterable[tuple[str, str, bool, str]]) -> None:
+    """:func:`record` for a verb's run (apply, health): a state dir that cannot be written
+    is said on stderr, and changes nothing else of the run."""
+    try:
+        record(state_dir, verb, results)
+    except OSError as exc:
+        print(f"fleet {verb}: the results were not kept for `fleet status`: {exc} "
+              "(--state-dir)", file=sys.stderr)
 
 
 class LastError(Exception):

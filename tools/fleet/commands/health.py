@@ -93,14 +93,9 @@ def as_json(outcome: Outcome, target: str, wall: float) -> dict[str, Any]:
 
 
 def keep(state_dir: Path, outcome: Outcome) -> None:
-    """Each node's result for `fleet status` (fleet.lastrun); a state dir that cannot be
-    written is said, and changes nothing else of the run."""
+    """Each node's result for `fleet status` (fleet.lastrun.keep)."""
     from fleet import lastrun
 
-    try:
-        lastrun.record(state_dir, "health", (
-            (r.node, "healthy" if r.healthy else "unhealthy", r.healthy,
-             "; ".join(r.problems)) for r in outcome.reports))
-    except OSError as exc:
-        print(f"fleet health: the results were not kept for `fleet status`: {exc} "
-              "(--state-dir)", file=sys.stderr)
+    lastrun.keep(state_dir, "health", (
+        (r.node, "healthy" if r.healthy else "unhealthy", r.healthy, "; ".join(r.problems))
+        for r in outcome.reports))
