@@ -42,12 +42,11 @@ def drain_reason(problems: list[str]) -> str:
 def drained(fields: dict[str, str]) -> bool:
     """DRAIN set (draining with jobs, or drained), or DOWN/FAIL set by someone with a
     reason (scontrol's ``State=DOWN Reason=``)."""
-    return bool(slurm.state_flags(fields.get("State", "")) & {"DRAIN", "DRAINING",
-                                                              "DRAINED", "FAIL"})
+    return slurm.drained(fields, also=frozenset({"FAIL"}))
 
 
 def ours(fields: dict[str, str]) -> bool:
-    return drained(fields) and slurm.reason_text(fields.get("Reason", "")).startswith(PREFIX)
+    return drained(fields) and slurm.drained_by(fields, PREFIX)
 
 
 def decide(report: NodeReport, is_slurm_node: bool, *, drain: bool, resume: bool

@@ -206,6 +206,21 @@ def state_flags(state: str) -> set[str]:
     return flags
 
 
+DRAIN_FLAGS = frozenset({"DRAIN", "DRAINED", "DRAINING"})
+
+
+def drained(fields: dict[str, str], also: frozenset[str] = frozenset()) -> bool:
+    """A node's ``scontrol show node`` fields with DRAIN set (draining with jobs, or
+    drained), or one of the flags ``also`` names."""
+    return bool(state_flags(fields.get("State", "")) & (DRAIN_FLAGS | also))
+
+
+def drained_by(fields: dict[str, str], prefix: str) -> bool:
+    """Whether the node's drain reason is ours: it starts with ``prefix`` (each verb
+    writes its own, e.g. ``fleet health:``), Slurm's ``[user@time]`` aside."""
+    return reason_text(fields.get("Reason", "")).startswith(prefix)
+
+
 def gres_gpus(gres: str) -> int | None:
     """GPUs in a ``Gres=`` value: ``gpu:tinybox:6(S:0-1)``, ``gpu:6``; None without."""
     total, seen = 0, False

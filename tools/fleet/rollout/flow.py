@@ -462,8 +462,8 @@ def _skip(why: str) -> str:
 
 
 def _drained(fields: dict[str, str]) -> bool:
-    return bool(slurm.state_flags(fields.get("State", "")) & {"DRAIN", "DRAINED", "DRAINING"})
+    return slurm.drained(fields)
 
 
 def _ours(fields: dict[str, str]) -> bool:
-    return slurm.reason_text(fields.get("Reason", "")).startswith(PREFIX)
+    return slurm.drained_by(fields, PREFIX)
