@@ -1,5 +1,5 @@
 """``make bench-fanout``: one salt-master as the site renders it, one real salt-minion
-process per node, all started at once (fleet.apply.swarm), measured.
+process per node, all started at once (tests/support/swarm.py), measured.
 
 Per size (the site's 144 nodes, then generated inventories of 2x, 4x... the site while
 this machine's memory holds them), each run on a fresh swarm:
@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # support.swarmconf
 import report  # noqa: E402
 from fleet.apply.master import SaltMaster  # noqa: E402
 from fleet.apply.run import Options, apply  # noqa: E402
-from fleet.apply.swarm import Swarm, cpu_ticks, rss_kb  # noqa: E402
 from fleet.master.highstate import Status  # noqa: E402
 from support import swarmconf  # noqa: E402
+from support.swarm import Swarm, cpu_ticks, rss_kb  # noqa: E402
 
 HEADING = "## Fan-out"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -302,7 +302,7 @@ def write_doc(path: Path, results: list[dict[str, Any]], stopped: str, machine: 
              "One salt-master configured as `provisioning.master` renders it for the site, "
              "and one real `salt-minion` process per node id (its own config, pki, cache "
              "and socket dirs; its own key, pre-accepted), all spawned at once on this one "
-             "host (`fleet.apply.swarm`). The minion config is the one `base.minion` "
+             "host (`tests/support/swarm.py`). The minion config is the one `base.minion` "
              "renders. Each figure is the median over the runs (each run a fresh swarm: "
              "new master cache, new minion caches), with the worst run in brackets where "
              "it matters.", "",

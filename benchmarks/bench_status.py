@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # support.*, health.fakesite
 
 import report  # noqa: E402
 from fleet import lastrun  # noqa: E402
-from fleet.apply.swarm import Swarm, cpu_ticks  # noqa: E402
 from fleet.inventory.load import load_inventory  # noqa: E402
 from health.fakesite import scontrol_line  # noqa: E402
 from support import swarmconf  # noqa: E402
 from support.bmcfakes import PASSWORD, FakeBmcProcess, start_fake_redfish  # noqa: E402
+from support.swarm import Swarm, cpu_ticks  # noqa: E402
 
 HEADING = "## fleet status"
 TICK = os.sysconf("SC_CLK_TCK")

@@ -1,4 +1,5 @@
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import verify_unit %}
 {%- set s = mapdata.server %}
 {%- set c = salt['pillar.get']('compute:codesync') %}
 {%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
@@ -81,17 +82,13 @@ codesync-server-file-managed-unit-{{ unit }}:
     - context: {{ context | json }}
 {%- endfor %}
 
-codesync-server-cmd-run-verify-units:
-  cmd.run:
-    - name: systemd-analyze verify --man=no {{ units }}
-    - unless: systemd-analyze verify --man=no {{ units }}
-    - require:
-      - file: codesync-server-file-managed-unit-{{ s.firewall_unit }}
-      - file: codesync-server-file-managed-unit-{{ s.unit }}
-      - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.service
-      - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.timer
-      - pkg: codesync-server-pkg-installed
-      - user: codesync-server-user-present
+{{ verify_unit('codesync-server-cmd-run-verify-units', units,
+               ['file: codesync-server-file-managed-unit-' ~ s.firewall_unit,
+                'file: codesync-server-file-managed-unit-' ~ s.unit,
+                'file: codesync-server-file-managed-unit-' ~ s.prune_unit ~ '.service',
+                'file: codesync-server-file-managed-unit-' ~ s.prune_unit ~ '.timer',
+                'pkg: codesync-server-pkg-installed',
+                'user: codesync-server-user-present']) }}
 
 codesync-server-service-running-firewall:
   service.running:

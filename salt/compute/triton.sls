@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import verify_unit %}
 {%- set t = mapdata.triton %}
 {%- set c = salt['pillar.get']('compute:triton') %}
 {%- set address = salt['pillar.get']('node:monitoring:address') %}
@@ -48,13 +49,9 @@ compute-triton-file-managed-unit:
         ports: {{ c.ports | json }}
         metrics_address: {{ address | json }}
 
-compute-triton-cmd-run-verify-unit:
-  cmd.run:
-    - name: systemd-analyze verify --man=no {{ t.unit_dir }}/{{ t.unit }}
-    - unless: systemd-analyze verify --man=no {{ t.unit_dir }}/{{ t.unit }}
-    - require:
-      - file: compute-triton-file-managed-unit
-      - pkg: compute-triton-pkg-installed-container
+{{ verify_unit('compute-triton-cmd-run-verify-unit', t.unit_dir ~ '/' ~ t.unit,
+               ['file: compute-triton-file-managed-unit',
+                'pkg: compute-triton-pkg-installed-container']) }}
 
 compute-triton-service-running:
   service.running:
@@ -131,14 +128,10 @@ compute-triton-file-managed-unit:
         ports: {{ c.ports | json }}
         metrics_address: {{ address | json }}
 
-compute-triton-cmd-run-verify-unit:
-  cmd.run:
-    - name: systemd-analyze verify --man=no {{ t.unit_dir }}/{{ t.unit }}
-    - unless: systemd-analyze verify --man=no {{ t.unit_dir }}/{{ t.unit }}
-    - require:
-      - file: compute-triton-file-managed-unit
-      - cmd: compute-triton-cmd-run-stub
-      - user: compute-triton-user-present
+{{ verify_unit('compute-triton-cmd-run-verify-unit', t.unit_dir ~ '/' ~ t.unit,
+               ['file: compute-triton-file-managed-unit',
+                'cmd: compute-triton-cmd-run-stub',
+                'user: compute-triton-user-present']) }}
 
 compute-triton-service-running:
   service.running:

@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import verify_unit %}
 {%- set v = mapdata.valkey %}
 {%- set c = salt['pillar.get']('compute:valkey') %}
 {%- set home = v.root ~ '/' ~ c.artifact.sha256 %}
@@ -132,16 +133,13 @@ compute-valkey-file-managed-unit:
         firewall_unit: {{ v.firewall_unit | json }}
         nofile: {{ c.max_clients + 64 }}
 
-compute-valkey-cmd-run-verify-units:
-  cmd.run:
-    - name: systemd-analyze verify --man=no {{ v.unit_dir }}/{{ v.firewall_unit }} {{ v.unit_dir }}/{{ v.unit }}
-    - unless: systemd-analyze verify --man=no {{ v.unit_dir }}/{{ v.firewall_unit }} {{ v.unit_dir }}/{{ v.unit }}
-    - require:
-      - file: compute-valkey-file-managed-firewall-unit
-      - file: compute-valkey-file-managed-unit
-      - cmd: compute-valkey-cmd-run-version
-      - user: compute-valkey-user-present
-      - pkg: compute-valkey-pkg-installed
+{{ verify_unit('compute-valkey-cmd-run-verify-units',
+               v.unit_dir ~ '/' ~ v.firewall_unit ~ ' ' ~ v.unit_dir ~ '/' ~ v.unit,
+               ['file: compute-valkey-file-managed-firewall-unit',
+                'file: compute-valkey-file-managed-unit',
+                'cmd: compute-valkey-cmd-run-version',
+                'user: compute-valkey-user-present',
+                'pkg: compute-valkey-pkg-installed']) }}
 
 compute-valkey-service-running-firewall:
   service.running:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from fleet.health import parse
+from fleet.master import slurm, text
 from health.fakesite import CHRONY_OK, CHRONY_UNSYNCED, UNMUNGE_OK, scontrol_line
 
 
 def test_clean_keeps_one_printable_ascii_line() -> None:
-    assert parse.clean("a\nb\tc\x1b[2J$(rm -rf /)") == "a b c [2J$(rm -rf /)"
-    out = parse.clean("x" * 300, 50)
+    assert text.clean("a\nb\tc\x1b[2J$(rm -rf /)") == "a b c [2J$(rm -rf /)"
+    out = text.clean("x" * 300, 50)
     assert len(out) == 50 and out.endswith("...")
-    assert all(" " <= c <= "~" for c in parse.clean("é\u202e\x00ok"))
+    assert all(" " <= c <= "~" for c in text.clean("é\u202e\x00ok"))
 
 
 def test_ib_ports_only_infiniband_link_layer() -> None:
@@ -55,12 +56,12 @@ def test_scontrol_one_line_per_node_with_spaces_in_values() -> None:
     out = "\n".join([scontrol_line("gpu-01"),
                      scontrol_line("gpu-02", "IDLE+DRAIN", reason="fleet health: a=b; x y"),
                      scontrol_line("gpu-03", "DOWN+NOT_RESPONDING", gres="gpu:rtx4090:8")])
-    nodes = parse.scontrol_nodes(out)
+    nodes = slurm.scontrol_nodes(out)
     assert list(nodes) == ["gpu-01", "gpu-02", "gpu-03"]
     assert nodes["gpu-01"]["State"] == "IDLE"
     assert nodes["gpu-01"]["OS"].startswith("Linux 6.1.0-28-amd64 #1 SMP")
     assert nodes["gpu-02"]["Reason"] == "fleet health: a=b; x y [root@2026-12-01T09:40:00]"
-    assert parse.reason_text(nodes["gpu-02"]["Reason"]) == "fleet health: a=b; x y"
+    assert slurm.reason_text(nodes["gpu-02"]["Reason"]) == "fleet health: a=b; x y"
     assert parse.slurmd_verdict(nodes["gpu-01"], 8) == (
         True, "slurmd registered (State=IDLE, gpu:8)")
     assert parse.slurmd_verdict(nodes["gpu-02"], 8)[0] is True  # drained is not unhealthy
@@ -74,13 +75,13 @@ def test_scontrol_one_line_per_node_with_spaces_in_values() -> None:
                                             ("gpu:a:2,gpu:b:2(S:0)", 4), ("(null)", None),
                                             ("", None)])
 def test_gres_gpus(gres: str, gpus: int | None) -> None:
-    assert parse.gres_gpus(gres) == gpus
+    assert slurm.gres_gpus(gres) == gpus
 
 
 def test_state_flags() -> None:
-    assert parse.state_flags("IDLE+DRAIN") == {"IDLE", "DRAIN"}
-    assert parse.state_flags("DOWN*") == {"DOWN", "NOT_RESPONDING"}
-    assert parse.state_flags("MIXED+DRAIN+NOT_RESPONDING") == {"MIXED", "DRAIN",
+    assert slurm.state_flags("IDLE+DRAIN") == {"IDLE", "DRAIN"}
+    assert slurm.state_flags("DOWN*") == {"DOWN", "NOT_RESPONDING"}
+    assert slurm.state_flags("MIXED+DRAIN+NOT_RESPONDING") == {"MIXED", "DRAIN",
                                                                 "NOT_RESPONDING"}
 
 

@@ -25,7 +25,7 @@ from fleet.master.journal import Journal
 from fleet.master.lock import BusyError, NodeLock
 from fleet.master.runner import Result
 from fleet.master.salt import Salt
-from fleet.reinstall.bootmode import BootMode, BootModeUnavailableError
+from fleet.pxe.bootmode import BootMode, BootModeUnavailableError
 from fleet.rollout import plan
 from fleet.rollout.flow import (
     Options,
@@ -539,8 +539,8 @@ def test_boot_modes_read_through_a_pxe_command(tmp_path: Path) -> None:
     """--pxe-command: the mode as `CMD pxe status NODE --json` answers it (here the real
     fleet CLI behind a wrapper script, as `ssh head-01 fleet` would run it there)."""
     from fleet.pxe import state
+    from fleet.pxe.bootmode import CommandBootMode
     from fleet.pxe.powerguard import power_refusal
-    from fleet.reinstall.bootmode import CommandBootMode
     from support.cli import ROOT
 
     t = state.target(load_inventory(SMALL), "gpu-01", tmp_path / "pxe")

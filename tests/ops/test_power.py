@@ -17,7 +17,7 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.master.runner import Result
 from fleet.ops import power, refusals
-from fleet.reinstall.bootmode import PxeBootMode
+from fleet.pxe.bootmode import PxeBootMode
 from ops.helpers import INVENTORY, arm_install, pxe_state
 
 

@@ -75,6 +75,17 @@ def test_unknown_nodes_listed_not_drawn(inv: Inventory) -> None:
     assert "ghost-1" not in out["nodes"]
 
 
+def test_times_read_as_utc_and_age_and_empty_values_are_left_out() -> None:
+    ts = 1764637200.0  # 2025-12-02 01:00:00 UTC
+    last = {"verb": "apply", "ts": ts, "status": "ok", "ok": True, "summary": "",
+            "ago": "3d ago"}
+    shown = view.text(last)
+    assert shown.startswith("verb: apply, ts: 2025-12-02 01:00:00 UTC (")
+    assert shown.endswith(" ago), status: ok, ok: yes")
+    assert "1764637200" not in shown and "summary" not in shown and "3d ago" not in shown
+    assert view.text({"summary": "2 changed"}) == "summary: 2 changed"
+
+
 def test_layout_is_the_rack_placement(inv: Inventory) -> None:
     data = layout.build(inv)
     drawn = {d["name"]: (r["name"], d["unit"], d["height"])

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fleet.reinstall.bootmode import BootMode
+from fleet.pxe.bootmode import BootMode
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 
 from fleet.master import slurm
 from fleet.master.runner import SubprocessRunner, through
-from fleet.reinstall.bootmode import CommandBootMode
+from fleet.pxe.bootmode import CommandBootMode
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from fleet.apply.swarm import gen_key_pair
 from fleet.inventory.load import load_inventory
 from fleet.reinstall.server import (
     JOURNALED_REFUSALS,
@@ -26,6 +25,7 @@ from fleet.reinstall.tokens import TokenStore
 from reinstall.helpers import ROOT, RecordingBootMode, journal, sign_done
 from support.bmcfakes import wait_until
 from support.httpreq import http
+from support.swarm import gen_key_pair
 
 NODE, OTHER = "tbox-001", "tbox-002"
 NODE_ADDR, NEIGHBOUR = "127.0.0.2", "127.0.0.3"  # on lo: any 127.x is this host

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet.apt.archive import ArchiveError, OsRelease, ScratchApt
+from fleet.apt.facts import NodeFacts, Pin, deb822
 from fleet.lab.siterepo import units as lab_units
-from fleet.packages.archive import ArchiveError, OsRelease, ScratchApt
-from fleet.packages.facts import NodeFacts, Pin, deb822
 from fleet.render import bootstrap
 from fleet.repo import fill, reprepro, saltsource, signing, standin
 
@@ -275,8 +275,8 @@ def test_salt_minion_is_kept_from_salts_own_repository_trusted_by_its_own_key(
     salt_sources = ("Types: deb\nURIs: http://cache.invalid:3142/HTTPS///salt.invalid/deb\n"
                     "Suites: stable\nComponents: main\n"
                     "Signed-By: /etc/apt/keyrings/salt-archive-keyring.pgp\n")
-    assert saltsource.enabled({bootstrap.SOURCES: salt_sources}) == salt_sources
-    assert saltsource.enabled({bootstrap.SOURCES: salt_sources + "Enabled: no\n"}) is None
+    assert saltsource.enabled(salt_sources) == salt_sources
+    assert saltsource.enabled(salt_sources + "Enabled: no\n") is None
     assert saltsource.upstream("http://cache.invalid:3142/HTTPS///salt.invalid/deb") == (
         "https://salt.invalid/deb")
     # trusted by Salt's key only: the OS archive's key does not open it

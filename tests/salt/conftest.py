@@ -18,7 +18,7 @@ def renderer_and_key(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str
 @pytest.fixture(scope="session")
 def rendered(renderer_and_key: tuple[Any, str]) -> dict[str, Any]:
     """Every node for DEFAULT_OS, plus the first node of each role for the other OSes."""
-    from support import saltrender
+    from fleet import saltrender
 
     renderer, key = renderer_and_key
     roles = harness.roles_of(renderer)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from support import saltrender
+from fleet import saltrender
 
 ROLES = ("base", "network", "nvidia", "infiniband", "slurm.controller", "slurm.compute",
          "mkv.volume", "mkv.master", "provisioning", "monitoring.node", "monitoring.gpu",

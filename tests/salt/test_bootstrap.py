@@ -14,12 +14,13 @@ from typing import Any
 
 import yaml
 
+from fleet import saltrender
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema.site import DebianImage
 from fleet.render import bootstrap, render_all
 from fleet.render.preseed import render_preseed
-from support import harness, saltrender
+from support import harness
 
 SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 REAL = harness.ROOT / "inventory.yaml"

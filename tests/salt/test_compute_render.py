@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from support import harness, saltrender
+from fleet import saltrender
+from support import harness
 from support.compute_fixture import write_pillar
 
 

@@ -2,7 +2,8 @@
 
 Every node of the default inventory (pillar/ as rendered) is rendered with Ubuntu 24.04
 grains, and the first node of each role with Ubuntu 22.04 and Debian 12 grains, with a
-dummy munge key in a temporary secrets root. See saltrender.py for what counts as an error.
+dummy munge key in a temporary secrets root. See tools/fleet/saltrender.py for what counts
+as an error.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ except ImportError:  # CI installs Salt from requirements.txt: its absence is a 
 
 import snapshot
 
-from support import harness, saltrender
+from fleet import saltrender
+from support import harness
 
 
 def test_every_node_renders_without_errors(rendered: dict[str, Any]) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from fleet.apt.facts import deb822
 from fleet.lab import ubuntu_image
 from fleet.lab.run import LabError
-from fleet.packages.facts import deb822
 
 
 def test_image_sources_are_the_ones_base_apt_renders(rendered: dict[str, Any]) -> None:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from fleet import saltrender
 from fleet.inventory.load import load_inventory
 from fleet.inventory.nvidia import branches
-from support import saltrender
 from support.cli import ROOT
 
 GPU_NODE = "tbox-001"

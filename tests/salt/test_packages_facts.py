@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from fleet.packages import facts
-from fleet.packages.archive import OSES, ScratchApt
+from fleet.apt import facts
+from fleet.apt.archive import OSES, ScratchApt
 
 # apt-cache show --no-all-versions on Ubuntu 24.04 (trimmed to the fields read)
 NOBLE_SHOW = """Package: linux-modules-nvidia-570-server-open-generic

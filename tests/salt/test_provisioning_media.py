@@ -35,7 +35,8 @@ from typing import Any
 import pytest
 import yaml
 
-from support import harness, saltrender
+from fleet import saltrender
+from support import harness
 
 NODE = "head-01"
 IMAGES = "/srv/fleet/images"  # salt/provisioning/defaults.yaml images_dir

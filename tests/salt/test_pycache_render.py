@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet import saltrender
 from fleet.pycache import lock, store
-from support import harness, saltrender
+from support import harness
 from support.compute_fixture import write_pillar
 
 FIXTURE_LOCK = harness.ROOT / "tests" / "fixtures" / "pycache" / "project" / "uv.lock"

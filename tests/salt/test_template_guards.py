@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from fleet import saltrender
 from fleet.inventory.load import load_inventory
 from fleet.render import render_all
-from support import harness, saltrender
+from support import harness
 
 SMALL = harness.ROOT / "tests" / "fixtures" / "small.yaml"
 

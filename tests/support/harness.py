@@ -5,13 +5,13 @@ Salt itself is imported only when a renderer is made, so this imports without Sa
 
 from __future__ import annotations
 
-import base64
-import secrets
 from pathlib import Path
 from typing import Any
 
-from fleet import secrets as fleet_secrets
-from fleet.repo import signing
+from fleet.packages import highstates
+from fleet.packages.highstates import write_secrets_root
+
+__all__ = ["ROOT", "make_renderer", "roles_of", "write_secrets_root"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "salt" / "snapshots"
@@ -20,26 +20,9 @@ DEFAULT_OS = "ubuntu-24.04"
 OTHER_OS = ("ubuntu-22.04", "debian-12")
 
 
-def write_secrets_root(path: Path) -> str:
-    """A secrets pillar root like secrets/pillar/ on the master, with a random dummy key."""
-    key = base64.b64encode(secrets.token_bytes(1024)).decode()
-    (path / "secrets").mkdir(parents=True, exist_ok=True)
-    (path / "secrets" / "munge.sls").write_text(f"secrets:\n  munge_key: {key}\n")
-    (path / "secrets" / "aptcache.sls").write_text(
-        fleet_secrets.aptcache_sls(secrets.token_urlsafe(24)))
-    # not a key: base.apt only writes the pillar's text (the lab uses a real one)
-    (path / "secrets" / "siterepo.sls").write_text(signing.pillar_sls(
-        "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\ntest\n-----END PGP PUBLIC KEY BLOCK-----\n"))
-    path.chmod(0o700)
-    return key
-
-
 def make_renderer(tmp: Path, file_root: Path | None = None) -> tuple[Any, str]:
     """A saltrender.Renderer over salt/ (or `file_root`), pillar/ and a dummy secrets root."""
-    from support import saltrender  # imports Salt: only where Salt is installed
-
-    saltrender.quiet_salt_logging()
-    saltrender.enable_jinja_compile_cache()
+    saltrender = highstates.saltrender()  # imports Salt: only where Salt is installed
     secret_root = tmp / "secrets-pillar"
     key = write_secrets_root(secret_root)
     renderer = saltrender.Renderer(file_root or ROOT / "salt", ROOT / "pillar", secret_root,

@@ -2,7 +2,7 @@
 
 The master's ``master.d/fleet.conf`` is the file ``provisioning.master`` renders for the
 provisioning node (Salt's own state compiler and template renderer, through
-tests/salt/saltrender.py, with that node's pillar and Ubuntu 24.04 grains). Only its
+tools/fleet/saltrender.py, with that node's pillar and Ubuntu 24.04 grains). Only its
 paths are moved: the site's checkout (``/srv/fleet/checkout``) becomes this checkout's
 ``salt/``, the given pillar directory, and a dummy secrets root. Each minion's
 ``minion.d/fleet.conf`` is the one ``base.minion`` manages for that minion's id (its
@@ -49,7 +49,7 @@ class SiteConfigs:
 
 def render(tmp: Path, pillar_root: Path = ROOT / "pillar",
            salt_root: Path = ROOT / "salt") -> SiteConfigs:
-    from support import saltrender
+    from fleet import saltrender
 
     saltrender.quiet_salt_logging()
     secrets = tmp / "secrets-pillar"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.apply.swarm import Swarm
 from support import beds, swarmconf
+from support.swarm import Swarm
 
 SIZE = int(os.environ.get("FLEET_SWARM_SIZE", "40"))
 READY_TIMEOUT = 300.0  # 40 minion start-ups share 2 CPUs

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from fleet.apply.master import SaltMaster
 from fleet.apply.run import Options, apply
-from fleet.apply.swarm import Swarm
 from fleet.master.highstate import Status
 from support import swarmconf
+from support.swarm import Swarm
 
 
 def _apply(sw: Swarm, ids: list[str], opts: Options) -> dict[str, Status]:

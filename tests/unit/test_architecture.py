@@ -165,6 +165,34 @@ def test_no_import_cycle_in_fleet() -> None:
         "TYPE_CHECKING):\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
 
 
+def _room(module: str) -> str:
+    """The package a module lives in, one level under fleet (fleet.a.b.c -> fleet.a); a
+    module directly under fleet is a room of its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def _rooms(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        room = _room(module)
+        out.setdefault(room, set()).update(_room(d) for d in deps if _room(d) != room)
+    return out
+
+
+def test_a_planted_package_cycle_is_found() -> None:
+    graph = {"fleet.pxe.powerguard": {"fleet.reinstall.bootmode"},
+             "fleet.reinstall.bootmode": {"fleet.pxe.state"}, "fleet.pxe.state": set(),
+             "fleet.master.salt": set()}
+    assert _cycles(_rooms(graph)) == [["fleet.pxe", "fleet.reinstall", "fleet.pxe"]]
+
+
+def test_no_import_cycle_between_packages() -> None:
+    cycles = _cycles(_rooms(_graph()))
+    assert not cycles, "import cycles between the packages of tools/fleet (move what both " \
+        "use to the floor below them: master/, pxe/, fleet/<module>.py):\n" + \
+        "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
 # docs/architecture.md's map names modules as fleet/a/b.py (or a bare b.py under the
 # fleet/a/ line above it, or under fleet/) and packages as fleet/a/ or fleet/a/b/
 MAP_PATH = re.compile(r"(?<![\w/.])((?:fleet/)?(?:[a-z_]+/)*[a-z_]+(?:\.py|/))(?![\w/])")
@@ -209,3 +237,95 @@ def test_the_architecture_names_every_package(package: str) -> None:
         f"tools/{path} is a package that docs/architecture.md does not name: add a line "
         f"`{path}  <what it does>` to the map (the day-two block lists the packages of "
         "the master; the diagram the inventory and render stages)")
+
+
+# --- the product never imports its tests ---------------------------------------------------
+
+TEST_PACKAGES = {"tests", "support", "conftest"}
+
+
+def _is_test_name(name: str | None) -> bool:
+    return (name or "").split(".")[0] in TEST_PACKAGES
+
+
+def _reaches(node: ast.AST) -> bool:
+    """An import of a test package, a ``sys.path`` use, or ``import_module("support...")``."""
+    if isinstance(node, ast.Import):
+        return any(_is_test_name(a.name) for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return not node.level and _is_test_name(node.module)
+    if isinstance(node, ast.Attribute):
+        return node.attr == "path" and isinstance(node.value, ast.Name) \
+            and node.value.id == "sys"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr == "import_module" and bool(node.args) \
+            and isinstance(node.args[0], ast.Constant) and _is_test_name(str(node.args[0].value))
+    return False
+
+
+def _reaches_tests(tree: ast.AST) -> list[int]:
+    """Lines that import a test package or edit ``sys.path`` (the product stands alone)."""
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.stmt | ast.expr) and _reaches(n)})
+
+
+def test_a_planted_reach_into_the_tests_is_found() -> None:
+    src = ("import sys\nimport importlib\nfrom pathlib import Path\n"
+           "sys.path.insert(0, 'tests')\n"
+           "from support import harness\n"
+           "import tests.support.saltrender\n"
+           "m = importlib.import_module('support.saltrender')\n"
+           "from fleet.master import runner\n")
+    assert _reaches_tests(ast.parse(src)) == [4, 5, 6, 7]
+
+
+def test_the_product_never_reaches_into_the_tests() -> None:
+    found = [f"{p.relative_to(ROOT)}:{line}" for p in sorted(TOOLS.rglob("*.py"))
+             for line in _reaches_tests(ast.parse(p.read_text(), str(p)))]
+    assert not found, (
+        "tools/ edits sys.path or imports from tests/ (what the product needs lives under "
+        "tools/fleet/, and the tests import it from there):\n  " + "\n  ".join(found))
+
+
+# --- master/ is the only door to Salt and Slurm --------------------------------------------
+
+MASTER_TOOLS = frozenset({"salt", "salt-key", "salt-run", "salt-call", "salt-cp", "scontrol",
+                          "squeue", "sinfo", "scancel", "sacct"})
+
+
+def _tool_argvs(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, tool) of every list or tuple literal whose first item names a tool of the
+    master or of Slurm: an argv that goes around fleet/master/."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List | ast.Tuple) and node.elts:
+            first = node.elts[0]
+            if isinstance(first, ast.Constant) and first.value in MASTER_TOOLS:
+                out.append((node.lineno, str(first.value)))
+    return out
+
+
+def test_a_planted_argv_around_the_master_is_found() -> None:
+    src = ('def f(runner, node):\n'
+           '    runner.run(["scontrol", "show", "node", "-o", node])\n'
+           '    runner.run(("salt-key", "-L"))\n'
+           '    runner.run(["ipmitool", "power", "status"])\n'
+           '    return {"salt": 1}, ["sinfo"]\n')
+    assert _tool_argvs(ast.parse(src)) == [(2, "scontrol"), (3, "salt-key"), (5, "sinfo")]
+
+
+# the lab stands up its own master (fleet lab up) and generates its keys before it exists
+AROUND_THE_MASTER = {"fleet/lab/"}
+
+
+def test_only_master_runs_salt_and_slurm() -> None:
+    found = []
+    for path in sorted(FLEET.rglob("*.py")):
+        rel = str(path.relative_to(TOOLS))
+        if rel.startswith("fleet/master/") or any(rel.startswith(a) for a in AROUND_THE_MASTER):
+            continue
+        found += [f"{rel}:{line}: {tool}"
+                  for line, tool in _tool_argvs(ast.parse(path.read_text(), str(path)))]
+    assert not found, (
+        "an argv of the master's or Slurm's tools outside fleet/master/ (call salt.py, "
+        "keys.py or slurm.py there; add what is missing to them):\n  " + "\n  ".join(found))

@@ -152,3 +152,14 @@ def test_every_test_the_docs_name_exists(doc: Path) -> None:
         elif param and file.endswith("test_single_edits.py") and param not in rows:
             missing.append(f"{file}::{test}[{param}]: no such row in single_edits.yaml")
     assert not missing, f"{doc.name} names tests that do not exist: {missing}"
+
+
+def test_the_force_table_is_the_one_definition() -> None:
+    """docs/operations.md's `--force` table: each verb's meaning, as fleet.cliparts.FORCE
+    (the one declaration) gives it to --help."""
+    from fleet.cliparts import FORCE
+
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    table = text.split("## `--force`, verb by verb", 1)[1].split("\n\n")[2]
+    rows = dict(re.findall(r"^\| `fleet (\w+)` \| (.+?) \|$", table, flags=re.M))
+    assert rows == FORCE

@@ -408,7 +408,8 @@ def test_each_field_refuses_a_line_break_at_its_position(path: tuple[Any, ...]) 
 
 @functools.cache
 def _salt() -> Any:
-    from support import harness, saltrender
+    from fleet import saltrender
+    from support import harness
 
     saltrender.quiet_salt_logging()
     saltrender.enable_jinja_compile_cache()

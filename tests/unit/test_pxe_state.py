@@ -191,7 +191,7 @@ def test_reinstall_sets_modes_through_a_command(tmp_path: Path, inv: Inventory,
                                                pxe_root: Path) -> None:
     """`fleet reinstall --pxe-command CMD` (provisioning host != master; the lab): the boot
     mode and the token go through `CMD pxe set ... --token-stdin`, token never in argv."""
-    from fleet.reinstall.bootmode import BootModeUnavailableError, CommandBootMode
+    from fleet.pxe.bootmode import BootModeUnavailableError, CommandBootMode
 
     sd = tmp_path / "state"
     wrapper = tmp_path / "fleet-remote"

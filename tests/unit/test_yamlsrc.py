@@ -207,6 +207,9 @@ def test_a_tab_says_tab_where_and_how_to_fix_it(text: str, needle: str) -> None:
         "`x:` is indented 2 spaces, less than the lines around it (lines 3 and 6, 4 spaces)",
         "indent it 4 spaces, like `a:` on line 3"]),
     # a block's first line indented unlike the rest: that first line
+    ("x:\n  a:\n    b: 1\nnodes:\n    h: 1\n  t: 2\n", "h: 1", [
+        "`h:` is indented 4 spaces, the lines after it 2 spaces",
+        "indent `h:` 2 spaces, like `t:` on line 6"]),  # not `nodes:`, which ends x's block
     ("p:\n  q:\n     a: 1\n    b: 2\n", "a: 1", [
         "`a:` is indented 5 spaces, the lines after it 4 spaces",
         "indent `a:` 4 spaces, like `b:` on line 4"]),

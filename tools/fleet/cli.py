@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from fleet import __version__
 from fleet.cliparts import common_options
@@ -35,6 +36,16 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self, message)
 
 
+class _Verbs(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The verbs' subparsers: each verb's short help is its line in VERBS (the verbs'
+    modules, and fleet.cliparts below them, never look the registry up)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("help", VERBS[name])
+        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        return parser
+
+
 def _chosen(argv: Sequence[str]) -> str | None:
     """The verb argv names: its first word that is not an option (the top-level parser
     has only -h and --version, neither with a value)."""
@@ -50,6 +61,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                     "and render Salt pillars and PXE boot configs from it.",
         epilog=f"exit codes: {exit_summary()}")
     parser.add_argument("--version", action="version", version=f"fleet {__version__}")
+    parser.register("action", "parsers", _Verbs)
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     chosen = None if argv is None else _chosen(argv)
     parents = [common_options()]
@@ -66,6 +78,21 @@ def _module(verb: str) -> ModuleType:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; a reader of stdout that went away (``fleet node list --json | head``)
+    ends the run quietly, as every Unix tool does, with 128 + SIGPIPE."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # the last of the output, while a closed pipe can still be told
+    except BrokenPipeError:
+        # stdout to /dev/null: the interpreter's own flush at exit would fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return Exit.PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     from fleet.context import Context
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -84,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(module.run(args, ctx))
     except BaseException as exc:
-        if isinstance(exc, SystemExit | GeneratorExit):
+        if isinstance(exc, SystemExit | GeneratorExit | BrokenPipeError):
             raise
         code = _failed(exc, args, ctx)
     finally:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from fleet.bmc.connect import BmcOptions
     from fleet.inventory.model import Inventory
     from fleet.master.statedir import StateDir
-    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
+    from fleet.pxe.bootmode import CommandBootMode, PxeBootMode
 
 Parents = Sequence[argparse.ArgumentParser]
 
@@ -90,8 +90,13 @@ def add_salt_options(p: argparse.ArgumentParser) -> None:
     """Where Salt and Slurm are asked (``fleet health``, ``fleet rollout``)."""
     add_salt_config(p)
     add_slurm_command(p)
-    p.add_argument("--salt-timeout", type=float, default=60.0, metavar="S",
-                   help="seconds each salt call waits for the minions (default 60)")
+    add_salt_timeout(p, 60.0, "each salt call")
+
+
+def add_salt_timeout(p: argparse.ArgumentParser, default: float, what: str) -> None:
+    """``--salt-timeout S``, declared once: how long ``what`` waits for the minions."""
+    p.add_argument("--salt-timeout", type=float, default=default, metavar="S",
+                   help=f"seconds {what} waits for the minions (default {default:g})")
 
 
 def add_slurm_command(p: argparse.ArgumentParser) -> None:
@@ -107,22 +112,46 @@ def add_modes(p: argparse.ArgumentParser, *flags: tuple[str, str]) -> None:
         mode.add_argument(flag, action="store_true", help=text)
 
 
-def add_force(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true",
-                   help="drain without waiting for running jobs to finish")
+# --force, defined once: what it overrides in each verb that has it (one meaning per verb;
+# docs/operations.md's table of it is checked against this by tests/unit/test_docs.py)
+FORCE = {
+    "reinstall": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
+                 "the node is never powered off with jobs on it",
+    "rollout": "drain without waiting for running jobs to finish",
+    "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
+             "a node with Slurm jobs",
+}
+
+
+def add_force(p: argparse.ArgumentParser, verb: str) -> None:
+    p.add_argument("--force", action="store_true", help=FORCE[verb])
+
+
+def add_secrets(p: argparse.ArgumentParser, text: str, *, dest: str = "secrets",
+                default: Path | None = Path("secrets")) -> None:
+    """``--secrets DIR``, the secrets store (docs/secrets.md), declared once; ``text``: what
+    the verb reads or writes there."""
+    p.add_argument("--secrets", dest=dest, type=Path, default=default, metavar="DIR",
+                   help=text)
+
+
+BMC_SECRETS = "the secrets store with bmc/<password_secret> (default ./secrets)"
+
+
+def add_bmc_address(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
+                   help="override the inventory's BMC address (e.g. an emulator in the "
+                        "lab); with several nodes NODE=HOST[:PORT],...")
 
 
 def add_command(sub: Any, parents: Parents, name: str, description: str, epilog: str, *,
                 target: str | None = None, **kw: Any) -> argparse.ArgumentParser:
-    """The subparser of verb ``name`` (its short help from fleet.commands.VERBS) with the
+    """The subparser of verb ``name`` (its short help: fleet.cli's from VERBS) with the
     options every verb has (``parents``); with ``target`` (a glob for its help) the optional
     TARGET of :func:`add_target`. argparse refills ``description`` and ``epilog`` (white
     space runs become one space), so they can be written as triple-quoted paragraphs."""
-    from fleet.commands import VERBS
-
     parser: argparse.ArgumentParser = sub.add_parser(
-        name, parents=list(parents), help=VERBS[name], description=description,
-        epilog=epilog, **kw)
+        name, parents=list(parents), description=description, epilog=epilog, **kw)
     if target is not None:
         add_target(parser, target)
     return parser
@@ -132,9 +161,7 @@ def add_actions(sub: Any, name: str, description: str, epilog: str | None = None
                 ) -> tuple[argparse.ArgumentParser, Any]:
     """A verb made of actions (``fleet keys check``): its parser (no options of its own;
     each action takes the common ones) and the subparsers of its ACTION."""
-    from fleet.commands import VERBS
-
-    p = sub.add_parser(name, help=VERBS[name], description=description, epilog=epilog)
+    p = sub.add_parser(name, description=description, epilog=epilog)
     return p, p.add_subparsers(dest=f"{name}_verb", required=True, metavar="ACTION")
 
 
@@ -158,16 +185,13 @@ def add_timeouts(p: argparse.ArgumentParser, **defaults: float) -> None:
 
 def add_bmc_options(p: argparse.ArgumentParser) -> None:
     """The secrets store with the BMC passwords and how the BMCs are reached."""
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    add_secrets(p, BMC_SECRETS)
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
     p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
                    help="override the profile's BMC protocol (IPMI as the fallback)")
-    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
-                   help="override the inventory's BMC address (e.g. an emulator in the "
-                        "lab); with several nodes NODE=HOST[:PORT],...")
+    add_bmc_address(p)
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
 
@@ -191,13 +215,23 @@ def bmc_options(args: argparse.Namespace, name: str, **extra: Any) -> BmcOptions
                       address=bmc_address(args, name), scheme=args.bmc_scheme, **extra)
 
 
-def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
-    """Where the nodes' PXE boot modes are (``use``: what the command does with them)."""
+def add_pxe_state(p: argparse.ArgumentParser, use: str, *, old_name: bool = False) -> None:
+    """``--pxe-state`` (the boot-mode links; ``use``: what the command does with them) and
+    ``--pxe-root``, one name in every verb. ``old_name``: ``fleet pxe``'s former
+    ``--state-dir`` still read, hidden (deprecated: everywhere else --state-dir is a
+    journal root)."""
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help=f"the boot-mode links it {use} (default: the inventory's "
                         "site.pxe_state; a directory that is not here is no answer)")
+    if old_name:
+        p.add_argument("--state-dir", type=Path, dest="pxe_state", help=argparse.SUPPRESS)
     p.add_argument("--pxe-root", type=Path, metavar="DIR",
                    help="the deployed pxe/ tree (default: site.pxe_root)")
+
+
+def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
+    """Where the nodes' PXE boot modes are (``use``: what the command does with them)."""
+    add_pxe_state(p, use)
     p.add_argument("--pxe-command", metavar="CMD",
                    help="run `CMD pxe set|status ...` instead of using the links here, "
                         "e.g. 'ssh head-01 fleet' when the provisioning host is not the "
@@ -209,7 +243,7 @@ def boot_mode_store(args: argparse.Namespace, inv: Inventory
     """The boot modes of :func:`add_pxe_options`: through --pxe-command, else the links."""
     import shlex
 
-    from fleet.reinstall.bootmode import CommandBootMode, PxeBootMode
+    from fleet.pxe.bootmode import CommandBootMode, PxeBootMode
 
     if args.pxe_command:
         return CommandBootMode(shlex.split(args.pxe_command))

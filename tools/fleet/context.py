@@ -16,6 +16,7 @@ from fleet.output import Output
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.master.runner import SubprocessRunner
 
 
 class Progress:
@@ -73,12 +74,9 @@ class Context:
             for w in inv.warnings:
                 print(f"warning: {w}", file=sys.stderr)
 
-    @property
-    def salt_config(self) -> Path:
-        """The Salt master's config dir (-c of salt, salt-key, salt-run)."""
-        return Path(self.args.salt_config)
+    def runner(self) -> SubprocessRunner:
+        """The command runner of the master's and Slurm's tools, from the verb's
+        ``--salt-config`` (cliparts, declared once) and ``--slurm-command`` where it has one."""
+        from fleet.master.runner import runner_for
 
-    @property
-    def state_dir(self) -> Path:
-        """This verb's state directory (``--state-dir``)."""
-        return Path(self.args.state_dir)
+        return runner_for(self.args.salt_config, getattr(self.args, "slurm_command", None))

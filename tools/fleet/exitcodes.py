@@ -19,6 +19,7 @@ class Exit(IntEnum):
     BUSY = 6  # another run holds the node, or an unfinished run needs --resume/--abort
     INTERNAL = 70  # a bug in fleet
     INTERRUPTED = 130  # SIGINT (128 + 2): the operator stopped the run
+    PIPE = 141  # SIGPIPE (128 + 13): the reader of stdout went away (`| head`)
     TERMINATED = 143  # SIGTERM (128 + 15): the run was stopped
 
 
@@ -32,6 +33,7 @@ MEANING: dict[Exit, str] = {
     Exit.BUSY: "busy or unfinished",
     Exit.INTERNAL: "internal error",
     Exit.INTERRUPTED: "interrupted (SIGINT)",
+    Exit.PIPE: "output pipe closed (SIGPIPE)",
     Exit.TERMINATED: "terminated (SIGTERM)",
 }
 

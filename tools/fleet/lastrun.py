@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from fleet.master.text import clean
 
 FILE = "last.json"
 MAX_BYTES = 64 * 1024
@@ -40,8 +43,7 @@ def path(state_dir: Path, node: str) -> Path:
 
 
 def _clean(text: str) -> str:
-    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    return line if len(line) <= SUMMARY_MAX else line[: SUMMARY_MAX - 3] + "..."
+    return clean(text, SUMMARY_MAX)
 
 
 def record(state_dir: Path, verb: str, results: Iterable[tuple[str, str, bool, str]],
@@ -66,6 +68,16 @@ def record(state_dir: Path, verb: str, results: Iterable[tuple[str, str, bool, s
         tmp.replace(dest)
         written.append(dest)
     return written
+
+
+def keep(state_dir: Path, verb: str, results: Iterable[tuple[str, str, bool, str]]) -> None:
+    """:func:`record` for a verb's run (apply, health): a state dir that cannot be written
+    is said on stderr, and changes nothing else of the run."""
+    try:
+        record(state_dir, verb, results)
+    except OSError as exc:
+        print(f"fleet {verb}: the results were not kept for `fleet status`: {exc} "
+              "(--state-dir)", file=sys.stderr)
 
 
 class LastError(Exception):

@@ -137,8 +137,11 @@ def _left_between(lines: list[str], line: int, col: int, ups: list[int],
             continue
         if icol == col or n + 1 >= len(ups):
             return None
-        above = next((j for j in ups[n + 1:] if _key_col(lines[j]) <= col), None)
-        if above is None or _key_col(lines[above]) != col:
+        # between two lines of the error's level: the line right above it is one of them
+        # (a key that ends a deeper block, as `nodes:` after compute's, did not move: the
+        # first line of its own block did, and _first_of_block says so)
+        above = ups[n + 1]
+        if _key_col(lines[above]) != col:
             return None
         if n > 0 and _key_col(lines[ups[n - 1]]) - col != step:
             return None  # its own lines would not fit under it moved back

@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from fleet.master.salt import MasterError
+
 PUBLISH_TIMEOUT, PUBLISH_TRIES = 30.0, 4
-
-
-class MasterError(Exception):
-    """The master could not be reached or refused the request."""
 
 
 @dataclass(frozen=True, slots=True)

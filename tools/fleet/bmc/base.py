@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from fleet.health.parse import clean
+from fleet.master.text import clean
 
 PowerState = Literal["on", "off"]
 

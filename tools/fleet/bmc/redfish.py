@@ -256,16 +256,22 @@ class RedfishClient:
 
     # --- HTTP -----------------------------------------------------------------------
 
-    # complexity 17: debt, to split (pyproject.toml [tool.fleet.lint.exceptions])
-    def _request(self, method: str, path: str, body: JSON | None = None,  # noqa: C901
+    def _request(self, method: str, path: str, body: JSON | None = None,
                  headers: dict[str, str] | None = None, ok: tuple[int, ...] = (200,)
                  ) -> _Response:
+        """One exchange with the BMC, bounded by the request's and the call's deadlines;
+        every failure mapped to a BmcError naming the BMC and the request."""
         what = f"{method} {bmc_text(path, 120)}"
         budget = min(self._timeout, self._deadline.left())
         if budget <= 0:
             raise BmcTimeoutError(f"{self.name}: {what}: not sent: the call's "
                                   f"{self._deadline.seconds:g}s deadline has passed")
-        url = self._url(path)
+        req = self._build(method, self._url(path), body, headers)
+        status, hdrs, raw = self._exchange(req, what, budget)
+        return self._answer(what, status, hdrs, raw, ok)
+
+    def _build(self, method: str, url: str, body: JSON | None,
+               headers: dict[str, str] | None) -> urllib.request.Request:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Authorization", self._auth)
@@ -274,25 +280,21 @@ class RedfishClient:
             req.add_header("Content-Type", "application/json")
         for k, v in (headers or {}).items():
             req.add_header(k, v)
+        return req
+
+    def _exchange(self, req: urllib.request.Request, what: str, budget: float
+                  ) -> tuple[int, dict[str, str], bytes]:
+        """The status, headers and body, read within ``budget`` seconds."""
         late = BmcTimeoutError(f"{self.name}: {what}: no answer (or not all of it) within "
                                f"{budget:.3g}s (deadlines: {self._timeout:g}s a request, "
                                f"{self._deadline.seconds:g}s a call)")
         self._clock.at = time.monotonic() + budget
         try:
             with self._opener.open(req, timeout=budget) as resp:
-                status, hdrs = resp.status, dict(resp.headers.items())
-                raw = _read_body(self.name, what, resp, hdrs)
+                hdrs = dict(resp.headers.items())
+                return resp.status, hdrs, _read_body(self.name, what, resp, hdrs)
         except urllib.error.HTTPError as exc:
-            status, hdrs = exc.code, dict(exc.headers.items())
-            try:
-                raw = _read_body(self.name, what, exc, hdrs)
-            except TimeoutError as texc:
-                raise late from texc
-            except (OSError, HTTPException) as rexc:
-                raise BmcUnreachableError(f"{self.name}: {what}: HTTP {status}, then "
-                                          f"{rexc}") from rexc
-            finally:
-                exc.close()
+            return self._error_answer(exc, what, late)
         except urllib.error.URLError as exc:
             reason = exc.reason
             if isinstance(reason, TimeoutError):
@@ -307,6 +309,24 @@ class RedfishClient:
             raise late from exc
         except (OSError, HTTPException) as exc:
             raise BmcUnreachableError(f"{self.name}: {what}: {exc}") from exc
+
+    def _error_answer(self, exc: urllib.error.HTTPError, what: str, late: BmcTimeoutError
+                      ) -> tuple[int, dict[str, str], bytes]:
+        """An HTTP error status is an answer too: its body, read as any other."""
+        status, hdrs = exc.code, dict(exc.headers.items())
+        try:
+            return status, hdrs, _read_body(self.name, what, exc, hdrs)
+        except TimeoutError as texc:
+            raise late from texc
+        except (OSError, HTTPException) as rexc:
+            raise BmcUnreachableError(f"{self.name}: {what}: HTTP {status}, then "
+                                      f"{rexc}") from rexc
+        finally:
+            exc.close()
+
+    def _answer(self, what: str, status: int, hdrs: dict[str, str], raw: bytes,
+                ok: tuple[int, ...]) -> _Response:
+        """The parsed body, or the BmcError its status means."""
         parsed: JSON = {}
         if raw.strip():
             try:

@@ -14,17 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.cabling.lldp import LldpFormatError, Neighbour, neighbours
-from fleet.health.parse import clean
 from fleet.master.runner import Runner
+from fleet.master.text import clean
 
 LLDPCLI = "lldpcli -f json show neighbors"
 # a node with 4 NICs and a neighbour each answers in about 6 KB; 4096 neighbours
 # (lldp.MAX_NEIGHBOURS) of the largest legal strings still fit
 MAX_ANSWER = 8 * 1024 * 1024
-
-
-class MasterDownError(Exception):
-    """The salt CLI gave no answer at all (the master is down, or salt is missing)."""
 
 
 @dataclass
@@ -45,8 +41,8 @@ def salt_run_all(runner: Runner, nodes: Sequence[str], command: str, timeout: fl
     try:
         return Salt(runner).call(nodes, "cmd.run_all", command, "python_shell=False",
                                  timeout=timeout, gather=gather)
-    except MasterError as exc:
-        raise MasterDownError(clean(str(exc), 300)) from exc
+    except MasterError as exc:  # the one "master did not answer", its text cleaned
+        raise MasterError(clean(str(exc), 300), exc.returncode) from exc
 
 
 def read_answer(answer: Any) -> list[Neighbour]:

@@ -1,6 +1,6 @@
 """``fleet cabling``'s findings as a table (problems first) and as JSON, and each node's
 verdict (shared with the fleet page). Everything a node or its neighbour sent is printed
-through :func:`fleet.health.parse.clean`: no escape sequence reaches a terminal."""
+through :func:`fleet.master.text.clean`: no escape sequence reaches a terminal."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from fleet.cabling.compare import Finding, Status, Where
-from fleet.health.parse import clean
+from fleet.master.text import clean
 
 Verdict = Literal["ok", "problems", "unknown"]
 # what each status says, in the table's order (problems first)

@@ -2,8 +2,9 @@
 (``-`` in a verb's name is ``_`` in its module's), each with the same two entry points:
 
 - ``register(sub, parents) -> None``: adds its subparser to ``sub`` (through
-  :func:`fleet.cliparts.add_command`, which takes the short help from :data:`VERBS`) with
-  the common options of ``parents`` (-i, --overlay, --json, -q, -v, --debug);
+  :func:`fleet.cliparts.add_command`, or :func:`fleet.cliparts.add_actions` for a verb made
+  of actions; :mod:`fleet.cli` gives it its short help from :data:`VERBS`) with the common
+  options of ``parents`` (-i, --overlay, --json, -q, -v, --debug);
 - ``run(args, ctx) -> Exit``: runs it, with the one :class:`fleet.context.Context`.
 
 :data:`VERBS` is the registry: the verbs in the order ``fleet --help`` lists them, each

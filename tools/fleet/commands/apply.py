@@ -48,8 +48,9 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.apply.master import MasterError, SaltMaster
+    from fleet.apply.master import SaltMaster
     from fleet.apply.run import Options, apply
+    from fleet.master.salt import MasterError
 
     progress = ctx.progress
     nodes = ctx.targets()[1]
@@ -83,16 +84,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def keep(state_dir: Path, results: list[NodeResult]) -> None:
-    """Each node's result for `fleet status` (fleet.lastrun); a state dir that cannot be
-    written is said, and changes nothing else of the run."""
+    """Each node's result for `fleet status` (fleet.lastrun.keep)."""
     from fleet import lastrun
 
-    try:
-        lastrun.record(state_dir, "apply", ((r.node, r.status.value, not r.status.bad,
-                                             r.summary()) for r in results))
-    except OSError as exc:
-        print(f"fleet apply: the results were not kept for `fleet status`: {exc} "
-              "(--state-dir)", file=sys.stderr)
+    lastrun.keep(state_dir, "apply", ((r.node, r.status.value, not r.status.bad,
+                                       r.summary()) for r in results))
 
 
 def counts(results: list[NodeResult]) -> dict[str, int]:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from fleet.cliparts import Parents, add_command, add_salt_config
+from fleet.cliparts import Parents, add_command, add_salt_config, add_salt_timeout
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -31,18 +31,16 @@ inventory says, or a node did not report
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "cabling", DESCRIPTION, EPILOG, target="'tbox-0*'")
-    p.add_argument("--salt-timeout", type=float, default=15.0, metavar="S",
-                   help="seconds the salt call waits for the minions (default 15)")
+    add_salt_timeout(p, 15.0, "the salt call")
     add_salt_config(p)
 
 
-def ask(args: argparse.Namespace, nodes: Sequence[str]) -> dict[str, Any]:
+def ask(args: argparse.Namespace, ctx: Context, nodes: Sequence[str]) -> dict[str, Any]:
     """The nodes' raw answers: the one place that talks to Salt."""
     from fleet.cabling.gather import LLDPCLI, salt_run_all
-    from fleet.master.runner import runner_for
     from fleet.master.salt import gather_job_timeout
 
-    return salt_run_all(runner_for(args.salt_config, None), nodes, LLDPCLI, args.salt_timeout,
+    return salt_run_all(ctx.runner(), nodes, LLDPCLI, args.salt_timeout,
                         gather_job_timeout(args.salt_config))
 
 
@@ -51,6 +49,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.cabling.compare import compare, expected_links
     from fleet.cabling.nics import boot_nic_name
     from fleet.inventory.lifecycle import default_target
+    from fleet.master.salt import MasterError
 
     explicit = args.target is not None
     inv, names = ctx.targets()
@@ -66,8 +65,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     t0 = time.monotonic()
     ctx.progress(f"asking {len(names)} node(s) for their LLDP neighbours")
     try:
-        answers = ask(args, names) if names else {}
-    except gather.MasterDownError as exc:
+        answers = ask(args, ctx, names) if names else {}
+    except MasterError as exc:
         why = f"the Salt master could not be asked: {exc}"
         ctx.out.error(why)
         print(f"fleet: {why}", file=sys.stderr)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_command, add_state_dir
+from fleet.cliparts import (
+    BMC_SECRETS,
+    Parents,
+    add_bmc_address,
+    add_command,
+    add_secrets,
+    add_state_dir,
+)
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -28,13 +34,11 @@ def register(sub: Any, parents: Parents) -> None:
 
     p = add_command(sub, parents, "console", DESCRIPTION, EPILOG)
     p.add_argument("node", metavar="NODE", help="the node's hostname in the inventory")
-    p.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                   help="the secrets store with bmc/<password_secret> (default ./secrets)")
+    add_secrets(p, BMC_SECRETS)
     p.add_argument("--bmc-protocol", choices=["ipmi"],
                    help="use IPMI SOL on a BMC the profile drives by Redfish (most BMCs "
                         "speak both)")
-    p.add_argument("--bmc-address", metavar="HOST[:PORT]",
-                   help="override the inventory's BMC address (an emulator in the lab)")
+    add_bmc_address(p)
     add_state_dir(p, statedir.REINSTALL,
                   "where the node's console.lock is kept, beside the reinstall's")
 

@@ -11,7 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_command, add_salt_config, add_state_dir
+from fleet.cliparts import (
+    Parents,
+    add_command,
+    add_pxe_state,
+    add_salt_config,
+    add_state_dir,
+)
 from fleet.context import Context
 from fleet.exitcodes import Exit, for_signal
 
@@ -34,10 +40,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "endpoint", DESCRIPTION, EPILOG)
     add_state_dir(p, statedir.REINSTALL,
                   "fleet reinstall's state dir: tokens, keys, journals")
-    p.add_argument("--pxe-state", type=Path, metavar="DIR",
-                   help="the boot-mode links (default: the inventory's site.pxe_state)")
-    p.add_argument("--pxe-root", type=Path, metavar="DIR",
-                   help="the deployed pxe/ tree (default: the inventory's site.pxe_root)")
+    add_pxe_state(p, "sets to local once an install is done")
     add_salt_config(p)
     p.add_argument("--bind", metavar="HOST:PORT",
                    help="where to listen (default: site.salt.master_address and "
@@ -65,13 +68,14 @@ def _inbox(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.keys import master_finger
     from fleet.master.runner import pki_dir
-    from fleet.reinstall.bootmode import PxeBootMode
+    from fleet.pxe.bootmode import PxeBootMode
     from fleet.reinstall.server import (
         CallbackServer,
         default_bind,
         node_addresses,
         salt_key_revoker,
     )
+    from fleet.signals import SignalCatcher
 
     inv = ctx.inventory()
     host, port = default_bind(inv)
@@ -86,23 +90,21 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                             revoke_key=salt_key_revoker(args.salt_config),
                             master_finger=master_finger(pki_dir(args.salt_config)),
                             inbox=_inbox(args))
-    got: list[int] = []
 
-    def stop(signum: int, _frame: object) -> None:
-        got.append(signum)
+    def stop(_signum: int) -> None:
         raise KeyboardInterrupt  # ends serve_forever in this thread
 
     host, port = str(server.server_address[0]), int(server.server_address[1])
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = SignalCatcher(ctx.progress, stop, again="the endpoint is closing")
+    signals.install()
     try:  # from the handlers on: a signal that comes at once still ends it here
         ctx.progress(f"serving on {host}:{port}")
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        signals.restore()
         server.server_close()
     if ctx.out.json:
         ctx.out.emit({"bind": f"{host}:{port}"})
-    return for_signal(got[0] if got else signal.SIGINT)
+    return for_signal(signals.received or signal.SIGINT)

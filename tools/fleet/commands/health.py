@@ -53,7 +53,6 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.health.run import gate
-    from fleet.master.runner import runner_for
     from fleet.master.salt import MasterError
 
     progress = ctx.progress
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     t0 = time.monotonic()
     progress(f"{len(names)} node(s) targeted; asking through {args.salt_config}")
     try:
-        runner = runner_for(args.salt_config, args.slurm_command)
+        runner = ctx.runner()
         outcome = gate(inv, names, runner, progress, drain=args.drain,
                        resume=args.resume, state_dir=args.state_dir,
                        salt_timeout=args.salt_timeout)
@@ -94,14 +93,9 @@ def as_json(outcome: Outcome, target: str, wall: float) -> dict[str, Any]:
 
 
 def keep(state_dir: Path, outcome: Outcome) -> None:
-    """Each node's result for `fleet status` (fleet.lastrun); a state dir that cannot be
-    written is said, and changes nothing else of the run."""
+    """Each node's result for `fleet status` (fleet.lastrun.keep)."""
     from fleet import lastrun
 
-    try:
-        lastrun.record(state_dir, "health", (
-            (r.node, "healthy" if r.healthy else "unhealthy", r.healthy,
-             "; ".join(r.problems)) for r in outcome.reports))
-    except OSError as exc:
-        print(f"fleet health: the results were not kept for `fleet status`: {exc} "
-              "(--state-dir)", file=sys.stderr)
+    lastrun.keep(state_dir, "health", (
+        (r.node, "healthy" if r.healthy else "unhealthy", r.healthy, "; ".join(r.problems))
+        for r in outcome.reports))

@@ -63,9 +63,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 def cmd_check(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:
     from fleet.master import keys
-    from fleet.master.runner import CommandError, pki_dir, runner_for
+    from fleet.master.runner import CommandError, pki_dir
 
-    runner = runner_for(args.salt_config)
+    runner = ctx.runner()
     try:
         accepted_dir = pki_dir(args.salt_config) / "minions"
         if not accepted_dir.is_dir():  # salt-key would list nothing, as if no key existed

@@ -37,7 +37,6 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.master.runner import runner_for
     from fleet.mkv.flags import UnknownArrayError, array_flags
     from fleet.mkv.ops import (
         MasterHost,
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     if args.mkv_verb == "show":
         _show(args, ctx, flags)
         return Exit.OK
-    host = MasterHost(runner_for(args.salt_config), flags.master)
+    host = MasterHost(ctx.runner(), flags.master)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(f"fleet mkv: {msg}", file=sys.stderr, flush=True))
     try:

@@ -13,6 +13,7 @@ from fleet.cliparts import (
     add_bmc_options,
     add_bmc_pool,
     add_command,
+    add_force,
     add_pxe_options,
     add_salt_config,
     add_slurm_command,
@@ -49,9 +50,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("target", metavar="TARGET",
                    help="inventory hostnames, ranges (tbox-[001-038]) or globs ('tbox-0*'), "
                         "comma-separated")
-    p.add_argument("--force", action="store_true",
-                   help="off, cycle, reset: act even on a head node, a node in install boot "
-                        "mode and a node with Slurm jobs")
+    add_force(p, "power")
     add_bmc_pool(p, parallel=16, deadline=60.0, bmc_timeout=REQUEST_TIMEOUT)
     add_pxe_options(p, "reads (off, cycle, reset)")
     add_slurm_command(p)
@@ -62,7 +61,6 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.bmc.base import BmcClient
     from fleet.bmc.connect import client_for
-    from fleet.master.runner import runner_for
     from fleet.ops import power, refusals
 
     progress = ctx.progress
@@ -72,7 +70,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
               file=sys.stderr)
         return Exit.USAGE
     action: Action = args.action
-    runner = runner_for(args.salt_config, args.slurm_command)
+    runner = ctx.runner()
     modes = boot_mode_store(args, inv)
 
     def client(name: str) -> BmcClient:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleet.cliparts import Parents, add_actions
+from fleet.cliparts import Parents, add_actions, add_pxe_state
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.output import node_entry
@@ -19,10 +19,7 @@ if TYPE_CHECKING:
 
 def register(sub: Any, parents: Parents) -> None:
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--state-dir", type=Path, metavar="DIR",
-                       help="the boot-mode links (default: the inventory's site.pxe_state)")
-    where.add_argument("--pxe-root", type=Path, metavar="DIR",
-                       help="the deployed pxe/ tree (default: site.pxe_root)")
+    add_pxe_state(where, "sets or reads", old_name=True)
     _p, psub = add_actions(sub, "pxe", "Run-time boot mode per node, switched atomically on "
                                        "the provisioning host: no render, no dnsmasq reload. "
                                        "A node without a mode boots from its local disk.",
@@ -48,7 +45,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _state_dir(args: argparse.Namespace, inv: Inventory) -> Path:
-    return args.state_dir if args.state_dir is not None else state.state_dir(inv)
+    return args.pxe_state if args.pxe_state is not None else state.state_dir(inv)
 
 
 def cmd_set(args: argparse.Namespace, ctx: Context, inv: Inventory) -> Exit:

@@ -14,6 +14,7 @@ from fleet.cliparts import (
     Parents,
     add_bmc_options,
     add_command,
+    add_force,
     add_modes,
     add_pxe_options,
     add_salt_config,
@@ -59,9 +60,7 @@ def register(sub: Any, parents: Parents) -> None:
     add_modes(p, ("--resume", "continue the node's unfinished reinstall"),
               ("--abort", "end the unfinished reinstall: boot mode local, token revoked; "
                           "report what is left (drained, key state)"))
-    p.add_argument("--force", action="store_true",
-                   help="do not wait for running jobs: cancel them (scancel, named) at the "
-                        "drain; the node is never powered off with jobs on it")
+    add_force(p, "reinstall")
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
     p.add_argument("--power-timeout", type=float, default=120.0, metavar="S",
@@ -93,19 +92,20 @@ def _add_boot_options(p: argparse.ArgumentParser) -> None:
     add_pxe_options(p, "sets")
 
 
-def _context(args: argparse.Namespace, inv: Inventory, name: str,
+def _context(args: argparse.Namespace, ctx: Context, inv: Inventory, name: str,
              say: Callable[[str], None]) -> FlowContext:
     """One node's Context from the command line (each node of a parallel run has its own:
     its runner, BMC client and state directory)."""
     from fleet.bmc.connect import client_for
     from fleet.master.keys import MinionKeys
-    from fleet.master.runner import pki_dir, runner_for
-    from fleet.reinstall.context import Context, Options
+    from fleet.master.runner import pki_dir
+    from fleet.reinstall.context import Context as FlowContextClass
+    from fleet.reinstall.context import Options
 
     node = inv.nodes[name]
-    runner = runner_for(args.salt_config, args.slurm_command)
+    runner = ctx.runner()
     bmc_opts = bmc_options(args, name)
-    return Context(
+    return FlowContextClass(
         inventory=inv, node=node, state_root=args.state_dir, runner=runner,
         boot=boot_mode_store(args, inv), bmc=lambda: client_for(node, bmc_opts),
         keys=MinionKeys(runner, pki_dir(args.salt_config)),
@@ -163,10 +163,10 @@ def _reinstall_many(args: argparse.Namespace, ctx: Context, inv: Inventory,
     try:
         serving: Any = nullcontext()
         if bind is not None and not args.abort:
-            first = _context(args, inv, names[0], say)
+            first = _context(args, ctx, inv, names[0], say)
             _url, serving = endpoint(first, bind, node_addresses(inv))
         with serving:
-            run = parallel.run_all(names, functools.partial(_node_job, args, inv), used, hub,
+            run = parallel.run_all(names, functools.partial(_node_job, args, ctx, inv), used, hub,
                                    say)
     except FlowError as exc:  # the endpoint's port is taken by something else
         print(f"fleet reinstall: {exc}", file=sys.stderr)
@@ -193,7 +193,7 @@ def _print_many(args: argparse.Namespace, ctx: Context, run: Run) -> None:
                 print(f"warning: {r.node}: {w}")
 
 
-def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
+def _node_job(args: argparse.Namespace, ctx: Context, inv: Inventory, name: str,
               interrupts: NodeInterrupts) -> NodeResult:
     """One node's flow in a parallel run, its outcome as the exit code a run of it alone
     would have."""
@@ -202,7 +202,7 @@ def _node_job(args: argparse.Namespace, inv: Inventory, name: str,
     from fleet.reinstall.parallel import NodeResult
 
     # no endpoint of its own: the run's one serves every node
-    flow = Flow(_context(args, inv, name, interrupts.say), callback_bind=None,
+    flow = Flow(_context(args, ctx, inv, name, interrupts.say), callback_bind=None,
                 interrupts=interrupts)
     try:
         report = flow.abort() if args.abort else flow.run(resume=args.resume)
@@ -254,7 +254,7 @@ def _cmd_reinstall(args: argparse.Namespace, ctx: Context, interrupts: Interrupt
         return _reinstall_many(args, ctx, inv, names)
     say = (lambda msg: None) if args.quiet else \
         (lambda msg: print(msg, file=sys.stderr, flush=True))
-    node_ctx = _context(args, inv, names[0], say)
+    node_ctx = _context(args, ctx, inv, names[0], say)
     bind = _bind(args, inv)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     flow = Flow(node_ctx, callback_bind=bind, interrupts=interrupts)

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions
+from fleet.cliparts import Parents, add_actions, add_secrets
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -39,8 +39,7 @@ def register(sub: Any, parents: Parents) -> None:
                                         "checked against the signed index's sha256.")
     sp.add_argument("--repo", type=Path, metavar="DIR",
                     help="the repository (default: the inventory's site.apt.repo)")
-    sp.add_argument("--secrets", type=Path, default=Path("secrets"), metavar="DIR",
-                    help="the secrets store holding the signing key (default: ./secrets)")
+    add_secrets(sp, "the secrets store holding the signing key (default: ./secrets)")
     sp.add_argument("--archive", action="store_true",
                     help="fetch from the archives themselves (FLEET_UBUNTU_MIRROR, ...), not "
                          "through the apt cache the rendered sources name")
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _list(ctx: Context, repo: Path, codename: str) -> Exit:
-    from fleet.packages.facts import deb822
+    from fleet.apt.facts import deb822
     from fleet.repo import reprepro, standin
 
     index = reprepro.packages_index(repo, codename)
@@ -92,9 +91,10 @@ def _list(ctx: Context, repo: Path, codename: str) -> Exit:
 
 def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
           os_name: str) -> Exit:
-    from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
-    from fleet.packages.facts import deb822, from_lowstate
+    from fleet.apt.archive import OSES, ArchiveError, ScratchApt, keyring
+    from fleet.apt.facts import deb822, from_lowstate
     from fleet.packages.highstates import REPO, renderer, role_sets
+    from fleet.render import bootstrap
     from fleet.repo import fill, reprepro, saltsource, signing
 
     release = OSES[os_name]
@@ -110,9 +110,10 @@ def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
                 facts.append((node, from_lowstate(rendered.lowstate, rendered.files)))
         apt = ScratchApt(cache / f"repo-{os_name}", release, keyring(release.distro, cache))
         apt.write_sources(facts[0][1].sources, keep_uris=not args.archive)
-        salt = saltsource.enabled(facts[0][1].sources)
+        salt = saltsource.enabled(facts[0][1].sources.get(bootstrap.SOURCES))
         if salt is not None:
-            salt_keyring = args.salt_keyring or Path(saltsource.KEYRING)
+            # base.apt's copy on the provisioning host, where the fill runs
+            salt_keyring = args.salt_keyring or Path(bootstrap.KEYRING)
             if not salt_keyring.is_file():
                 print(f"fleet repo fill: {salt_keyring}: no Salt keyring (base.apt puts it "
                       "there; or give --salt-keyring FILE)", file=sys.stderr)

@@ -29,6 +29,7 @@ from fleet.output import node_entry
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.master.runner import Runner
     from fleet.rollout.flow import Parts
 
 
@@ -64,7 +65,7 @@ def register(sub: Any, parents: Parents) -> None:
                    help="with --reboot: power-cycle even a node in PXE install mode (it is "
                         "then reinstalled: its disk wiped) or whose mode cannot be read")
     add_pxe_options(p, "--reboot reads")
-    add_force(p)
+    add_force(p, "rollout")
     add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
               ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
     add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
@@ -81,6 +82,7 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.master.lock import BusyError
     from fleet.rollout.flow import Options, Rollout, RolloutError
+    from fleet.signals import SignalCatcher
 
     inv, names = ctx.targets()
     if _refused(args, inv, names):
@@ -98,17 +100,16 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                    drain_timeout=args.drain_timeout, apply_timeout=args.apply_timeout,
                    boot_timeout=args.boot_timeout, health_timeout=args.health_timeout)
     args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    rollout = Rollout(inv, _parts(args, inv), args.state_dir, args.reinstall_state_dir,
-                      say)
-    got: list[int] = []
+    rollout = Rollout(inv, _parts(args, inv, ctx.runner()), args.state_dir,
+                      args.reinstall_state_dir, say)
 
-    def on_signal(signum: int, _frame: object) -> None:
-        got.append(signum)
+    def on_signal(signum: int) -> None:
         say(f"{signal.Signals(signum).name}: stopping after the steps in flight "
             "(nodes left drained; --resume continues)")
         rollout.interrupt()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = SignalCatcher(say, on_signal, again="the steps in flight are finishing")
+    signals.install()
     try:
         report = rollout.abort() if args.abort else \
             rollout.start(names, opts, resume=args.resume)
@@ -120,14 +121,13 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.BUSY if "unfinished" in str(exc) else Exit.USAGE
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        signals.restore()
     if args.json:
         ctx.out.emit(as_json(report))
     elif not quiet:
         print(format_table(report))
-    if got:
-        return for_signal(got[0])
+    if signals.received is not None:
+        return for_signal(signals.received)
     return Exit.FAILED if report.outcome == "failed" else Exit.OK
 
 
@@ -157,16 +157,14 @@ def _refused(args: argparse.Namespace, inv: Inventory, names: list[str]) -> bool
     return bool(refusals)
 
 
-def _parts(args: argparse.Namespace, inv: Inventory) -> Parts:
+def _parts(args: argparse.Namespace, inv: Inventory, runner: Runner) -> Parts:
     """Salt, the BMCs and the health gate as the command line sets them."""
     from fleet.bmc.connect import client_for
     from fleet.health.run import check
-    from fleet.master.runner import runner_for
     from fleet.master.salt import Salt
     from fleet.rollout.flow import Parts
     from fleet.rollout.steps import BmcReboot, SaltApply
 
-    runner = runner_for(args.salt_config, args.slurm_command)
 
     def health(node: str) -> list[str]:
         return check(inv, [node], runner, lambda _m: None,

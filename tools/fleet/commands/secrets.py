@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions
+from fleet.cliparts import Parents, add_actions, add_secrets
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -24,8 +24,7 @@ def register(sub: Any, parents: Parents) -> None:
                             description="Create the secrets store: a new random munge key "
                                         "if there is none, and list the BMC passwords still "
                                         "missing.")
-    sp.add_argument("--secrets", default="secrets", metavar="DIR",
-                    help="the store (default: ./secrets)")
+    add_secrets(sp, "the store (default: ./secrets)")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:

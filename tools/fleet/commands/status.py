@@ -17,6 +17,7 @@ from fleet.cliparts import (
     add_command,
     add_pxe_options,
     add_salt_config,
+    add_salt_timeout,
     add_slurm_command,
     bmc_options,
     boot_mode_store,
@@ -26,6 +27,7 @@ from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.master.runner import Runner
 
 DESCRIPTION = """
 What state every node TARGET names is in, from every live source, each asked once for all
@@ -56,8 +58,7 @@ def register(sub: Any, parents: Parents) -> None:
                    help="Prometheus to ask for alerts (default: http://<site.monitoring "
                         "host>:9090)")
     add_bmc_pool(p, parallel=32, deadline=15.0, bmc_timeout=5.0)
-    p.add_argument("--salt-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds test.ping waits for the minions (default 10)")
+    add_salt_timeout(p, 10.0, "test.ping")
     for flag, where, what in (
             ("--apply-state-dir", statedir.APPLY, "fleet apply's results"),
             ("--health-state-dir", statedir.HEALTH, "fleet health's results"),
@@ -80,13 +81,14 @@ def _accepted_dir(config: Path) -> Path:
 
 def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, float]]:
     """``fn`` as a source: (values, error, the master down, seconds)."""
-    from fleet.status.sources import MasterDownError, SourceError
+    from fleet.master.salt import MasterError
+    from fleet.status.sources import SourceError
 
     def run() -> tuple[Any, str | None, bool, float]:
         t0 = time.monotonic()
         try:
             return fn(), None, False, time.monotonic() - t0
-        except MasterDownError as exc:
+        except MasterError as exc:  # the master or its tools did not answer: exit 4
             return {}, str(exc), True, time.monotonic() - t0
         except SourceError as exc:
             return {}, str(exc), False, time.monotonic() - t0
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
               "--salt-timeout above 0", file=sys.stderr)
         return Exit.USAGE
     left = {} if explicit else default_target(inv, "status")[1]
-    jobs, skipped = _jobs(args, inv, names)
+    jobs, skipped = _jobs(args, inv, names, ctx.runner())
     t0 = time.monotonic()
     ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}")
     cols, notes, master_down = _ask(jobs, skipped, ctx.progress)
@@ -130,14 +132,12 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
 
 
-def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str]
+def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Runner
           ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
     """Each source to ask, as a call; the sources skipped, with why."""
-    from fleet.master.runner import runner_for
     from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
 
-    runner = runner_for(args.salt_config, args.slurm_command)
     jobs: dict[str, Callable[[], Any]] = {}
     skipped: dict[str, str] = {}
     if args.no_power:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_command
+from fleet.cliparts import Parents, add_command, add_secrets
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -17,10 +16,9 @@ EPILOG = "exit codes: 0 valid, 1 invalid inventory, 2 usage, 4 the inventory can
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "validate", DESCRIPTION, EPILOG)
-    p.add_argument("--secrets", dest="check_secrets", type=Path, metavar="DIR",
-                   help="also check that every password_secret has a value in DIR/bmc "
-                        "(errors; without it, a ./secrets found here gives warnings, as "
-                        "for render)")
+    add_secrets(p, "also check that every password_secret has a value in DIR/bmc (errors; "
+                "without it, a ./secrets found here gives warnings, as for render)",
+                dest="check_secrets", default=None)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:

@@ -30,8 +30,10 @@ from typing import Any
 from fleet.health import parse
 from fleet.health.expect import data_mounts
 from fleet.inventory.model import Inventory, Node
+from fleet.master import slurm
 from fleet.master.runner import Runner
 from fleet.master.salt import MasterError, Salt
+from fleet.master.text import clean
 
 HTTP_TIMEOUT = 10  # seconds curl waits for each answer
 OK, PROBLEM, WARNING, SKIPPED = "ok", "problem", "warning", "skipped"
@@ -228,19 +230,17 @@ def ask(calls: list[Call], scontrol: Callable[[], str] | None,
                 progress(f"{check}: {len(data or {})} answer(s)")
         if slurm_future is not None:
             try:
-                answers.scontrol = parse.scontrol_nodes(slurm_future.result())
+                answers.scontrol = slurm.scontrol_nodes(slurm_future.result())
             except Exception as exc:  # the controller unreachable: every slurm check says so
-                answers.errors["slurm"] = parse.clean(exc)
-                progress(f"scontrol: {parse.clean(exc)}")
+                answers.errors["slurm"] = clean(exc)
+                progress(f"scontrol: {clean(exc)}")
     if calls and len(answers.errors) >= len(calls) and not answers.by_check:
         raise MasterError(next(iter(answers.errors.values())))
     return answers
 
 
 def scontrol_reader(runner: Runner) -> Callable[[], str]:
-    def read() -> str:
-        return runner.run(["scontrol", "show", "node", "-o"], timeout=60).check().stdout
-    return read
+    return partial(slurm.show_node_text, runner, None, 60)
 
 
 # --- judging ----------------------------------------------------------------------------

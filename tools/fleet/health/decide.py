@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.health import parse
 from fleet.health.checks import NodeReport
+from fleet.master import slurm
+from fleet.master.text import clean
 
 PREFIX = "fleet health:"
 REASON_MAX = 400
@@ -35,18 +36,17 @@ class Action:
 def drain_reason(problems: list[str]) -> str:
     """``fleet health: <problem>; <problem>``: node-supplied text in it is cleaned
     (printable ASCII, one line) and the whole is cut to what Slurm shows well."""
-    return parse.clean(f"{PREFIX} " + "; ".join(problems), REASON_MAX)
+    return clean(f"{PREFIX} " + "; ".join(problems), REASON_MAX)
 
 
 def drained(fields: dict[str, str]) -> bool:
     """DRAIN set (draining with jobs, or drained), or DOWN/FAIL set by someone with a
     reason (scontrol's ``State=DOWN Reason=``)."""
-    return bool(parse.state_flags(fields.get("State", "")) & {"DRAIN", "DRAINING",
-                                                              "DRAINED", "FAIL"})
+    return slurm.drained(fields, also=frozenset({"FAIL"}))
 
 
 def ours(fields: dict[str, str]) -> bool:
-    return drained(fields) and parse.reason_text(fields.get("Reason", "")).startswith(PREFIX)
+    return drained(fields) and slurm.drained_by(fields, PREFIX)
 
 
 def decide(report: NodeReport, is_slurm_node: bool, *, drain: bool, resume: bool
@@ -56,7 +56,7 @@ def decide(report: NodeReport, is_slurm_node: bool, *, drain: bool, resume: bool
     fields = report.slurm
     if not is_slurm_node or fields is None or not (drain or resume):
         return None
-    reason = parse.clean(parse.reason_text(fields.get("Reason", "")), 160)
+    reason = clean(slurm.reason_text(fields.get("Reason", "")), 160)
     if not report.healthy:
         if not drain:
             return None
@@ -64,7 +64,7 @@ def decide(report: NodeReport, is_slurm_node: bool, *, drain: bool, resume: bool
             return Action(report.node, "leave", f"unhealthy, but drained by someone else "
                                                 f"({reason or 'no reason'}): left alone")
         new = drain_reason(report.problems)
-        if ours(fields) and parse.reason_text(fields.get("Reason", "")) == new:
+        if ours(fields) and slurm.reason_text(fields.get("Reason", "")) == new:
             return Action(report.node, "leave", "unhealthy, already drained by fleet health")
         return Action(report.node, "drain", "unhealthy", new)
     if not resume or not drained(fields):

@@ -4,7 +4,7 @@ the health checks and the lab (which gives each data-disk mount point a real mou
 from __future__ import annotations
 
 from fleet.inventory.model import Node
-from fleet.render.pillar import data_mount
+from fleet.render.mkvlayout import data_mount
 
 
 def data_mounts(node: Node) -> list[str]:

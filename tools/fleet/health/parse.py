@@ -1,12 +1,15 @@
 """Pure parsing of what nodes and Slurm answer, for the health gate of ``fleet health``,
 ``fleet rollout`` and ``fleet reinstall``. Nothing here runs a command; the
 text parsed comes from the nodes and is only ever read, never executed, and passes
-through :func:`clean` before it goes anywhere a person or Slurm reads it."""
+through :func:`fleet.master.text.clean` before it goes anywhere a person or Slurm reads it."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from fleet.master.slurm import gres_gpus, reason_text, state_flags
+from fleet.master.text import clean
 
 SYS_IB = "/sys/class/infiniband"
 # One line per port: "mlx5_0/ports/1|InfiniBand|4: ACTIVE|5: LinkUp". link_layer tells
@@ -17,15 +20,6 @@ IB_PORTS_CMD = (
     f'echo "${{p#{SYS_IB}/}}|$(cat "$p/link_layer" 2>/dev/null)|$(cat "$p/state")|'
     '$(cat "$p/phys_state" 2>/dev/null)"; done; true')
 IB_ACTIVE, IB_LINKUP = "4: ACTIVE", "5: LinkUp"
-
-
-def clean(text: object, limit: int = 200) -> str:
-    """Printable ASCII on one line, at most ``limit`` characters: for node-supplied text
-    in a table, a JSON report or a Slurm drain reason (no control characters, no
-    escape sequences, no newlines)."""
-    s = "".join(c if " " <= c <= "~" else " " for c in str(text))
-    s = " ".join(s.split())
-    return s if len(s) <= limit else s[: max(limit - 3, 0)] + "..."
 
 
 # --- InfiniBand -------------------------------------------------------------------------
@@ -141,71 +135,6 @@ def xid_verdict(found: list[Xid]) -> tuple[bool, bool, str]:
 
 
 # --- Slurm ------------------------------------------------------------------------------
-
-_KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z]*(?:/[A-Za-z]+)?)=")
-
-
-def scontrol_nodes(out: str) -> dict[str, dict[str, str]]:
-    """``scontrol show node -o``: one line per node of ``Key=value`` pairs, by NodeName.
-    A value may hold spaces (Reason=, OS=): it runs up to the next `` Key=``. Reason
-    is the one free text and comes after the keys Slurm prints before it; its own
-    ``x=y`` words would look like keys, so everything after ``Reason=`` up to a known
-    later key (none in 22.05-23.11 but Comment=/Extra=) is the reason."""
-    nodes: dict[str, dict[str, str]] = {}
-    for line in out.splitlines():
-        line = line.strip()
-        if not line.startswith("NodeName="):
-            continue
-        rest, reason = line, None
-        r = line.find(" Reason=")
-        if r >= 0:
-            rest, reason = line[:r], line[r + len(" Reason="):]
-        fields: dict[str, str] = {}
-        marks = list(_KEY.finditer(rest))
-        for i, m in enumerate(marks):
-            end = marks[i + 1].start() if i + 1 < len(marks) else len(rest)
-            fields[m.group(1)] = rest[m.end():end].strip()
-        if reason is not None:
-            for later in (" Comment=", " Extra="):
-                cut = reason.find(later)
-                if cut >= 0:
-                    reason = reason[:cut]
-            fields["Reason"] = reason.strip()
-        name = fields.get("NodeName", "").split()[0] if fields.get("NodeName") else ""
-        if name:
-            nodes[name] = fields
-    return nodes
-
-
-def reason_text(reason: str) -> str:
-    """The reason without Slurm's ``[user@time]`` suffix."""
-    return re.sub(r"\s*\[[^\]]*@[^\]]*\]$", "", reason.strip())
-
-
-def state_flags(state: str) -> set[str]:
-    """``IDLE+DRAIN`` -> {IDLE, DRAIN}; ``DOWN*`` -> {DOWN, NOT_RESPONDING}."""
-    flags = set()
-    for part in state.split("+"):
-        part = part.strip()
-        if part.endswith("*"):
-            flags.add("NOT_RESPONDING")
-            part = part.rstrip("*")
-        if part:
-            flags.add(part.upper())
-    return flags
-
-
-def gres_gpus(gres: str) -> int | None:
-    """GPUs in a ``Gres=`` value: ``gpu:tinybox:6(S:0-1)``, ``gpu:6``; None without."""
-    total, seen = 0, False
-    for item in re.split(r",(?![^(]*\))", gres):
-        item = re.sub(r"\(.*\)$", "", item.strip())
-        parts = item.split(":")
-        if parts[0] == "gpu" and len(parts) >= 2 and parts[-1].isdigit():
-            total += int(parts[-1])
-            seen = True
-    return total if seen else None
-
 
 def slurmd_verdict(fields: dict[str, str] | None, gpus_expected: int | None
                    ) -> tuple[bool, str]:

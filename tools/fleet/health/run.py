@@ -11,12 +11,12 @@ from typing import Any
 
 from fleet.health import checks, decide
 from fleet.health.checks import PROBLEM, SKIPPED, WARNING, NodeReport
-from fleet.health.parse import clean
 from fleet.inventory.model import Inventory
 from fleet.master import slurm
 from fleet.master.journal import Journal
 from fleet.master.runner import CommandError, Runner
 from fleet.master.salt import Salt
+from fleet.master.text import clean
 
 
 @dataclass

@@ -3,9 +3,9 @@
 A lab node's first highstate used to download and install every package of its roles
 (Prometheus, nginx, dnsmasq, Slurm, munge, apt-cacher-ng, ...) on a 2-core host, and
 every reinstall test did it again. Here the lab's own highstate of each node is rendered
-in-process (the renderer of `make check-packages`: tests/support/saltrender.py, over the
+in-process (the renderer of `make check-packages`: fleet/saltrender.py, over the
 lab render's pillar with lab/pillar merged over it, for the lab's OS), its ``pkg``
-installs collected as `make check-packages` collects them (fleet.packages.facts), and
+installs collected as `make check-packages` collects them (fleet.apt.facts), and
 each distinct set is installed into an image derived from the lab's minion image. The
 states stay the one definition of what a node has; the image only does their downloads
 ahead of time, once per machine (the tag is a hash of the inputs). A set is installed
@@ -39,12 +39,12 @@ from typing import Any
 
 import yaml
 
+from fleet.apt.facts import NodeFacts, from_lowstate
 from fleet.lab import podman as pm
 from fleet.lab import siterepo
 from fleet.lab.paths import PREFIX, Paths
 from fleet.lab.plan import Plan
-from fleet.packages.facts import NodeFacts, from_lowstate
-from fleet.packages.highstates import salt_harness
+from fleet.packages.highstates import saltrender, write_secrets_root
 from fleet.render import bootstrap
 
 log = logging.getLogger("fleet.lab")
@@ -111,14 +111,14 @@ def _merge(base: Any, over: Any) -> Any:
 def node_sets(paths: Paths, plan: Plan) -> dict[str, NodeSet]:
     """hostname -> what its lab highstate installs and manages (the lab render must be
     written: plan.render)."""
-    harness, saltrender = salt_harness(paths.repo)
+    render = saltrender()
     extra = _lab_pillar(paths)
     out: dict[str, NodeSet] = {}
     with tempfile.TemporaryDirectory() as tmp:
         secrets = Path(tmp) / "secrets"
-        harness.write_secrets_root(secrets)
-        renderer = saltrender.Renderer(paths.repo / "salt", paths.render / "pillar", secrets,
-                                       Path(tmp) / "cache")
+        write_secrets_root(secrets)
+        renderer = render.Renderer(paths.repo / "salt", paths.render / "pillar", secrets,
+                                   Path(tmp) / "cache")
         site_pillar = renderer.pillar
         renderer.pillar = lambda node: _merge(site_pillar(node), extra)
         for node in plan.nodes:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import yaml
 
+from fleet.apt.archive import OSES, ArchiveError, ScratchApt, keyring
+from fleet.apt.facts import NodeFacts
 from fleet.lab.paths import Paths
 from fleet.lab.plan import Plan
 from fleet.lab.run import LabError
-from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
-from fleet.packages.facts import NodeFacts
 from fleet.repo import fill, reprepro, standin
 from fleet.repo.fill import FillError
 

@@ -29,11 +29,11 @@ import sys
 import time
 from pathlib import Path
 
+from fleet.apt.archive import ArchiveError, keyring
 from fleet.lab import image as debian_image
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
 from fleet.lab.run import LabError, run
-from fleet.packages.archive import ArchiveError, keyring
 
 log = logging.getLogger("fleet.lab")
 

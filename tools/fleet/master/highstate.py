@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from fleet.master.salt import Lost
+from fleet.master.text import clean
 
 
 class Status(StrEnum):
@@ -82,9 +83,8 @@ def _round(v: float | None) -> float | None:
 
 
 def _one_line(text: str, width: int = 160) -> str:
-    """Printable, on one line, cut at ``width`` (a minion's text reaches a terminal)."""
-    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
-    return line if len(line) <= width else line[: width - 3] + "..."
+    """A minion's text, on one line and cut at ``width``: it reaches a terminal."""
+    return clean(text, width)
 
 
 def _function(key: str) -> tuple[str, str, str]:

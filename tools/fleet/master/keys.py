@@ -31,9 +31,10 @@ def master_finger(pki_dir: Path) -> str | None:
     return str(salt.utils.crypt.pem_finger(str(pub), sum_type="sha256"))
 
 
-def key_lists(runner: Runner) -> dict[str, list[str]]:
-    """``salt-key -L --out=json``: the key ids by list (minions, minions_pre, ...)."""
-    out = runner.run(["salt-key", "-L", "--out=json"], timeout=60).check().stdout
+def key_lists(runner: Runner, timeout: float = 60) -> dict[str, list[str]]:
+    """``salt-key -L --out=json``: the key ids by list (minions, minions_pre, ...); an
+    answer that is not one is a ValueError."""
+    out = runner.run(["salt-key", "-L", "--out=json"], timeout=timeout).check().stdout
     data = json.loads(out)
     if not isinstance(data, dict):
         raise ValueError(f"salt-key -L answered {out[:200]!r}")

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from fleet.master import layout
+from fleet.master.text import printable
 
 
 class BusyError(Exception):
@@ -35,7 +36,7 @@ class NodeLock:
             os.close(fd)
             # what the file says goes to a terminal: digits, and printable text only
             pid = pid if pid.isdigit() else "?"
-            command = "".join(c for c in command if c.isprintable())[:120] or "fleet reinstall"
+            command = printable(command, 120) or "fleet reinstall"
             raise BusyError(f"another `{command}` (pid {pid}) is running for "
                             f"{self.path.parent.name} (lock {self.path})") from None
         os.ftruncate(fd, 0)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.master.runner import Result, Runner
+from fleet.master.text import clean, last_line
 
 FIND_JOB_EVERY = 30.0  # seconds between saltutil.find_job questions while a job runs
 FIND_JOB_WAIT = 15.0   # seconds a find_job waits for the minions (salt -t)
@@ -62,8 +63,10 @@ def gather_job_timeout(config_dir: Path) -> float:
 
 
 class MasterError(Exception):
-    """The Salt master could not be asked at all: salt answered nothing (the master is
-    down; ``returncode`` 127: the salt CLI is missing)."""
+    """The master or its tools did not answer: salt or salt-key answered nothing (the
+    master is down; ``returncode`` 127: the CLI is missing). The one such exception, for
+    every verb (apply, health, status, cabling, reinstall, rollout): exit 4 where a verb
+    cannot go on without the master."""
 
     def __init__(self, message: str, returncode: int | None = None) -> None:
         super().__init__(message)
@@ -71,8 +74,7 @@ class MasterError(Exception):
 
     @classmethod
     def of(cls, result: Result) -> MasterError:
-        last = (result.stderr.strip() or result.stdout.strip()).splitlines()
-        detail = "".join(c if c.isprintable() else " " for c in last[-1])[:300] if last else ""
+        detail = last_line(result.stderr.strip() or result.stdout, 300)
         return cls(f"`salt` exited {result.returncode}" + (f": {detail}" if detail else ""),
                    result.returncode)
 
@@ -160,7 +162,7 @@ class Salt:
                               timeout=120).check()
         m = _JID.search(res.stdout)
         if m is None:
-            shown = "".join(c if c.isprintable() else " " for c in res.stdout)[:200]
+            shown = clean(res.stdout, 200)
             raise NoJobError(f"salt --async {fun} gave no job id: {shown!r}")
         return m.group(1)
 

@@ -1,11 +1,16 @@
 """Drain and resume a node in Slurm through ``scontrol`` and ``sinfo`` (research notes §3:
-DRAIN survives re-registration; only an explicit RESUME returns the node)."""
+DRAIN survives re-registration; only an explicit RESUME returns the node), and what
+``scontrol show node -o`` prints, parsed (for health, status and rollout)."""
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from fleet.master.runner import Runner
+from fleet.master.text import clean
 
 # Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
 IDLE_ENOUGH = frozenset({"drained", "down", "fail"})
@@ -16,9 +21,8 @@ JOB_ID = re.compile(r"^[0-9]+(?:_[0-9]+)?(?:\.[0-9a-z]+)?$")  # 123, 123_4 (an a
 def drain(runner: Runner, node: str, reason: str) -> None:
     """The reason is one argument (``commands.through`` quotes it for ssh); text a node
     supplied in it (health output) loses its control characters and is cut short."""
-    clean = " ".join("".join(c if c.isprintable() else " " for c in reason).split())
     runner.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN",
-                f"Reason={clean[:REASON_MAX]}"]).check()
+                f"Reason={clean(reason, REASON_MAX)}"]).check()
 
 
 def resume(runner: Runner, node: str) -> None:
@@ -60,17 +64,73 @@ def no_jobs_can_run(sinfo_state: str) -> bool:
     return base_state(sinfo_state) in IDLE_ENOUGH
 
 
-def jobs(runner: Runner, node: str, partition: str | None = None) -> list[str]:
+def jobs(runner: Runner, node: str, partition: str | None = None, *,
+         states: str | None = None, timeout: float = 120) -> list[str]:
     """The ids of the jobs Slurm has on the node (``squeue -h -w NODE -o %i``: running,
-    completing, suspended), only those of ``partition`` where given; an id that is not
-    one is an error, never passed on."""
+    completing, suspended), only those of ``partition`` and ``states`` (``-t``) where
+    given; an id that is not one is an error (LookupError), never passed on."""
     only = ["-p", partition] if partition is not None else []
-    out = runner.run(["squeue", "-h", "-w", node, *only, "-o", "%i"]).check().stdout
+    only += ["-t", states] if states is not None else []
+    out = runner.run(["squeue", "-h", "-w", node, *only, "-o", "%i"],
+                     timeout=timeout).check().stdout
     ids = [ln.strip() for ln in out.splitlines() if ln.strip()]
     bad = [i for i in ids if not JOB_ID.match(i)]
     if bad:
         raise LookupError(f"squeue gave a job id that is not one for {node}: {bad[0][:40]!r}")
     return ids
+
+
+@dataclass(frozen=True)
+class Drained:
+    state: str      # sinfo's state once no job can run, e.g. ``drained``
+    waited: float   # seconds
+    polls: int      # how many times it was not yet so
+
+
+class DrainWaitError(Exception):
+    """The node did not get there: its state then, the jobs still on it (when asked), and
+    whether ``stopped`` ended the wait rather than the deadline."""
+
+    def __init__(self, state: str, left: list[str], stopped: bool) -> None:
+        super().__init__(f"still {state}")
+        self.state, self.left, self.stopped = state, left, stopped
+
+
+def wait_drained(runner: Runner, node: str, timeout: float, poll: float, *,
+                 no_jobs: bool = False, stopped: Callable[[], bool] = lambda: False,
+                 note: Callable[[str, float], None] | None = None) -> Drained:
+    """The one drain wait (reinstall, rollout): poll sinfo until no job can run on the
+    drained node (and, with ``no_jobs``, squeue lists none on it either), ``timeout``
+    seconds at most; ``stopped`` is asked between polls, ``note(state, seconds)`` told
+    every 30 s of waiting."""
+    t0 = time.monotonic()
+    last_note, polls = t0, 0
+    while True:
+        state_now = state(runner, node)
+        left = jobs(runner, node) if no_jobs else []
+        if no_jobs_can_run(state_now) and not left:
+            return Drained(state_now, time.monotonic() - t0, polls)
+        polls += 1
+        if stopped():
+            raise DrainWaitError(state_now, left, True)
+        if time.monotonic() - t0 >= timeout:
+            raise DrainWaitError(state_now, left, False)
+        if note is not None and time.monotonic() - last_note >= 30:
+            last_note = time.monotonic()
+            note(state_now, last_note - t0)
+        time.sleep(poll)
+
+
+def show_node_text(runner: Runner, node: str | None = None, timeout: float = 120) -> str:
+    """``scontrol show node -o [NODE]`` as printed (:func:`scontrol_nodes` parses it)."""
+    argv = ["scontrol", "show", "node", "-o", *([node] if node else [])]
+    return runner.run(argv, timeout=timeout).check().stdout
+
+
+def show_nodes(runner: Runner, node: str | None = None, timeout: float = 120
+               ) -> dict[str, dict[str, str]]:
+    """Every node slurmctld knows (or ``node``), by NodeName: its ``Key=value`` fields."""
+    return scontrol_nodes(show_node_text(runner, node, timeout))
 
 
 def cancel(runner: Runner, job_ids: list[str]) -> None:
@@ -89,3 +149,85 @@ def requeue_preemptible(runner: Runner, node: str, partition: str | None) -> lis
     if ids:
         runner.run(["scontrol", "requeue", ",".join(ids)]).check()
     return ids
+
+
+# --- what scontrol prints -------------------------------------------------------------
+
+_KEY = re.compile(r"(?:^|\s)([A-Z][A-Za-z]*(?:/[A-Za-z]+)?)=")
+
+
+def scontrol_nodes(out: str) -> dict[str, dict[str, str]]:
+    """``scontrol show node -o``: one line per node of ``Key=value`` pairs, by NodeName.
+    A value may hold spaces (Reason=, OS=): it runs up to the next `` Key=``. Reason
+    is the one free text and comes after the keys Slurm prints before it; its own
+    ``x=y`` words would look like keys, so everything after ``Reason=`` up to a known
+    later key (none in 22.05-23.11 but Comment=/Extra=) is the reason."""
+    nodes: dict[str, dict[str, str]] = {}
+    for line in out.splitlines():
+        line = line.strip()
+        if not line.startswith("NodeName="):
+            continue
+        rest, reason = line, None
+        r = line.find(" Reason=")
+        if r >= 0:
+            rest, reason = line[:r], line[r + len(" Reason="):]
+        fields: dict[str, str] = {}
+        marks = list(_KEY.finditer(rest))
+        for i, m in enumerate(marks):
+            end = marks[i + 1].start() if i + 1 < len(marks) else len(rest)
+            fields[m.group(1)] = rest[m.end():end].strip()
+        if reason is not None:
+            for later in (" Comment=", " Extra="):
+                cut = reason.find(later)
+                if cut >= 0:
+                    reason = reason[:cut]
+            fields["Reason"] = reason.strip()
+        name = fields.get("NodeName", "").split()[0] if fields.get("NodeName") else ""
+        if name:
+            nodes[name] = fields
+    return nodes
+
+
+def reason_text(reason: str) -> str:
+    """The reason without Slurm's ``[user@time]`` suffix."""
+    return re.sub(r"\s*\[[^\]]*@[^\]]*\]$", "", reason.strip())
+
+
+def state_flags(state: str) -> set[str]:
+    """``IDLE+DRAIN`` -> {IDLE, DRAIN}; ``DOWN*`` -> {DOWN, NOT_RESPONDING}."""
+    flags = set()
+    for part in state.split("+"):
+        part = part.strip()
+        if part.endswith("*"):
+            flags.add("NOT_RESPONDING")
+            part = part.rstrip("*")
+        if part:
+            flags.add(part.upper())
+    return flags
+
+
+DRAIN_FLAGS = frozenset({"DRAIN", "DRAINED", "DRAINING"})
+
+
+def drained(fields: dict[str, str], also: frozenset[str] = frozenset()) -> bool:
+    """A node's ``scontrol show node`` fields with DRAIN set (draining with jobs, or
+    drained), or one of the flags ``also`` names."""
+    return bool(state_flags(fields.get("State", "")) & (DRAIN_FLAGS | also))
+
+
+def drained_by(fields: dict[str, str], prefix: str) -> bool:
+    """Whether the node's drain reason is ours: it starts with ``prefix`` (each verb
+    writes its own, e.g. ``fleet health:``), Slurm's ``[user@time]`` aside."""
+    return reason_text(fields.get("Reason", "")).startswith(prefix)
+
+
+def gres_gpus(gres: str) -> int | None:
+    """GPUs in a ``Gres=`` value: ``gpu:tinybox:6(S:0-1)``, ``gpu:6``; None without."""
+    total, seen = 0, False
+    for item in re.split(r",(?![^(]*\))", gres):
+        item = re.sub(r"\(.*\)$", "", item.strip())
+        parts = item.split(":")
+        if parts[0] == "gpu" and len(parts) >= 2 and parts[-1].isdigit():
+            total += int(parts[-1])
+            seen = True
+    return total if seen else None

@@ -7,12 +7,12 @@ itself after the exec until it exits."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from fleet.exitcodes import Exit
 from fleet.inventory.model import Inventory, Node
@@ -20,6 +20,17 @@ from fleet.inventory.model import Inventory, Node
 ESCAPE = "~."
 
 Exec = Callable[[str, list[str], Mapping[str, str]], Any]
+
+
+class ConsoleRequest(Protocol):
+    """What a console session needs (fleet console's options; no parser here)."""
+
+    node: str
+    secrets: Path
+    bmc_protocol: str | None
+    bmc_address: str | None
+    state_dir: Path
+    quiet: bool
 
 
 class ConsoleError(Exception):
@@ -62,7 +73,7 @@ def ipmi_endpoint(node: Node, protocol: str | None, address: str | None) -> tupl
     return host, int(port or 623)
 
 
-def cmd_console(args: argparse.Namespace, inv: Inventory, exec_: Exec = os.execve) -> int:
+def cmd_console(args: ConsoleRequest, inv: Inventory, exec_: Exec = os.execve) -> int:
     try:
         return attach(args, inv, exec_)
     except ConsoleError as exc:
@@ -70,7 +81,7 @@ def cmd_console(args: argparse.Namespace, inv: Inventory, exec_: Exec = os.execv
         return exc.code
 
 
-def attach(args: argparse.Namespace, inv: Inventory, exec_: Exec) -> int:
+def attach(args: ConsoleRequest, inv: Inventory, exec_: Exec) -> int:
     from fleet.bmc.base import BmcError
     from fleet.bmc.connect import read_password
     from fleet.master import layout

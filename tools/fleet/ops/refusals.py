@@ -10,20 +10,20 @@ rule is a function of the node that returns the reasons, empty when it may go.
 
 from __future__ import annotations
 
+from fleet.inventory.head import head_reasons
 from fleet.inventory.model import Inventory, Node
-from fleet.master.runner import Runner
+from fleet.master import slurm
+from fleet.master.runner import CommandError, Runner
+from fleet.master.text import clean, last_line, printable
 from fleet.pxe.powerguard import BootModeReader, power_refusal
-from fleet.rollout.plan import reboot_refused
 
 SLURM_TIMEOUT = 30.0
 
 
 def head_node_refusal(inv: Inventory, node: Node) -> list[str]:
-    said = reboot_refused(inv, [node])
-    if not said and node.hostname == inv.raw.site.provisioning_host:
-        said = [f"{node.hostname} (provisioning host)"]
-    return [f"head node {s.split(' ', 1)[1]}: powering it off takes the site's "
-            "provisioning / Salt / Slurm / mkv head down with it" for s in said]
+    reasons = head_reasons(inv, node)
+    return [f"head node ({', '.join(reasons)}): powering it off takes the site's "
+            "provisioning / Salt / Slurm / mkv head down with it"] if reasons else []
 
 
 def boot_mode_refusal(modes: BootModeReader, node: Node) -> list[str]:
@@ -37,16 +37,19 @@ def running_jobs_refusal(runner: Runner, node: Node) -> list[str]:
     cannot be asked about is refused too: no answer is not "no jobs"."""
     if not node.has("slurm.compute"):
         return []
-    res = runner.run(["squeue", "-h", "-w", node.hostname, "-t", "RUNNING,COMPLETING,SUSPENDED",
-                      "-o", "%i"], timeout=SLURM_TIMEOUT)
-    if res.returncode != 0:
-        last = (res.stderr.strip() or res.stdout.strip()).splitlines()
+    try:
+        jobs = slurm.jobs(runner, node.hostname, states="RUNNING,COMPLETING,SUSPENDED",
+                          timeout=SLURM_TIMEOUT)
+    except CommandError as exc:
+        res = exc.result
+        last = last_line(res.stderr.strip() or res.stdout, 200)
         return [f"cannot ask Slurm for its jobs: `{' '.join(res.argv)}` exited "
-                f"{res.returncode}" + (f": {last[-1][:200]}" if last else "")]
-    jobs = [j.strip() for j in res.stdout.split() if j.strip()]
+                f"{res.returncode}" + (f": {last}" if last else "")]
+    except LookupError as exc:
+        return [f"cannot ask Slurm for its jobs: {clean(exc)}"]
     if not jobs:
         return []
-    shown = ", ".join("".join(c for c in j if c.isprintable())[:32] for j in jobs[:10])
+    shown = ", ".join(printable(j, 32) for j in jobs[:10])
     more = f" and {len(jobs) - 10} more" if len(jobs) > 10 else ""
     return [f"{len(jobs)} Slurm job(s) on it ({shown}{more}): drain it first "
             f"(`scontrol update NodeName={node.hostname} State=DRAIN Reason=...`)"]

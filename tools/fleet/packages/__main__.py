@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fleet.packages.archive import OSES, ArchiveError, ScratchApt, keyring
+from fleet.apt.archive import OSES, ArchiveError, ScratchApt, keyring
+from fleet.apt.facts import from_lowstate
 from fleet.packages.check import Result, check_node
-from fleet.packages.facts import from_lowstate
 from fleet.packages.highstates import REPO, renderer, role_sets
 
 

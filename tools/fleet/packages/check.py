@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from fleet.packages.archive import ScratchApt
-from fleet.packages.facts import NodeFacts, records, simulated, transitional, unmet
+from fleet.apt.archive import ScratchApt
+from fleet.apt.facts import NodeFacts, records, simulated, transitional, unmet
 from fleet.repo import fetch
 from fleet.repo.fill import locked_set
 

@@ -1,40 +1,57 @@
 """The nodes' highstates rendered in-process for their apt facts (check-packages, the site
-repository's fill): one node per set of roles, through the tests' renderer
-(tests/support/saltrender.py, which imports Salt)."""
+repository's fill, the lab's preinstall): one node per set of roles, through
+fleet/saltrender.py (which imports Salt, so it is imported only when a renderer is made)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
+import base64
+import secrets
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+from fleet import secrets as fleet_secrets
+from fleet.repo import signing
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def salt_harness(repo: Path = REPO) -> tuple[Any, Any]:
-    """The tests' in-process highstate renderer (tests/support; it imports Salt)."""
-    tests = str(repo / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    harness = importlib.import_module("support.harness")
-    saltrender = importlib.import_module("support.saltrender")
-    saltrender.quiet_salt_logging()
-    saltrender.enable_jinja_compile_cache()
-    return harness, saltrender
+def write_secrets_root(path: Path) -> str:
+    """A secrets pillar root like secrets/pillar/ on the master, with a random dummy key
+    (nothing of it is a real secret: a render only reads its text)."""
+    key = base64.b64encode(secrets.token_bytes(1024)).decode()
+    (path / "secrets").mkdir(parents=True, exist_ok=True)
+    (path / "secrets" / "munge.sls").write_text(f"secrets:\n  munge_key: {key}\n")
+    (path / "secrets" / "aptcache.sls").write_text(
+        fleet_secrets.aptcache_sls(secrets.token_urlsafe(24)))
+    # not a key: base.apt only writes the pillar's text (the lab uses a real one)
+    (path / "secrets" / "siterepo.sls").write_text(signing.pillar_sls(
+        "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\ntest\n-----END PGP PUBLIC KEY BLOCK-----\n"))
+    path.chmod(0o700)
+    return key
+
+
+def saltrender() -> ModuleType:
+    """fleet.saltrender, quiet and with its Jinja cache (it imports Salt: only when asked)."""
+    from fleet import saltrender as module
+
+    module.quiet_salt_logging()
+    module.enable_jinja_compile_cache()
+    return module
 
 
 @contextmanager
 def renderer(root: Path) -> Iterator[Any]:
     """A renderer of ``root``'s salt/ over its pillar/ (with a throw-away secrets root)."""
-    harness, saltrender = salt_harness()
+    module = saltrender()
     with tempfile.TemporaryDirectory() as tmp:
-        secrets = Path(tmp) / "secrets"
-        harness.write_secrets_root(secrets)
-        yield saltrender.Renderer(root / "salt", root / "pillar", secrets, Path(tmp) / "cache")
+        secrets_root = Path(tmp) / "secrets"
+        write_secrets_root(secrets_root)
+        yield module.Renderer(root / "salt", root / "pillar", secrets_root,
+                              Path(tmp) / "cache")
 
 
 def role_sets(renderer: Any) -> dict[tuple[str, ...], str]:

@@ -24,6 +24,10 @@ PROBLEM_TEXT = ("text", "message", "problem")  # a problem given as an object
 LIFECYCLE = "state"  # planned | active | maintenance (retired nodes are in no rack)
 MINION = "minion"  # "answers" / "silent" (a word of MINION_DOWN), a bool, or {"answering": bool}
 GENERATED = ("generated", "generated_at", "time")  # when the status was collected
+# in a field's object: a Unix time (shown as UTC and its age), and the age `fleet status`
+# adds beside it (not shown again); empty values ("summary": "") are left out
+TIMES = frozenset({"ts"})
+AGE = "ago"
 # the document's site-wide lines, shown above the racks: alerts of no node
 # ([{"name", "severity", "summary"}]), the sources that could not be asked
 # ({"slurm": {"error": "..."}}) and notes (["..."])

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from fleet.inventory.model import Inventory
+from fleet.master.text import stamp
 from fleet.page import cabling
 from fleet.page import contract as c
 
@@ -30,13 +31,21 @@ def text(value: Any) -> str:
     elif isinstance(value, int | float):
         out = str(value)
     elif isinstance(value, dict):
-        out = ", ".join(f"{k}: {text(v)}" for k, v in value.items())
+        out = ", ".join(f"{k}: {_value(k, v)}" for k, v in value.items()
+                        if v not in (None, "", [], {})
+                        and not (k == c.AGE and c.TIMES & value.keys()))
     elif isinstance(value, list):
         out = "; ".join(text(v) for v in value) or "none"
     else:
         out = json.dumps(value, default=str)
     out = " ".join(out.split())
     return out if len(out) <= CLIP else out[:CLIP - 1] + "…"
+
+
+def _value(key: str, value: Any) -> str:
+    if key in c.TIMES and isinstance(value, int | float) and not isinstance(value, bool):
+        return stamp(float(value))
+    return text(value)
 
 
 def records(doc: Any) -> dict[str, dict[str, Any]]:

@@ -3,13 +3,13 @@ would install it.
 
 A node whose PXE boot mode is ``install`` (armed by ``fleet reinstall`` or ``fleet pxe
 set``, left so by an interrupted run) boots into the installer, which wipes its system
-disk: a routine power cycle (``fleet rollout --reboot``; a future ``fleet power`` calls
-this too) would reinstall it. So a power action is refused for a node whose mode is
+disk: a routine power cycle (``fleet rollout --reboot``, ``fleet power``) would reinstall
+it. So a power action is refused for a node whose mode is
 ``install``, or cannot be read (no PXE state here, an unreadable link, the provisioning
 host not answering), naming the node and why; the caller's force flag
 (``--ignore-boot-mode``) is the only way past it. The mode is the PXE side's own
 (fleet.pxe.state.get_mode, or ``fleet pxe status --json`` on the provisioning host),
-read through the reinstall's boot-mode stores (fleet.reinstall.bootmode).
+read through the boot-mode stores (fleet.pxe.bootmode).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def power_refusal(node: str, reader: BootModeReader, force_flag: str = FORCE_FLA
                   ) -> str | None:
     """Why no power action may touch ``node`` now (one line naming it, and the caller's
     ``force_flag`` that overrides it), or None when its boot mode is ``local``."""
-    from fleet.health.parse import clean
-    from fleet.reinstall.bootmode import BootModeUnavailableError
+    from fleet.master.text import clean
+    from fleet.pxe.bootmode import BootModeUnavailableError
 
     try:
         mode = reader.get_mode(node)

@@ -13,7 +13,7 @@ from fleet.master.journal import Journal
 from fleet.master.keys import MinionKeys
 from fleet.master.runner import Runner
 from fleet.master.salt import Salt
-from fleet.reinstall.bootmode import BootModeSetter
+from fleet.pxe.bootmode import BootModeSetter
 from fleet.reinstall.tokens import TokenStore
 
 

@@ -18,18 +18,18 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from types import FrameType
-from typing import Any, Self
+from typing import Any
 
 from fleet.bmc.base import BmcError
 from fleet.master import slurm
 from fleet.master.journal import RunState, latest_run
 from fleet.master.lock import NodeLock
 from fleet.master.runner import CommandError
-from fleet.reinstall.bootmode import BootModeUnavailableError
+from fleet.pxe.bootmode import BootModeUnavailableError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 from fleet.reinstall.server import CallbackServer, node_addresses
 from fleet.reinstall.steps import STEP_NAMES, STEPS
+from fleet.signals import SignalCatcher
 
 
 class FlowError(Exception):
@@ -46,44 +46,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
-
-
-class SignalCatcher:
-    """SIGINT and SIGTERM caught from ``install()`` to ``restore()``: the first one's number
-    is kept and handed to ``_stop``; any further one is only reported (``AGAIN`` says
-    what is still going on)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-    AGAIN = "the node is being left safe first"
-
-    def __init__(self, say: Callable[[str], None] = lambda msg: None) -> None:
-        self.say = say
-        self.received: int | None = None  # the first signal's number
-        self._old: dict[int, Any] = {}
-
-    @property
-    def name(self) -> str | None:
-        return signal.Signals(self.received).name if self.received is not None else None
-
-    def install(self) -> Self:
-        for sig in self.SIGNALS:
-            self._old[sig] = signal.signal(sig, self._handler)
-        return self
-
-    def restore(self) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        if self.received is not None:
-            self.say(f"{signal.Signals(signum).name} again: already stopping; {self.AGAIN}")
-            return
-        self.received = signum
-        self._stop(signum)
-
-    def _stop(self, signum: int) -> None:
-        raise NotImplementedError
 
 
 class Interrupts(SignalCatcher):

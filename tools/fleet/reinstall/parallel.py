@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 
 from fleet.exitcodes import Exit, for_signal
 from fleet.inventory.model import Inventory
-from fleet.reinstall.flow import Interrupted, Interrupts, Report, SignalCatcher
+from fleet.reinstall.flow import Interrupted, Interrupts, Report
+from fleet.signals import SignalCatcher
 
 LINK_SHARE = 0.5
 IMAGE_WINDOW_S = 60.0

@@ -53,7 +53,8 @@ from fleet.discover.inbox import PATH as DISCOVER_PATH
 from fleet.discover.inbox import Inbox
 from fleet.master import layout
 from fleet.master.journal import Journal
-from fleet.reinstall.bootmode import BootModeSetter
+from fleet.master.text import clean
+from fleet.pxe.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
 from fleet.reinstall.tokens import TokenError, TokenStore, TokenUsedError
 
@@ -86,8 +87,7 @@ def peer_mac(address: str, arp: Path = Path("/proc/net/arp")) -> str | None:
 
 
 def _printable(text: str, limit: int = 300) -> str:
-    clean = "".join(c if c.isprintable() else "?" for c in text)
-    return clean[:limit] + ("..." if len(clean) > limit else "")
+    return clean(text, limit)
 
 
 class CallbackServer(ThreadingHTTPServer):

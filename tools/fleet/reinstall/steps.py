@@ -13,22 +13,19 @@ from collections.abc import Callable
 from fleet.health.checks import OK, WARNING, NodeReport
 from fleet.health.run import check
 from fleet.inventory.compute import preemptible_partition
+from fleet.inventory.head import head_reasons
 from fleet.master import slurm
 from fleet.master.highstate import NodeResult, Status, describe, judge
 from fleet.master.runner import CommandError
 from fleet.master.salt import MasterError, NoJobError
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
-# Roles whose hosts the reinstall refuses to touch: they run the reinstall itself.
-INFRA_ROLES = ("provisioning", "slurm.controller", "mkv.master")
-
 Step = Callable[[Context], str]
 
 
 def preflight(ctx: Context) -> str:
     site, node = ctx.inventory.raw.site, ctx.node
-    if ctx.name in (site.provisioning_host, site.salt.master) or \
-            any(node.has(r) for r in INFRA_ROLES):
+    if head_reasons(ctx.inventory, node):  # they run the reinstall itself
         raise StepFailedError(f"{ctx.name} is the provisioning host / Salt master (roles "
                               f"{', '.join(node.roles)}): it cannot reinstall itself")
     recorded = site.salt.master_finger
@@ -67,18 +64,15 @@ def drain(ctx: Context) -> str:
             ctx.say(f"  --force: cancelling job(s) {', '.join(ids)} on {ctx.name}")
             slurm.cancel(ctx.runner, ids)
             cancelled += f"--force cancelled job(s) {', '.join(ids)}; "
-    deadline = time.monotonic() + ctx.options.drain_timeout
-    while True:
-        state = slurm.state(ctx.runner, ctx.name)
-        left = slurm.jobs(ctx.runner, ctx.name) if ctx.options.force else []
-        if slurm.no_jobs_can_run(state) and not left:
-            return f"{cancelled}state {state}"
-        if time.monotonic() >= deadline:
-            on = f"; job(s) {', '.join(left)} still on it" if left else ""
-            raise StepFailedError(f"still {state} after {ctx.options.drain_timeout:g}s{on}: "
-                                  "jobs are running; wait, or rerun with --force (which "
-                                  "cancels them)")
-        time.sleep(ctx.options.poll)
+    try:
+        done = slurm.wait_drained(ctx.runner, ctx.name, ctx.options.drain_timeout,
+                                  ctx.options.poll, no_jobs=ctx.options.force)
+    except slurm.DrainWaitError as exc:
+        on = f"; job(s) {', '.join(exc.left)} still on it" if exc.left else ""
+        raise StepFailedError(f"still {exc.state} after {ctx.options.drain_timeout:g}s{on}: "
+                              "jobs are running; wait, or rerun with --force (which "
+                              "cancels them)") from None
+    return f"{cancelled}state {done.state}"
 
 
 def _sinfo(ctx: Context) -> str:

@@ -18,6 +18,7 @@ from fleet.inventory import compute
 from fleet.inventory.checks.services import MONITORING_PORTS, SLURMCTLD_PORT
 from fleet.inventory.lifecycle import default_target
 from fleet.inventory.model import Inventory, Node
+from fleet.inventory.schema import MonitoringThresholds
 from fleet.render.mkvlayout import MKV_ROOT
 
 PORTS = MONITORING_PORTS
@@ -134,15 +135,31 @@ def _by_count(label: str, counts: set[int], metric: str) -> str:
 
 
 def rules(inv: Inventory) -> dict[str, Any]:
-    """Prometheus alert rules, thresholds from ``site.monitoring.thresholds``."""
+    """Prometheus alert rules, thresholds from ``site.monitoring.thresholds``: a group
+    each for the nodes, GPUs, InfiniBand and the site's services."""
     t = inv.raw.site.monitoring.thresholds
-    stale_s = 10 * inv.raw.site.monitoring.scrape_interval_s
-    mkv_mounts = f"{MKV_ROOT}/sv[0-9A-F]+"
-    fs = 'fstype!~"' + PSEUDO_FS + '"'
     nodes = list(inv.nodes.values())
     gpu_counts = {n.profile.gpu.count for n in nodes if n.profile.gpu and n.has("nvidia")}
     ib_counts = {ib_ports(n) for n in nodes if ib_ports(n)}
-    node_rules = [
+    node_rules = _node_rules(t, 10 * inv.raw.site.monitoring.scrape_interval_s)
+    gpu_rules = _gpu_rules(t, gpu_counts)
+    ib_rules = _ib_rules(t, ib_counts)
+    service_rules = _service_rules(t)
+    for rule in node_rules + gpu_rules + ib_rules + service_rules:
+        rule["for"] = duration(getattr(t.for_s, rule["alert"]))
+    return {"groups": [
+        {"name": "fleet-node", "rules": node_rules},
+        {"name": "fleet-gpu", "rules": gpu_rules},
+        {"name": "fleet-infiniband", "rules": ib_rules},
+        {"name": "fleet-services", "rules": service_rules},
+    ]}
+
+
+def _node_rules(t: MonitoringThresholds, stale_s: int) -> list[dict[str, Any]]:
+    """Every node: its exporter, filesystems, mkv subvolumes, clock, textfiles."""
+    mkv_mounts = f"{MKV_ROOT}/sv[0-9A-F]+"
+    fs = 'fstype!~"' + PSEUDO_FS + '"'
+    return [
         _alert("NodeDown", 'up{job="node"} == 0', "critical",
                "{{ $labels.node }}: its node exporter does not answer",
                "ping it and its BMC; `fleet health {{ $labels.node }}`"),
@@ -171,7 +188,11 @@ def rules(inv: Inventory) -> dict[str, Any]:
                "{{ $labels.node }}: {{ $labels.file }} is not being rewritten",
                "`systemctl status 'fleet-*-metrics.timer'` on the node"),
     ]
-    gpu_rules = [
+
+
+def _gpu_rules(t: MonitoringThresholds, gpu_counts: set[int]) -> list[dict[str, Any]]:
+    """The GPU nodes: GPUs visible as the profile says, Xid, ECC, temperature."""
+    return [
         _alert("GpuMissing",
                _by_count("gpus_expected", gpu_counts, "fleet_gpus_visible")
                if gpu_counts else "vector(0) > 1",
@@ -195,12 +216,16 @@ def rules(inv: Inventory) -> dict[str, Any]:
                "{{ $labels.node }}: GPU {{ $labels.gpu }} at {{ $value }} C",
                "check fans and airflow of the box"),
     ]
+
+
+def _ib_rules(t: MonitoringThresholds, ib_counts: set[int]) -> list[dict[str, Any]]:
+    """The InfiniBand ports: active, as many as the profile, error counters."""
     # each counter's increase labelled with its name, so the union has no duplicate
     # label sets and a counter a driver lacks only adds nothing
     ib_err = "sum by (node, instance, device, port) (" + " or ".join(
         f'label_replace(increase(node_infiniband_{c}[15m]), "counter", "{c}", "", "")'
         for c in IB_ERRORS) + ")"
-    ib_rules = [
+    return [
         _alert("IbPortDown", f"node_infiniband_state_id != {IB_ACTIVE}", "critical",
                "{{ $labels.node }}: IB {{ $labels.device }} port {{ $labels.port }} is not "
                "ACTIVE", "`ibstat` on the node; the cable and the switch port; opensm"),
@@ -215,7 +240,11 @@ def rules(inv: Inventory) -> dict[str, Any]:
                "{{ $labels.node }}: IB {{ $labels.device }} port {{ $labels.port }}: "
                "{{ $value }} errors in 15 minutes", "reseat or replace the cable"),
     ]
-    service_rules = [
+
+
+def _service_rules(t: MonitoringThresholds) -> list[dict[str, Any]]:
+    """The site's services: slurmctld, long drains, mkv volumes and masters."""
+    return [
         _alert("SlurmControllerDown",
                'probe_success{job="slurmctld"} == 0 or fleet_slurm_up == 0', "critical",
                "slurmctld on {{ $labels.node }} does not answer",
@@ -233,14 +262,6 @@ def rules(inv: Inventory) -> dict[str, Any]:
                "mkv master of array {{ $labels.array }} on {{ $labels.node }} unreachable",
                "`systemctl status mkv-{{ $labels.array }}` on {{ $labels.node }}"),
     ]
-    for rule in node_rules + gpu_rules + ib_rules + service_rules:
-        rule["for"] = duration(getattr(t.for_s, rule["alert"]))
-    return {"groups": [
-        {"name": "fleet-node", "rules": node_rules},
-        {"name": "fleet-gpu", "rules": gpu_rules},
-        {"name": "fleet-infiniband", "rules": ib_rules},
-        {"name": "fleet-services", "rules": service_rules},
-    ]}
 
 
 def duration(seconds: int) -> str:

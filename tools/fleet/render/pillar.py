@@ -25,8 +25,7 @@ from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
-from fleet.render.mkvlayout import MKV_ROOT, subvolume
-from fleet.render.mkvlayout import data_mount as data_mount  # health/expect.py imports it here
+from fleet.render.mkvlayout import MKV_ROOT, data_mount, subvolume
 from fleet.render.names import host_names
 from fleet.render.saltsize import site_sizing
 

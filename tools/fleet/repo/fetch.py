@@ -1,6 +1,6 @@
 """The files of the wanted packages, each checked against the archive's signed index.
 
-apt (in its scratch state, fleet.packages.archive) has verified the archive's InRelease
+apt (in its scratch state, fleet.apt.archive) has verified the archive's InRelease
 signature and each index's checksum; ``apt-get download --print-uris`` then names every
 file's URL and the sha256 that index gives it. A file is kept only when its bytes have
 that sha256; anything else is refused, naming the package and what the archive answered.
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.packages.archive import ScratchApt
+from fleet.apt.archive import ScratchApt
 
 CHUNK = 1 << 20
 TIMEOUT = 120

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fleet.packages.archive import ScratchApt
-from fleet.packages.facts import NodeFacts, records, simulated, unmet
+from fleet.apt.archive import ScratchApt
+from fleet.apt.facts import NodeFacts, records, simulated, unmet
 from fleet.repo import fetch, reprepro, signing, standin, wanted
 
 log = logging.getLogger("fleet.repo")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from fleet.packages.facts import deb822
+from fleet.apt.facts import deb822
 from fleet.repo import signing
 
 STATE = ".reprepro"

@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 
-from fleet.packages.facts import deb822
-from fleet.render import bootstrap
+from fleet.apt.facts import deb822
 
 # what the installer's late-commands install from it (autoinstall, preseed)
 INSTALLS = ("salt-minion",)
-KEYRING = bootstrap.KEYRING  # base.apt's copy on the provisioning host, where fill runs
 
 
-def enabled(sources: Mapping[str, str]) -> str | None:
-    """The rendered Salt source if the node's apt uses it (the lab's minions come from a
-    wheelhouse: their source is written switched off), else None."""
-    text = sources.get(bootstrap.SOURCES)
+def enabled(text: str | None) -> str | None:
+    """The rendered Salt source (``fleet.render.bootstrap.SOURCES``'s text) if the node's
+    apt uses it (the lab's minions come from a wheelhouse: their source is written
+    switched off), else None."""
     if text is None:
         return None
     on = [st for st in deb822(text) if st.get("Enabled", "yes").lower() != "no"]

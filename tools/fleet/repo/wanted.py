@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from fleet.packages.facts import Pin
+from fleet.apt.facts import Pin
 
 Record = Mapping[str, str]
 

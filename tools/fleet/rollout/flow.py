@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from fleet.health import parse
 from fleet.inventory.compute import preemptible_partition
 from fleet.inventory.model import Inventory
 from fleet.master import layout, slurm
 from fleet.master.journal import Entry, Journal, latest_entries
 from fleet.master.lock import BusyError, NodeLock
 from fleet.master.runner import CommandError, Runner
+from fleet.master.text import clean
 from fleet.pxe.powerguard import FORCE_FLAG, BootModeReader, power_refusal
 from fleet.rollout import plan
 
@@ -300,7 +300,7 @@ class Rollout:
                 left[n] = f"unknown ({exc})"
                 continue
             state = fields.get("State", "?") if fields else "?"
-            left[n] = f"{state}: {parse.reason_text(fields.get('Reason', '')) if fields else ''}"
+            left[n] = f"{state}: {slurm.reason_text(fields.get('Reason', '')) if fields else ''}"
         return left
 
     # -- one node
@@ -348,9 +348,9 @@ class Rollout:
             except _SkippedError as s:
                 detail, outcome = str(s), "skipped"
             except (StepFailedError, CommandError) as exc:
-                detail, outcome = parse.clean(exc, 400), "failed"
+                detail, outcome = clean(exc, 400), "failed"
             except Exception as exc:  # a bug, or a BMC error: the node is still left safe
-                detail, outcome = parse.clean(f"{type(exc).__name__}: {exc}", 400), "failed"
+                detail, outcome = clean(f"{type(exc).__name__}: {exc}", 400), "failed"
             secs = time.monotonic() - t
             r.steps[step], r.detail[step] = secs, detail
             self._note("step", run=run_id, node=r.node, step=step, phase="end",
@@ -375,18 +375,17 @@ class Rollout:
             fields = self._slurm_fields(r.node)
             if fields and _drained(fields) and not _ours(fields):
                 return
-            slurm.drain(self.parts.runner, r.node, parse.clean(
+            slurm.drain(self.parts.runner, r.node, clean(
                 f"{PREFIX} ({run_id}) failed at {r.failed_step}: {r.message}", 400))
             if not ours["drained"]:
                 self._note("step", run=run_id, node=r.node, step="drain", phase="end",
                            outcome="ok", detail="drained after the failure", seconds=0,
                            drained=True)
         except CommandError as exc:
-            r.message += f" (and draining it failed: {parse.clean(exc)})"
+            r.message += f" (and draining it failed: {clean(exc)})"
 
     def _slurm_fields(self, node: str) -> dict[str, str] | None:
-        out = self.parts.runner.run(["scontrol", "show", "node", "-o", node]).check().stdout
-        return parse.scontrol_nodes(out).get(node)
+        return slurm.show_nodes(self.parts.runner, node).get(node)
 
     def _drain(self, run_id: str, opts: Options, node: str, is_slurm: bool,
                ours: dict[str, bool]) -> str:
@@ -397,7 +396,7 @@ class Rollout:
             raise StepFailedError("slurmctld does not know the node")
         if _drained(fields) and not _ours(fields):
             raise _SkippedError(f"already drained by someone else "
-                           f"({parse.clean(parse.reason_text(fields.get('Reason', '')), 120)})"
+                           f"({clean(slurm.reason_text(fields.get('Reason', '')), 120)})"
                            ": it is rolled out and stays drained")
         slurm.drain(self.parts.runner, node, f"{PREFIX} ({run_id}): {opts.what}")
         ours["drained"] = True
@@ -407,25 +406,19 @@ class Rollout:
             self._say(f"{node}: requeued preemptible job(s) {', '.join(requeued)}")
         if opts.force:
             return "drained (--force: running jobs not waited for)"
-        t0 = time.monotonic()
-        last_note, polls = t0, 0
-        while True:
-            state = slurm.state(self.parts.runner, node)
-            if slurm.no_jobs_can_run(state):
-                waited = time.monotonic() - t0
-                return f"{state}" + (f" after waiting {waited:.1f}s for its jobs"
-                                     if polls else "")
-            polls += 1
-            if self._stop.is_set():
-                raise StepFailedError(f"interrupted while {state}")
-            if time.monotonic() - t0 >= opts.drain_timeout:
-                raise StepFailedError(f"still {state} after {opts.drain_timeout:g}s (its jobs "
-                                      "run on; --force does not wait)")
-            if time.monotonic() - last_note >= 30:
-                last_note = time.monotonic()
-                self._say(f"{node}: waiting for its jobs ({state}, "
-                          f"{last_note - t0:.0f}s)")
-            time.sleep(opts.poll)
+        try:
+            done = slurm.wait_drained(
+                self.parts.runner, node, opts.drain_timeout, opts.poll,
+                stopped=self._stop.is_set,
+                note=lambda state, s: self._say(f"{node}: waiting for its jobs ({state}, "
+                                                f"{s:.0f}s)"))
+        except slurm.DrainWaitError as exc:
+            if exc.stopped:
+                raise StepFailedError(f"interrupted while {exc.state}") from None
+            raise StepFailedError(f"still {exc.state} after {opts.drain_timeout:g}s (its jobs "
+                                  "run on; --force does not wait)") from None
+        return f"{done.state}" + (f" after waiting {done.waited:.1f}s for its jobs"
+                                  if done.polls else "")
 
     def _reboot(self, opts: Options, node: str) -> str:
         """The power cycle, unless the node's next network boot would install it
@@ -469,8 +462,8 @@ def _skip(why: str) -> str:
 
 
 def _drained(fields: dict[str, str]) -> bool:
-    return bool(parse.state_flags(fields.get("State", "")) & {"DRAIN", "DRAINED", "DRAINING"})
+    return slurm.drained(fields)
 
 
 def _ours(fields: dict[str, str]) -> bool:
-    return parse.reason_text(fields.get("Reason", "")).startswith(PREFIX)
+    return slurm.drained_by(fields, PREFIX)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fleet.inventory.head import head_reasons
 from fleet.inventory.model import Inventory, Node
 
 NO_PARTITION = "-"
-# a reboot through the BMC takes these down with everything that depends on them
-HEAD_ROLES = ("provisioning", "slurm.controller", "mkv.master")
 
 
 def group_of(node: Node) -> str:
@@ -37,15 +36,14 @@ def waves(nodes: Iterable[Node], k: int) -> list[list[str]]:
 
 
 def reboot_refused(inv: Inventory, nodes: Iterable[Node]) -> list[str]:
-    """Nodes ``--reboot`` must not power-cycle: the Salt master (it would be rolling
-    out from a host it resets) and the head roles (PXE, slurmctld, mkv masters)."""
+    """Nodes ``--reboot`` must not power-cycle: the head nodes (fleet.inventory.head: the
+    Salt master, which would be rolling out from a host it resets, PXE, slurmctld, mkv
+    masters), each as ``host (why)``."""
     bad = []
     for n in nodes:
-        roles = [r for r in HEAD_ROLES if n.has(r)]
-        if n.hostname == inv.raw.site.salt.master:
-            roles.insert(0, "salt master")
-        if roles:
-            bad.append(f"{n.hostname} ({', '.join(roles)})")
+        reasons = head_reasons(inv, n)
+        if reasons:
+            bad.append(f"{n.hostname} ({', '.join(reasons)})")
     return bad
 
 

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 
 from fleet.bmc.base import BmcClient, BmcError
-from fleet.health.parse import clean
 from fleet.master.highstate import describe, judge
 from fleet.master.runner import CommandError
 from fleet.master.salt import MasterError, NoJobError, Salt
+from fleet.master.text import clean
 from fleet.rollout.flow import StepFailedError
 
 POLL = 5.0

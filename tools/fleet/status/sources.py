@@ -17,7 +17,6 @@ that does not answer, is that node's value, not the source's).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,23 +25,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fleet.master.runner import Runner
-
-KEY_LISTS = {"minions": "accepted", "minions_pre": "pending",
-             "minions_rejected": "rejected", "minions_denied": "denied"}
+from fleet.master.text import clean, last_line, printable
 
 
 class SourceError(Exception):
     """The source could not be asked at all; its column is unknown for every node."""
 
 
-class MasterDownError(SourceError):
-    """The Salt master itself did not answer (exit 4)."""
-
-
 def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    line = lines[-1] if lines else ""
-    return "".join(c if c.isprintable() else "?" for c in line)[:300]
+    return last_line(text, 300)
 
 
 # --- power -------------------------------------------------------------------------------
@@ -81,7 +72,7 @@ def boot_modes(store: ModeReader, names: Sequence[str], workers: int = 8
     """Each node's mode (``install`` or ``local``), or why it could not be read; a store
     that answers for no node is the source failing (its one reason). Through
     --pxe-command: one ``CMD pxe status NODES --json`` for all of them."""
-    from fleet.reinstall.bootmode import BootModeUnavailableError, CommandBootMode
+    from fleet.pxe.bootmode import BootModeUnavailableError, CommandBootMode
 
     if isinstance(store, CommandBootMode):
         return _command_modes(store, names)
@@ -103,7 +94,7 @@ def boot_modes(store: ModeReader, names: Sequence[str], workers: int = 8
 
 def _command_modes(store: Any, names: Sequence[str]) -> dict[str, str | Exception]:
     """One ``CMD pxe status NODE... --json`` for all (the store's own reader)."""
-    from fleet.reinstall.bootmode import BootModeUnavailableError
+    from fleet.pxe.bootmode import BootModeUnavailableError
 
     try:
         return dict(store.get_modes(list(names)))
@@ -119,23 +110,24 @@ def keys(runner: Runner, names: Sequence[str], accepted_dir: Path | None = None,
     """Each node's key on the master: accepted, pending, rejected, denied or missing.
     ``accepted_dir``: the master's ``pki_dir/minions``, which must be there (salt-key
     with another master's config lists nothing, as if no key existed)."""
+    from fleet.master.keys import KEY_LISTS, key_lists
+    from fleet.master.runner import CommandError
+    from fleet.master.salt import MasterError
+
     if accepted_dir is not None and not accepted_dir.is_dir():
-        raise MasterDownError(f"{accepted_dir}: no such directory (is --salt-config this "
-                              "master's config dir?)")
-    res = runner.run(["salt-key", "-L", "--out=json"], timeout=timeout)
-    if res.returncode != 0:
-        raise MasterDownError(f"`salt-key -L` exited {res.returncode}: "
-                              f"{_last_line(res.stderr or res.stdout)}")
+        raise MasterError(f"{accepted_dir}: no such directory (is --salt-config this "
+                          "master's config dir?)")
     try:
-        data = json.loads(res.stdout)
-        if not isinstance(data, dict):
-            raise ValueError("not a mapping")
-        lists = {k: {str(x) for x in v} for k, v in data.items() if isinstance(v, list)}
+        lists = key_lists(runner, timeout)
+    except CommandError as exc:
+        res = exc.result
+        raise MasterError(f"`salt-key -L` exited {res.returncode}: "
+                          f"{_last_line(res.stderr or res.stdout)}", res.returncode) from None
     except ValueError as exc:
         raise SourceError(f"`salt-key -L --out=json` answered no key lists ({exc})") from None
     out = {}
     for name in names:
-        where = [label for k, label in KEY_LISTS.items() if name in lists.get(k, set())]
+        where = [label for k, label in KEY_LISTS.items() if name in lists.get(k, [])]
         out[name] = "accepted" if "accepted" in where else (where[0] if where else "missing")
     return out
 
@@ -145,12 +137,9 @@ def ping(runner: Runner, names: Sequence[str], timeout: float,
     """Which minions answer one ``test.ping`` (``-t timeout``), all in one salt call. A
     minion that is down keeps the CLI ``timeout`` and then the master's ``gather`` (its
     find_job) seconds: the call is bounded by both, and the CLI's start."""
-    from fleet.master.salt import MasterError, Salt
+    from fleet.master.salt import Salt
 
-    try:
-        data = Salt(runner).call(names, "test.ping", timeout=timeout, gather=gather)
-    except MasterError as exc:
-        raise MasterDownError(str(exc)) from exc
+    data = Salt(runner).call(names, "test.ping", timeout=timeout, gather=gather)
     return {n: data.get(n) is True for n in names}
 
 
@@ -172,15 +161,17 @@ class Slurm:
 
 def slurm(runner: Runner, names: Sequence[str], timeout: float = 30.0) -> dict[str, Slurm]:
     """The Slurm state and reason of each node slurmctld knows (one ``scontrol``)."""
-    from fleet.health import parse
+    from fleet.master.runner import CommandError
+    from fleet.master.slurm import show_nodes
 
-    res = runner.run(["scontrol", "show", "node", "-o"], timeout=timeout)
-    if res.returncode != 0:
+    try:
+        nodes = show_nodes(runner, timeout=timeout)
+    except CommandError as exc:
+        res = exc.result
         raise SourceError(f"`scontrol show node` exited {res.returncode}: "
-                          f"{_last_line(res.stderr or res.stdout)}")
-    nodes = parse.scontrol_nodes(res.stdout)
-    return {n: Slurm(parse.clean(nodes[n].get("State", "?"), 40),
-                     parse.clean(nodes[n].get("Reason", ""), 200))
+                          f"{_last_line(res.stderr or res.stdout)}") from None
+    return {n: Slurm(clean(nodes[n].get("State", "?"), 40),
+                     clean(nodes[n].get("Reason", ""), 200))
             for n in names if n in nodes}
 
 
@@ -225,7 +216,7 @@ def _holder(lock: Path) -> str | None:
         except BlockingIOError:
             pid, _, command = os.read(fd, 256).decode(errors="replace").strip().partition(" ")
             pid = pid if pid.isdigit() else "?"
-            command = "".join(c for c in command if c.isprintable())[:80] or "fleet"
+            command = printable(command, 80) or "fleet"
             return f"{command} (pid {pid})"
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None

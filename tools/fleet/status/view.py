@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.lastrun import Last
+from fleet.master.text import age
 from fleet.status.sources import Power, Slurm, Work
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
@@ -49,99 +50,134 @@ class Row:
 
 
 def _ago(ts: float, now: float) -> str:
-    s = max(0.0, now - ts)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s >= size:
-            return f"{int(s // size)}{unit} ago"
-    return f"{int(s)}s ago"
+    return age(now - ts)
 
 
-# complexity 27: debt, to split (pyproject.toml [tool.fleet.lint.exceptions])
-def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],  # noqa: C901
+def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
           now: float) -> Row:
     """One node's row: each source's value, and the problems they show."""
-    row = Row(node, state, slurm_node)
-    f, problems = row.fields, row.problems
-    col = cols.get("work")
-    running = col is not None and col.error is None and isinstance(
-        col.values.get(node), Work) and col.values[node].running is not None
-    # what maintenance, or a reinstall or rollout at work, means: off, drained, silent
-    expected = state == "maintenance" or running
+    j = _Judging(Row(node, state, slurm_node), cols, now)
+    for check in (_power, _boot, _key, _minion, _slurm, _last_runs, _work, _alerts):
+        check(j)
+    return j.row
 
-    def value(source: str) -> Any:
-        col = cols.get(source)
+
+@dataclass
+class _Judging:
+    """One node being judged: its row, the sources, and what its state excuses."""
+
+    row: Row
+    cols: dict[str, Column]
+    now: float
+    running: bool = False   # a reinstall or rollout at work on it
+    expected: bool = False  # maintenance or work: off, drained, silent are expected
+
+    def __post_init__(self) -> None:
+        col = self.cols.get("work")
+        w = col.values.get(self.row.node) if col is not None and col.error is None else None
+        self.running = isinstance(w, Work) and w.running is not None
+        self.expected = self.row.state == "maintenance" or self.running
+
+    def value(self, source: str) -> Any:
+        """The node's value from ``source``; None (and its field said) when the source was
+        skipped or could not be asked; _MISSING when it has no value for the node."""
+        f, col = self.row.fields, self.cols.get(source)
         if col is None or col.skipped is not None:
             f[source] = None
             return None
         if col.error is not None:
             f[source] = {"unknown": col.error}
-            row.unknown.append(source)
+            self.row.unknown.append(source)
             return None
-        return col.values.get(node, _MISSING)
+        return col.values.get(self.row.node, _MISSING)
 
-    p = value("power")
+
+def _power(j: _Judging) -> None:
+    p = j.value("power")
     if isinstance(p, Power):
-        f["power"] = {"state": p.state, "error": p.error}
+        j.row.fields["power"] = {"state": p.state, "error": p.error}
         if p.error is not None:
-            problems.append(f"BMC: {p.error}")
-        elif p.state == "off" and not expected:
-            problems.append("powered off")
-    b = value("boot")
+            j.row.problems.append(f"BMC: {p.error}")
+        elif p.state == "off" and not j.expected:
+            j.row.problems.append("powered off")
+
+
+def _boot(j: _Judging) -> None:
+    b = j.value("boot")
     if isinstance(b, Exception):
-        f["boot"] = {"mode": None, "error": str(b)}
-        problems.append(f"boot mode unreadable: {b}")
+        j.row.fields["boot"] = {"mode": None, "error": str(b)}
+        j.row.problems.append(f"boot mode unreadable: {b}")
     elif isinstance(b, str):
-        f["boot"] = {"mode": b, "error": None}
-        if b == "install" and not running:
-            problems.append(f"boot mode install (its next PXE boot reinstalls it; "
-                            f"`fleet pxe set {node} local` if none is meant)")
-    k = value("key")
+        j.row.fields["boot"] = {"mode": b, "error": None}
+        if b == "install" and not j.running:
+            j.row.problems.append(f"boot mode install (its next PXE boot reinstalls it; "
+                                  f"`fleet pxe set {j.row.node} local` if none is meant)")
+
+
+def _key(j: _Judging) -> None:
+    k = j.value("key")
     if isinstance(k, str):
-        f["key"] = k
-        if k != "accepted" and state != "planned":
-            problems.append(f"minion key {k}" + (" (not accepted on the master)"
-                                                 if k != "missing" else " on the master"))
-    m = value("minion")
+        j.row.fields["key"] = k
+        if k != "accepted" and j.row.state != "planned":
+            j.row.problems.append(f"minion key {k}" + (
+                " (not accepted on the master)" if k != "missing" else " on the master"))
+
+
+def _minion(j: _Judging) -> None:
+    m = j.value("minion")
     if isinstance(m, bool):
-        f["minion"] = "answers" if m else "silent"
-        if not m and state != "planned" and not expected:
-            problems.append("minion does not answer test.ping")
-    s = value("slurm") if slurm_node else None  # only Slurm compute nodes are in it
-    if not slurm_node and "slurm" in cols:
-        f["slurm"] = None
-    if s is not None:
-        if isinstance(s, Slurm):
-            f["slurm"] = {"state": s.state, "reason": s.reason}
-            if s.bad and not expected:
-                problems.append(f"slurm {s.state}" + (f": {s.reason}" if s.reason else ""))
-        else:  # _MISSING: slurmctld does not know it
-            f["slurm"] = None
-            if slurm_node and state != "planned":
-                problems.append("slurm does not know this node")
+        j.row.fields["minion"] = "answers" if m else "silent"
+        if not m and j.row.state != "planned" and not j.expected:
+            j.row.problems.append("minion does not answer test.ping")
+
+
+def _slurm(j: _Judging) -> None:
+    row = j.row
+    s = j.value("slurm") if row.slurm_node else None  # only Slurm compute nodes are in it
+    if not row.slurm_node and "slurm" in j.cols:
+        row.fields["slurm"] = None
+    if s is None:
+        return
+    if isinstance(s, Slurm):
+        row.fields["slurm"] = {"state": s.state, "reason": s.reason}
+        if s.bad and not j.expected:
+            row.problems.append(f"slurm {s.state}" + (f": {s.reason}" if s.reason else ""))
+    else:  # _MISSING: slurmctld does not know it
+        row.fields["slurm"] = None
+        if row.slurm_node and row.state != "planned":
+            row.problems.append("slurm does not know this node")
+
+
+def _last_runs(j: _Judging) -> None:
     for verb in ("apply", "health"):
-        last = value(verb)
+        last = j.value(verb)
         if isinstance(last, Exception):
-            f[verb] = {"error": str(last)}
-            problems.append(f"last {verb} unreadable: {last}")
+            j.row.fields[verb] = {"error": str(last)}
+            j.row.problems.append(f"last {verb} unreadable: {last}")
         elif isinstance(last, Last):
-            f[verb] = last.as_json() | {"ago": _ago(last.ts, now)}
+            j.row.fields[verb] = last.as_json() | {"ago": _ago(last.ts, j.now)}
             if not last.ok:
-                problems.append(f"last {verb} {last.status} ({_ago(last.ts, now)})"
-                                + (f": {last.summary}" if last.summary else ""))
-        elif last is None and cols.get(verb) is not None and verb not in row.unknown:
-            f[verb] = None
-    w = value("work")
+                j.row.problems.append(f"last {verb} {last.status} ({_ago(last.ts, j.now)})"
+                                      + (f": {last.summary}" if last.summary else ""))
+        elif last is None and j.cols.get(verb) is not None and verb not in j.row.unknown:
+            j.row.fields[verb] = None
+
+
+def _work(j: _Judging) -> None:
+    w = j.value("work")
     if isinstance(w, Work):
-        f["work"] = {"running": w.running, "unfinished": w.unfinished}
+        j.row.fields["work"] = {"running": w.running, "unfinished": w.unfinished}
         if w.unfinished:
-            problems.append(w.unfinished)
-    a = value("alerts")
+            j.row.problems.append(w.unfinished)
+
+
+def _alerts(j: _Judging) -> None:
+    a = j.value("alerts")
     if isinstance(a, list):
-        f["alerts"] = [{"name": x.name, "severity": x.severity, "summary": x.summary,
-                        "since": x.active_at} for x in a]
-        problems += [f"alert {x.name}" + (f" ({x.severity})" if x.severity else "")
-                     + (f": {x.summary}" if x.summary else "") for x in a]
-    return row
+        j.row.fields["alerts"] = [{"name": x.name, "severity": x.severity,
+                                   "summary": x.summary, "since": x.active_at} for x in a]
+        j.row.problems += [f"alert {x.name}" + (f" ({x.severity})" if x.severity else "")
+                           + (f": {x.summary}" if x.summary else "") for x in a]
 
 
 class _Missing:

@@ -3,6 +3,7 @@ one per switch kind, and the legend that names them."""
 
 from __future__ import annotations
 
+from fleet.inventory.head import has_head_role
 from fleet.inventory.model import Node
 
 # (category, fill, legend label), in legend order
@@ -22,11 +23,8 @@ PARTITION_FILLS = ("#a0cbe8", "#ffbe7d", "#8cd17d", "#f1ce63", "#d4a6c8", "#ff9d
                    "#86bcb6", "#d7b5a6")
 NO_PARTITION = "#d7d7d7"
 
-SERVICE_ROLES = frozenset({"provisioning", "slurm.controller", "mkv.master"})
-
-
 def category(node: Node) -> str:
-    if SERVICE_ROLES.intersection(node.roles):
+    if has_head_role(node):
         return "service"
     if node.has("nvidia") or node.has("slurm.compute"):
         return "gpu"

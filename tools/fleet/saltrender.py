@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import salt.config
-import salt.pillar
-import salt.state
-import salt.utils.dictupdate
-import salt.utils.templates
-import salt.utils.yaml
+import salt.config  # type: ignore[import-untyped]
+import salt.pillar  # type: ignore[import-untyped]
+import salt.state  # type: ignore[import-untyped]
+import salt.utils.dictupdate  # type: ignore[import-untyped]
+import salt.utils.templates  # type: ignore[import-untyped]
+import salt.utils.yaml  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -303,7 +303,7 @@ def enable_jinja_compile_cache() -> None:
 
 def quiet_salt_logging() -> None:
     """Keep Salt's log records in the logging tree (pytest's caplog), off stderr."""
-    import salt._logging.impl
+    import salt._logging.impl  # type: ignore[import-untyped]
 
     salt._logging.impl.shutdown_temp_handler()
     logging.getLogger("salt").setLevel(logging.CRITICAL)

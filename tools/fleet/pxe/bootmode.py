@@ -1,7 +1,9 @@
-"""The PXE boot mode of a node (``install`` or ``local``), as the reinstall flow needs it.
+"""The PXE boot mode of a node (``install`` or ``local``): the stores every verb sets and
+reads it through (reinstall, rollout, power, status, the endpoint).
 
-The store itself belongs to the PXE side (run-time links under ``site.pxe_state``); the
-flow only needs this interface, so that it can be tested and wired independently. Both
+The store is the PXE side's (run-time links under ``site.pxe_state``, or ``fleet pxe`` on
+the provisioning host); the verbs only need this interface, so that they can be tested and
+wired independently. Both
 stores also read a node's mode back (``get_mode``), for the power guard that keeps a
 routine power action off a node armed for an install (fleet.pxe.powerguard).
 """

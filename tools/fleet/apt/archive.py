@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.packages.facts import Pin, deb822
+from fleet.apt.facts import Pin, deb822
 
 
 class ArchiveError(Exception):

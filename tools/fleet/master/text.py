@@ -1,0 +1,45 @@
+"""Text for people: what a node, a BMC, Slurm, Salt or a file on disk says passes through
+:func:`clean` before it reaches a terminal, a JSON report, a journal or a Slurm drain
+reason (one policy, for every verb and the ground floor below them); a time is shown as
+UTC and its age (:func:`stamp`)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+
+def clean(text: object, limit: int = 200) -> str:
+    """Printable ASCII on one line, at most ``limit`` characters (no control characters,
+    no escape sequences, no bidi overrides, no newlines; runs of space become one; a cut
+    ends in ``...``)."""
+    s = "".join(c if " " <= c <= "~" else " " for c in str(text))
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: max(limit - 3, 0)] + "..."
+
+
+def printable(text: str, limit: int = 120) -> str:
+    """Only the printable ASCII of ``text`` (anything else dropped, not spaced), at most
+    ``limit`` characters: for a short word a file or a tool holds (a lock's holder)."""
+    return "".join(c for c in text if " " <= c <= "~")[:limit]
+
+
+def last_line(text: str, limit: int = 300) -> str:
+    """The last non-blank line of a tool's output (where tools put the error), cleaned."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return clean(lines[-1], limit) if lines else ""
+
+
+def age(seconds: float) -> str:
+    """``3m ago``: the largest whole unit (d, h, m, s) of a time that has passed."""
+    s = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{int(s // size)}{unit} ago"
+    return f"{int(s)}s ago"
+
+
+def stamp(ts: float, now: float | None = None) -> str:
+    """A Unix time as people read it: ``2026-12-05 02:11:40 UTC (3m ago)``."""
+    when = datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"{when} ({age((time.time() if now is None else now) - ts)})"
