@@ -20,11 +20,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import Parents, add_actions, add_secrets
 from fleet.context import Context
 from fleet.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from fleet.apt.archive import ScratchApt
+    from fleet.apt.facts import NodeFacts
 
 DESCRIPTION = "The site package repository: every package the site pins or holds."
 
@@ -92,10 +96,9 @@ def _list(ctx: Context, repo: Path, codename: str) -> Exit:
 def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
           os_name: str) -> Exit:
     from fleet.apt.archive import OSES, ArchiveError, ScratchApt, keyring
-    from fleet.apt.facts import deb822, from_lowstate
+    from fleet.apt.facts import from_lowstate
     from fleet.packages.highstates import REPO, renderer, role_sets
-    from fleet.render import bootstrap
-    from fleet.repo import fill, reprepro, saltsource, signing
+    from fleet.repo import fill, reprepro, signing
 
     release = OSES[os_name]
     cache = args.cache.resolve()
@@ -110,20 +113,8 @@ def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
                 facts.append((node, from_lowstate(rendered.lowstate, rendered.files)))
         apt = ScratchApt(cache / f"repo-{os_name}", release, keyring(release.distro, cache))
         apt.write_sources(facts[0][1].sources, keep_uris=not args.archive)
-        salt = saltsource.enabled(facts[0][1].sources.get(bootstrap.SOURCES))
-        if salt is not None:
-            # base.apt's copy on the provisioning host, where the fill runs
-            salt_keyring = args.salt_keyring or Path(bootstrap.KEYRING)
-            if not salt_keyring.is_file():
-                print(f"fleet repo fill: {salt_keyring}: no Salt keyring (base.apt puts it "
-                      "there; or give --salt-keyring FILE)", file=sys.stderr)
-                return Exit.IO
-            uri = deb822(salt)[0]["URIs"]
-            apt.add_source("salt", salt, salt_keyring.resolve(),
-                           saltsource.upstream(uri) if args.archive else None)
-            for _node, node_facts in facts:
-                node_facts.installs += [p for p in saltsource.INSTALLS
-                                        if p not in node_facts.installs]
+        if (refused := _salt_source(args, apt, facts)) is not None:
+            return refused
         apt.update()
         target = fill.Target(repo.resolve(), args.secrets.resolve(), codename)
         report = fill.fill(apt, facts, target, repo.resolve() / reprepro.STATE / "incoming")
@@ -142,3 +133,28 @@ def _fill(args: argparse.Namespace, ctx: Context, repo: Path, codename: str,
                 print(f"{e.origin}: {e.name} {e.version}")
         print(report.summary())
     return Exit.OK
+
+
+def _salt_source(args: argparse.Namespace, apt: ScratchApt,
+                 facts: list[tuple[str, NodeFacts]]) -> Exit | None:
+    """Salt's own repository joins the fill where the nodes' Salt source is on: what the
+    installer installs from it is kept too (None: nothing refused)."""
+    from fleet.apt.facts import deb822
+    from fleet.render import bootstrap
+    from fleet.repo import saltsource
+
+    salt = saltsource.enabled(facts[0][1].sources.get(bootstrap.SOURCES))
+    if salt is None:
+        return None
+    # base.apt's copy on the provisioning host, where the fill runs
+    salt_keyring = args.salt_keyring or Path(bootstrap.KEYRING)
+    if not salt_keyring.is_file():
+        print(f"fleet repo fill: {salt_keyring}: no Salt keyring (base.apt puts it "
+              "there; or give --salt-keyring FILE)", file=sys.stderr)
+        return Exit.IO
+    uri = deb822(salt)[0]["URIs"]
+    apt.add_source("salt", salt, salt_keyring.resolve(),
+                   saltsource.upstream(uri) if args.archive else None)
+    for _node, node_facts in facts:
+        node_facts.installs += [p for p in saltsource.INSTALLS if p not in node_facts.installs]
+    return None
