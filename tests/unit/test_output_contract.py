@@ -37,6 +37,7 @@ ARGV: dict[str, list[str]] = {
     "node": ["list"], "ports": [], "cabling": ["gpu-01"], "keys": ["check"],
     "page": ["--out", "{tmp}/page"],
     "mkv": ["show", "data"], "repo": ["list", "--repo", "{tmp}/repo"], "lab": ["status"],
+    "log": ["--log", "{tmp}/audit.jsonl"],
 }
 # the verbs whose first contact is the Salt master (rollout and reinstall first ask
 # Slurm and the BMCs), each as it asks it

@@ -35,6 +35,7 @@ VERBS: dict[str, str] = {
     "page": "write the fleet page (racks coloured by live state)",
     "mkv": "minikeyvalue maintenance with each array's own flags",
     "repo": "the site package repository: fill it from the archive, list it",
+    "log": "the audit log: who ran which changing verb on which nodes, and how it ended",
     "lab": "the containerized lab (docs/lab.md)",
 }
 
