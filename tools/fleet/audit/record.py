@@ -42,7 +42,7 @@ CHANGING: dict[str, Changes] = {
     "mkv": _action_in("rebuild", "rebalance"),
     "discover": _action_in("accept"),
     "secrets": _action_in("init"),
-    "backup": lambda args: action(args) != "check",
+    "backup": _action_in("create"),
     "restore": _always,
 }
 
