@@ -240,3 +240,20 @@ def test_no_destination_in_the_inventory_is_a_usage_error(
 def test_alertmanagers_state_is_where_the_monitoring_role_keeps_it() -> None:
     defaults = yaml.safe_load((ROOT / "salt" / "monitoring" / "defaults.yaml").read_text())
     assert paths.ALERTMANAGER.default == defaults["values"]["alertmanager"]["storage"]
+
+
+def test_status_says_when_the_last_good_backup_was(
+        master: Master, capsys: pytest.CaptureFixture[str]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from fleet.backup.run import last, last_line
+
+    assert "no good backup" in last_line(last())
+    code, doc = run(master.argv("backup"), capsys)
+    assert code == Exit.OK
+    entry = last()
+    assert entry is not None
+    line = last_line(entry)
+    assert str(doc["snapshot"])[:8] in line and "STALE" not in line
+    later = datetime.fromisoformat(str(entry["time"])) + timedelta(days=2)
+    assert "STALE" in last_line(entry, now=later.astimezone(UTC))

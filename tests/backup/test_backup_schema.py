@@ -3,6 +3,8 @@ timer: every value has a strict type, refused at its own line with the field's p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from fleet.inventory.load import parse
@@ -60,3 +62,19 @@ def test_each_destination_is_its_restic_repository(small_text: str, dest: str,
     text, _ = with_backup(small_text, dest, dest)
     site = parse(text, "inventory.yaml").raw.site
     assert site.backup is not None and repository(site.backup.destination) == repo
+
+
+def test_the_master_states_defaults_are_fleets() -> None:
+    """salt/provisioning/defaults.yaml names the key, the backup's state and the audit
+    log's directory where fleet looks for them by default."""
+    import yaml
+
+    from fleet.audit.log import WHERE
+    from fleet.backup import options, paths
+    from support.cli import ROOT
+
+    values = yaml.safe_load((ROOT / "salt" / "provisioning" / "defaults.yaml").read_text())
+    b = values["values"]["backup"]
+    assert b["key"] == options.KEY_DEFAULT
+    assert b["state_dir"] == paths.STATE.default
+    assert values["values"]["audit"]["dir"] == str(Path(WHERE.default).parent)

@@ -117,3 +117,17 @@ def last() -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def last_line(entry: dict[str, Any] | None, now: datetime | None = None) -> str:
+    """fleet status's line: when the last good backup was, or that there is none."""
+    if entry is None:
+        return "master backup: no good backup recorded here (fleet backup; docs/operations.md)"
+    try:
+        when = datetime.fromisoformat(str(entry["time"]))
+        hours = ((now or datetime.now(UTC)) - when).total_seconds() / 3600
+    except (KeyError, ValueError, TypeError):
+        return "master backup: the note of the last backup cannot be read"
+    stale = "  STALE: older than a day" if hours > 26 else ""
+    return (f"master backup: last good {entry['time']} ({hours:.0f} h ago), snapshot "
+            f"{str(entry.get('snapshot', '?'))[:8]}, verified{stale}")
