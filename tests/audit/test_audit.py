@@ -182,3 +182,44 @@ def test_fleet_log_refuses_a_line_that_is_no_record(master: Path,
     (master / "log" / "audit.jsonl").write_text('{"v": 1, "time": "x"}\nnot json\n')
     assert fleet("log") == Exit.IO
     assert "audit.jsonl:2" in capsys.readouterr().err
+
+
+# every changing verb as an operator runs it (here each fails early or changes a temp
+# dir: no master, BMC or Slurm answers), with the target its record must name
+EVERY_CHANGE: list[tuple[list[str], str, str | None, str | None]] = [
+    (["apply", "gpu-01", "--salt-config", "{tmp}/nosalt"], "apply", None, "gpu-01"),
+    (["rollout", "gpu-02", "--state-dir", "{tmp}/rollout", "--salt-config", "{tmp}/nosalt"],
+     "rollout", None, "gpu-02"),
+    (["reinstall", "gpu-03", "--state-dir", "{tmp}/reinstall", "--salt-config",
+      "{tmp}/nosalt"], "reinstall", None, "gpu-03"),
+    (["render", "-o", "{tmp}/out"], "render", None, None),
+    (["power", "cycle", "gpu-04", "--bmc-address", "127.0.0.1:9"], "power", "cycle", "gpu-04"),
+    (["pxe", "set", "gpu-01", "local", "--state-dir", "{tmp}/pxe"], "pxe", "set", "gpu-01"),
+    (["keys", "check", "--remove", "--salt-config", "{tmp}/nosalt"], "keys", "check", None),
+    (["mkv", "rebuild", "data", "--salt-config", "{tmp}/nosalt"], "mkv", "rebuild", "data"),
+    (["mkv", "rebalance", "data", "--salt-config", "{tmp}/nosalt"], "mkv", "rebalance",
+     "data"),
+    (["secrets", "init", "--secrets", "{tmp}/store2"], "secrets", "init", None),
+    (["backup", "--password-file", "{tmp}/key"], "backup", "create", None),
+    (["restore", "--password-file", "{tmp}/key", "--root", "{tmp}/root"], "restore", None,
+     None),
+]
+
+
+@pytest.mark.parametrize(("argv", "verb", "action", "target"), EVERY_CHANGE,
+                         ids=[" ".join(a[:2]) for a, *_ in EVERY_CHANGE])
+def test_each_changing_verb_leaves_its_record(master: Path, argv: list[str], verb: str,
+                                              action: str | None,
+                                              target: str | None) -> None:
+    code = fleet(*[a.replace("{tmp}", str(master)) for a in argv], "-q")
+    (r,) = records(master)
+    assert (r["verb"], r["action"], r["target"], r["exit"]) == (verb, action, target, code)
+    assert r["sudo_user"] == "alice" and r["user"]
+
+
+def test_every_changing_verb_of_the_registry_is_tested_here() -> None:
+    from fleet.audit.record import CHANGING
+    from fleet.commands import VERBS
+
+    tested = {verb for _, verb, _, _ in EVERY_CHANGE}
+    assert {v for v in CHANGING if v in VERBS} == tested
