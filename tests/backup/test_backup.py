@@ -7,7 +7,8 @@ content, mode and owner, and the master's key fingerprint; a damaged backup is r
 check and by restore, which writes nothing; a backup cannot be read without its key; a
 backup made by a newer fleet is refused, naming both versions; a running salt-master
 refuses the restore unless --force (the running master is a stand-in: a Python process
-named salt-master with the master's -c, as /proc shows it, waiting on its stdin)."""
+titled as salt-master titles itself, with this master's -c, as /proc shows it; another
+master's -c is not this one)."""
 
 from __future__ import annotations
 
@@ -194,8 +195,11 @@ def test_a_running_master_refuses_the_restore_unless_forced(
         master: Master, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(master.argv("backup"), capsys)[0] == Exit.OK
     fresh = master.tmp / "fresh"
-    stand_in = subprocess.Popen(["salt-master", "-", "-c", str(master.conf)],
-                                executable=sys.executable, stdin=subprocess.PIPE)
+    # titled as Salt titles its processes (setproctitle: one string in /proc)
+    title = f"{sys.executable} /opt/salt/bin/salt-master -c {master.conf} -d MainProcess"
+    stand_in = subprocess.Popen(
+        [sys.executable, "-c", "import setproctitle, sys; setproctitle.setproctitle("
+         f"{title!r}); sys.stdin.read()"], stdin=subprocess.PIPE)
     other = subprocess.Popen(["salt-master", "-", "-c", str(master.tmp / "other")],
                              executable=sys.executable, stdin=subprocess.PIPE)
     try:

@@ -29,6 +29,13 @@ def _config_dir(argv: list[bytes]) -> str:
     return "/etc/salt"
 
 
+def _argv(cmdline: bytes) -> list[bytes]:
+    """A process's arguments; Salt's processes set their title (setproctitle), which
+    /proc shows as one string: ``python .../salt-master -c DIR -d MainProcess``."""
+    words = [w for w in cmdline.split(b"\0") if w]
+    return words[0].split() if len(words) == 1 else words
+
+
 def running_masters(salt_config: Path) -> list[int]:
     """The salt-master processes of ``salt_config`` in this PID namespace (a lab's
     containers, in their own, and a test's master of another config are not this
@@ -45,7 +52,7 @@ def running_masters(salt_config: Path) -> list[int]:
         try:
             if ours is not None and (entry / "ns" / "pid").readlink() != ours:
                 continue
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            argv = _argv((entry / "cmdline").read_bytes())
         except OSError:
             continue
         named = any(a.rsplit(b"/", 1)[-1].startswith(b"salt-master") for a in argv[:2])
