@@ -125,8 +125,11 @@ def test_a_backup_restored_onto_a_fresh_head_is_the_master_again(
     code, doc = run(master.argv("restore"), capsys)
     assert code == Exit.OK, doc
     assert doc["finger_holds"] is True
+    assert "manifest" in doc["items"] and "salt-pki" in doc["items"]
     after = {str(p): snapshot_of(p) for p in master.items()}
-    assert after == before
+    for item in before:
+        assert sorted(after[item]) == sorted(before[item]), item
+        assert after[item] == before[item], item
     bmc = master.secrets / "bmc" / "bmc-gpu"
     assert (bmc.stat().st_uid, stat.S_IMODE(bmc.stat().st_mode)) == (1234, 0o600)
 
@@ -261,3 +264,24 @@ def test_status_says_when_the_last_good_backup_was(
     assert str(doc["snapshot"])[:8] in line and "STALE" not in line
     later = datetime.fromisoformat(str(entry["time"])) + timedelta(days=2)
     assert "STALE" in last_line(entry, now=later.astimezone(UTC))
+
+
+def test_a_fresh_install_is_replaced_whole_and_kept_aside(
+        master: Master, capsys: pytest.CaptureFixture[str]) -> None:
+    """A freshly installed master made its own key (Salt 3008: master.pem a link to
+    <id>.pem): the backup's key replaces it, item by item, and the fresh one is renamed
+    aside, not deleted."""
+    assert run(master.argv("backup"), capsys)[0] == Exit.OK
+    before = snapshot_of(master.pki)
+    shutil.rmtree(master.pki)
+    (master.pki / "minions").mkdir(parents=True)
+    (master.pki / "fresh.pem").write_text("a fresh install's key\n")
+    (master.pki / "master.pem").symlink_to(master.pki / "fresh.pem")
+    code, doc = run(master.argv("restore"), capsys)
+    assert code == Exit.OK and doc["finger_holds"] is True, doc
+    assert snapshot_of(master.pki) == before
+    # every item that was there went aside (the secrets store too: this head had one)
+    (aside,) = [a for a in doc["moved_aside"] if Path(a).name.startswith("pki.before-")]
+    assert Path(aside).parent == master.pki.parent
+    assert str(master.secrets) + ".before-restore-" in " ".join(doc["moved_aside"])
+    assert (Path(aside) / "fresh.pem").read_text() == "a fresh install's key\n"

@@ -78,8 +78,10 @@ class Restic:
     def dump(self, snapshot: str, path: Path) -> bytes:
         return self._ok("dump", snapshot, os.fspath(path))
 
-    def restore(self, snapshot: str, target: Path) -> None:
-        self._ok("restore", snapshot, "--target", os.fspath(target), "--verify")
+    def restore(self, snapshot: str, target: Path, include: Path) -> None:
+        """Restore ``include`` (a path as backed up) of ``snapshot`` under ``target``."""
+        self._ok("restore", snapshot, "--target", os.fspath(target), "--include",
+                 os.fspath(include), "--verify")
 
     def forget(self, keep_daily: int, keep_weekly: int) -> None:
         self._ok("forget", "--tag", "fleet", "--keep-daily", str(keep_daily),

@@ -7,16 +7,22 @@ told."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fleet.backup import paths
 from fleet.backup.manifest import Manifest, ManifestError
-from fleet.backup.restic import Restic
+from fleet.backup.restic import Restic, ResticError
 
 
 class RestoreRefusedError(RuntimeError):
     """A restore that must not run as asked (said as is; nothing was written)."""
+
+
+class RestoreFailedError(RuntimeError):
+    """A restore that stopped part way: which item, and the items restored before it."""
 
 
 def _config_dir(argv: list[bytes]) -> str:
@@ -67,10 +73,37 @@ class Restored:
     manifest: Manifest
     root: Path
     finger_holds: bool | None
+    items: list[str] = field(default_factory=list)
+    moved_aside: list[str] = field(default_factory=list)
 
 
 def manifest_of(restic: Restic, snapshot: str) -> Manifest:
     return Manifest.parse(restic.dump(snapshot, paths.STATE.path() / paths.MANIFEST))
+
+
+def _under(root: Path, path: Path) -> Path:
+    return root / path.relative_to(path.anchor)
+
+
+def put_back(restic: Restic, snapshot: str, root: Path, item: Path, stamp: str
+             ) -> Path | None:
+    """Restore one item whole: into a staging directory beside it (the same filesystem),
+    then renamed into place; what was there (a fresh install's key, say) is renamed
+    aside, never deleted. Returns where it went aside, if anything was there."""
+    dest = _under(root, item)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    stage = dest.parent / f".{dest.name}.fleet-restore"
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        restic.restore(snapshot, stage, item)
+        aside = None
+        if dest.exists() or dest.is_symlink():
+            aside = dest.with_name(f"{dest.name}.before-restore-{stamp}")
+            dest.rename(aside)
+        _under(stage, item).rename(dest)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return aside
 
 
 def restore(restic: Restic, snapshot: str, root: Path, pki_dir: Path, salt_config: Path,
@@ -89,8 +122,20 @@ def restore(restic: Restic, snapshot: str, root: Path, pki_dir: Path, salt_confi
                                   "first (systemctl stop salt-master), or --force to "
                                   "restore over it")
     restic.check()  # a corrupted backup is refused before anything is written
-    restic.restore(snapshot, root)
-    restored_pki = root / pki_dir.relative_to(pki_dir.anchor)
-    finger = master_finger(restored_pki) if manifest.master_finger else None
-    return Restored(snapshot, manifest, root,
-                    None if finger is None else finger == manifest.master_finger)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    done = Restored(snapshot, manifest, root, None)
+    for item in manifest.items:
+        if not item.get("present"):
+            continue
+        try:
+            aside = put_back(restic, snapshot, root, Path(item["path"]), stamp)
+        except (OSError, ResticError) as exc:
+            raise RestoreFailedError(
+                f"{item['name']} ({item['path']}) could not be restored: {exc}; restored "
+                f"before it: {', '.join(done.items) or 'nothing'}") from None
+        done.items.append(str(item["name"]))
+        if aside is not None:
+            done.moved_aside.append(str(aside))
+    finger = master_finger(_under(root, pki_dir)) if manifest.master_finger else None
+    done.finger_holds = None if finger is None else finger == manifest.master_finger
+    return done

@@ -69,6 +69,8 @@ def write_manifest(setup: Setup) -> Manifest:
         raise BackupRefusedError(f"nothing to back up for {', '.join(missing)} "
                             f"({', '.join(str(i.path) for i in setup.items if i.name in missing)}"
                             "): is this the master?")
+    state = paths.STATE.path()  # made first: the manifest's own item is present
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
     commit, dirty = inventory_commit(setup.inventory)
     pki = next(i.path for i in setup.items if i.name == "salt-pki")
     manifest = Manifest(
@@ -77,8 +79,6 @@ def write_manifest(setup: Setup) -> Manifest:
         master_finger=master_finger(pki),
         items=[{"name": i.name, "path": os.fspath(i.path), "present": i.path.exists()}
                for i in setup.items])
-    state = paths.STATE.path()
-    state.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = state / f".{paths.MANIFEST}.tmp"
     tmp.write_text(manifest.text(), encoding="utf-8")
     tmp.replace(state / paths.MANIFEST)

@@ -17,17 +17,19 @@ On a freshly installed head node (same name and address; salt-master installed, 
 read the backup's manifest and refuse one made by a newer fleet (naming both versions),
 refuse over a running salt-master unless --force, verify every byte of the repository
 (a damaged backup is refused before anything is written), then put every item back where
-it was, with its modes and owners: the master's key (the minions' master_finger holds),
-the accepted minion keys (no key is accepted again), the secrets, the reinstall and
-rollout journals and locks (an interrupted reinstall can be resumed or aborted), the boot
-modes, Alertmanager's silences, the audit log. Then start salt-master and check
-`fleet keys finger --check`. See docs/operations.md, Backup and restore.
+it was, whole, with its modes and owners (what a fresh install put there is renamed
+aside to PATH.before-restore-TIME, never deleted): the master's key (the minions'
+master_finger holds), the accepted minion keys (no key is accepted again), the secrets,
+the reinstall and rollout journals and locks (an interrupted reinstall can be resumed or
+aborted), the boot modes, Alertmanager's silences, the audit log. Then start salt-master
+and check `fleet keys finger --check`. See docs/operations.md, Backup and restore.
 """
 EPILOG = """
 exit codes: 0 restored (the master's key fingerprint is the backup's), 1 invalid inventory,
 2 usage (no site.backup, no key), 4 restic is missing or the backup cannot be opened (a
-wrong key), 5 refused: damaged, made by a newer fleet, or the restored key differs,
-6 a salt-master is running here (--force)
+wrong key), 5 refused: damaged, made by a newer fleet, or the restored key differs; or an
+item could not be put back (named, with the items restored before it), 6 a salt-master is
+running here (--force)
 """
 
 
@@ -47,7 +49,7 @@ def register(sub: Any, parents: Parents) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.backup import options
     from fleet.backup.restic import ResticError, ResticMissingError
-    from fleet.backup.restore import RestoreRefusedError, restore
+    from fleet.backup.restore import RestoreFailedError, RestoreRefusedError, restore
     from fleet.backup.run import BackupRefusedError
 
     inv = ctx.inventory()
@@ -62,6 +64,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     except RestoreRefusedError as exc:
         running = "salt-master is running" in str(exc)
         return _fail(ctx, f"refused: {exc}", Exit.BUSY if running else Exit.FAILED)
+    except RestoreFailedError as exc:
+        return _fail(ctx, str(exc), Exit.FAILED)
     except ResticMissingError as exc:
         return _fail(ctx, str(exc), Exit.IO)
     except ResticError as exc:
@@ -73,11 +77,14 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     if ctx.out.json:
         ctx.out.emit({"snapshot": done.snapshot, "root": str(done.root), "fleet": m.fleet,
                       "time": m.time, "inventory_commit": m.inventory_commit,
-                      "master_finger": m.master_finger, "finger_holds": done.finger_holds})
+                      "master_finger": m.master_finger, "finger_holds": done.finger_holds,
+                      "items": done.items, "moved_aside": done.moved_aside})
     elif not ctx.out.quiet:
         print(f"restored {done.snapshot} (made {m.time} by fleet {m.fleet} on {m.host}) "
               f"under {done.root}; inventory commit {m.inventory_commit or 'none'}: check it "
               "out in site.checkout")
+        for aside in done.moved_aside:
+            print(f"what was there is kept aside: {aside}")
     if done.finger_holds is False:
         return _fail(ctx, "the restored master key's fingerprint is not the backup's",
                      Exit.FAILED)
