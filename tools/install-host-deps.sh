@@ -40,6 +40,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # the site package repository (fleet repo, docs/repo.md): reprepro keeps it, gpg signs it
 command -v reprepro >/dev/null 2>&1 || need+=(reprepro)
 command -v gpg >/dev/null 2>&1 || need+=(gnupg)
+# fleet backup and fleet restore (tests/backup): the real restic in temp directories
+command -v restic >/dev/null 2>&1 || need+=(restic)
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done

@@ -1,7 +1,8 @@
 # provisioning (the head node): the Salt master's own configuration, dnsmasq + nginx
 # serving the rendered pxe/ tree, the installer ISO with its kernel and initrd, the apt
 # cache in front of the archives, the Python package cache (/pypi/) and the fleet page (its timer; nginx serves it), so the
-# master provisions itself with `salt-call --local state.apply`.
+# master provisions itself with `salt-call --local state.apply`; the master's own safety: the
+# audit log's directory and the daily backup's timer.
 include:
   - .master
   - .pxe
@@ -9,3 +10,4 @@ include:
   - .aptcache
   - .pycache
   - .page
+  - .backup

@@ -70,6 +70,9 @@ def _base() -> dict[str, Any]:
     data["nodes"]["gpu-02"]["state"] = "maintenance"
     data["nodes"]["gpu-02"]["reason"] = "PSU swapped"
     data["site"]["monitoring"] = {"storage_path": "/var/lib/prometheus/metrics2"}
+    # the backup's destination reaches restic's argv (fleet backup), never a rendered file
+    data["site"]["backup"] = {"destination": {"type": "sftp", "host": "stor-1",
+                                              "user": "backup", "path": "/srv/backup"}}
     return data
 
 
@@ -111,6 +114,9 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("mkv", "arrays", "data", "index_path"): "pillar",
     ("nodes", "gpu-02", "reason"): "drain",
     ("site", "monitoring", "storage_path"): "pillar",
+    ("site", "backup", "destination", "host"): None,
+    ("site", "backup", "destination", "user"): None,
+    ("site", "backup", "destination", "path"): None,
     ("compute", "valkey", "artifact", "source"): "pillar",
     ("compute", "uv", "source"): "pillar",
     ("compute", "codesync", "export"): "pillar",

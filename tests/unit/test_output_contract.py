@@ -39,6 +39,9 @@ ARGV: dict[str, list[str]] = {
     "burnin": ["status", "--results", "{tmp}/burnin"],
     "page": ["--out", "{tmp}/page"],
     "mkv": ["show", "data"], "repo": ["list", "--repo", "{tmp}/repo"], "lab": ["status"],
+    "log": ["--log", "{tmp}/audit.jsonl"],
+    "backup": ["check", "--password-file", "{tmp}/key"],
+    "restore": ["--root", "{tmp}/root", "--password-file", "{tmp}/key"],
 }
 # the verbs whose first contact is the Salt master (rollout and reinstall first ask
 # Slurm and the BMCs), each as it asks it

@@ -10,6 +10,7 @@ import gc
 import importlib
 import os
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
@@ -108,6 +109,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     # nodes). Off for the run; back on for callers that run main() in-process (tests).
     collecting = gc.isenabled()
     gc.disable()
+    started = time.monotonic()
     try:
         code = int(module.run(args, ctx))
     except BaseException as exc:
@@ -118,8 +120,21 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if collecting:
             gc.enable()
         ctx.out.release_stderr()
+    _audit(args, argv, code, time.monotonic() - started, ctx)
     ctx.out.finish(code)
     return code
+
+
+def _audit(args: argparse.Namespace, argv: list[str], code: int, seconds: float,
+           ctx: object) -> None:
+    """The one place a run is recorded (fleet.audit): a verb that changes something."""
+    from fleet.audit import log, record
+    from fleet.context import Context
+
+    assert isinstance(ctx, Context)
+    if record.changes(args):
+        log.keep(record.make(args, argv, code, seconds, ctx.out.document),
+                 quiet=ctx.out.quiet, verbose=ctx.out.verbose)
 
 
 def _usage(exc: UsageError, argv: Sequence[str]) -> int:

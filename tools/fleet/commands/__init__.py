@@ -38,6 +38,9 @@ VERBS: dict[str, str] = {
     "page": "write the fleet page (racks coloured by live state)",
     "mkv": "minikeyvalue maintenance with each array's own flags",
     "repo": "the site package repository: fill it from the archive, list it",
+    "backup": "an encrypted, verified backup of what only the master holds (restic)",
+    "restore": "the master's keys, secrets, journals and boot modes back from a backup",
+    "log": "the audit log: who ran which changing verb on which nodes, and how it ended",
     "lab": "the containerized lab (docs/lab.md)",
 }
 

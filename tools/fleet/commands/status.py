@@ -116,10 +116,14 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     wall = time.monotonic() - t0
     rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
                     for n in names], cols)
+    from fleet.backup.run import last, last_line
+
     if args.json:
-        ctx.out.emit(_document(view.document(args.target, rs, cols, wall, notes, left)))
+        ctx.out.emit({**_document(view.document(args.target, rs, cols, wall, notes, left)),
+                      "backup": last()})
     elif not args.quiet:
         print(view.table(rs, cols, wall, notes))
+        print(last_line(last()))
     else:
         for r in rs:
             if r.problems:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StringConstraints, field_validator
 
+from fleet.inventory.schema.backup import BackupSpec
 from fleet.inventory.schema.base import NVIDIA_BRANCHES, BranchSpec, Model, Name
 from fleet.inventory.types import (
     DeployDir,
@@ -253,6 +254,9 @@ class Site(Model):
     """resolvers the site DNS forwards to"""
     monitoring: Monitoring = Monitoring()
     """Prometheus, Alertmanager and the alert thresholds (docs/operations.md, Monitoring)"""
+    backup: BackupSpec | None = None
+    """where `fleet backup` keeps the master's encrypted backup (docs/operations.md, Backup
+    and restore); none: fleet backup refuses"""
     nvidia_branch: BranchSpec | None = Field(default_factory=lambda: dict(NVIDIA_BRANCHES))
     """the NVIDIA driver branch the nvidia role pins and holds, one for every OS or one per OS
     release; profiles.*.gpu.driver_branch overrides it per profile; pillar

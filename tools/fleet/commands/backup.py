@@ -1,0 +1,113 @@
+"""``fleet backup [create|check|list]``: an encrypted, verified backup of what only the
+master holds, with restic, to the inventory's site.backup.destination (fleet.backup;
+argparse glue and the report)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fleet.cliparts import Parents, add_command
+from fleet.context import Context
+from fleet.exitcodes import Exit
+
+DESCRIPTION = """
+create (the default): write the manifest (fleet's version, the inventory's commit, the
+master's key fingerprint), back up the master's keys and accepted minion keys, the secrets
+store (the repository's signing key in it), the reinstall and rollout journals and locks,
+the health and apply results, the boot modes, Alertmanager's silences and the audit log
+with restic, encrypted with the operator's key; then verify every byte (restic check
+--read-data) and keep site.backup.keep_daily/keep_weekly snapshots. The first backup
+initialises an empty destination. check: verify the repository and every byte of its data.
+list: the snapshots. A systemd timer on the master runs create daily; fleet status says
+when the last good one was. See docs/operations.md, Backup and restore.
+"""
+EPILOG = """
+exit codes: 0 made and verified (check: whole), 1 invalid inventory, 2 usage (no
+site.backup, the key missing, readable by others or beside the backup, no master key
+here), 4 restic is missing or the destination cannot be reached or opened (a wrong key),
+5 the backup or its verification failed (check: the repository is damaged)
+"""
+ACTIONS = ("create", "check", "list")
+
+
+def register(sub: Any, parents: Parents) -> None:
+    from fleet.backup import options
+
+    p = add_command(sub, parents, "backup", DESCRIPTION, EPILOG)
+    p.add_argument("action", nargs="?", default="create", choices=ACTIONS, metavar="ACTION",
+                   help="create (default) | check | list")
+    options.add(p)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.backup import options
+    from fleet.backup.restic import ResticError, ResticMissingError
+    from fleet.backup.run import BackupRefusedError
+
+    inv = ctx.inventory()
+    try:
+        setup = options.setup(args, inv)
+        if args.action == "check":
+            return _check(setup, ctx)
+        if args.action == "list":
+            return _list(setup, ctx)
+        return _create(setup, ctx)
+    except BackupRefusedError as exc:
+        return _fail(ctx, f"refused: {exc}", Exit.USAGE)
+    except ResticMissingError as exc:
+        return _fail(ctx, str(exc), Exit.IO)
+    except ResticError as exc:
+        reachable = setup.restic.exists()
+        return _fail(ctx, f"{exc}" + ("" if reachable else " (the repository cannot be "
+                                      "opened: is the destination reachable, is the key "
+                                      "the right one?)"), Exit.FAILED if reachable else Exit.IO)
+
+
+def _fail(ctx: Context, message: str, code: Exit) -> Exit:
+    print(f"fleet backup: {message}", file=sys.stderr)
+    ctx.out.error(message)
+    return code
+
+
+def _create(setup: Any, ctx: Context) -> Exit:
+    from fleet.backup.run import create
+
+    ctx.progress(f"backing up to {setup.restic.repository}")
+    made = create(setup)
+    m = made.manifest
+    if ctx.out.json:
+        ctx.out.emit({"snapshot": made.snapshot, "repository": setup.restic.repository,
+                      "initialised": made.initialised, "verified": True,
+                      "manifest": {"fleet": m.fleet, "time": m.time,
+                                   "inventory_commit": m.inventory_commit,
+                                   "master_finger": m.master_finger}, "absent": made.absent})
+    elif not ctx.out.quiet:
+        print(f"snapshot {made.snapshot} in {setup.restic.repository}: verified "
+              f"(inventory commit {m.inventory_commit or 'none'}"
+              f"{', with changes not committed' if m.inventory_dirty else ''})")
+        if made.absent:
+            print(f"not on this master (nothing to keep): {', '.join(made.absent)}")
+    return Exit.OK
+
+
+def _check(setup: Any, ctx: Context) -> Exit:
+    said = setup.restic.check()
+    if ctx.out.json:
+        ctx.out.emit({"repository": setup.restic.repository, "ok": True})
+    elif not ctx.out.quiet:
+        print(said.strip().splitlines()[-1] if said.strip() else "no errors were found")
+    return Exit.OK
+
+
+def _list(setup: Any, ctx: Context) -> Exit:
+    snaps = setup.restic.snapshots()
+    if ctx.out.json:
+        ctx.out.emit({"repository": setup.restic.repository, "snapshots": snaps})
+    elif not ctx.out.quiet:
+        for s in snaps:
+            tags = s.get("tags")
+            print(f"{s.get('short_id', '')!s}  {s.get('time', '')!s}  "
+                  f"{','.join(map(str, tags)) if isinstance(tags, list) else ''}")
+    return Exit.OK

@@ -1,0 +1,97 @@
+"""``fleet restore [SNAPSHOT] [--root DIR] [--force]``: the master's state back from a
+``fleet backup`` onto a freshly installed head node (fleet.backup.restore; argparse glue)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from fleet.cliparts import Parents, add_command
+from fleet.context import Context
+from fleet.exitcodes import Exit
+
+DESCRIPTION = """
+On a freshly installed head node (same name and address; salt-master installed, stopped):
+read the backup's manifest and refuse one made by a newer fleet (naming both versions),
+refuse over a running salt-master unless --force, verify every byte of the repository
+(a damaged backup is refused before anything is written), then put every item back where
+it was, whole, with its modes and owners (what a fresh install put there is renamed
+aside to PATH.before-restore-TIME, never deleted): the master's key (the minions'
+master_finger holds), the accepted minion keys (no key is accepted again), the secrets,
+the reinstall and rollout journals and locks (an interrupted reinstall can be resumed or
+aborted), the boot modes, Alertmanager's silences, the audit log. Then start salt-master
+and check `fleet keys finger --check`. See docs/operations.md, Backup and restore.
+"""
+EPILOG = """
+exit codes: 0 restored (the master's key fingerprint is the backup's), 1 invalid inventory,
+2 usage (no site.backup, no key), 4 restic is missing or the backup cannot be opened (a
+wrong key), 5 refused: damaged, made by a newer fleet, or the restored key differs; or an
+item could not be put back (named, with the items restored before it), 6 a salt-master is
+running here (--force)
+"""
+
+
+def register(sub: Any, parents: Parents) -> None:
+    from fleet.backup import options
+
+    p = add_command(sub, parents, "restore", DESCRIPTION, EPILOG)
+    p.add_argument("snapshot", nargs="?", default="latest", metavar="SNAPSHOT",
+                   help="the snapshot id (fleet backup list; default latest)")
+    p.add_argument("--root", type=Path, default=Path("/"), metavar="DIR",
+                   help="restore under DIR instead of / (to look before restoring)")
+    p.add_argument("--force", action="store_true",
+                   help="restore even over a running salt-master")
+    options.add(p)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.backup import options
+    from fleet.backup.restic import ResticError, ResticMissingError
+    from fleet.backup.restore import RestoreFailedError, RestoreRefusedError, restore
+    from fleet.backup.run import BackupRefusedError
+
+    inv = ctx.inventory()
+    try:
+        setup = options.setup(args, inv)
+        pki = next(i.path for i in setup.items if i.name == "salt-pki")
+        ctx.progress(f"restoring {args.snapshot} from {setup.restic.repository}")
+        done = restore(setup.restic, args.snapshot, args.root, pki, args.salt_config,
+                       force=args.force)
+    except BackupRefusedError as exc:
+        return _fail(ctx, f"refused: {exc}", Exit.USAGE)
+    except RestoreRefusedError as exc:
+        running = "salt-master is running" in str(exc)
+        return _fail(ctx, f"refused: {exc}", Exit.BUSY if running else Exit.FAILED)
+    except RestoreFailedError as exc:
+        return _fail(ctx, str(exc), Exit.FAILED)
+    except ResticMissingError as exc:
+        return _fail(ctx, str(exc), Exit.IO)
+    except ResticError as exc:
+        opens = setup.restic.exists()
+        return _fail(ctx, f"refused: {exc}" + ("" if opens else " (the backup cannot be "
+                                               "opened: wrong key or unreachable)"),
+                     Exit.FAILED if opens else Exit.IO)
+    m = done.manifest
+    if ctx.out.json:
+        ctx.out.emit({"snapshot": done.snapshot, "root": str(done.root), "fleet": m.fleet,
+                      "time": m.time, "inventory_commit": m.inventory_commit,
+                      "master_finger": m.master_finger, "finger_holds": done.finger_holds,
+                      "items": done.items, "moved_aside": done.moved_aside})
+    elif not ctx.out.quiet:
+        print(f"restored {done.snapshot} (made {m.time} by fleet {m.fleet} on {m.host}) "
+              f"under {done.root}; inventory commit {m.inventory_commit or 'none'}: check it "
+              "out in site.checkout")
+        for aside in done.moved_aside:
+            print(f"what was there is kept aside: {aside}")
+    if done.finger_holds is False:
+        return _fail(ctx, "the restored master key's fingerprint is not the backup's",
+                     Exit.FAILED)
+    return Exit.OK
+
+
+def _fail(ctx: Context, message: str, code: Exit) -> Exit:
+    print(f"fleet restore: {message}", file=sys.stderr)
+    ctx.out.error(message)
+    return code
