@@ -176,6 +176,7 @@ def write(root: Path, files: dict[str, str]) -> Changes:
 def _commit_all(root: Path, commits: list[stage.Commit]) -> None:
     if not commits:
         return
+    stage.sync(root)
     journal.write_journal(root, [s for c in commits for s in c.steps])
     undo: journal.Undo = []
     try:
