@@ -42,7 +42,7 @@ def test_a_failing_worker_fails_the_render(site_inv: Inventory, forked: None,
     here = os.getpid()
     real = fleet.render.node_files
 
-    def fails_in_a_worker(inv: Inventory, nodes: list[Node]) -> dict[str, str]:
+    def fails_in_a_worker(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
         if os.getpid() != here and nodes[0].hostname == next(iter(inv.nodes)):
             raise ValueError("bad node in a worker")
         return real(inv, nodes)
@@ -56,7 +56,7 @@ def test_a_worker_that_dies_fails_the_render(site_inv: Inventory, forked: None,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     here = os.getpid()
 
-    def dies(inv: Inventory, nodes: list[Node]) -> dict[str, str]:
+    def dies(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
         if os.getpid() != here:
             os._exit(9)
         return {}

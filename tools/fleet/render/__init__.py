@@ -18,30 +18,45 @@ PARALLEL_MIN_NODES = 1000
 MAX_WORKERS = 4
 
 Renderer = Callable[[Inventory], dict[str, str]]
-Job = Callable[[], dict[str, str]]
+ByHost = dict[str, dict[str, str]]  # {hostname: {relative path: text}}
+Job = Callable[[], ByHost]
 
 
 def render_all(inv: Inventory) -> dict[str, str]:
-    nodes = list(inv.nodes.values())
-    workers = _workers(len(nodes))
-    if workers == 1:
-        files = site_files(inv)
-        files.update(node_files(inv, nodes))
-    else:  # the model is shared with the workers by the fork: nothing of it is sent
-        files = _forked([functools.partial(node_files, inv, batch)
-                         for batch in _batches(nodes, workers)],
-                        functools.partial(site_files, inv))
+    site, by_host = render_parts(inv, list(inv.nodes.values()))
+    return join(site, by_host)
+
+
+def join(site: dict[str, str], by_host: ByHost) -> dict[str, str]:
+    files = dict(site)
+    for own in by_host.values():
+        files.update(own)
     return dict(sorted(files.items()))
 
 
-def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, str]:
-    """The files of ``nodes`` alone, one file set per node (each may read the whole
-    inventory, which a forked worker shares)."""
+def render_parts(inv: Inventory, nodes: list[Node]) -> tuple[dict[str, str], ByHost]:
+    """The site's files, and the own files of each of ``nodes`` by hostname (the
+    incremental render asks for the changed nodes only: :mod:`fleet.render.incremental`)."""
+    workers = _workers(len(nodes))
+    if workers == 1:
+        return site_files(inv), node_files(inv, nodes)
+    # the model is shared with the workers by the fork: nothing of it is sent
+    by_host: ByHost = {}
+    site = _forked([functools.partial(node_files, inv, batch)
+                    for batch in _batches(nodes, workers)],
+                   functools.partial(site_files, inv), by_host)
+    return site, by_host
+
+
+def node_files(inv: Inventory, nodes: list[Node]) -> ByHost:
+    """The files of ``nodes`` alone, by hostname (each may read the whole inventory,
+    which a forked worker shares)."""
     from fleet.render import pillar, pxe
 
-    files = pillar.node_files(inv, nodes)
-    files.update(pxe.node_files(inv, nodes))
-    return files
+    by_host = pillar.node_files(inv, nodes)
+    for host, files in pxe.node_files(inv, nodes).items():
+        by_host[host].update(files)
+    return by_host
 
 
 def site_files(inv: Inventory) -> dict[str, str]:
@@ -72,10 +87,12 @@ def _cpus() -> int:
         return 1
 
 
-def _forked(jobs: list[Job], here: Job) -> dict[str, str]:
-    """``here()`` updated with every ``job()``, each job computed by a forked process at
-    the same time. A job's result (or its exception) comes back pickled through a pipe;
-    the same pure functions run on the same data, so the output is the same."""
+def _forked(jobs: list[Job], here: Callable[[], dict[str, str]],
+            by_host: ByHost) -> dict[str, str]:
+    """``here()``, and ``by_host`` updated with every ``job()``, each job computed by a
+    forked process at the same time. A job's result (or its exception) comes back pickled
+    through a pipe; the same pure functions run on the same data, so the output is the
+    same."""
     children: list[tuple[int, int]] = []  # (pid, read end)
     try:
         for job in jobs:
@@ -89,7 +106,7 @@ def _forked(jobs: list[Job], here: Job) -> dict[str, str]:
             ok, result = reply
             if not ok:
                 raise result
-            files.update(result)
+            by_host.update(result)
     finally:
         for _pid, fd in children:  # first: a child still writing gets EPIPE, not a wait
             os.close(fd)

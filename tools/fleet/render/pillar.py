@@ -48,16 +48,18 @@ def _dump(data: Any) -> str:
 
 
 def render(inv: Inventory) -> dict[str, str]:
-    out = node_files(inv, list(inv.nodes.values()))
-    out.update(site_files(inv))
+    out = site_files(inv)
+    for files in node_files(inv, list(inv.nodes.values())).values():
+        out.update(files)
     return out
 
 
-def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, str]:
-    """Each of ``nodes``' own pillar file (a batch: see :func:`fleet.render.render_all`)."""
+def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
+    """Each of ``nodes``' own pillar file, by hostname (a batch: see
+    :func:`fleet.render.render_all`)."""
     memo = yamlout.Memo()
-    return {f"pillar/nodes/{node.hostname}.sls": _header() + memo.dump_mapping(
-        "node", _node(inv, node), PER_PROFILE) for node in nodes}
+    return {node.hostname: {f"pillar/nodes/{node.hostname}.sls": _header() + memo.dump_mapping(
+        "node", _node(inv, node), PER_PROFILE)} for node in nodes}
 
 
 def _top(inv: Inventory, node: Node) -> list[str]:

@@ -77,7 +77,8 @@ def _words(words: list[str], *, grub: bool) -> str:
 
 def render(inv: Inventory) -> dict[str, str]:
     out = site_files(inv)
-    out.update(node_files(inv, list(inv.nodes.values())))
+    for files in node_files(inv, list(inv.nodes.values())).values():
+        out.update(files)
     return out
 
 
@@ -107,14 +108,16 @@ def site_files(inv: Inventory) -> dict[str, str]:
     return out
 
 
-def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, str]:
-    """Each of ``nodes``' own PXE files (a batch: see :func:`fleet.render.render_all`)."""
+def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
+    """Each of ``nodes``' own PXE files, by hostname (a batch: see
+    :func:`fleet.render.render_all`)."""
     common = _common(inv)
     memo = yamlout.Memo()
-    out: dict[str, str] = {}
+    out: dict[str, dict[str, str]] = {}
     for node in nodes:
-        out[f"pxe/dnsmasq/hosts/{node.hostname}"] = _dhcp_hosts(node)
-        out |= _node_boot_files(inv, node, common, memo)
+        files = {f"pxe/dnsmasq/hosts/{node.hostname}": _dhcp_hosts(node)}
+        files |= _node_boot_files(inv, node, common, memo)
+        out[node.hostname] = files
     return out
 
 
