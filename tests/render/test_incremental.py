@@ -27,13 +27,15 @@ def _entry(text: str, host: str) -> re.Match[str]:
 
 
 def edit(text: str, kind: str, host: str, n: int) -> str:
-    """One edit: a node's own fact (serial, MAC, BMC MAC) or the site's domain."""
+    """One edit: a node's own fact (serial, MAC, BMC MAC, IB GUID: all of
+    :data:`incremental.LOCAL`) or the site's domain."""
     if kind == "domain":
         return re.sub(r"^  domain: \S+", f"  domain: lab{n}.test", text, count=1, flags=re.M)
     m = _entry(text, host)
     field, value = {"serial": ("serial", f"S{n:06d}"),
                     "mac": ("mac", f'"52:54:00:ab:{n // 256:02x}:{n % 256:02x}"'),
-                    "bmc_mac": ("bmc_mac", f'"52:54:00:cd:{n // 256:02x}:{n % 256:02x}"')}[kind]
+                    "bmc_mac": ("bmc_mac", f'"52:54:00:cd:{n // 256:02x}:{n % 256:02x}"'),
+                    "ib_guid": ("ib_guid", f'"0x1070fd03000{n:05x}"')}[kind]
     entry = re.sub(rf"\b{field}: [^,}}]+", f"{field}: {value}", m.group(0), count=1)
     return text[:m.start()] + entry + text[m.end():]
 
@@ -54,7 +56,7 @@ def full(inv_file: Path, where: Path) -> dict[str, bytes]:
     return output(where)
 
 
-EDITS = st.lists(st.tuples(st.sampled_from(["serial", "mac", "bmc_mac", "domain"]),
+EDITS = st.lists(st.tuples(st.sampled_from([*incremental.LOCAL, "domain"]),
                            st.sampled_from(HOSTS)), min_size=1, max_size=4)
 
 

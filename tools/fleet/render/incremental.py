@@ -7,8 +7,8 @@ node's render made, and each output file's identity (inode, size, mtime). The ne
 renders the site's files and the nodes whose hash differs, and keeps the other nodes'
 files as they are on disk, unread.
 
-A node's own facts (:data:`LOCAL`) are those no other node's files read (its serial and
-MACs, its hardware); any other change (a node's state, address or NIC, a group, the site,
+A node's own facts (:data:`LOCAL`) are those no other node's files read (its serial, MACs
+and InfiniBand GUID); any other change (a node's state, address or NIC, a group, the site,
 the code) changes the context, and so every node's hash: a full render.
 
 The store is input like any other file: anything unexpected in it (not JSON, another
@@ -33,8 +33,9 @@ from fleet.render.scan import OWNED
 
 STORE = ".render.inputs"
 VERSION = 1
-# A node's facts that only its own files read.
-LOCAL = ("serial", "mac", "bmc_mac", "ib_guid", "hardware", "boot_disk")
+# A node's facts that only its own files (and the site's, always rendered) read; any other
+# fact of a node is context. The property test edits each of them.
+LOCAL = ("serial", "mac", "bmc_mac", "ib_guid")
 _REL = re.compile(rf"(?:{'|'.join(OWNED)})(?:/[A-Za-z0-9._@+=-]+)+")
 _HEX = re.compile(r"[0-9a-f]{64}")
 
