@@ -35,7 +35,7 @@ def edit(text: str, kind: str, host: str, n: int) -> str:
     field, value = {"serial": ("serial", f"S{n:06d}"),
                     "mac": ("mac", f'"52:54:00:ab:{n // 256:02x}:{n % 256:02x}"'),
                     "bmc_mac": ("bmc_mac", f'"52:54:00:cd:{n // 256:02x}:{n % 256:02x}"'),
-                    "ib_guid": ("ib_guid", f'"0x1070fd03000{n:05x}"')}[kind]
+                    "ib_guid": ("ib_guid", f'"0x1070fd03ff{n:06x}"')}[kind]
     entry = re.sub(rf"\b{field}: [^,}}]+", f"{field}: {value}", m.group(0), count=1)
     return text[:m.start()] + entry + text[m.end():]
 
