@@ -23,7 +23,7 @@ import json
 import os
 import re
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ class Plan:
     nodes: list[str] | None
     keep: dict[str, list[str]]  # hostname -> its files kept from the last render
     why: str  # why a full render, or how many nodes
+    stamps: dict[str, list[int]] = field(default_factory=dict)  # of the kept files
 
 
 def _code_hash() -> str:
@@ -139,7 +140,8 @@ def plan(root: Path, inv: Inventory) -> Plan:
                 return Plan(context, keys, None, {}, f"{rel} is gone")
             if _stamp(st) != stamps[rel]:
                 return Plan(context, keys, None, {}, f"{rel} changed since the last render")
-    return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed")
+    return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed",
+                {rel: stamps[rel] for files in keep.values() for rel in files})
 
 
 @dataclass
@@ -174,6 +176,7 @@ def full(inv: Inventory, p: Plan) -> Rendered:
     site, by_host = render_parts(inv, list(inv.nodes.values()))
     p.nodes = None
     p.keep = {h: sorted(files) for h, files in by_host.items()}
+    p.stamps = {}
     return Rendered(p, join(site, by_host), [], None)
 
 
@@ -187,8 +190,10 @@ def save(root: Path, p: Plan) -> None:
     render its shortcut, so it removes the store rather than leaving an old one."""
     tmp = root / f"{STORE}.tmp"
     try:
-        stamps = {rel: _stamp(os.lstat(root / rel)) for files in p.keep.values()
-                  for rel in files}
+        # A kept file is untouched by the commit (not rewritten; a rebuilt tree links it):
+        # its identity is the one the plan checked.
+        stamps = {rel: p.stamps.get(rel) or _stamp(os.lstat(root / rel))
+                  for files in p.keep.values() for rel in files}
         doc = {"version": VERSION, "context": p.context, "stamps": stamps,
                "nodes": {h: [p.keys[h], p.keep[h]] for h in p.keys}}
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
