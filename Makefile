@@ -96,7 +96,7 @@ test-storage:
 	bash tools/test-storage.sh fresh $(TEST_PODMAN)
 
 bench-render: $(STAMP)
-	$(BIN)/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md
+	$(BIN)/python benchmarks/bench_render.py --runs 7 --write docs/benchmarks.md
 
 # a swarm of real salt-minion processes on this host against one salt-master configured
 # as provisioning.master renders it (tests/swarm; a few minutes on 2 cores)

@@ -15,7 +15,7 @@ like a real ``make render``; ``--tmpdir`` moves it. Medians of ``--runs`` runs a
 reported with min and max, and compared with the targets. ``--write FILE`` replaces only
 the ``## Render`` section of FILE, so other sections stay.
 
-    .venv/bin/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md
+    .venv/bin/python benchmarks/bench_render.py --runs 7 --write docs/benchmarks.md
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ MB = 1_000_000
 
 # Targets (docs/benchmarks.md lists them with the results).
 DEFAULT_LIMIT_S = 1.0  # site inventory, validate + render, whole process, 2 cores
-BIG_LIMIT_S = 15.0  # 10,000 nodes
+COLD_LIMIT_S = 0.3  # site inventory, cold render (issue 37)
+BIG_LIMIT_S = 4.0  # 10,000 nodes, a full render (issue 37)
+EDIT_LIMIT_S = 1.0  # 10,000 nodes, one node changed (issue 37)
 BIG_RSS_LIMIT = 1.5e9  # bytes, 10,000 nodes
 RATIO_LIMIT = 12.0  # 10k / 1k wall time
 CLOSE = 0.8  # a result above 80 % of its limit is "close"
@@ -385,15 +387,17 @@ def targets(results: list[Result]) -> list[Target]:
         d = by["default"]
         for case in RENDERS:
             s = d.stats[case].wall_median
+            limit = COLD_LIMIT_S if case == "cold" else DEFAULT_LIMIT_S
             out.append(Target(f"site inventory ({d.nodes} nodes), `fleet render` "
-                              f"({CASE_TEXT[case]}) < {DEFAULT_LIMIT_S:g} s",
-                              f"{s:.2f} s", s, DEFAULT_LIMIT_S))
+                              f"({CASE_TEXT[case]}) <= {limit:g} s", f"{s:.2f} s", s,
+                              limit + 1e-9))
     if "10000" in by:
         b = by["10000"]
         for case in RENDERS:
             s = b.stats[case].wall_median
+            limit = EDIT_LIMIT_S if case == "onechange" else BIG_LIMIT_S
             out.append(Target(f"10,000 nodes, `fleet render` ({CASE_TEXT[case]}) "
-                              f"< {BIG_LIMIT_S:g} s", f"{s:.2f} s", s, BIG_LIMIT_S))
+                              f"<= {limit:g} s", f"{s:.2f} s", s, limit + 1e-9))
         rss = max(st.rss_max for st in b.stats.values())
         out.append(Target(f"10,000 nodes, peak RSS < {BIG_RSS_LIMIT / 1e9:g} GB (worst run, "
                           "any case)", f"{rss / MB:,.0f} MB", rss, BIG_RSS_LIMIT))
@@ -419,6 +423,29 @@ def results_table(results: list[Result]) -> list[str]:
                 f"| {s.wall_min:.2f}–{s.wall_max:.2f} | {s.user_median:.2f} / {s.sys_median:.2f} "
                 f"| {s.rss_median / MB:,.0f} | {s.rss_max / MB:,.0f} | {s.other_median:.2f} |")
     return lines
+
+
+def side_by_side(results: list[Result]) -> list[str]:
+    """Wall medians per inventory size, one row each: the full render next to the edit."""
+    lines = ["| inventory | nodes | files | render, empty dir (s) | nothing changed (s) "
+             "| one node changed (s) | validate only (s) |", "|---|--:|--:|--:|--:|--:|--:|"]
+    for r in sorted(results, key=lambda r: r.nodes):
+        cells = " | ".join(f"{r.stats[c].wall_median:.2f}" for c in CASES)
+        lines.append(f"| {r.label} | {r.nodes:,} | {r.files:,} | {cells} |")
+    return lines
+
+
+COBBLER_NOTE = (
+    "**Cobbler.** The peer a user would pick instead is Cobbler (3.3.10): its `cobbler sync` "
+    "writes the DHCP, DNS and PXE files of every system, as `fleet render` does. No test or "
+    "make target depends on it; to compare on the same machine, install it "
+    "(`pip install cobbler==3.3.10` in a scratch virtual environment, or the distribution's "
+    "package, with its `cobblerd` running), add the same systems (one "
+    "`cobbler system add --name H --profile P --mac M --ip-address A --hostname H` per node "
+    "of the inventory: `fleet validate --json` lists them), then time "
+    "`cobbler sync` (full) and, after `cobbler system edit --name H --mac M2` of one node, "
+    "`cobbler sync --systems=H` (its one-node edit), each a median of the same number of runs "
+    "as above, pinned to the same CPUs (`taskset -c 0,1`).")
 
 
 def section(results: list[Result], runs: int, mach: list[str]) -> str:
@@ -462,10 +489,19 @@ def section(results: list[Result], runs: int, mach: list[str]) -> str:
         "",
         "```sh",
         "make bench-render",
-        "# or: .venv/bin/python benchmarks/bench_render.py --runs 5 --write docs/benchmarks.md",
+        "# or: .venv/bin/python benchmarks/bench_render.py --runs 7 --write docs/benchmarks.md",
         "```",
         "",
+        COBBLER_NOTE,
+        "",
         "### Results",
+        "",
+        "Wall-time medians side by side (the one-node edit is the incremental render: "
+        "`.render.inputs` beside the output, `fleet.render.incremental`):",
+        "",
+        *side_by_side(results),
+        "",
+        "All figures:",
         "",
         *results_table(results),
         "",
@@ -526,10 +562,10 @@ def _interrupted(signum: int, _frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs per case (default 5)")
-    parser.add_argument("--sizes", nargs="+", default=["default", "1000", "10000"],
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per case (default 7)")
+    parser.add_argument("--sizes", nargs="+", default=["default", "75", "500", "2000", "10000"],
                         metavar="SIZE", help="'default' (inventory.yaml), a node count, or an "
-                        "inventory file (default: default 1000 10000)")
+                        "inventory file (default: default 75 500 2000 10000)")
     parser.add_argument("--write", type=Path, metavar="FILE",
                         help="write the results into the '## Render' section of FILE")
     parser.add_argument("--cpus", type=int, default=2,

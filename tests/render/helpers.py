@@ -29,12 +29,13 @@ def load_yaml(text: str) -> Any:
 
 def read_tree(root: Path) -> tuple[dict[str, bytes], set[str]]:
     """Files (relative path -> bytes) and directories under root; the writer's lock file
-    aside. Anything that is not a plain file or directory reads as a marker."""
+    and the incremental render's store (.render.inputs: not rendered output) aside.
+    Anything that is not a plain file or directory reads as a marker."""
     files: dict[str, bytes] = {}
     dirs: set[str] = set()
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if rel == ".render.lock":
+        if rel in (".render.lock", ".render.inputs"):
             continue
         if p.is_symlink() or not (p.is_file() or p.is_dir()):
             files[rel] = b"<not a regular file>"

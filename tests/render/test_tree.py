@@ -4,7 +4,6 @@ drift, a concurrent render is refused, and output is deterministic."""
 
 from __future__ import annotations
 
-import builtins
 import errno
 import fcntl
 import json
@@ -107,6 +106,41 @@ def test_second_render_rewrites_nothing(out: Path, capsys: pytest.CaptureFixture
     assert after == before, [p for p in before if after.get(p) != before[p]]
 
 
+def test_staging_is_synced_once_before_the_journal_and_nothing_when_unchanged(
+        tmp_path: Path, small_files: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One syncfs of the staging's file system, no fsync per file, and before the journal
+    (the first step of the commit); a render that changes nothing syncs nothing."""
+    calls: list[str] = []
+    real_sync, real_journal = stage._syncfs, journal.write_journal
+
+    def syncfs(fd: int) -> int:
+        calls.append("syncfs")
+        return real_sync(fd)
+
+    def write_journal(root: Path, steps: list[journal.Step]) -> None:
+        calls.append("journal")
+        real_journal(root, steps)
+
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        fsyncs.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(stage, "_syncfs", syncfs)
+    monkeypatch.setattr(journal, "write_journal", write_journal)
+    monkeypatch.setattr(os, "fsync", fsync)
+    d = tmp_path / "out"
+    d.mkdir()
+    tree.write(d, small_files)
+    assert calls == ["syncfs", "journal"]
+    assert len(fsyncs) == 3 < len(small_files)  # the journal, its directory twice
+    calls.clear()
+    tree.write(d, small_files)
+    assert calls == []
+
+
 # --- (b) a change touches only what it changes ------------------------------------------
 
 
@@ -182,17 +216,17 @@ def domain_change(small_text: str, inventory_file: Callable[..., Path]) -> dict[
 
 
 class FailingOpen:
-    """builtins.open for stage.py that raises on the n-th write."""
+    """os.open for stage.py's writer that raises on the n-th file created."""
 
     def __init__(self, n: int, exc: BaseException) -> None:
         self.n, self.exc, self.calls = n, exc, 0
 
-    def __call__(self, file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        if "w" in mode:
+    def __call__(self, file: Any, flags: int, *args: Any, **kwargs: Any) -> Any:
+        if flags & os.O_CREAT:
             self.calls += 1
             if self.calls == self.n:
                 raise self.exc
-        return builtins.open(file, mode, *args, **kwargs)  # noqa: PTH123
+        return os.open(file, flags, *args, **kwargs)
 
 
 def write_counts(root: Path, files: dict[str, str]) -> tuple[int, int]:
@@ -216,7 +250,7 @@ def test_failure_while_staging_keeps_previous_output(
          "last": n_pillar + n_pxe}[where]
     before, before_bytes = snapshot(out), read_tree(out)
     fake = FailingOpen(n, exc)
-    monkeypatch.setattr(stage, "open", fake, raising=False)
+    monkeypatch.setattr(stage, "_open", fake)
     with pytest.raises(type(exc)):
         tree.write(out, files)
     assert fake.calls == n
@@ -338,8 +372,8 @@ def test_cli_reports_failure_and_keeps_output(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     path = inventory_file(edited(small_text, "domain: lab.test", "domain: lab2.test"))
     before = read_tree(out)
-    monkeypatch.setattr(stage, "open", FailingOpen(4, OSError(errno.ENOSPC, "No space left on "
-                                                             "device", "x")), raising=False)
+    monkeypatch.setattr(stage, "_open", FailingOpen(4, OSError(errno.ENOSPC, "No space left on "
+                                                             "device", "x")))
     rc = cli.main(["render", "-q", "-i", str(path), "-o", str(out)])
     err = capsys.readouterr().err
     assert rc == cli.Exit.IO == 4

@@ -23,6 +23,12 @@ def _deep_merge(base: Any, over: Any) -> Any:
     return over
 
 
+def _rendered(out: Path) -> dict[Path, bytes]:
+    """The rendered files (not the incremental render's store beside them)."""
+    return {p.relative_to(out): p.read_bytes() for p in out.rglob("*")
+            if p.is_file() and p.name != ".render.inputs"}
+
+
 @pytest.mark.parametrize("name", runbook.SECTIONS)
 def test_every_step_is_one_the_lab_runs(name: str) -> None:
     steps = runbook.steps(name)
@@ -55,7 +61,7 @@ def test_the_render_steps_hold_on_the_lab_inventory(tmp_path: Path) -> None:
     out, overlay = tmp_path / "render", tmp_path / "edit.yaml"
     base = ["-i", str(paths.inventory), *paths.overlay_args(), "-o", str(out)]
     assert run_fleet("render", "-q", *base).returncode == 0
-    own = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    own = _rendered(out)
     patch: dict[str, Any] = {}
     for step in [s for name in runbook.SECTIONS for s in runbook.steps(name)]:
         if step.edit is not None:
@@ -74,4 +80,4 @@ def test_the_render_steps_hold_on_the_lab_inventory(tmp_path: Path) -> None:
             assert r.returncode == (3 if step.argv[1] == "diff" else 0), (step.text, r.stderr)
             for line in step.shown:
                 assert line in r.stdout + r.stderr, (step.text, line, r.stderr)
-    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == own
+    assert _rendered(out) == own

@@ -14,6 +14,7 @@ from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.render.tree import Changes
 
 DESCRIPTION = """
 Render pillar/, pxe/ and pictures/ from the inventory. Output is built aside and swapped in
@@ -38,10 +39,11 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
     if args.diff:
         return show_diff(args, ctx)
-    inv, files = rendered(ctx)
     root = Path(args.output)
-    if args.check:
+    if args.check:  # exact: a full render compared with every file, never the store
+        _inv, files = rendered(ctx)
         return _check(args, ctx, root, files)
+    inv = ctx.inventory()
     removals = volumes.removals(inv, root)
     refused = [r for r in removals if not r.acknowledged]
     if refused:
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"{len(refused)} error{'s' if len(refused) != 1 else ''}; nothing was written",
               file=sys.stderr)
         return Exit.INVALID
-    return _write(args, ctx, inv, root, files, [r.text() for r in removals])
+    return _write(args, ctx, inv, root, [r.text() for r in removals])
 
 
 def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, str]) -> Exit:
@@ -77,13 +79,30 @@ def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, 
     return Exit.DIFFERS if changes.any else Exit.OK
 
 
+def _incremental(ctx: Context, inv: Inventory, root: Path) -> Changes:
+    """Render the nodes whose inputs changed (all of them where the store beside the
+    output cannot tell: :mod:`fleet.render.incremental`), write, record the inputs."""
+    from fleet.render import incremental, tree
+
+    ctx.progress(f"rendering for {len(inv.nodes)} nodes")
+    r = incremental.render(root, inv)
+    ctx.progress(f"{len(r.files)} files rendered, {len(r.keep)} kept ({r.plan.why})")
+    ctx.progress(f"writing into {root.resolve()}")
+    try:
+        changes = tree.write(root, r.files, r.keep, r.removable)
+    except tree.KeptFileMissingError as exc:
+        ctx.progress(f"{exc}: rendering every node")
+        r = incremental.full(inv, r.plan)
+        changes = tree.write(root, r.files)
+    incremental.save(root, r.plan)
+    return changes
+
+
 def _write(args: argparse.Namespace, ctx: Context, inv: Inventory, root: Path,
-           files: dict[str, str], notes: list[str]) -> Exit:
-    from fleet.render import tree
+           notes: list[str]) -> Exit:
     from fleet.render.summary import format_summary, summarize
 
-    ctx.progress(f"writing into {root.resolve()}")
-    changes = tree.write(root, files)
+    changes = _incremental(ctx, inv, root)
     for note in notes:  # acknowledged removals: what to run next
         print(f"note: {note}", file=sys.stderr)
     ctx.progress("done")

@@ -2,30 +2,82 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 from collections.abc import Callable
 from typing import Any
 
-from fleet.inventory.model import Inventory
+from fleet.inventory.model import Inventory, Node
 
-# From this many nodes on, pxe/ is rendered by a forked worker while this process renders
-# pillar/ (on a machine with more than one CPU): the two take about as long.
+# From this many nodes on (on a machine with more than one CPU), the nodes' own files are
+# rendered by forked workers, one batch of nodes each, while this process renders the
+# site's files: below it, forking and sending the files back cost more than they save
+# (docs/benchmarks.md, "Render").
 PARALLEL_MIN_NODES = 1000
+MAX_WORKERS = 4
 
 Renderer = Callable[[Inventory], dict[str, str]]
+ByHost = dict[str, dict[str, str]]  # {hostname: {relative path: text}}
+Job = Callable[[], ByHost]
 
 
 def render_all(inv: Inventory) -> dict[str, str]:
-    from fleet.render import pictures, pillar, pxe  # on use: `fleet validate` needs none
+    site, by_host = render_parts(inv, list(inv.nodes.values()))
+    return join(site, by_host)
 
-    if len(inv.nodes) >= PARALLEL_MIN_NODES and _cpus() > 1:
-        files = _forked(pxe.render, inv, pillar.render)
-    else:
-        files = pillar.render(inv)
-        files.update(pxe.render(inv))
-    files.update(pictures.render(inv))
+
+def join(site: dict[str, str], by_host: ByHost) -> dict[str, str]:
+    files = dict(site)
+    for own in by_host.values():
+        files.update(own)
     return dict(sorted(files.items()))
+
+
+def render_parts(inv: Inventory, nodes: list[Node]) -> tuple[dict[str, str], ByHost]:
+    """The site's files, and the own files of each of ``nodes`` by hostname (the
+    incremental render asks for the changed nodes only: :mod:`fleet.render.incremental`)."""
+    workers = _workers(len(nodes))
+    if workers == 1:
+        return site_files(inv), node_files(inv, nodes)
+    # the model is shared with the workers by the fork: nothing of it is sent
+    by_host: ByHost = {}
+    site = _forked([functools.partial(node_files, inv, batch)
+                    for batch in _batches(nodes, workers)],
+                   functools.partial(site_files, inv), by_host)
+    return site, by_host
+
+
+def node_files(inv: Inventory, nodes: list[Node]) -> ByHost:
+    """The files of ``nodes`` alone, by hostname (each may read the whole inventory,
+    which a forked worker shares)."""
+    from fleet.render import pillar, pxe
+
+    by_host = pillar.node_files(inv, nodes)
+    for host, files in pxe.node_files(inv, nodes).items():
+        by_host[host].update(files)
+    return by_host
+
+
+def site_files(inv: Inventory) -> dict[str, str]:
+    """The files of the whole site (lists of every node, pictures)."""
+    from fleet.render import pictures, pillar, pxe
+
+    files = pillar.site_files(inv)
+    files.update(pxe.site_files(inv))
+    files.update(pictures.render(inv))
+    return files
+
+
+def _workers(nodes: int) -> int:
+    if nodes < PARALLEL_MIN_NODES:
+        return 1
+    return max(1, min(_cpus(), MAX_WORKERS))
+
+
+def _batches(nodes: list[Node], n: int) -> list[list[Node]]:
+    size = -(-len(nodes) // n)
+    return [nodes[i:i + size] for i in range(0, len(nodes), size)]
 
 
 def _cpus() -> int:
@@ -35,18 +87,47 @@ def _cpus() -> int:
         return 1
 
 
-def _forked(child: Renderer, inv: Inventory, here: Renderer) -> dict[str, str]:
-    """``here(inv)`` updated with ``child(inv)``, the latter computed by a forked process
-    at the same time. The child's result (or its exception) comes back pickled through a
-    pipe; the same pure functions run on the same data, so the output is the same."""
+def _forked(jobs: list[Job], here: Callable[[], dict[str, str]],
+            by_host: ByHost) -> dict[str, str]:
+    """``here()``, and ``by_host`` updated with every ``job()``, each job computed by a
+    forked process at the same time. A job's result (or its exception) comes back pickled
+    through a pipe; the same pure functions run on the same data, so the output is the
+    same."""
+    children: list[tuple[int, int]] = []  # (pid, read end)
+    try:
+        for job in jobs:
+            children.append(_fork(job, [fd for _pid, fd in children]))
+        files = here()
+        for _pid, fd in children:
+            with os.fdopen(fd, "rb", closefd=False) as reader:
+                data = reader.read()
+            reply: tuple[bool, Any] = (pickle.loads(data) if data  # our own child's reply
+                                       else (False, RuntimeError("a render worker died")))
+            ok, result = reply
+            if not ok:
+                raise result
+            by_host.update(result)
+    finally:
+        for _pid, fd in children:  # first: a child still writing gets EPIPE, not a wait
+            os.close(fd)
+        for pid, _fd in children:
+            os.waitpid(pid, 0)
+    return files
+
+
+def _fork(job: Job, others: list[int]) -> tuple[int, int]:
+    """Start ``job`` in a child; its pid and the read end of its reply. ``others``: the
+    read ends of the children before it, which it closes (else, holding one, it would keep
+    a sibling blocked on a reply this process no longer reads)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: render, send, and leave without running any cleanup
         code = 0
         try:
-            os.close(read_fd)
+            for fd in (read_fd, *others):
+                os.close(fd)
             try:
-                payload = pickle.dumps((True, child(inv)), pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps((True, job()), pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # sent to the parent, which raises it
                 code = 1
                 payload = _pickled_error(exc)
@@ -55,20 +136,7 @@ def _forked(child: Renderer, inv: Inventory, here: Renderer) -> dict[str, str]:
         finally:
             os._exit(code)
     os.close(write_fd)
-    reader = os.fdopen(read_fd, "rb")
-    try:
-        files = here(inv)
-        data = reader.read()
-    finally:
-        reader.close()  # first: a child still writing gets EPIPE rather than waiting forever
-        os.waitpid(pid, 0)
-    reply: tuple[bool, Any] = (pickle.loads(data) if data  # our own child's reply
-                               else (False, RuntimeError("the render worker died")))
-    ok, result = reply
-    if not ok:
-        raise result
-    files.update(result)
-    return files
+    return pid, read_fd
 
 
 def _pickled_error(exc: BaseException) -> bytes:

@@ -47,27 +47,42 @@ def _dump(data: Any) -> str:
 
 
 def render(inv: Inventory) -> dict[str, str]:
-    out: dict[str, str] = {}
-    site = inv.raw.site
-    top: dict[str, list[str]] = {}
+    out = site_files(inv)
+    for files in node_files(inv, list(inv.nodes.values())).values():
+        out.update(files)
+    return out
+
+
+def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
+    """Each of ``nodes``' own pillar file, by hostname (a batch: see
+    :func:`fleet.render.render_all`)."""
     memo = yamlout.Memo()
-    for node in inv.nodes.values():
-        sls = ["site", "hosts", f"nodes.{node.hostname}"]
-        if site.apt.repo is not None:
-            sls.append(SECRET_SLS["siterepo"])
-        if node.has("slurm.compute") or node.has("slurm.controller"):
-            sls += ["slurm", SECRET_SLS["munge"]]
-        if node.has("mkv.master"):
-            sls.append("mkv")
-        if node.hostname == site.provisioning_host:
-            sls += ["provisioning", SECRET_SLS["aptcache"]]
-        if node.hostname == monitoring.host(inv):
-            sls.append("monitoring")
-        if compute.has_role(inv, node):
-            sls.append("compute")
-        top[node.hostname] = sls
-        out[f"pillar/nodes/{node.hostname}.sls"] = _header() + memo.dump_mapping(
-            "node", _node(inv, node), PER_PROFILE)
+    return {node.hostname: {f"pillar/nodes/{node.hostname}.sls": _header() + memo.dump_mapping(
+        "node", _node(inv, node), PER_PROFILE)} for node in nodes}
+
+
+def _top(inv: Inventory, node: Node) -> list[str]:
+    site = inv.raw.site
+    sls = ["site", "hosts", f"nodes.{node.hostname}"]
+    if site.apt.repo is not None:
+        sls.append(SECRET_SLS["siterepo"])
+    if node.has("slurm.compute") or node.has("slurm.controller"):
+        sls += ["slurm", SECRET_SLS["munge"]]
+    if node.has("mkv.master"):
+        sls.append("mkv")
+    if node.hostname == site.provisioning_host:
+        sls += ["provisioning", SECRET_SLS["aptcache"]]
+    if node.hostname == monitoring.host(inv):
+        sls.append("monitoring")
+    if compute.has_role(inv, node):
+        sls.append("compute")
+    return sls
+
+
+def site_files(inv: Inventory) -> dict[str, str]:
+    """The pillar files of the whole site (every node's are :func:`node_files`)."""
+    out: dict[str, str] = {}
+    top = {node.hostname: _top(inv, node) for node in inv.nodes.values()}
     out["pillar/top.sls"] = _dump({"base": top})
     out["pillar/site.sls"] = _dump({"site": _site(inv)})
     out["pillar/hosts.sls"] = _dump({"hosts": _hosts(inv)})

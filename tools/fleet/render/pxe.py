@@ -77,11 +77,24 @@ def _words(words: list[str], *, grub: bool) -> str:
 
 
 def render(inv: Inventory) -> dict[str, str]:
+    out = site_files(inv)
+    for files in node_files(inv, list(inv.nodes.values())).values():
+        out.update(files)
+    return out
+
+
+def _common(inv: Inventory) -> dict[str, str]:
+    prov_node = inv.nodes[inv.raw.site.provisioning_host]
+    return {"header": TEXT, "http": http_base(inv), "tftp_server": str(prov_node.address)}
+
+
+def site_files(inv: Inventory) -> dict[str, str]:
+    """The PXE files of the whole site (every node's are :func:`node_files`)."""
     site = inv.raw.site
-    http = http_base(inv)
     prov_node = inv.nodes[site.provisioning_host]
     out: dict[str, str] = {}
-    common = {"header": TEXT, "http": http, "tftp_server": str(prov_node.address)}
+    common = _common(inv)
+    http = common["http"]
     out["pxe/dnsmasq/dnsmasq.conf"] = _t("dnsmasq.conf.j2").render(
         **common, prov_host=prov_node.hostname, interface=prov_node.boot_nic,
         domain=site.domain, networks=_dhcp_networks(inv), pxe_root=site.pxe_root,
@@ -97,11 +110,20 @@ def render(inv: Inventory) -> dict[str, str]:
             report_url=commission.report_url(inv))
     out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(
         **common, http_host=http.removeprefix("http://"))
-    memo = yamlout.Memo()
-    for node in inv.nodes.values():
-        out[f"pxe/dnsmasq/hosts/{node.hostname}"] = _dhcp_hosts(node)
-        out |= _node_boot_files(inv, node, common, memo)
     out["pxe/nginx/tokens.conf"] = _token_rules(inv)
+    return out
+
+
+def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
+    """Each of ``nodes``' own PXE files, by hostname (a batch: see
+    :func:`fleet.render.render_all`)."""
+    common = _common(inv)
+    memo = yamlout.Memo()
+    out: dict[str, dict[str, str]] = {}
+    for node in nodes:
+        files = {f"pxe/dnsmasq/hosts/{node.hostname}": _dhcp_hosts(node)}
+        files |= _node_boot_files(inv, node, common, memo)
+        out[node.hostname] = files
     return out
 
 

@@ -24,11 +24,24 @@ MIN_WORKERS = 5              # Salt's default
 AUTH_PER_SECOND = 10         # sign-ins the master serves per second while minions start
 
 
+# The last inventory's capacity: every node's minion config asks, and the answer walks the
+# whole inventory (holding the inventory keeps its id from being reused).
+_last: list[tuple[Inventory, int]] = []
+
+
 def minion_capacity(inv: Inventory) -> int:
     """The most minions the site can hold: the ports of the Ethernet switches its
     provisioning NICs are cabled to (every node has one such NIC on one port), or the
     node count where that is more (nodes without a switch). It changes when a switch is
     added, not when a node is."""
+    if _last and _last[0][0] is inv:
+        return _last[0][1]
+    capacity = _capacity(inv)
+    _last[:] = [(inv, capacity)]
+    return capacity
+
+
+def _capacity(inv: Inventory) -> int:
     raw = inv.raw
     switches = {rule.switch for group in raw.node_groups.values()
                 for rule in group.nics.values()

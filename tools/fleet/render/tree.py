@@ -40,7 +40,7 @@ import fcntl
 import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +53,10 @@ from fleet.render.scan import OWNED, UnsafeOutputError, existing, same
 
 __all__ = ["JOURNAL", "OWNED", "Changes", "UnsafeOutputError", "compare", "interrupted",
            "unified_diff", "write"]
+
+
+class KeptFileMissingError(ValueError):
+    """A file an incremental render meant to keep is not on disk."""
 
 
 @dataclass
@@ -87,9 +91,11 @@ def _split(files: dict[str, str]) -> dict[str, dict[str, bytes]]:
     return by_top
 
 
-def _classify(old: dict[str, str], wanted: dict[str, bytes]) -> tuple[Changes, set[str]]:
-    """Sort ``wanted`` against the files on disk; also return the unchanged paths."""
-    items = sorted(wanted.items())
+def _classify(old: dict[str, str], wanted: dict[str, bytes],
+              keep: Collection[str] = ()) -> tuple[Changes, set[str]]:
+    """Sort ``wanted`` against the files on disk; also return the unchanged paths. The
+    ``keep`` paths (in ``wanted``, with any data) are unchanged without being read."""
+    items = sorted((rel, data) for rel, data in wanted.items() if rel not in keep)
 
     def sort(chunk: list[tuple[str, bytes]], stop: threading.Event) -> tuple[
             list[str], list[str], list[str]]:
@@ -106,7 +112,10 @@ def _classify(old: dict[str, str], wanted: dict[str, bytes]) -> tuple[Changes, s
         return added, changed, unchanged
 
     changes = Changes()
-    kept: set[str] = set()
+    kept = {rel for rel in keep if rel in wanted}
+    missing = [rel for rel in kept if rel not in old]
+    if missing:
+        raise KeptFileMissingError(f"{missing[0]} is gone from the output: render it whole")
     for added, changed, unchanged in parallel(deal(items, workers(len(items))), sort):
         changes.added += added
         changes.changed += changed
@@ -151,18 +160,25 @@ def _lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def write(root: Path, files: dict[str, str]) -> Changes:
+def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
+          removable: Collection[str] | None = None) -> Changes:
     """Write ``files`` (paths relative to ``root``) replacing the owned directories; first
-    finish a commit that a killed render left (:func:`fleet.render.journal.recover`)."""
+    finish a commit that a killed render left (:func:`fleet.render.journal.recover`).
+    ``keep``: paths not in ``files`` that stay as they are on disk, unread (the files an
+    incremental render did not render again); :class:`KeptFileMissingError` if one is gone,
+    or if a file not in ``removable`` (None: any) would be removed."""
     total = Changes()
+    keep = frozenset(keep).difference(files)
     root.mkdir(parents=True, exist_ok=True)
     with _lock(root):
         journal.recover(root)
         commits: list[stage.Commit] = []
         try:
-            for top, wanted in _split(files).items():
+            for top, wanted in _split({**dict.fromkeys(keep, ""), **files}).items():
                 old = existing(root, top)
-                changes, kept = _classify(old, wanted)
+                changes, kept = _classify(old, wanted, keep)
+                if removable is not None and not set(changes.removed) <= set(removable):
+                    raise KeptFileMissingError(f"{top}/ has files no node owns: render it whole")
                 total.merge(changes)
                 if changes.any:
                     commits.append(stage.prepare(root, top, wanted, old, changes, kept))
@@ -176,6 +192,7 @@ def write(root: Path, files: dict[str, str]) -> Changes:
 def _commit_all(root: Path, commits: list[stage.Commit]) -> None:
     if not commits:
         return
+    stage.sync(root)
     journal.write_journal(root, [s for c in commits for s in c.steps])
     undo: journal.Undo = []
     try:

@@ -1,0 +1,155 @@
+"""The incremental render (``.render.inputs`` beside the output): after any sequence of
+edits its output is byte for byte a full render's, and a store that is missing, stale or
+hostile gives a full render."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleet import cli
+from fleet.inventory.load import load_inventory
+from fleet.render import incremental, render_all, tree
+from render.helpers import SMALL, read_tree
+
+HOSTS = ("head-01", "gpu-01", "gpu-02", "gpu-03")
+
+
+def _entry(text: str, host: str) -> re.Match[str]:
+    m = re.search(rf"^  {re.escape(host)}: \{{[^}}]*\}}", text, re.M | re.S)
+    assert m is not None, host
+    return m
+
+
+def edit(text: str, kind: str, host: str, n: int) -> str:
+    """One edit: a node's own fact (serial, MAC, BMC MAC, IB GUID: all of
+    :data:`incremental.LOCAL`) or the site's domain."""
+    if kind == "domain":
+        return re.sub(r"^  domain: \S+", f"  domain: lab{n}.test", text, count=1, flags=re.M)
+    m = _entry(text, host)
+    field, value = {"serial": ("serial", f"S{n:06d}"),
+                    "mac": ("mac", f'"52:54:00:ab:{n // 256:02x}:{n % 256:02x}"'),
+                    "bmc_mac": ("bmc_mac", f'"52:54:00:cd:{n // 256:02x}:{n % 256:02x}"'),
+                    "ib_guid": ("ib_guid", f'"0x1070fd03ff{n:06x}"')}[kind]
+    entry = re.sub(rf"\b{field}: [^,}}]+", f"{field}: {value}", m.group(0), count=1)
+    return text[:m.start()] + entry + text[m.end():]
+
+
+def output(root: Path) -> dict[str, bytes]:
+    """The rendered files under ``root`` (not the store beside them)."""
+    return {rel: data for rel, data in read_tree(root)[0].items()
+            if rel != incremental.STORE}
+
+
+def render(inv_file: Path, out: Path) -> None:
+    assert cli.main(["render", "-q", "-i", str(inv_file), "-o", str(out)]) == 0
+
+
+def full(inv_file: Path, where: Path) -> dict[str, bytes]:
+    where.mkdir()
+    tree.write(where, render_all(load_inventory(inv_file)))
+    return output(where)
+
+
+EDITS = st.lists(st.tuples(st.sampled_from([*incremental.LOCAL, "domain"]),
+                           st.sampled_from(HOSTS)), min_size=1, max_size=4)
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=EDITS)
+def test_incremental_equals_full_after_random_edits(
+        tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[str, str]]) -> None:
+    work = tmp_path_factory.mktemp("inc")
+    out, inv_file = work / "out", work / "inventory.yaml"
+    out.mkdir()
+    text = SMALL.read_text(encoding="utf-8")
+    inv_file.write_text(text, encoding="utf-8")
+    render(inv_file, out)
+    for n, (kind, host) in enumerate(edits, start=1):
+        text = edit(text, kind, host, n)
+        inv_file.write_text(text, encoding="utf-8")
+        render(inv_file, out)
+        assert output(out) == full(inv_file, work / f"full-{n}")
+    assert incremental.load(out) is not None
+
+
+@pytest.fixture
+def rendered_once(tmp_path: Path) -> tuple[Path, Path]:
+    out, inv_file = tmp_path / "out", tmp_path / "inventory.yaml"
+    out.mkdir()
+    inv_file.write_text(SMALL.read_text(encoding="utf-8"), encoding="utf-8")
+    render(inv_file, out)
+    return out, inv_file
+
+
+def test_one_node_edit_renders_only_that_node(rendered_once: tuple[Path, Path]) -> None:
+    out, inv_file = rendered_once
+    inv_file.write_text(edit(inv_file.read_text(encoding="utf-8"), "mac", "gpu-02", 7),
+                        encoding="utf-8")
+    plan = incremental.plan(out, load_inventory(inv_file))
+    assert plan.nodes == ["gpu-02"], plan.why
+    render(inv_file, out)
+    assert output(out) == full(inv_file, out.parent / "full")
+
+
+def hostile_stores(out: Path) -> dict[str, str]:
+    doc = json.loads((out / incremental.STORE).read_text())
+    host, (key, files) = next(iter(doc["nodes"].items()))
+    other = next(h for h in doc["nodes"] if h != host)
+
+    def variant(change: dict[str, object]) -> str:
+        return json.dumps({**doc, **change})
+
+    return {
+        "not json": "{nope",
+        "another version": variant({"version": 99}),
+        "a path outside": variant({"nodes": {**doc["nodes"], host: [key, ["pxe/../../x"]]},
+                                   "stamps": {**doc["stamps"], "pxe/../../x": [1, 2, 3]}}),
+        "another node's file": variant({"nodes": {**doc["nodes"], host: [
+            key, doc["nodes"][other][1]]}}),
+        "a file left out": variant({"nodes": {**doc["nodes"], host: [key, files[:-1]]}}),
+        "a bad hash": variant({"context": "x" * 64}),
+        "a list": "[]",
+    }
+
+
+@pytest.mark.parametrize("case", ["not json", "another version", "a path outside",
+                                  "another node's file", "a file left out", "a bad hash",
+                                  "a list"])
+def test_hostile_store_gives_a_full_render(rendered_once: tuple[Path, Path], case: str) -> None:
+    out, inv_file = rendered_once
+    (out / "pillar" / "site.sls").write_text("tampered\n")  # a full render repairs it
+    for rel in ("pxe/dnsmasq/hosts/gpu-01", "pillar/nodes/gpu-01.sls"):
+        (out / rel).unlink()  # a kept file gone: only a full render puts it back
+    (out / incremental.STORE).write_text(hostile_stores(out)[case])
+    render(inv_file, out)
+    assert output(out) == full(inv_file, out.parent / "full")
+
+
+def test_a_kept_file_changed_by_hand_gives_a_full_render(
+        rendered_once: tuple[Path, Path]) -> None:
+    out, inv_file = rendered_once
+    (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
+    plan = incremental.plan(out, load_inventory(inv_file))
+    assert plan.nodes is None and "changed since" in plan.why
+    render(inv_file, out)
+    assert output(out) == full(inv_file, out.parent / "full")
+
+
+def test_missing_store_gives_a_full_render_and_check_ignores_the_store(
+        rendered_once: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out, inv_file = rendered_once
+    (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
+    # --check is exact whatever the store says
+    assert cli.main(["render", "--check", "-q", "-i", str(inv_file), "-o", str(out)]) == 3
+    (out / incremental.STORE).unlink()
+    assert incremental.plan(out, load_inventory(inv_file)).nodes is None
+    render(inv_file, out)
+    assert cli.main(["render", "--check", "-q", "-i", str(inv_file), "-o", str(out)]) == 0
+    capsys.readouterr()

@@ -1,0 +1,208 @@
+"""One-node edits at scale: render again only the nodes whose inputs changed.
+
+Beside the output, ``.render.inputs`` keeps what the last render was made of: a hash of
+the *context* (the renderer's code and the whole validated inventory except each node's
+own facts), a hash per node (the context and that node's own facts) with the files that
+node's render made, and each output file's identity (inode, size, mtime). The next render
+renders the site's files and the nodes whose hash differs, and keeps the other nodes'
+files as they are on disk, unread.
+
+A node's own facts (:data:`LOCAL`) are those no other node's files read (its serial, MACs
+and InfiniBand GUID); any other change (a node's state, address or NIC, a group, the site,
+the code) changes the context, and so every node's hash: a full render.
+
+The store is input like any other file: anything unexpected in it (not JSON, another
+version, a path outside the output, a kept file missing or changed since) means a full
+render, never a partial one. ``render --check`` never reads it: it compares a full render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleet.inventory.model import Inventory
+from fleet.render import ByHost, join, render_parts
+from fleet.render.scan import OWNED
+
+STORE = ".render.inputs"
+VERSION = 1
+# A node's facts that only its own files (and the site's, always rendered) read; any other
+# fact of a node is context. The property test edits each of them.
+LOCAL = ("serial", "mac", "bmc_mac", "ib_guid")
+_REL = re.compile(rf"(?:{'|'.join(OWNED)})(?:/[A-Za-z0-9._@+=-]+)+")
+_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass
+class Plan:
+    """What to render: everything (``nodes`` is None) or the site and ``nodes``."""
+
+    context: str
+    keys: dict[str, str]  # hostname -> input hash
+    nodes: list[str] | None
+    keep: dict[str, list[str]]  # hostname -> its files kept from the last render
+    why: str  # why a full render, or how many nodes
+    stamps: dict[str, list[int]] = field(default_factory=dict)  # of the kept files
+
+
+def _code_hash() -> str:
+    """The renderer's code: every file of the fleet package (templates included)."""
+    base = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(base.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            h.update(os.fsencode(path.relative_to(base)) + b"\0")
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def input_hashes(inv: Inventory) -> tuple[str, dict[str, str]]:
+    """The context's hash, and each rendered node's (context and own facts)."""
+    doc = json.loads(inv.raw.model_dump_json())
+    own: dict[str, str] = {}
+    for host, facts in doc["nodes"].items():
+        mine = {k: facts.pop(k) for k in LOCAL if k in facts}
+        own[host] = json.dumps(mine, sort_keys=True)
+    h = hashlib.sha256(_code_hash().encode())
+    h.update(json.dumps(doc, sort_keys=True).encode())
+    context = h.hexdigest()
+    keys = {host: hashlib.sha256(f"{context}\0{own[host]}".encode()).hexdigest()
+            for host in inv.nodes}
+    return context, keys
+
+
+def _stamp(st: os.stat_result) -> list[int]:
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def load(root: Path) -> dict[str, Any] | None:
+    """The store, checked; None where it is missing or not one fleet wrote."""
+    try:
+        fd = os.open(root / STORE, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read()
+    try:
+        doc = json.loads(raw)
+        if not _shape_ok(doc):
+            return None
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return None
+    return doc  # type: ignore[no-any-return]
+
+
+def _shape_ok(doc: Any) -> bool:
+    if not (isinstance(doc, dict) and doc.get("version") == VERSION
+            and isinstance(doc.get("context"), str) and _HEX.fullmatch(doc["context"])):
+        return False
+    nodes, stamps = doc["nodes"], doc["stamps"]
+    if not (isinstance(nodes, dict) and isinstance(stamps, dict)):
+        return False
+    for key, files in nodes.values():
+        if not (isinstance(key, str) and _HEX.fullmatch(key) and isinstance(files, list)):
+            return False
+        for rel in files:
+            if not (isinstance(rel, str) and _REL.fullmatch(rel) and "/../" not in rel
+                    and rel in stamps):
+                return False
+    return all(isinstance(s, list) and len(s) == 3 and all(type(x) is int for x in s)
+               for s in stamps.values())
+
+
+def plan(root: Path, inv: Inventory) -> Plan:
+    context, keys = input_hashes(inv)
+    store = load(root)
+    if store is None:
+        return Plan(context, keys, None, {}, f"no usable {STORE}")
+    if store["context"] != context:
+        return Plan(context, keys, None, {}, "the context changed")
+    old: dict[str, list[Any]] = store["nodes"]
+    if set(old) != set(keys):
+        return Plan(context, keys, None, {}, "nodes were added or removed")
+    changed = [h for h in keys if old[h][0] != keys[h]]
+    keep = {h: old[h][1] for h in keys if old[h][0] == keys[h]}
+    stamps = store["stamps"]
+    for host, files in keep.items():
+        for rel in files:
+            if not _owns(host, rel):
+                return Plan(context, keys, None, {}, f"{rel} is not {host}'s file")
+            try:
+                st = os.lstat(root / rel)
+            except OSError:
+                return Plan(context, keys, None, {}, f"{rel} is gone")
+            if _stamp(st) != stamps[rel]:
+                return Plan(context, keys, None, {}, f"{rel} changed since the last render")
+    return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed",
+                {rel: stamps[rel] for files in keep.values() for rel in files})
+
+
+@dataclass
+class Rendered:
+    plan: Plan
+    files: dict[str, str]  # to write
+    keep: list[str]  # to keep as they are on disk, unread
+    removable: set[str] | None  # what may go (None: anything; a full render)
+
+
+def _owns(host: str, rel: str) -> bool:
+    """Whether ``rel`` can be one of ``host``'s files: its name or a directory is the host's."""
+    parts = rel.split("/")
+    return host in parts or parts[-1] == f"{host}.sls"
+
+
+def render(root: Path, inv: Inventory) -> Rendered:
+    """The files to write and the paths to keep as they are (see :func:`plan`)."""
+    p = plan(root, inv)
+    hosts = list(inv.nodes) if p.nodes is None else p.nodes
+    site, by_host = render_parts(inv, [inv.nodes[h] for h in hosts])
+    keep = [rel for files in p.keep.values() for rel in files]
+    # A re-rendered node's old files may go (its own facts changed what it has); no other.
+    removable = None if p.nodes is None else set().union(
+        *(files for h, files in _old_files(root, by_host).items()))
+    p.keep.update({h: sorted(files) for h, files in by_host.items()})
+    return Rendered(p, join(site, by_host), keep, removable)
+
+
+def full(inv: Inventory, p: Plan) -> Rendered:
+    """Every node rendered (the store could not be trusted after all)."""
+    site, by_host = render_parts(inv, list(inv.nodes.values()))
+    p.nodes = None
+    p.keep = {h: sorted(files) for h, files in by_host.items()}
+    p.stamps = {}
+    return Rendered(p, join(site, by_host), [], None)
+
+
+def _old_files(root: Path, by_host: ByHost) -> dict[str, list[str]]:
+    store = load(root) or {"nodes": {}}
+    return {h: store["nodes"][h][1] for h in by_host if h in store["nodes"]}
+
+
+def save(root: Path, p: Plan) -> None:
+    """Record the render just written (after the commit); a failure only costs the next
+    render its shortcut, so it removes the store rather than leaving an old one."""
+    tmp = root / f"{STORE}.tmp"
+    try:
+        # A kept file is untouched by the commit (not rewritten; a rebuilt tree links it):
+        # its identity is the one the plan checked.
+        stamps = {rel: p.stamps.get(rel) or _stamp(os.lstat(root / rel))
+                  for files in p.keep.values() for rel in files}
+        doc = {"version": VERSION, "context": p.context, "stamps": stamps,
+               "nodes": {h: [p.keys[h], p.keep[h]] for h in p.keys}}
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+        tmp.replace(root / STORE)
+    except OSError:
+        with suppress(OSError):
+            tmp.unlink()
+        with suppress(OSError):
+            (root / STORE).unlink()
+        raise
