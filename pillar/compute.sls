@@ -7,6 +7,7 @@ compute:
     bind: 10.1.0.10
     export: /srv/code
     host: head-01
+    nfs_port: 2049
     port: 1026
     prune_days: 7
   python_cache:

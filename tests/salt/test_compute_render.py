@@ -77,6 +77,99 @@ def test_the_code_sync_module(pillar_dir: Path, tmp_path: Path) -> None:
     assert "find /srv/code/branches/caches -mindepth 1 -maxdepth 1 -mmin +4320 " in prune
 
 
+def _with_lab_pillar(pillar_dir: Path, tmp_path: Path, node: str) -> saltrender.Rendered:
+    """``node`` rendered with lab/pillar/lab.sls added (fleet:container true)."""
+    shutil.copytree(pillar_dir / "pillar", tmp_path / "pillar")
+    lab = (harness.ROOT / "lab" / "pillar" / "lab.sls").read_text()
+    (tmp_path / "pillar" / "lab.sls").write_text(lab)
+    top = yaml.safe_load((tmp_path / "pillar" / "top.sls").read_text())
+    top["base"][node].append("lab")
+    (tmp_path / "pillar" / "top.sls").write_text(yaml.safe_dump(top))
+    return saltrender.Renderer(harness.ROOT / "salt", tmp_path / "pillar",
+                               pillar_dir / "secrets", tmp_path / "cache").render(node)
+
+
+def test_the_nfs_export_as_a_site_runs_it(pillar_dir: Path, tmp_path: Path) -> None:
+    """The kernel NFS server on the code sync host: the export read-only and root
+    squashed to the cluster networks only, NFSv4 only (v3's rpcbind and statd masked),
+    port 2049 in the code sync's firewall table beside rsync's 1026, the server running
+    and a changed export list re-read in place."""
+    res = _render(pillar_dir, tmp_path, "stor-1")
+    assert not res.errors, res.errors
+    path, exports = res.managed("codesync-server-file-managed-exports")
+    assert path == "/etc/exports"
+    lines = [ln for ln in exports.splitlines() if ln and not ln.startswith("#")]
+    assert lines == ["/srv/code 10.1.0.0/24(ro,root_squash,sync,no_subtree_check,sec=sys)"]
+    path, conf = res.managed("codesync-server-file-managed-nfs-conf")
+    assert path == "/etc/nfs.conf.d/fleet-codesync.conf"
+    assert {"[nfsd]", "vers3=n", "udp=n", "vers4=y"} <= set(conf.splitlines())
+    nft = res.files["codesync-server-file-managed-nft"]
+    for port in (1026, 2049):
+        assert f"tcp dport {port} ip saddr @cluster accept" in nft
+        assert nft.index(f"{port} ip saddr @cluster accept") < \
+            nft.index(f"tcp dport {port} reject with tcp reset")
+    assert "elements = { 10.1.0.0/24 }" in nft
+    ids = {c["__id__"]: c for c in res.lowstate}
+    assert "nfs-kernel-server" in ids["codesync-server-pkg-installed"]["pkgs"]
+    assert {ids[f"codesync-server-service-masked-{u}"]["name"]
+            for u in ("rpcbind.socket", "rpcbind.service", "rpc-statd.service")} == \
+        {"rpcbind.socket", "rpcbind.service", "rpc-statd.service"}
+    running = ids["codesync-server-service-running-nfs"]
+    assert running["name"] == "nfs-server.service" and running["enable"] is True
+    assert {"file": "codesync-server-file-managed-nfs-conf"} in running["watch"]
+    assert ids["codesync-server-cmd-run-exportfs"]["name"] == "/usr/sbin/exportfs -ra"
+    assert "codesync-server-test-show-notification-nfs-standin" not in ids
+    # the firewall runs before the server: the port is never open to all
+    assert {"service": "codesync-server-service-running-firewall"} in running["require"]
+
+
+def test_the_nfs_export_in_the_lab_is_a_named_stand_in(pillar_dir: Path,
+                                                       tmp_path: Path) -> None:
+    """In a container (fleet:container, the lab) the same exports and nfs.conf are
+    rendered, the server is not started (the host's kernel has no nfsd) and the state
+    says so on every apply."""
+    site = _render(pillar_dir, tmp_path / "site", "stor-1")
+    lab = _with_lab_pillar(pillar_dir, tmp_path / "lab", "stor-1")
+    assert not lab.errors, lab.errors
+    for sid in ("codesync-server-file-managed-exports", "codesync-server-file-managed-nfs-conf",
+                "codesync-server-file-managed-nft"):
+        assert lab.managed(sid) == site.managed(sid), sid
+    ids = {c["__id__"]: c for c in lab.lowstate}
+    assert "codesync-server-service-running-nfs" not in ids
+    assert "codesync-server-cmd-run-exportfs" not in ids
+    note = ids["codesync-server-test-show-notification-nfs-standin"]
+    assert "stand-in" in note["text"] and "no nfsd" in note["text"]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("export: /srv/code", "export: /srv/code x(rw)"),
+    ("- 10.1.0.0/24", "- 10.1.0.0/24(rw,no_root_squash)"),
+])
+def test_a_hostile_value_fails_the_exports_render(pillar_dir: Path, tmp_path: Path,
+                                                   old: str, new: str) -> None:
+    res = _render(pillar_dir, tmp_path, "stor-1", old, new)
+    assert res.errors, "a hostile export value rendered"
+    assert any("cannot be a word of /etc/exports" in e or "not an IPv4 network" in e
+               for e in res.errors), res.errors
+
+
+def test_the_site_inventory_exports_to_its_cluster_networks(tmp_path: Path) -> None:
+    """The site's own rendered pillar (pillar/): head-01's export and firewall."""
+    root = harness.ROOT
+    harness.write_secrets_root(tmp_path / "secrets")
+    res = saltrender.Renderer(root / "salt", root / "pillar", tmp_path / "secrets",
+                              tmp_path / "cache").render("head-01")
+    assert not res.errors, res.errors
+    site = yaml.safe_load((root / "pillar" / "compute.sls").read_text())["compute"]
+    _, exports = res.managed("codesync-server-file-managed-exports")
+    opts = "(ro,root_squash,sync,no_subtree_check,sec=sys)"
+    assert f"{site['codesync']['export']} " + " ".join(f"{c}{opts}" for c in site["allow"]) \
+        in exports.splitlines()
+    nft = res.files["codesync-server-file-managed-nft"]
+    assert "tcp dport 2049 ip saddr @cluster accept" in nft
+    assert "codesync-server-service-running-nfs" in {c["__id__"] for c in res.lowstate}
+
+
 def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
     res = _render(pillar_dir, tmp_path, "gpu-02")
     assert not res.errors, res.errors

@@ -141,3 +141,12 @@ def test_valkey_is_reachable_from_every_worker(text: str) -> None:
                "Valkey on gpu-01", "(ib-a, ")
     assert f"{FILE}:{host[0]}:{host[1]}" in p.message
     assert not [q for q in problems_of(text) if q.path == "compute.worker_groups[0]"]
+
+
+def test_the_code_sync_host_is_not_a_worker(text: str) -> None:
+    """The NFS export's host would mount its own export: refused at the field."""
+    text, _ = edit(text, "codesync: {host: stor-1,", "codesync: {host: gpu-01,")
+    at = find(text, "gpu-01, prune_days")
+    p = expect(text, "mismatch", "compute.codesync.host", at, "gpu-01 is a worker",
+               "own NFS export")
+    assert p.hint is not None and "outside the worker groups" in p.hint
