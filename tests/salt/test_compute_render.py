@@ -6,6 +6,7 @@ answered, nothing persisted)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -205,7 +206,8 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
                       "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
     assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
     assert ". /etc/fleet/miniray/worker.env" in lines
-    assert lines[-1] == "cd /opt/fleet/miniray && exec /usr/local/bin/uv run worker.py"
+    assert lines[-1] == 'cd "$(readlink -f /opt/fleet/miniray/current)" && exec ' \
+        "./.venv/bin/python worker.py"
     rotated = res.files["compute-worker-file-managed-logrotate"]
     assert "/var/log/slurm/miniray-worker.*.log {" in rotated
     path = tmp_path / "worker.sbatch"
@@ -213,6 +215,47 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
     assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
     ids = {c["__id__"]: c for c in res.lowstate}
     assert ids["compute-worker-file-managed-sbatch"]["check_cmd"] == "/bin/bash -n"
+
+
+MINIRAY_SHA = "071c260496ccd3ec0c97e6982d83355da64a5cd6d69893549a79dc750f8c6601"
+
+
+def test_miniray_is_installed_from_its_pin(pillar_dir: Path, tmp_path: Path) -> None:
+    """compute.miniray: fetched (checked against its sha256) into the artifact cache,
+    unpacked into a directory of its own pin, its venv synced from the site's cache with
+    its own lock, offline, then linked as current; the job script needs the link."""
+    res = _render(pillar_dir, tmp_path, "gpu-02")
+    assert not res.errors, res.errors
+    ids = {c["__id__"]: c for c in res.lowstate}
+    src = ids["compute-worker-file-managed-miniray-source"]
+    assert src["source"] == "http://10.1.0.10/artifacts/miniray-8c2df4e.tar"
+    assert src["source_hash"] == f"sha256={MINIRAY_SHA}"
+    tree = f"/opt/fleet/miniray/{MINIRAY_SHA}"
+    unpack = ids["compute-worker-cmd-run-miniray-unpacked"]
+    assert unpack["creates"] == f"{tree}/worker.py"
+    assert f"tar -xf /var/cache/fleet/artifacts/{MINIRAY_SHA}.tar -C {tree}.new " \
+        "--strip-components=1" in unpack["name"]
+    assert unpack["name"].endswith(f"mv {tree}.new {tree}"), "moved into place only whole"
+    venv = ids["compute-worker-cmd-run-miniray-venv"]
+    assert ". /etc/fleet/miniray/worker.env" in venv["name"]
+    assert f"/usr/local/bin/fleet-uv-warm {tree} &&" in venv["name"]
+    assert f"UV_PROJECT_ENVIRONMENT={tree}/.venv /usr/local/bin/uv sync --frozen " \
+        "--offline --no-install-project --python python3.12" in venv["name"]
+    assert {"cmd": "compute-worker-cmd-run-miniray-unpacked"} in venv["require"]
+    link = ids["compute-worker-file-symlink-miniray-current"]
+    assert (link["name"], link["target"]) == ("/opt/fleet/miniray/current", tree)
+    assert {"cmd": "compute-worker-cmd-run-miniray-venv"} in link["require"]
+    assert {"file": "compute-worker-file-symlink-miniray-current"} in \
+        ids["compute-worker-file-managed-sbatch"]["require"]
+
+
+def test_a_null_miniray_pin_fails_the_worker_render(pillar_dir: Path, tmp_path: Path) -> None:
+    """What fleet validate refuses fails the states too, naming the pillar key."""
+    text = (pillar_dir / "pillar" / "compute.sls").read_text()
+    pin = re.search(r"    miniray:\n(      .*\n)+", text)
+    assert pin is not None
+    res = _render(pillar_dir, tmp_path, "gpu-02", pin[0], "    miniray: null\n")
+    assert any("compute:worker:miniray is null" in e for e in res.errors), res.errors
 
 
 def test_the_workers_partition_in_slurm_conf(head: saltrender.Rendered) -> None:

@@ -150,3 +150,15 @@ def test_the_code_sync_host_is_not_a_worker(text: str) -> None:
     p = expect(text, "mismatch", "compute.codesync.host", at, "gpu-01 is a worker",
                "own NFS export")
     assert p.hint is not None and "outside the worker groups" in p.hint
+
+
+def test_workers_without_a_miniray_pin_are_refused(text: str) -> None:
+    """compute.miniray null: the worker role has nothing to install; named at the field."""
+    start = text.index("  miniray:\n    source:")
+    end = text.index("\n", text.index("sha256:", start)) + 1
+    text = text[:start] + text[end:]
+    problems = [p for p in problems_of(text) if p.path == "compute.miniray"]
+    assert len(problems) == 1, problems
+    p = problems[0]
+    assert p.code == "missing" and "gpu-01, gpu-02 are miniray workers" in p.message
+    assert p.hint is not None and "git archive --prefix=miniray/" in p.hint

@@ -6,7 +6,8 @@ Which nodes get which compute role is derived here (pillar ``node:roles``), and
 server on a node that is not retired; the server and the code sync host on a cluster
 network that every worker shares; worker groups in a Slurm partition (the worker runs as a
 requeued Slurm job); Python >= 3.12 on every worker's OS (miniray requires it); Triton's
-groups among the worker groups; the code sync host (the NFS export) not a worker.
+groups among the worker groups; the code sync host (the NFS export) not a worker;
+miniray's pinned tree (compute.miniray) wherever a worker group has nodes.
 """
 
 from __future__ import annotations
@@ -210,6 +211,13 @@ def _check_workers(c: Ctx, comp: schema.Compute,
     for node in c.nodes.values():
         if node.group in groups:
             groups[node.group].append(node)
+    workers = [n.hostname for members in groups.values() for n in members]
+    if comp.miniray is None and workers:
+        yield c.problem(("compute",), f"compute.miniray is null, but {_few(workers)} "
+                        "miniray workers: compute.worker installs the worker's tree from "
+                        "it", code="missing", key=True, shown="compute.miniray",
+                        hint="pin miniray's source: compute.miniray {source: URL or path of "
+                             "its tar (git archive --prefix=miniray/), sha256: ...}")
     seen: set[str] = set()
     for i, gname in enumerate(comp.worker_groups):
         path: YamlPath = ("compute", "worker_groups", i)
