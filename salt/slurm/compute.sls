@@ -42,6 +42,11 @@ slurm-compute-file-managed-dropin:
         # Managed by Salt (slurm.compute). Do not edit.
         [Unit]
         ConditionPathExists=
+        # cgroup v2: slurmd's subtree is Slurm's to write (its job, step and task
+        # cgroups; miniray's worker job adds its task cgroups there: docs/operations.md,
+        # cgroup delegation)
+        [Service]
+        Delegate=yes
 
 slurm-compute-file-directory-spool:
   file.directory:

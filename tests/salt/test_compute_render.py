@@ -202,7 +202,7 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
     sbatch = [ln for ln in lines if ln.startswith("#SBATCH ")]
     assert sbatch == ["#SBATCH --job-name=miniray-worker", "#SBATCH --partition=miniray",
                       "#SBATCH --nodelist=gpu-02", "#SBATCH --nodes=1", "#SBATCH --exclusive",
-                      "#SBATCH --requeue", "#SBATCH --open-mode=append",
+                      "#SBATCH --mem=0", "#SBATCH --requeue", "#SBATCH --open-mode=append",
                       "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
     assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
     assert ". /etc/fleet/miniray/worker.env" in lines
@@ -256,6 +256,22 @@ def test_a_null_miniray_pin_fails_the_worker_render(pillar_dir: Path, tmp_path: 
     assert pin is not None
     res = _render(pillar_dir, tmp_path, "gpu-02", pin[0], "    miniray: null\n")
     assert any("compute:worker:miniray is null" in e for e in res.errors), res.errors
+
+
+def test_the_worker_jobs_cgroup_is_delegated(pillar_dir: Path, tmp_path: Path,
+                                             head: saltrender.Rendered) -> None:
+    """What miniray's worker needs of its job's cgroup v2 (docs/operations.md, cgroup
+    delegation): slurmd's subtree delegated by systemd, the job's memory and swap
+    constrained by Slurm (the limit its task cgroups nest under), cgroup process tracking
+    and task confinement on a site."""
+    res = _render(pillar_dir, tmp_path, "gpu-02")
+    assert not res.errors, res.errors
+    _, dropin = res.managed("slurm-compute-file-managed-dropin")
+    assert "[Service]\nDelegate=yes\n" in dropin
+    cgroup = set(head.files["slurm-controller-file-managed-cgroup"].splitlines())
+    assert {"ConstrainRAMSpace=yes", "ConstrainSwapSpace=yes", "ConstrainCores=yes"} <= cgroup
+    conf = set(head.files["slurm-controller-file-managed-slurm"].splitlines())
+    assert {"ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup,task/affinity"} <= conf
 
 
 def test_the_workers_partition_in_slurm_conf(head: saltrender.Rendered) -> None:
