@@ -3,8 +3,9 @@ on the GPU containers): the job script that compute.worker renders
 (/etc/fleet/miniray/worker.sbatch), submitted with sbatch on its node as
 docs/operations.md says, runs in the workers' preemptible partition; ``scontrol requeue``
 runs it again (Restarts=1); a job of the node's training partition preempts it (requeued,
-PENDING, Restarts=2) and runs; the worker runs again when that job ends. Its log, in the
-directory logrotate rotates, gets one line per run.
+PENDING, Restarts=2) and runs; the worker runs again when that job ends; a worker that
+exits by itself requeues its own job (Restarts=3), which Slurm starts again. Its log, in
+the directory logrotate rotates, gets one line per run.
 
 Stand-in, named: the lab's compute.miniray is a STAND-IN tree (lab/miniray-standin:
 miniray is on no index; lab/overlay.yaml), installed by compute.worker as a site's pin is
@@ -31,7 +32,9 @@ WORKER = node_ids("slurm.compute")[0]
 CONTROLLER = node_ids("slurm.controller")[0]
 SCRIPT = "/etc/fleet/miniray/worker.sbatch"
 LOG = f"/var/log/slurm/miniray-worker.{WORKER}.log"
-COMMAND = 'cd "$(readlink -f /opt/fleet/miniray/current)" && exec ./.venv/bin/python worker.py'
+COMMAND = "./.venv/bin/python worker.py || rc=$?"
+# the stand-in worker exits 3 while this file exists (lab/miniray-standin/worker.py)
+EXIT_FILE = "/tmp/fleet-test-standin-exit"
 
 
 def job(lab: Lab, job_id: str) -> dict[str, str]:
@@ -63,15 +66,17 @@ def worker_job(lab: Lab) -> Iterator[str]:
     h = lab.host(WORKER)
     script = h.file(SCRIPT).content_string
     assert f"#SBATCH --partition={comp.partition}\n" in script, script
-    assert script.splitlines()[-1] == COMMAND, script
+    assert COMMAND in script.splitlines(), script
     assert comp.miniray is not None
     tree = f"/opt/fleet/miniray/{comp.miniray.sha256}"
     assert sh(h, "readlink /opt/fleet/miniray/current").stdout.strip() == tree
-    job_id = sbatch(lab, WORKER, SCRIPT)
+    sh(h, f"rm -f {EXIT_FILE}")
+    job_id = sbatch(lab, WORKER, f"--export=ALL,FLEET_STANDIN_EXIT={EXIT_FILE}", SCRIPT)
     try:
         yield job_id
     finally:
         podman_exec(lab, CONTROLLER, "scancel", job_id)
+        sh(h, f"rm -f {EXIT_FILE}")
         poll(f"job {job_id} gone from the queue and {WORKER} idle", lambda: "idle" in
              sh(lab.host(CONTROLLER), f"sinfo -h -N -n {WORKER} -o %T").stdout.split()
              and not sh(lab.host(CONTROLLER), f"squeue -h -j {job_id} -t PD,R,CG").stdout,
@@ -126,3 +131,17 @@ def test_the_worker_job_is_requeued_and_preempted(lab: Lab, worker_job: str) -> 
     poll(f"worker job {worker_job} back after the training job",
          lambda: running(lab, worker_job, 2), timeout=90)
     assert runs(lab, worker_job) == ["0", "1", "2"]
+
+    # the worker exits by itself (its Valkey gone, out of memory: here the stand-in's
+    # exit 3): the job script requeues its own job, and Slurm starts it again
+    assert sh(lab.host(WORKER), f"touch {EXIT_FILE}").rc == 0
+    try:
+        poll(f"worker job {worker_job}'s worker exited and the job requeued itself",
+             lambda: re.search(rf"^miniray-worker: job {worker_job} worker exited 3 at \S+: "
+                               "requeued$", sh(lab.host(WORKER), f"cat {LOG}").stdout,
+                               re.MULTILINE), timeout=60)
+    finally:
+        sh(lab.host(WORKER), f"rm -f {EXIT_FILE}")
+    poll(f"worker job {worker_job} back after its worker exited",
+         lambda: running(lab, worker_job, 3), timeout=90)
+    assert runs(lab, worker_job) == ["0", "1", "2", "3"]

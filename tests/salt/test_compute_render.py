@@ -206,8 +206,12 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
                       "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
     assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
     assert ". /etc/fleet/miniray/worker.env" in lines
-    assert lines[-1] == 'cd "$(readlink -f /opt/fleet/miniray/current)" && exec ' \
-        "./.venv/bin/python worker.py"
+    tail = [ln for ln in lines if not ln.startswith("#")][-5:]
+    assert tail == ['cd "$(readlink -f /opt/fleet/miniray/current)"', "rc=0",
+                    "./.venv/bin/python worker.py || rc=$?",
+                    'echo "miniray-worker: job ${SLURM_JOB_ID} worker exited ${rc} at '
+                    '$(date -Is): requeued"',
+                    'exec scontrol requeue "${SLURM_JOB_ID}"'], tail
     rotated = res.files["compute-worker-file-managed-logrotate"]
     assert "/var/log/slurm/miniray-worker.*.log {" in rotated
     path = tmp_path / "worker.sbatch"
