@@ -71,7 +71,7 @@ def worker_job(lab: Lab) -> Iterator[str]:
     tree = f"/opt/fleet/miniray/{comp.miniray.sha256}"
     assert sh(h, "readlink /opt/fleet/miniray/current").stdout.strip() == tree
     sh(h, f"rm -f {EXIT_FILE}")
-    job_id = sbatch(lab, WORKER, f"--export=ALL,FLEET_STANDIN_EXIT={EXIT_FILE}", SCRIPT)
+    job_id = sbatch(lab, WORKER, SCRIPT)
     try:
         yield job_id
     finally:

@@ -202,7 +202,7 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
     sbatch = [ln for ln in lines if ln.startswith("#SBATCH ")]
     assert sbatch == ["#SBATCH --job-name=miniray-worker", "#SBATCH --partition=miniray",
                       "#SBATCH --nodelist=gpu-02", "#SBATCH --nodes=1", "#SBATCH --exclusive",
-                      "#SBATCH --mem=0", "#SBATCH --requeue", "#SBATCH --open-mode=append",
+                      "#SBATCH --requeue", "#SBATCH --open-mode=append",
                       "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
     assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
     assert ". /etc/fleet/miniray/worker.env" in lines
