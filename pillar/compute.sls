@@ -7,6 +7,7 @@ compute:
     bind: 10.1.0.10
     export: /srv/code
     host: head-01
+    nfs_port: 2049
     port: 1026
     prune_days: 7
   python_cache:
@@ -36,7 +37,9 @@ compute:
     maxmemory_mb: 65536
     port: 6379
   worker:
-    miniray: null
+    miniray:
+      sha256: "071c260496ccd3ec0c97e6982d83355da64a5cd6d69893549a79dc750f8c6601"
+      source: "http://10.1.0.10/pypi/artifacts/miniray-8c2df4e.tar"
     partition: miniray
     queue: remote_v3
     task_user: miniray

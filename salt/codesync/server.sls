@@ -3,12 +3,17 @@
 {%- set s = mapdata.server %}
 {%- set c = salt['pillar.get']('compute:codesync') %}
 {%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
+{%- set nfs = s.nfs %}
 {%- set units = [s.firewall_unit, s.unit, s.prune_unit ~ '.service', s.prune_unit ~ '.timer']
       | map('regex_replace', '^', s.unit_dir ~ '/') | join(' ') %}
 # codesync.server: the monorepo export ({{ c.export }}: xx/ the main checkout,
 # {{ s.caches }}/<job>/ per-job copies) and the rsync daemon module {{ s.module }} on port
 # {{ c.port }} that submitters push to (hosts allow and nftables: the cluster networks
-# only); a daily timer prunes per-job copies older than {{ c.prune_days }} days.
+# only); a daily timer prunes per-job copies older than {{ c.prune_days }} days. The
+# kernel NFS server exports it read-only, root squashed, NFSv4 only, to the cluster
+# networks (port {{ c.nfs_port }}, opened in the same firewall table as rsync's). In a
+# container (the lab: the host's kernel has no nfsd) the exports and nfs.conf are
+# rendered as on a site, and the server's start is a named stand-in.
 
 codesync-server-pkg-installed:
   pkg.installed:
@@ -57,7 +62,7 @@ codesync-server-file-managed-nft:
     - mode: '0644'
     - context:
         table: fleet_codesync
-        port: {{ c.port }}
+        ports: {{ [c.port, c.nfs_port] | json }}
         allow: {{ salt['pillar.get']('compute:allow') | json }}
     - check_cmd: {{ s.nft }} -c -f
     - require:
@@ -65,7 +70,7 @@ codesync-server-file-managed-nft:
 
 {%- for unit, source, context in [
       (s.firewall_unit, 'salt://compute/files/firewall.service.jinja',
-       {'what': 'the code sync rsync port', 'table': 'fleet_codesync', 'nft': s.nft,
+       {'what': 'the code sync rsync and NFS ports', 'table': 'fleet_codesync', 'nft': s.nft,
         'file': nft_file, 'before': s.unit}),
       (s.unit, 'salt://codesync/files/rsyncd.service.jinja',
        {'rsync': s.rsync, 'conf': s.conf, 'firewall_unit': s.firewall_unit}),
@@ -121,3 +126,78 @@ codesync-server-service-running-prune-timer:
     - watch:
       - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.service
       - file: codesync-server-file-managed-unit-{{ s.prune_unit }}.timer
+
+codesync-server-file-managed-exports:
+  file.managed:
+    - name: {{ nfs.exports }}
+    - source: salt://codesync/files/exports.jinja
+    - template: jinja
+    - mode: '0644'
+    - context:
+        export: {{ c.export | json }}
+        allow: {{ salt['pillar.get']('compute:allow') | json }}
+        options: {{ nfs.options | json }}
+    - require:
+      - pkg: codesync-server-pkg-installed
+      - file: codesync-server-file-directory-export
+
+codesync-server-file-managed-nfs-conf:
+  file.managed:
+    - name: {{ nfs.conf }}
+    - source: salt://codesync/files/nfs.conf.jinja
+    - template: jinja
+    - makedirs: true
+    - mode: '0644'
+    - context:
+        threads: {{ nfs.threads }}
+    - require:
+      - pkg: codesync-server-pkg-installed
+
+{%- for unit in nfs.masked %}
+
+# NFSv3's helpers: nothing of NFSv4 uses them, and rpcbind would answer anyone on 111
+codesync-server-service-masked-{{ unit }}:
+  service.masked:
+    - name: {{ unit }}
+    - require:
+      - pkg: codesync-server-pkg-installed
+{%- endfor %}
+
+{%- if mapdata.container %}
+
+# stand-in: the container's kernel (the host's) has no nfsd, so nfs-server cannot start;
+# the lab's workers bind-mount the export instead (codesync.client). Said on every apply.
+codesync-server-test-show-notification-nfs-standin:
+  test.show_notification:
+    - text: >-
+        codesync.server: stand-in: {{ nfs.unit }} is not started in a container (the
+        host's kernel has no nfsd); {{ nfs.exports }} and {{ nfs.conf }} are rendered as
+        on a site, and the workers bind-mount {{ c.export }}
+    - require:
+      - file: codesync-server-file-managed-exports
+      - file: codesync-server-file-managed-nfs-conf
+{%- else %}
+
+codesync-server-service-running-nfs:
+  service.running:
+    - name: {{ nfs.unit }}
+    - enable: true
+    - require:
+      - service: codesync-server-service-running-firewall
+{%- for unit in nfs.masked %}
+      - service: codesync-server-service-masked-{{ unit }}
+{%- endfor %}
+      - file: codesync-server-file-managed-exports
+    - watch:
+      - file: codesync-server-file-managed-nfs-conf
+
+# a changed export list is re-read in place: a restart would put the clients through
+# NFSv4's grace period
+codesync-server-cmd-run-exportfs:
+  cmd.run:
+    - name: {{ nfs.exportfs }} -ra
+    - onchanges:
+      - file: codesync-server-file-managed-exports
+    - require:
+      - service: codesync-server-service-running-nfs
+{%- endif %}

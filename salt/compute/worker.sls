@@ -6,6 +6,7 @@
 {%- set uv_home = w.uv_root ~ '/' ~ c.uv.sha256 %}
 {%- set slots = grains.get('num_cpus', 1) | int %}
 # compute.worker: what a miniray worker needs on this node: Python, uv (the pinned wheel),
+# miniray's pinned tree and its venv,
 # the task user, one system user and group per CPU slot (proc000..proc{{ '%03d' % (slots - 1) }}),
 # the worker's environment file, its Slurm job script and log rotation. The worker itself
 # runs as a requeued Slurm job on the preemptible partition (docs/operations.md, Compute).
@@ -131,6 +132,59 @@ compute-worker-file-managed-env:
     - require:
       - file: compute-worker-file-directory-{{ w.env_dir | replace('/', '-') | trim('-') }}
 
+# miniray's pinned tree (compute.miniray: a tar of it under miniray/, checked against its
+# sha256), unpacked into its own directory per pin, its venv synced from the site's Python
+# package cache with miniray's own lock (fleet-uv-warm, then uv sync --frozen offline; the
+# project itself is not installed: worker.py runs from the tree, whose miniray/ is
+# itself), and current linked to it last: a failed step leaves the previous one running
+{%- set m = c.worker.miniray %}
+{%- if not m %}{{ raise('compute.worker: pillar compute:worker:miniray is null (fleet validate refuses workers without it)') }}{% endif %}
+{%- set tree = w.miniray_dir ~ '/' ~ m.sha256 %}
+
+compute-worker-file-managed-miniray-source:
+  file.managed:
+    - name: {{ w.cache }}/{{ m.sha256 }}.tar
+    - source: {{ m.source }}
+    - source_hash: sha256={{ m.sha256 }}
+    - makedirs: true
+    - mode: '0644'
+
+compute-worker-cmd-run-miniray-unpacked:
+  cmd.run:
+    - name: >-
+        rm -rf {{ tree }}.new && mkdir -p {{ tree }}.new &&
+        tar -xf {{ w.cache }}/{{ m.sha256 }}.tar -C {{ tree }}.new --strip-components=1
+        --no-same-owner &&
+        test -f {{ tree }}.new/worker.py -a -f {{ tree }}.new/uv.lock &&
+        rm -rf {{ tree }} && mv {{ tree }}.new {{ tree }}
+    - creates: {{ tree }}/worker.py
+    - require:
+      - file: compute-worker-file-managed-miniray-source
+
+compute-worker-cmd-run-miniray-venv:
+  cmd.run:
+    - name: >-
+        set -a && . {{ w.env_dir }}/worker.env && set +a &&
+        {{ w.uv_warm }} {{ tree }} &&
+        UV_PROJECT_ENVIRONMENT={{ tree }}/.venv {{ w.uv_link }} sync --frozen --offline
+        --no-install-project --python {{ w.python }} --project {{ tree }} --no-progress
+        --quiet && touch {{ tree }}/.venv/.fleet-synced
+    - creates: {{ tree }}/.venv/.fleet-synced
+    - require:
+      - cmd: compute-worker-cmd-run-miniray-unpacked
+      - file: compute-worker-file-symlink-uv
+      - file: compute-worker-file-managed-uv-warm
+      - file: compute-worker-file-managed-env
+      - pkg: compute-worker-pkg-installed
+
+compute-worker-file-symlink-miniray-current:
+  file.symlink:
+    - name: {{ w.miniray_dir }}/current
+    - target: {{ tree }}
+    - force: true
+    - require:
+      - cmd: compute-worker-cmd-run-miniray-venv
+
 # the worker's Slurm job script; an operator submits it on this node (sbatch FILE)
 compute-worker-file-managed-sbatch:
   file.managed:
@@ -145,10 +199,10 @@ compute-worker-file-managed-sbatch:
         job_name: {{ w.job_name | json }}
         log_dir: {{ w.log_dir | json }}
         env_file: {{ (w.env_dir ~ '/worker.env') | json }}
-        miniray_dir: {{ w.miniray_dir | json }}
-        uv: {{ w.uv_link | json }}
+        miniray_dir: {{ (w.miniray_dir ~ '/current') | json }}
     - require:
       - file: compute-worker-file-managed-env
+      - file: compute-worker-file-symlink-miniray-current
 
 compute-worker-file-managed-logrotate:
   file.managed:

@@ -42,6 +42,13 @@ slurm-compute-file-managed-dropin:
         # Managed by Salt (slurm.compute). Do not edit.
         [Unit]
         ConditionPathExists=
+{%- if not mapdata.container %}
+        # cgroup v2: slurmd's subtree is Slurm's to write (its job, step and task
+        # cgroups; miniray's worker job adds its task cgroups there: docs/operations.md,
+        # cgroup delegation). Not in a container: no delegation into it (lab.sls).
+        [Service]
+        Delegate=yes
+{%- endif %}
 
 slurm-compute-file-directory-spool:
   file.directory:

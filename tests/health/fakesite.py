@@ -1,12 +1,20 @@
 """A fake Salt master and Slurm controller for ``fleet health`` on the small inventory:
 answers ``salt -L NODES FUN ARGS --out=json --static`` and ``scontrol`` as the real ones
-print them, from per-node state that a test breaks on purpose. Every call is recorded."""
+print them, from per-node state that a test breaks on purpose. Every call is recorded.
+
+``state.show_lowstate`` is not faked: it answers each node's lowstate as the real states
+render it over the small inventory's rendered pillar (:func:`lowstates`, Salt's own
+renderer in tests/support/saltrender.py), so the units the health gate expects come from
+salt/ as on a site."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from fleet.health import parse
@@ -69,6 +77,39 @@ def scontrol_line(node: str, state: str = "IDLE", gres: str = "gpu:rtx4090:8(S:0
     return line
 
 
+SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
+
+
+@cache
+def lowstates(text: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Each node's lowstate (Salt's state.show_lowstate) as salt/ renders it over the
+    rendered pillar of ``text`` (default: the small inventory), Ubuntu 24.04 grains."""
+    from fleet.inventory.load import parse
+    from fleet.render import render_all
+    from support import harness, saltrender
+
+    inv = parse(text if text is not None else SMALL.read_text(), str(SMALL))
+    saltrender.quiet_salt_logging()
+    saltrender.enable_jinja_compile_cache()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for path, body in render_all(inv).items():
+            if path.startswith("pillar/"):
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+                (root / path).write_text(body)
+        harness.write_secrets_root(root / "secrets")
+        renderer = saltrender.Renderer(harness.ROOT / "salt", root / "pillar",
+                                       root / "secrets", root / "cache")
+        out = {}
+        for node in inv.nodes:
+            res = renderer.render(node)
+            assert not res.errors, res.errors
+            out[node] = [{k: v for k, v in c.items() if k in ("__id__", "state", "fun",
+                                                                   "name")}
+                         for c in res.lowstate]
+    return out
+
+
 @dataclass
 class Node:
     units: dict[str, str] = field(default_factory=dict)  # unit -> ActiveState (default active)
@@ -82,6 +123,7 @@ class Node:
     http: int = 200
     hardware: object = True
     answers: bool = True
+    lowstate: list[Any] | None = None  # None: as the states render it (lowstates())
     slurm_state: str = "IDLE"
     slurm_reason: str = ""
 
@@ -129,6 +171,8 @@ class FakeSite:
                 continue
             if fun == "pillar.get":
                 out[name] = n.hardware
+            elif fun == "state.show_lowstate":
+                out[name] = n.lowstate if n.lowstate is not None else lowstates()[name]
             elif fun == "mount.active":
                 out[name] = {f"/srv/mkv/sv{i:02X}": {"fstype": "xfs"} for i in range(11)
                              if f"/srv/mkv/sv{i:02X}" not in n.unmounted} | {

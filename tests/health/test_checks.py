@@ -13,9 +13,8 @@ from fleet.health.decide import PREFIX
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.master.journal import Journal
-from health.fakesite import ALL, GPU_NODES, HEAD, FakeSite
-
-SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
+from health.fakesite import ALL, GPU_NODES, HEAD, SMALL, FakeSite, lowstates
+from support.compute_fixture import with_compute
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +37,10 @@ def test_all_healthy_with_one_salt_call_per_check(inv: Inventory) -> None:
     out = health(inv, site)
     assert all(r.healthy for r in out.reports), [r.problems for r in out.reports]
     calls = site.salt_calls()
-    # hardware pillar, gpu, xid, ib, munge, time, mounts, units, one mkv probe
-    assert len(calls) == 9
+    # the states' units, hardware pillar, gpu, xid, ib, munge, time, mounts, units, one
+    # mkv probe
+    assert len(calls) == 10
+    assert calls[0][3] == "state.show_lowstate" and calls[0][2].split(",") == ALL
     for c in calls:
         assert len(c[2].split(",")) >= 1
     time_call = next(c for c in calls if "chronyc" in " ".join(c))
@@ -50,6 +51,8 @@ def test_all_healthy_with_one_salt_call_per_check(inv: Inventory) -> None:
     head = {f.check for f in by_node(out)[HEAD].findings}
     assert {"dnsmasq", "nginx", "slurmctld", "munge", "mkv-data", "mkv-data http",
             "salt-master", "time"} <= head
+    # and what the derived roles run, from the states: lldp, monitoring
+    assert {"lldpd", "prometheus-node-exporter", "prometheus", "chrony"} <= head
     stor = {f.check for f in by_node(out)["stor-1"].findings}
     assert {"mounts", "mkv volume", "mkv-volume", "time"} <= stor
 
@@ -161,3 +164,63 @@ def test_target_resolution() -> None:
     for bad in ("gpu-[01-03]", "nope", "x*", "gpu-01,"):
         with pytest.raises(TargetError):
             resolve(bad, names)
+
+
+@pytest.fixture(scope="module")
+def compute_text() -> str:
+    return with_compute(SMALL.read_text())
+
+
+# one service of each role the small inventory's compute section adds or derives, on a
+# node that runs it (compute.worker has none: its worker is a Slurm job)
+BROKEN = [("gpu-01", "lldpd.service", "lldp"),
+          ("stor-2", "prometheus-node-exporter.service", "monitoring.node"),
+          ("head-01", "prometheus.service", "monitoring.server"),
+          ("gpu-02", "fleet-gpu-metrics.timer", "monitoring.gpu"),
+          ("head-01", "compute-valkey.service", "compute.valkey"),
+          ("stor-1", "codesync-rsyncd.service", "codesync.server"),
+          ("stor-1", "nfs-server.service", "codesync.server"),
+          ("gpu-01", "compute-tritonserver.service", "compute.triton"),
+          ("gpu-02", "slurmd.service", "slurm.compute")]
+
+
+@pytest.mark.parametrize("node, unit, role", BROKEN, ids=[f"{r}:{u}" for _, u, r in BROKEN])
+def test_each_roles_service_down_fails_the_gate(compute_text: str, node: str, unit: str,
+                                                role: str, tmp_path: Path) -> None:
+    """The units come from the states over the node's full role set: each role's broken
+    service fails `fleet health`, and a Slurm node is drained for it."""
+    inv = load_inventory_text(compute_text, tmp_path)
+    assert inv.nodes[node].runs(role)
+    site = FakeSite()
+    for name, states in lowstates(compute_text).items():
+        site.nodes[name].lowstate = states
+    site.nodes[node].units[unit] = "failed"
+    out = health(inv, site, drain=True, state=tmp_path)
+    r = by_node(out)
+    assert [n for n, x in r.items() if not x.healthy] == [node]
+    assert r[node].problems == [f"{unit}: failed (failed)"]
+    acts = {a.node: a.action for a in out.actions}
+    if inv.nodes[node].has("slurm.compute"):
+        assert acts == {node: "drain"}
+        assert site.nodes[node].slurm_reason.endswith(f"{unit}: failed (failed)")
+    else:
+        assert acts == {}
+
+
+def test_states_that_do_not_render_or_name_no_unit_fail_the_node(inv: Inventory) -> None:
+    site = FakeSite()
+    site.nodes["gpu-01"].lowstate = ["Rendering SLS 'base:lldp' failed: boom"]
+    site.nodes["gpu-02"].lowstate = [{"state": "service", "fun": "running",
+                                      "name": "x; reboot"}]
+    r = by_node(health(inv, site))
+    assert r["gpu-01"].problems == ["services not checked: its states do not render: "
+                                    "Rendering SLS 'base:lldp' failed: boom"]
+    assert r["gpu-02"].problems == ["services not checked: states name a unit that is not "
+                                    "one: 'x; reboot'"]
+    assert all(r[n].healthy for n in ALL if n not in ("gpu-01", "gpu-02"))
+
+
+def load_inventory_text(text: str, tmp_path: Path) -> Inventory:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(text)
+    return load_inventory(path)

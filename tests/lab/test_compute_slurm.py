@@ -3,13 +3,16 @@ on the GPU containers): the job script that compute.worker renders
 (/etc/fleet/miniray/worker.sbatch), submitted with sbatch on its node as
 docs/operations.md says, runs in the workers' preemptible partition; ``scontrol requeue``
 runs it again (Restarts=1); a job of the node's training partition preempts it (requeued,
-PENDING, Restarts=2) and runs; the worker runs again when that job ends. Its log, in the
-directory logrotate rotates, gets one line per run.
+PENDING, Restarts=2) and runs; the worker runs again when that job ends; a worker that
+exits by itself requeues its own job (Restarts=3), which Slurm starts again. Its log, in
+the directory logrotate rotates, gets one line per run.
 
-Stand-in, named: the lab has no miniray checkout (compute.miniray is null), so the
-script's one worker command line (``cd MINIRAY && exec uv run worker.py``) is replaced,
-for this test only, by ``exec sleep infinity`` (STAND_IN below); the #SBATCH options, the
-environment file and the log line are the rendered script's. The lab's slurm pillar
+Stand-in, named: the lab's compute.miniray is a STAND-IN tree (lab/miniray-standin:
+miniray is on no index; lab/overlay.yaml), installed by compute.worker as a site's pin is
+(its tar checked against the sha256, its venv synced from head-01's Python package cache,
+``current`` linked); the rendered script is submitted unchanged and runs that tree's
+worker.py, which says it is the stand-in and waits like the real worker's loop.
+The lab's slurm pillar
 (lab/pillar/lab.sls) shortens the wait of a requeued job (10 s; Slurm's 120 s) and the
 backfill interval (5 s; 30 s), or each requeue would cost the lab two minutes.
 """
@@ -29,8 +32,9 @@ WORKER = node_ids("slurm.compute")[0]
 CONTROLLER = node_ids("slurm.controller")[0]
 SCRIPT = "/etc/fleet/miniray/worker.sbatch"
 LOG = f"/var/log/slurm/miniray-worker.{WORKER}.log"
-COMMAND = re.compile(r"^cd \S+ && exec \S+/uv run worker\.py$", re.MULTILINE)
-STAND_IN = "exec sleep infinity  # STAND-IN for miniray's worker.py (test_compute_slurm.py)"
+COMMAND = "./.venv/bin/python worker.py || rc=$?"
+# the stand-in worker exits 3 while this file exists (lab/miniray-standin/worker.py)
+EXIT_FILE = "/tmp/fleet-test-standin-exit"
 
 
 def job(lab: Lab, job_id: str) -> dict[str, str]:
@@ -53,7 +57,8 @@ def sbatch(lab: Lab, node: str, *argv: str) -> str:
 
 @pytest.fixture
 def worker_job(lab: Lab) -> Iterator[str]:
-    """The rendered worker script with the stand-in command, submitted on its node."""
+    """The rendered worker script, submitted unchanged on its node: it runs the installed
+    (stand-in) tree."""
     comp = lab.plan.inventory.raw.compute
     if comp is None:
         pytest.skip("this lab has no compute section (debian-12 lab: no Python 3.12 for "
@@ -61,15 +66,17 @@ def worker_job(lab: Lab) -> Iterator[str]:
     h = lab.host(WORKER)
     script = h.file(SCRIPT).content_string
     assert f"#SBATCH --partition={comp.partition}\n" in script, script
-    assert len(COMMAND.findall(script)) == 1, f"not one worker command line: {script}"
-    path = f"/tmp/fleet-test-worker-{uuid.uuid4().hex[:8]}.sbatch"
-    assert sh(h, f"printf '%s' {shlex.quote(COMMAND.sub(STAND_IN, script))} > {path}").rc == 0
-    job_id = sbatch(lab, WORKER, path)
+    assert COMMAND in script.splitlines(), script
+    assert comp.miniray is not None
+    tree = f"/opt/fleet/miniray/{comp.miniray.sha256}"
+    assert sh(h, "readlink /opt/fleet/miniray/current").stdout.strip() == tree
+    sh(h, f"rm -f {EXIT_FILE}")
+    job_id = sbatch(lab, WORKER, SCRIPT)
     try:
         yield job_id
     finally:
         podman_exec(lab, CONTROLLER, "scancel", job_id)
-        sh(h, f"rm -f {path}")
+        sh(h, f"rm -f {EXIT_FILE}")
         poll(f"job {job_id} gone from the queue and {WORKER} idle", lambda: "idle" in
              sh(lab.host(CONTROLLER), f"sinfo -h -N -n {WORKER} -o %T").stdout.split()
              and not sh(lab.host(CONTROLLER), f"squeue -h -j {job_id} -t PD,R,CG").stdout,
@@ -86,6 +93,11 @@ def test_the_worker_job_is_requeued_and_preempted(lab: Lab, worker_job: str) -> 
     comp: Any = lab.plan.inventory.raw.compute
     j = poll(f"worker job {worker_job} running", lambda: running(lab, worker_job, 0),
              timeout=90)
+    comp_tree = f"/opt/fleet/miniray/{comp.miniray.sha256}"
+    said = poll("the installed worker.py's first line in the job's log", lambda: re.search(
+        r"^STAND-IN miniray worker: python (\S+) in (\S+),", sh(
+            lab.host(WORKER), f"cat {LOG}").stdout, re.MULTILINE), timeout=60)
+    assert said.groups() == (f"{comp_tree}/.venv/bin/python", comp_tree), said[0]
     assert (j["Partition"], j["NodeList"], j["Requeue"]) == (comp.partition, WORKER, "1"), j
 
     r = podman_exec(lab, CONTROLLER, "scontrol", "requeue", worker_job)
@@ -119,3 +131,17 @@ def test_the_worker_job_is_requeued_and_preempted(lab: Lab, worker_job: str) -> 
     poll(f"worker job {worker_job} back after the training job",
          lambda: running(lab, worker_job, 2), timeout=90)
     assert runs(lab, worker_job) == ["0", "1", "2"]
+
+    # the worker exits by itself (its Valkey gone, out of memory: here the stand-in's
+    # exit 3): the job script requeues its own job, and Slurm starts it again
+    assert sh(lab.host(WORKER), f"touch {EXIT_FILE}").rc == 0
+    try:
+        poll(f"worker job {worker_job}'s worker exited and the job requeued itself",
+             lambda: re.search(rf"^miniray-worker: job {worker_job} worker exited 3 at \S+: "
+                               "requeued$", sh(lab.host(WORKER), f"cat {LOG}").stdout,
+                               re.MULTILINE), timeout=60)
+    finally:
+        sh(lab.host(WORKER), f"rm -f {EXIT_FILE}")
+    poll(f"worker job {worker_job} back after its worker exited",
+         lambda: running(lab, worker_job, 3), timeout=90)
+    assert runs(lab, worker_job) == ["0", "1", "2", "3"]

@@ -178,3 +178,66 @@ def test_finds_stopped_slurmd_and_unmounted_disk_drains_and_resumes(
                 podman_exec(lab, HEAD, "scontrol", "update", f"NodeName={n}", "State=RESUME")
         poll("slurm nodes idle again", lambda: all(
             slurm_state(lab, n) == "idle" for n in (GPU, HAND)), timeout=120)
+
+
+def _one_service_per_role(lab: Lab) -> list[tuple[str, str, str]]:
+    """(role, node, unit): one service of each role the lab runs that has one, on the
+    first lab node whose full role set (fleet.inventory.roles) includes the role. The
+    units are the states' (pillar and salt/), which the gate reads through the master."""
+    inv = lab.plan.inventory
+    want = [("lldp", "lldpd.service"),
+            ("monitoring.node", "prometheus-node-exporter.service"),
+            ("monitoring.server", "prometheus.service"),
+            ("compute.valkey", "compute-valkey.service"),
+            ("codesync.server", "codesync-rsyncd.service"),
+            ("compute.triton", "compute-tritonserver.service"),
+            # not slurmctld: the gate reads every node's registration through it
+            ("monitoring.slurm", "fleet-slurm-metrics.timer")]
+    out = []
+    used: set[str] = set()
+    for role, unit in want:
+        hosts = [n for n in inv.nodes.values() if n.runs(role)]
+        if not hosts:
+            continue  # e.g. the debian-12 lab: no compute section
+        free = [n.hostname for n in hosts if n.hostname not in used] or [hosts[0].hostname]
+        out.append((role, free[0], unit))
+        used.add(free[0])
+    return out
+
+
+def test_each_roles_service_stopped_fails_the_gate_and_drains(lab: Lab,
+                                                                 healthy_lab: Path) -> None:
+    """One service of each role stopped at once (lldp, monitoring, compute, code sync,
+    Triton, Slurm's metrics): each node reports exactly its unit, the gate exits 5, and a
+    Slurm compute node among them is drained for it; restored in `finally`."""
+    broken = _one_service_per_role(lab)
+    assert {r for r, _, _ in broken} >= {"lldp", "monitoring.node", "monitoring.slurm"}
+    by_node: dict[str, list[str]] = {}
+    for _, node, unit in broken:
+        by_node.setdefault(node, []).append(unit)
+    target = ",".join(by_node)
+    try:
+        for node, units in by_node.items():
+            r = podman_exec(lab, node, "systemctl", "stop", *units)
+            assert r.returncode == 0, r.stderr
+        rc, rep = fleet_health(lab, healthy_lab, target, "--drain")
+        assert rc == 5
+        got = nodes(rep)
+        for node, units in by_node.items():
+            bad = problems(got[node])
+            for unit in units:
+                assert any(p.startswith(f"{unit}: inactive") or p.startswith(f"{unit}: failed")
+                           for p in bad), (node, unit, bad)
+            if lab.plan.inventory.nodes[node].has("slurm.compute"):
+                assert got[node]["action"]["action"] == "drain", got[node]
+                assert reason(lab, node).startswith("fleet health: ")
+    finally:
+        for node, units in by_node.items():
+            podman_exec(lab, node, "systemctl", "start", *units)
+
+        def healthy_again() -> bool:
+            rc, _rep = fleet_health(lab, healthy_lab, target, "--resume")
+            return rc == 0 or (lab.mkv_kind == "stub" and all(
+                "mkv master" in p for n in nodes(_rep).values() for p in problems(n)))
+        poll("the stopped services back and the gate passing", healthy_again, timeout=300,
+             interval=5)

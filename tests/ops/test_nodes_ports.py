@@ -31,7 +31,12 @@ def test_node_show_json_is_the_model(inv: Inventory) -> None:
     [r] = fleet_json("node", "show", "tbox-001")["nodes"]
     n = inv.nodes["tbox-001"]
     assert (r["group"], r["profile"], r["partition"]) == (n.group, n.profile_name, n.partition)
-    assert r["roles"] == list(n.roles) and "slurm.compute" in r["roles"]
+    assert r["roles"] == list(n.all_roles) and "slurm.compute" in r["roles"]
+    # the derived roles are listed too: a worker's compute, monitoring and lldp roles
+    assert r["derived_roles"] == list(n.derived_roles)
+    assert {"compute.worker", "codesync.client", "monitoring.gpu", "lldp"} <= \
+        set(r["derived_roles"])
+    assert not set(r["derived_roles"]) & set(n.roles)
     assert r["address"] == str(n.address) and r["mac"] == n.mac
     assert r["bmc"] == {"address": str(n.interfaces["bmc"].address), "mac": n.bmc_mac,
                         "protocol": "redfish", "kind": n.profile.bmc.kind,
@@ -42,6 +47,20 @@ def test_node_show_json_is_the_model(inv: Inventory) -> None:
     assert r["disks"] == [{"role": d.role, "kind": d.kind, "size_gb": d.size_gb,
                            "count": d.count} for d in n.profile.disks]
     assert "state" in r  # the lifecycle state's place (None until the model has one)
+
+
+def test_node_show_text_lists_the_derived_roles() -> None:
+    r = run_fleet("node", "show", "head-01", "-i", str(INVENTORY))
+    assert r.returncode == 0, r.stderr
+    derived = next(ln for ln in r.stdout.splitlines() if ln.startswith("  derived "))
+    for role in ("monitoring.server", "compute.valkey", "codesync.server", "lldp"):
+        assert role in derived, derived
+
+
+def test_node_list_where_role_matches_a_derived_role(inv: Inventory) -> None:
+    out = fleet_json("node", "list", "--where", "role=codesync.server")["nodes"]
+    assert [r["node"] for r in out] == [inv.raw.compute.codesync.host] if inv.raw.compute \
+        else []
 
 
 def test_node_list_target_and_where(inv: Inventory) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fleet.inventory import compute
+from fleet.inventory import roles as node_roles
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.render import monitoring
 from fleet.render import pillar as pillar_renderer
 from render.helpers import load_yaml
 
@@ -224,10 +224,11 @@ def test_node_pillars(site_inv: Inventory, pillar: dict[str, Any]) -> None:
         d = pillar[f"nodes/{node.hostname}"]["node"]
         assert d["hostname"] == node.hostname
         assert d["fqdn"] == f"{node.hostname}.{site_inv.raw.site.domain}"
-        # the inventory's roles, then those fleet.render.monitoring, the lldp role and the
-        # compute section derive
-        assert d["roles"] == [*node.roles, *monitoring.roles(site_inv, node), "lldp",
+        # the inventory's roles, then those fleet.inventory.roles derives: monitoring, the
+        # lldp role and the compute section's
+        assert d["roles"] == [*node.roles, *node_roles.monitoring(site_inv.raw, node), "lldp",
                               *compute.roles(site_inv.raw, node)]
+        assert d["roles"] == list(node.all_roles)
         assert {"base", "network", "monitoring.node", "lldp"} <= set(d["roles"])
         assert d["lldp"] == {"interfaces": ["prov"], "system_name": node.hostname}
         ifaces = {n: i for n, i in node.interfaces.items() if n != "bmc"}

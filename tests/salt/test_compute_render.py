@@ -6,6 +6,7 @@ answered, nothing persisted)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -78,6 +79,99 @@ def test_the_code_sync_module(pillar_dir: Path, tmp_path: Path) -> None:
     assert "find /srv/code/branches/caches -mindepth 1 -maxdepth 1 -mmin +4320 " in prune
 
 
+def _with_lab_pillar(pillar_dir: Path, tmp_path: Path, node: str) -> saltrender.Rendered:
+    """``node`` rendered with lab/pillar/lab.sls added (fleet:container true)."""
+    shutil.copytree(pillar_dir / "pillar", tmp_path / "pillar")
+    lab = (harness.ROOT / "lab" / "pillar" / "lab.sls").read_text()
+    (tmp_path / "pillar" / "lab.sls").write_text(lab)
+    top = yaml.safe_load((tmp_path / "pillar" / "top.sls").read_text())
+    top["base"][node].append("lab")
+    (tmp_path / "pillar" / "top.sls").write_text(yaml.safe_dump(top))
+    return saltrender.Renderer(harness.ROOT / "salt", tmp_path / "pillar",
+                               pillar_dir / "secrets", tmp_path / "cache").render(node)
+
+
+def test_the_nfs_export_as_a_site_runs_it(pillar_dir: Path, tmp_path: Path) -> None:
+    """The kernel NFS server on the code sync host: the export read-only and root
+    squashed to the cluster networks only, NFSv4 only (v3's rpcbind and statd masked),
+    port 2049 in the code sync's firewall table beside rsync's 1026, the server running
+    and a changed export list re-read in place."""
+    res = _render(pillar_dir, tmp_path, "stor-1")
+    assert not res.errors, res.errors
+    path, exports = res.managed("codesync-server-file-managed-exports")
+    assert path == "/etc/exports"
+    lines = [ln for ln in exports.splitlines() if ln and not ln.startswith("#")]
+    assert lines == ["/srv/code 10.1.0.0/24(ro,root_squash,sync,no_subtree_check,sec=sys)"]
+    path, conf = res.managed("codesync-server-file-managed-nfs-conf")
+    assert path == "/etc/nfs.conf.d/fleet-codesync.conf"
+    assert {"[nfsd]", "vers3=n", "udp=n", "vers4=y"} <= set(conf.splitlines())
+    nft = res.files["codesync-server-file-managed-nft"]
+    for port in (1026, 2049):
+        assert f"tcp dport {port} ip saddr @cluster accept" in nft
+        assert nft.index(f"{port} ip saddr @cluster accept") < \
+            nft.index(f"tcp dport {port} reject with tcp reset")
+    assert "elements = { 10.1.0.0/24 }" in nft
+    ids = {c["__id__"]: c for c in res.lowstate}
+    assert "nfs-kernel-server" in ids["codesync-server-pkg-installed"]["pkgs"]
+    assert {ids[f"codesync-server-service-masked-{u}"]["name"]
+            for u in ("rpcbind.socket", "rpcbind.service", "rpc-statd.service")} == \
+        {"rpcbind.socket", "rpcbind.service", "rpc-statd.service"}
+    running = ids["codesync-server-service-running-nfs"]
+    assert running["name"] == "nfs-server.service" and running["enable"] is True
+    assert {"file": "codesync-server-file-managed-nfs-conf"} in running["watch"]
+    assert ids["codesync-server-cmd-run-exportfs"]["name"] == "/usr/sbin/exportfs -ra"
+    assert "codesync-server-test-show-notification-nfs-standin" not in ids
+    # the firewall runs before the server: the port is never open to all
+    assert {"service": "codesync-server-service-running-firewall"} in running["require"]
+
+
+def test_the_nfs_export_in_the_lab_is_a_named_stand_in(pillar_dir: Path,
+                                                       tmp_path: Path) -> None:
+    """In a container (fleet:container, the lab) the same exports and nfs.conf are
+    rendered, the server is not started (the host's kernel has no nfsd) and the state
+    says so on every apply."""
+    site = _render(pillar_dir, tmp_path / "site", "stor-1")
+    lab = _with_lab_pillar(pillar_dir, tmp_path / "lab", "stor-1")
+    assert not lab.errors, lab.errors
+    for sid in ("codesync-server-file-managed-exports", "codesync-server-file-managed-nfs-conf",
+                "codesync-server-file-managed-nft"):
+        assert lab.managed(sid) == site.managed(sid), sid
+    ids = {c["__id__"]: c for c in lab.lowstate}
+    assert "codesync-server-service-running-nfs" not in ids
+    assert "codesync-server-cmd-run-exportfs" not in ids
+    note = ids["codesync-server-test-show-notification-nfs-standin"]
+    assert "stand-in" in note["text"] and "no nfsd" in note["text"]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("export: /srv/code", "export: /srv/code x(rw)"),
+    ("- 10.1.0.0/24", "- 10.1.0.0/24(rw,no_root_squash)"),
+])
+def test_a_hostile_value_fails_the_exports_render(pillar_dir: Path, tmp_path: Path,
+                                                   old: str, new: str) -> None:
+    res = _render(pillar_dir, tmp_path, "stor-1", old, new)
+    assert res.errors, "a hostile export value rendered"
+    assert any("cannot be a word of /etc/exports" in e or "not an IPv4 network" in e
+               for e in res.errors), res.errors
+
+
+def test_the_site_inventory_exports_to_its_cluster_networks(tmp_path: Path) -> None:
+    """The site's own rendered pillar (pillar/): head-01's export and firewall."""
+    root = harness.ROOT
+    harness.write_secrets_root(tmp_path / "secrets")
+    res = saltrender.Renderer(root / "salt", root / "pillar", tmp_path / "secrets",
+                              tmp_path / "cache").render("head-01")
+    assert not res.errors, res.errors
+    site = yaml.safe_load((root / "pillar" / "compute.sls").read_text())["compute"]
+    _, exports = res.managed("codesync-server-file-managed-exports")
+    opts = "(ro,root_squash,sync,no_subtree_check,sec=sys)"
+    assert f"{site['codesync']['export']} " + " ".join(f"{c}{opts}" for c in site["allow"]) \
+        in exports.splitlines()
+    nft = res.files["codesync-server-file-managed-nft"]
+    assert "tcp dport 2049 ip saddr @cluster accept" in nft
+    assert "codesync-server-service-running-nfs" in {c["__id__"] for c in res.lowstate}
+
+
 def test_a_worker_environment(pillar_dir: Path, tmp_path: Path) -> None:
     res = _render(pillar_dir, tmp_path, "gpu-02")
     assert not res.errors, res.errors
@@ -113,7 +207,12 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
                       "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
     assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
     assert ". /etc/fleet/miniray/worker.env" in lines
-    assert lines[-1] == "cd /opt/fleet/miniray && exec /usr/local/bin/uv run worker.py"
+    tail = [ln for ln in lines if not ln.startswith("#")][-5:]
+    assert tail == ['cd "$(readlink -f /opt/fleet/miniray/current)"', "rc=0",
+                    "./.venv/bin/python worker.py || rc=$?",
+                    'echo "miniray-worker: job ${SLURM_JOB_ID} worker exited ${rc} at '
+                    '$(date -Is): requeued"',
+                    'exec scontrol requeue "${SLURM_JOB_ID}"'], tail
     rotated = res.files["compute-worker-file-managed-logrotate"]
     assert "/var/log/slurm/miniray-worker.*.log {" in rotated
     path = tmp_path / "worker.sbatch"
@@ -121,6 +220,63 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
     assert subprocess.run(["bash", "-n", str(path)], check=False).returncode == 0
     ids = {c["__id__"]: c for c in res.lowstate}
     assert ids["compute-worker-file-managed-sbatch"]["check_cmd"] == "/bin/bash -n"
+
+
+MINIRAY_SHA = "071c260496ccd3ec0c97e6982d83355da64a5cd6d69893549a79dc750f8c6601"
+
+
+def test_miniray_is_installed_from_its_pin(pillar_dir: Path, tmp_path: Path) -> None:
+    """compute.miniray: fetched (checked against its sha256) into the artifact cache,
+    unpacked into a directory of its own pin, its venv synced from the site's cache with
+    its own lock, offline, then linked as current; the job script needs the link."""
+    res = _render(pillar_dir, tmp_path, "gpu-02")
+    assert not res.errors, res.errors
+    ids = {c["__id__"]: c for c in res.lowstate}
+    src = ids["compute-worker-file-managed-miniray-source"]
+    assert src["source"] == "http://10.1.0.10/artifacts/miniray-8c2df4e.tar"
+    assert src["source_hash"] == f"sha256={MINIRAY_SHA}"
+    tree = f"/opt/fleet/miniray/{MINIRAY_SHA}"
+    unpack = ids["compute-worker-cmd-run-miniray-unpacked"]
+    assert unpack["creates"] == f"{tree}/worker.py"
+    assert f"tar -xf /var/cache/fleet/artifacts/{MINIRAY_SHA}.tar -C {tree}.new " \
+        "--strip-components=1" in unpack["name"]
+    assert unpack["name"].endswith(f"mv {tree}.new {tree}"), "moved into place only whole"
+    venv = ids["compute-worker-cmd-run-miniray-venv"]
+    assert ". /etc/fleet/miniray/worker.env" in venv["name"]
+    assert f"/usr/local/bin/fleet-uv-warm {tree} &&" in venv["name"]
+    assert f"UV_PROJECT_ENVIRONMENT={tree}/.venv /usr/local/bin/uv sync --frozen " \
+        "--offline --no-install-project --python python3.12" in venv["name"]
+    assert {"cmd": "compute-worker-cmd-run-miniray-unpacked"} in venv["require"]
+    link = ids["compute-worker-file-symlink-miniray-current"]
+    assert (link["name"], link["target"]) == ("/opt/fleet/miniray/current", tree)
+    assert {"cmd": "compute-worker-cmd-run-miniray-venv"} in link["require"]
+    assert {"file": "compute-worker-file-symlink-miniray-current"} in \
+        ids["compute-worker-file-managed-sbatch"]["require"]
+
+
+def test_a_null_miniray_pin_fails_the_worker_render(pillar_dir: Path, tmp_path: Path) -> None:
+    """What fleet validate refuses fails the states too, naming the pillar key."""
+    text = (pillar_dir / "pillar" / "compute.sls").read_text()
+    pin = re.search(r"    miniray:\n(      .*\n)+", text)
+    assert pin is not None
+    res = _render(pillar_dir, tmp_path, "gpu-02", pin[0], "    miniray: null\n")
+    assert any("compute:worker:miniray is null" in e for e in res.errors), res.errors
+
+
+def test_the_worker_jobs_cgroup_is_delegated(pillar_dir: Path, tmp_path: Path,
+                                             head: saltrender.Rendered) -> None:
+    """What miniray's worker needs of its job's cgroup v2 (docs/operations.md, cgroup
+    delegation): slurmd's subtree delegated by systemd, the job's memory and swap
+    constrained by Slurm (the limit its task cgroups nest under), cgroup process tracking
+    and task confinement on a site."""
+    res = _render(pillar_dir, tmp_path, "gpu-02")
+    assert not res.errors, res.errors
+    _, dropin = res.managed("slurm-compute-file-managed-dropin")
+    assert "[Service]\nDelegate=yes\n" in dropin
+    cgroup = set(head.files["slurm-controller-file-managed-cgroup"].splitlines())
+    assert {"ConstrainRAMSpace=yes", "ConstrainSwapSpace=yes", "ConstrainCores=yes"} <= cgroup
+    conf = set(head.files["slurm-controller-file-managed-slurm"].splitlines())
+    assert {"ProctrackType=proctrack/cgroup", "TaskPlugin=task/cgroup,task/affinity"} <= conf
 
 
 def test_the_workers_partition_in_slurm_conf(head: saltrender.Rendered) -> None:

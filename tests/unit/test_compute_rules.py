@@ -141,3 +141,24 @@ def test_valkey_is_reachable_from_every_worker(text: str) -> None:
                "Valkey on gpu-01", "(ib-a, ")
     assert f"{FILE}:{host[0]}:{host[1]}" in p.message
     assert not [q for q in problems_of(text) if q.path == "compute.worker_groups[0]"]
+
+
+def test_the_code_sync_host_is_not_a_worker(text: str) -> None:
+    """The NFS export's host would mount its own export: refused at the field."""
+    text, _ = edit(text, "codesync: {host: stor-1,", "codesync: {host: gpu-01,")
+    at = find(text, "gpu-01, prune_days")
+    p = expect(text, "mismatch", "compute.codesync.host", at, "gpu-01 is a worker",
+               "own NFS export")
+    assert p.hint is not None and "outside the worker groups" in p.hint
+
+
+def test_workers_without_a_miniray_pin_are_refused(text: str) -> None:
+    """compute.miniray null: the worker role has nothing to install; named at the field."""
+    start = text.index("  miniray:\n    source:")
+    end = text.index("\n", text.index("sha256:", start)) + 1
+    text = text[:start] + text[end:]
+    problems = [p for p in problems_of(text) if p.path == "compute.miniray"]
+    assert len(problems) == 1, problems
+    p = problems[0]
+    assert p.code == "missing" and "gpu-01, gpu-02 are miniray workers" in p.message
+    assert p.hint is not None and "git archive --prefix=miniray/" in p.hint

@@ -4,22 +4,25 @@
 
 Which node gets which check follows its roles and profile (:func:`plan`):
 
+- every service its states keep running: first one ``state.show_lowstate`` across the
+  nodes (the master's states over each node's pillar, so its full role set:
+  fleet.inventory.roles), then every ``service.running`` unit of each node must be
+  active (:func:`expected_units`). No hand list: a role's new service is checked once
+  its state runs it, and a stand-in that a container does not start is not expected.
 - ``nvidia``: GPU count and persistence mode (nvidia-smi), NVIDIA Xid errors in the
   kernel log since boot; ``infiniband``: IB ports. These three are hardware checks,
   skipped (and said so) where pillar ``fleet:hardware`` is false.
-- ``slurm.compute``: slurmd (unit active, and registered in slurmctld with the
-  profile's GPU GRES), munge (a credential made on the node decodes), ``munge.service``.
-- ``mkv.volume``: every data disk mounted (salt ``mount.active``), ``mkv-volume``
-  active, and the volume answering HTTP where the array's master reaches it.
-- head services: ``provisioning`` dnsmasq and nginx; ``slurm.controller`` slurmctld and
-  munge (+ a credential); ``mkv.master`` each array's ``mkv-<array>`` unit and its HTTP
-  port; the ``site.salt.master`` node runs salt-master when it is where minions reach
-  the master (no ``site.salt.master_address`` elsewhere).
+- ``slurm.compute``: slurmd registered in slurmctld with the profile's GPU GRES, munge
+  (a credential made on the node decodes).
+- ``mkv.volume``: every data disk mounted (salt ``mount.active``) and the volume
+  answering HTTP where the array's master reaches it; ``mkv.master`` each array's HTTP
+  port.
 - every node: time sync (``chronyc tracking``: synchronised, clock within 1 s).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -70,30 +73,45 @@ class NodeReport:
 # --- what to ask whom -------------------------------------------------------------------
 
 
-def units_of(inv: Inventory, node: Node) -> list[str]:
-    """The systemd units that must be active on ``node``, from its roles."""
+LOWSTATE_FUN = "state.show_lowstate"
+UNIT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_.@-]{0,199}$")
+UNIT_SUFFIXES = (".service", ".timer", ".socket", ".mount", ".path", ".target")
+
+
+def units_running(lowstate: Any) -> list[str] | str:
+    """The units a node's states keep running (``service.running``), from its answer to
+    ``state.show_lowstate`` (untrusted: each name checked); a str says why there are none
+    to check: the minion did not answer, or its states do not render."""
+    if not isinstance(lowstate, list):
+        return NO_ANSWER if lowstate is None or isinstance(lowstate, str) else \
+            f"states not read: {parse.clean(repr(lowstate), 120)}"
+    errors = [c for c in lowstate if not isinstance(c, dict)]
+    if errors:
+        return f"its states do not render: {parse.clean(str(errors[0]), 200)}"
     units: list[str] = []
-    if node.has("slurm.compute"):
-        units += ["slurmd.service", "munge.service"]
-    if node.has("slurm.controller"):
-        units += ["slurmctld.service", "munge.service"]
-    if node.has("provisioning"):
-        units += ["dnsmasq.service", "nginx.service"]
-    if node.has("mkv.volume"):
-        units.append("mkv-volume.service")
-    if node.has("mkv.master") and inv.raw.mkv is not None:
-        units += [f"mkv-{name}.service" for name, a in inv.raw.mkv.arrays.items()
-                  if a.master == node.hostname]
-    if runs_salt_master(inv, node):
-        units.append("salt-master.service")
+    for chunk in lowstate:
+        if (chunk.get("state"), chunk.get("fun")) != ("service", "running"):
+            continue
+        name = chunk.get("name")
+        if not isinstance(name, str) or not UNIT.match(name):
+            return f"states name a unit that is not one: {parse.clean(repr(name), 80)}"
+        units.append(name if name.endswith(UNIT_SUFFIXES) else f"{name}.service")
     return list(dict.fromkeys(units))
 
 
-def runs_salt_master(inv: Inventory, node: Node) -> bool:
-    """``site.salt.master`` runs the master, unless minions reach it elsewhere (a
-    ``master_address`` that is not the node's: the lab's master runs on the host)."""
-    salt = inv.raw.site.salt
-    return node.hostname == salt.master and salt.master_address in (None, node.address)
+def expected_units(salt: Salt, nodes: list[Node],
+                   progress: Callable[[str], None]) -> dict[str, list[str] | str]:
+    """Each node's units that must be active (:func:`units_running`), by one salt call."""
+    names = [n.hostname for n in nodes]
+    if not names:
+        return {}
+    try:
+        got = salt.call(names, LOWSTATE_FUN)
+    except MasterError as exc:
+        progress(f"states: not read: {exc}")
+        return dict.fromkeys(names, f"states not read: {exc}")
+    progress(f"states: {len(got)} answer(s)")
+    return {n: units_running(got.get(n)) for n in names}
 
 
 def gpu_count(node: Node) -> int | None:
@@ -149,6 +167,7 @@ class Answers:
     by_check: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # check -> why it was not asked
     scontrol: dict[str, dict[str, str]] | None = None
+    expected: dict[str, list[str] | str] = field(default_factory=dict)  # expected_units
 
     def get(self, check: str, node: str) -> Any:
         return self.by_check.get(check, {}).get(node)
@@ -161,9 +180,10 @@ class Call:
     run: Callable[[], dict[str, Any]]
 
 
-def plan(inv: Inventory, nodes: list[Node], salt: Salt) -> list[Call]:
+def plan(inv: Inventory, nodes: list[Node], salt: Salt,
+         expected: dict[str, list[str] | str]) -> list[Call]:
     """The salt calls for ``nodes``: one per check, each across every node it concerns
-    (the mkv probe once per array master)."""
+    (the mkv probe once per array master); ``expected``: :func:`expected_units`."""
     names = [n.hostname for n in nodes]
     gpu = [n.hostname for n in nodes if gpu_count(n)]
     nvidia = [n.hostname for n in nodes if n.has("nvidia")]
@@ -171,7 +191,7 @@ def plan(inv: Inventory, nodes: list[Node], salt: Salt) -> list[Call]:
     hw = list(dict.fromkeys(gpu + nvidia + ib))
     slurm = [n.hostname for n in nodes if n.has("slurm.compute") or n.has("slurm.controller")]
     volumes = [n for n in nodes if n.has("mkv.volume") and data_mounts(n)]
-    with_units = {n.hostname: units_of(inv, n) for n in nodes}
+    with_units = {n: us for n, us in expected.items() if isinstance(us, list)}
     every_unit = list(dict.fromkeys(u for us in with_units.values() for u in us))
     calls = [
         Call("hardware", hw, lambda: salt.call(hw, "pillar.get", "fleet:hardware", "True")),
@@ -314,8 +334,10 @@ def _hardware(node: Node, a: Answers, r: NodeReport) -> None:
 
 def _services(inv: Inventory, node: Node, a: Answers, r: NodeReport) -> None:
     """The node's units, slurmd's registration, munge and time sync."""
-    units = units_of(inv, node)
-    if units and (text := _out(a, r, "units")) is not None:
+    units = a.expected.get(node.hostname, NO_ANSWER)
+    if isinstance(units, str):
+        r.add("states", False, f"services not checked: {units}")
+    elif units and (text := _out(a, r, "units")) is not None:
         shown = parse.systemctl_show(text)
         for unit in units:
             r.add(unit.removesuffix(".service"), *parse.unit_verdict(unit, shown.get(unit)))

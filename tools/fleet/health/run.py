@@ -73,10 +73,12 @@ def check(inv: Inventory, names: list[str], runner: Runner,
           progress: Callable[[str], None], *, salt_timeout: float = 60.0) -> list[NodeReport]:
     nodes = [inv.nodes[n] for n in names]
     salt = Salt(runner, salt_timeout)
-    calls = checks.plan(inv, nodes, salt)
+    expected = checks.expected_units(salt, nodes, progress)
+    calls = checks.plan(inv, nodes, salt, expected)
     wants_slurm = any(n.has("slurm.compute") for n in nodes)
     answers = checks.ask(calls, checks.scontrol_reader(runner) if wants_slurm else None,
                          progress)
+    answers.expected = expected
     return checks.evaluate(inv, nodes, answers)
 
 

@@ -6,7 +6,8 @@ Which nodes get which compute role is derived here (pillar ``node:roles``), and
 server on a node that is not retired; the server and the code sync host on a cluster
 network that every worker shares; worker groups in a Slurm partition (the worker runs as a
 requeued Slurm job); Python >= 3.12 on every worker's OS (miniray requires it); Triton's
-groups among the worker groups.
+groups among the worker groups; the code sync host (the NFS export) not a worker;
+miniray's pinned tree (compute.miniray) wherever a worker group has nodes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 # miniray hard-codes 6379 (StrictRedis(port=6379)) and its rsync URL port 1026
 VALKEY_PORT = 6379
 RSYNC_PORT = 1026
+# the code sync host's kernel NFS server (NFSv4 only: no portmapper, no mountd port)
+NFS_PORT = 2049
 # tritonserver's HTTP, gRPC and metrics ports (miniray: TRITON_SERVER_ADDRESS 127.0.0.1:8000)
 TRITON_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 # the python3 of each OS release fleet installs (its archive's default python3)
@@ -133,6 +136,7 @@ def check_compute(c: Ctx) -> Iterator[Problem]:
         yield from problems
         if node is not None:
             servers.append((path, node, what))
+    yield from _check_export_host(c, comp)
     yield from _check_workers(c, comp, servers)
 
 
@@ -188,12 +192,32 @@ def _server_node(c: Ctx, path: YamlPath, host: str, what: str) -> tuple[Node | N
     return node, []
 
 
+def _check_export_host(c: Ctx, comp: schema.Compute) -> Iterator[Problem]:
+    """The code sync host exports over the kernel NFS server to every worker: it must not
+    be a worker itself (it would mount its own export over NFS, which can deadlock under
+    memory pressure, and its Slurm job could be preempted by its own clients' reads)."""
+    node = c.nodes.get(comp.codesync.host)
+    if node is not None and is_worker(c.raw, node):
+        yield c.problem(("compute", "codesync", "host"), f"{node.hostname} is a worker "
+                        f"(node group {node.group} in compute.worker_groups): the code sync "
+                        "host would mount its own NFS export", code="mismatch",
+                        hint="name a node outside the worker groups (the head node, a "
+                             "storage node)")
+
+
 def _check_workers(c: Ctx, comp: schema.Compute,
                    servers: list[tuple[YamlPath, Node, str]]) -> Iterator[Problem]:
     groups: dict[str, list[Node]] = {g: [] for g in comp.worker_groups}
     for node in c.nodes.values():
         if node.group in groups:
             groups[node.group].append(node)
+    workers = [n.hostname for members in groups.values() for n in members]
+    if comp.miniray is None and workers:
+        yield c.problem(("compute",), f"compute.miniray is null, but {_few(workers)} "
+                        "miniray workers: compute.worker installs the worker's tree from "
+                        "it", code="missing", key=True, shown="compute.miniray",
+                        hint="pin miniray's source: compute.miniray {source: URL or path of "
+                             "its tar (git archive --prefix=miniray/), sha256: ...}")
     seen: set[str] = set()
     for i, gname in enumerate(comp.worker_groups):
         path: YamlPath = ("compute", "worker_groups", i)

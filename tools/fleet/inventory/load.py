@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleet.inventory import checks, schema
+from fleet.inventory import checks, roles, schema
 from fleet.inventory.advice import warnings
 from fleet.inventory.expand import expand, expand_hosts
 from fleet.inventory.model import Inventory, Node
@@ -200,6 +200,8 @@ def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = No
         problems += password_problems(raw, src, secrets)
     if problems:
         raise InventoryError(problems)
+    for node in nodes.values():
+        node.derived_roles = roles.derived(raw, node)
     return Inventory(file=file, raw=raw, nodes=nodes, retired=retired,
                      warnings=tuple(sorted(warnings(raw, src, advise), key=Problem.sort_key)))
 

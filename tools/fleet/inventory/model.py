@@ -54,6 +54,9 @@ class Node:
     image: str | None = None  # a site.images entry; None: the site's install (Ubuntu)
     state: str = "active"  # planned | active | maintenance | retired (schema.NodeState)
     reason: str | None = None  # why, for maintenance (Slurm's drain reason)
+    # the roles fleet derives (fleet.inventory.roles), set once by the loader; roles are the
+    # node group's written ones
+    derived_roles: tuple[str, ...] = ()
 
     @property
     def prov(self) -> Interface:
@@ -66,7 +69,17 @@ class Node:
         return addr
 
     def has(self, role: str) -> bool:
+        """Whether the node group writes ``role`` (the inventory's own rules read these)."""
         return role in self.roles
+
+    @property
+    def all_roles(self) -> tuple[str, ...]:
+        """The full role set: written, then derived (pillar node:roles)."""
+        return (*self.roles, *self.derived_roles)
+
+    def runs(self, role: str) -> bool:
+        """Whether ``role`` is in the node's full role set."""
+        return role in self.roles or role in self.derived_roles
 
 
 @dataclass(frozen=True, slots=True)

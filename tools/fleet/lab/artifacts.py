@@ -2,12 +2,21 @@
 package index, so the host fetches each wheel the lab inventory names under
 ``/srv/fleet/artifacts/`` (pip download, by the name and version in the file name) into
 ``.lab/artifacts``, which the lab's compute nodes mount there read-only. The Salt states
-check each against the inventory's sha256, as on a real site."""
+check each against the inventory's sha256, as on a real site.
+
+One is not a wheel: the lab's compute.miniray is a STAND-IN tree (lab/miniray-standin/:
+a worker.py that says it is one, a uv project with its own lock), packed here into a tar
+whose bytes depend only on the tree's files (sorted names, no owners or times), so that
+lab/overlay.yaml can pin its sha256 (miniray itself is not public on an index; the real
+tree runs only in tests/lab/test_miniray.py, from FLEET_MINIRAY_SRC)."""
 
 from __future__ import annotations
 
+import io
 import logging
 import re
+import tarfile
+from pathlib import Path
 
 from fleet.inventory.model import Inventory
 from fleet.lab.paths import Paths
@@ -18,6 +27,28 @@ log = logging.getLogger(__name__)
 IN_NODE = "/srv/fleet/artifacts/"
 # a wheel's file name: name-version-(build-)?python-abi-platform.whl
 WHEEL = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)-(?P<version>[A-Za-z0-9_.+!]+)-.+\.whl$")
+STANDIN = "miniray-standin.tar"  # lab/overlay.yaml's compute.miniray
+STANDIN_PREFIX = "miniray"  # the tar's top directory, as `git archive --prefix=miniray/`
+
+
+def standin_tar(tree: Path) -> bytes:
+    """The stand-in tree as a tar of fixed bytes: names sorted under miniray/, mode 0644
+    (0755 for directories), owner root, time 0."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path in sorted(tree.rglob("*")):
+            if "__pycache__" in path.parts:
+                continue
+            info = tarfile.TarInfo(f"{STANDIN_PREFIX}/{path.relative_to(tree).as_posix()}")
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "root", "root"
+            if path.is_dir():
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            else:
+                data = path.read_bytes()
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
 
 
 def wanted(inv: Inventory) -> list[str]:
@@ -35,6 +66,11 @@ def fetch(paths: Paths, inv: Inventory) -> None:
     d = paths.lab / "artifacts"
     d.mkdir(parents=True, exist_ok=True)
     for name in wanted(inv):
+        if name == STANDIN:  # rebuilt each time: the states check its sha256
+            (d / name).write_bytes(standin_tar(paths.repo / "lab" / "miniray-standin"))
+            log.warning("compute.miniray in the lab is a STAND-IN (lab/miniray-standin), "
+                        "not miniray")
+            continue
         if (d / name).is_file():
             continue
         m = WHEEL.match(name)

@@ -1,6 +1,7 @@
 """``fleet node list|show``'s records: what the inventory says of each node (group, profile,
-roles, partition, addresses, MACs, BMC, switch ports, disks), read from the resolved model
-(fleet.inventory.model) alone, and the ``--where FIELD=VALUE`` filters over them."""
+roles: its full set, written and derived (fleet.inventory.roles), partition, addresses,
+MACs, BMC, switch ports, disks), read from the resolved model (fleet.inventory.model)
+alone, and the ``--where FIELD=VALUE`` filters over them."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def record(node: Node) -> dict[str, Any]:
     spec = node.profile.bmc
     return {
         "node": node.hostname, "group": node.group, "profile": node.profile_name,
-        "roles": list(node.roles), "partition": node.partition, "mkv_array": node.mkv_array,
+        "roles": list(node.all_roles), "derived_roles": list(node.derived_roles),
+        "partition": node.partition, "mkv_array": node.mkv_array,
         "image": node.image,
         "state": node.state, "reason": node.reason,
         "serial": node.serial, "boot_nic": node.boot_nic,
@@ -109,7 +111,8 @@ def show_text(r: dict[str, Any]) -> str:
         f"{r['node']}",
         f"  group      {r['group']} (profile {r['profile']}"
         + (f", image {r['image']}" if r["image"] else "") + ")",
-        f"  roles      {', '.join(r['roles'])}",
+        f"  roles      {', '.join(x for x in r['roles'] if x not in r['derived_roles'])}",
+        f"  derived    {', '.join(r['derived_roles']) or '-'}",
         f"  partition  {r['partition'] or '-'}" + (f"   mkv array {r['mkv_array']}"
                                                   if r["mkv_array"] else ""),
         f"  state      {r['state']}" + (f" ({r['reason']})" if r["reason"] else ""),

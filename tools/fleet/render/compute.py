@@ -53,6 +53,7 @@ def pillar(inv: Inventory) -> dict[str, Any]:
             "host": sync.hostname,
             "bind": facts.addresses_on(inv.raw, sync)[0],
             "port": facts.RSYNC_PORT,
+            "nfs_port": facts.NFS_PORT,
             "export": comp.codesync.export,
             "prune_days": comp.codesync.prune_days,
         },

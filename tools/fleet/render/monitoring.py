@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.inventory import compute
+from fleet.inventory import roles as node_roles
 from fleet.inventory.checks.services import MONITORING_PORTS, SLURMCTLD_PORT
 from fleet.inventory.lifecycle import default_target
 from fleet.inventory.model import Inventory, Node
@@ -23,8 +24,8 @@ from fleet.render.mkvlayout import MKV_ROOT
 
 PORTS = MONITORING_PORTS
 
-# the roles fleet derives (pillar node:roles; salt/top.sls maps each to its SLS)
-ROLES = ("monitoring.node", "monitoring.gpu", "monitoring.slurm", "monitoring.server")
+# the roles fleet derives (fleet.inventory.roles; salt/top.sls maps each to its SLS)
+ROLES = node_roles.MONITORING
 # filesystems FilesystemFull ignores: in memory, read-only images, containers' roots
 PSEUDO_FS = "tmpfs|devtmpfs|ramfs|squashfs|overlay|nsfs|fuse.lxcfs|autofs"
 # node_exporter's names (node_infiniband_<counter>) of the port error counters
@@ -35,8 +36,7 @@ IB_ACTIVE = 4  # /sys/class/infiniband/*/ports/*/state "4: ACTIVE"
 
 
 def host(inv: Inventory) -> str:
-    site = inv.raw.site
-    return site.monitoring.host or site.provisioning_host
+    return node_roles.monitoring_host(inv.raw)
 
 
 def address(node: Node) -> str:
@@ -46,17 +46,6 @@ def address(node: Node) -> str:
 
 def ib_ports(node: Node) -> int:
     return sum(1 for i in node.interfaces.values() if i.kind == "infiniband")
-
-
-def roles(inv: Inventory, node: Node) -> list[str]:
-    out = ["monitoring.node"]
-    if node.profile.gpu is not None and node.has("nvidia"):
-        out.append("monitoring.gpu")
-    if node.has("slurm.controller"):
-        out.append("monitoring.slurm")
-    if node.hostname == host(inv):
-        out.append("monitoring.server")
-    return out
 
 
 def site_pillar(inv: Inventory) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from typing import Any
 
 from fleet.cabling import role as lldp_role
 from fleet.inventory import aptcache, lifecycle, nvidia, schema
-from fleet.inventory import compute as compute_facts
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
@@ -129,8 +128,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "fqdn": f"{node.hostname}.{site.domain}",
         "group": node.group,
         "profile": node.profile_name,
-        "roles": [*node.roles, *monitoring.roles(inv, node), *lldp_role.roles(node),
-                  *compute_facts.roles(inv.raw, node)],
+        "roles": list(node.all_roles),
         "serial": node.serial,
         "boot_mode": p.boot_mode,
         "os": {"distro": site.os.distro, "release": site.os.release},

@@ -108,8 +108,10 @@ class Compute(Model):
     uv: Artifact
     """the uv wheel whose uv binary workers install"""
     miniray: Artifact | None = None
-    """miniray's pinned source or wheel (it is not on PyPI; null: jobs bring it in their
-    codedir)"""
+    """miniray's pinned source tree, a tar with its files under miniray/ (`git archive
+    --format=tar --prefix=miniray/ COMMIT`; it is on no index), from the site's cache:
+    compute.worker installs it and runs its worker.py (null: fleet validate refuses the
+    worker groups' nodes)"""
     triton: Triton = Triton()
     """Triton on the workers"""
     python_cache: PythonCache = PythonCache()

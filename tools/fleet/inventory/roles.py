@@ -1,0 +1,37 @@
+"""One full role set per node: the roles its node group writes (``node_groups.*.roles``)
+plus the roles fleet derives from the rest of the inventory: monitoring (every node, its
+GPUs, the Slurm controller, the monitoring host), ``lldp`` (every node) and the compute
+section's (fleet.inventory.compute). Set on each node once, when the inventory is loaded
+(:attr:`fleet.inventory.model.Node.derived_roles`), and read from there by the render
+(pillar ``node:roles``; salt/top.sls maps each role to its SLS), ``fleet node``, the
+health gate, status and the page."""
+
+from __future__ import annotations
+
+from fleet.cabling import role as lldp_role
+from fleet.inventory import compute, schema
+from fleet.inventory.model import Node
+
+MONITORING = ("monitoring.node", "monitoring.gpu", "monitoring.slurm", "monitoring.server")
+
+
+def monitoring_host(raw: schema.Inventory) -> str:
+    """The node that runs Prometheus (site.monitoring.host, else the provisioning host)."""
+    return raw.site.monitoring.host or raw.site.provisioning_host
+
+
+def monitoring(raw: schema.Inventory, node: Node) -> list[str]:
+    out = ["monitoring.node"]
+    if node.profile.gpu is not None and node.has("nvidia"):
+        out.append("monitoring.gpu")
+    if node.has("slurm.controller"):
+        out.append("monitoring.slurm")
+    if node.hostname == monitoring_host(raw):
+        out.append("monitoring.server")
+    return out
+
+
+def derived(raw: schema.Inventory, node: Node) -> tuple[str, ...]:
+    """The roles fleet adds to the node's written ones, in pillar order."""
+    out = [*monitoring(raw, node), *lldp_role.roles(node), *compute.roles(raw, node)]
+    return tuple(r for r in dict.fromkeys(out) if r not in node.roles)
