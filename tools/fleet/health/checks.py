@@ -84,17 +84,17 @@ def units_running(lowstate: Any) -> list[str] | str:
     to check: the minion did not answer, or its states do not render."""
     if not isinstance(lowstate, list):
         return NO_ANSWER if lowstate is None or isinstance(lowstate, str) else \
-            f"states not read: {parse.clean(repr(lowstate), 120)}"
+            f"states not read: {clean(repr(lowstate), 120)}"
     errors = [c for c in lowstate if not isinstance(c, dict)]
     if errors:
-        return f"its states do not render: {parse.clean(str(errors[0]), 200)}"
+        return f"its states do not render: {clean(str(errors[0]), 200)}"
     units: list[str] = []
     for chunk in lowstate:
         if (chunk.get("state"), chunk.get("fun")) != ("service", "running"):
             continue
         name = chunk.get("name")
         if not isinstance(name, str) or not UNIT.match(name):
-            return f"states name a unit that is not one: {parse.clean(repr(name), 80)}"
+            return f"states name a unit that is not one: {clean(repr(name), 80)}"
         units.append(name if name.endswith(UNIT_SUFFIXES) else f"{name}.service")
     return list(dict.fromkeys(units))
 
