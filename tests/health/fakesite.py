@@ -4,7 +4,7 @@ print them, from per-node state that a test breaks on purpose. Every call is rec
 
 ``state.show_lowstate`` is not faked: it answers each node's lowstate as the real states
 render it over the small inventory's rendered pillar (:func:`lowstates`, Salt's own
-renderer in tests/support/saltrender.py), so the units the health gate expects come from
+renderer, fleet/saltrender.py), so the units the health gate expects come from
 salt/ as on a site."""
 
 from __future__ import annotations
@@ -84,9 +84,10 @@ SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "small.yaml"
 def lowstates(text: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """Each node's lowstate (Salt's state.show_lowstate) as salt/ renders it over the
     rendered pillar of ``text`` (default: the small inventory), Ubuntu 24.04 grains."""
+    from fleet import saltrender
     from fleet.inventory.load import parse
     from fleet.render import render_all
-    from support import harness, saltrender
+    from support import harness
 
     inv = parse(text if text is not None else SMALL.read_text(), str(SMALL))
     saltrender.quiet_salt_logging()

@@ -8,12 +8,13 @@ from typing import Any
 
 from fleet.cabling.nics import boot_nic_name, ethernet
 from fleet.inventory.model import Node
+from fleet.inventory.roles import LLDP
 
-ROLES = ("lldp",)
+ROLES = (LLDP,)
 
 
 def roles(node: Node) -> list[str]:
-    return ["lldp"]
+    return [LLDP]
 
 
 def node_pillar(node: Node) -> dict[str, Any]:

@@ -8,10 +8,11 @@ health gate, status and the page."""
 
 from __future__ import annotations
 
-from fleet.cabling import role as lldp_role
 from fleet.inventory import compute, schema
 from fleet.inventory.model import Node
 
+# every node runs lldpd for `fleet cabling` (its pillar: fleet.cabling.role)
+LLDP = "lldp"
 MONITORING = ("monitoring.node", "monitoring.gpu", "monitoring.slurm", "monitoring.server")
 
 
@@ -33,5 +34,5 @@ def monitoring(raw: schema.Inventory, node: Node) -> list[str]:
 
 def derived(raw: schema.Inventory, node: Node) -> tuple[str, ...]:
     """The roles fleet adds to the node's written ones, in pillar order."""
-    out = [*monitoring(raw, node), *lldp_role.roles(node), *compute.roles(raw, node)]
+    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node)]
     return tuple(r for r in dict.fromkeys(out) if r not in node.roles)
