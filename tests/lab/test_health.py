@@ -115,7 +115,9 @@ def test_whole_lab_health_and_hardware_checks_skipped_by_name(lab: Lab,
     head = {c["check"]: c for c in by[HEAD]["checks"]}
     for unit in ("dnsmasq", "nginx", "slurmctld", "munge", "mkv-training", "time"):
         assert head[unit]["status"] == "ok", head[unit]
-    assert "salt-master" not in head  # the lab's master runs on the host, not head-01
+    # the gate checks what the states keep running: head-01's provisioning.master keeps a
+    # salt-master, even where the lab's minions are mastered from the host
+    assert head["salt-master"]["status"] == "ok", head["salt-master"]
     stub = lab.mkv_kind == "stub"
     expected_bad = {HEAD} if stub else set()
     assert {n for n, v in by.items() if not v["healthy"]} == expected_bad
