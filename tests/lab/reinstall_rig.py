@@ -98,9 +98,12 @@ class Rig:
     def mode(self, node: str, behaviour: str) -> None:
         (self.work / f"{node}.mode").write_text(behaviour + "\n")
 
-    def stderr(self, node: str) -> str:
+    def stderr(self, node: str, tail: int | None = 4000) -> str:
+        """The run's stderr: its last ``tail`` characters (for a failure's message), or
+        all of it (``None``: for what the test asserts, which may be at its start)."""
         f = self.work / f"{node}.stderr"
-        return f.read_text()[-4000:] if f.exists() else ""
+        text = f.read_text() if f.exists() else ""
+        return text if tail is None else text[-tail:]
 
     def head(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return podman_exec(self.lab, CONTROLLER, *argv, timeout=timeout)
