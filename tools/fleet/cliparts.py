@@ -120,6 +120,7 @@ FORCE = {
     "rollout": "drain without waiting for running jobs to finish",
     "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
              "a node with Slurm jobs",
+    "restore": "restore even over a running salt-master",
 }
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_command
+from fleet.cliparts import Parents, add_command, add_force
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -41,8 +41,7 @@ def register(sub: Any, parents: Parents) -> None:
                    help="the snapshot id (fleet backup list; default latest)")
     p.add_argument("--root", type=Path, default=Path("/"), metavar="DIR",
                    help="restore under DIR instead of / (to look before restoring)")
-    p.add_argument("--force", action="store_true",
-                   help="restore even over a running salt-master")
+    add_force(p, "restore")
     options.add(p)
 
 
