@@ -172,6 +172,9 @@ def test_reboot_through_the_fake_bmc_waits_for_the_new_boot(lab: Lab, tmp_path: 
         with rig_up(lab, tmp_path / "rig") as rig:
             rc, rep, err = fleet_rollout(
                 lab, state, OTHER, "--states", "base.time", "--reboot",
+                # under the rig's own limit: a node that never comes back is the
+                # rollout's failed step in its report, not a killed process
+                "--boot-timeout", "600",
                 "--secrets", str(rig.work / "secrets"), "--bmc-scheme", "http",
                 "--bmc-address", f"127.0.0.1:{rig.bmc_ports[OTHER]}",
                 # --reboot reads the node's PXE boot mode where head-01 keeps it
