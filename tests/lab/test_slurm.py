@@ -90,3 +90,28 @@ def test_munge_credential_crosses_nodes(lab: Lab, node: str) -> None:
 def test_no_munge_key_on_storage(lab: Lab, node: str) -> None:
     assert not lab.host(node).file("/etc/munge/munge.key").exists
     assert not lab.host(node).package("munge").is_installed
+
+
+def test_a_drained_node_set_down_comes_back_drained_when_its_slurmd_registers(
+        lab: Lab) -> None:
+    """A reinstall or a reset silences slurmd past SlurmdTimeout while fleet's drain (and
+    its reason) holds the node; Slurm then marks it DOWN. Its next registration must clear
+    DOWN and keep the drain, for fleet's health gate to pass and its resume to follow."""
+    node = node_ids("slurm.compute")[-1]
+    ctl = lab.host(CONTROLLER)
+
+    def state() -> str:
+        return str(sh(ctl, f"scontrol show node {node}").stdout)
+
+    try:
+        for st in ("drain", "down"):
+            r = sh(ctl, f"scontrol update nodename={node} state={st} reason='fleet lab test'")
+            assert r.rc == 0, r.stderr
+        assert "State=DOWN+DRAIN" in state()
+        assert sh(lab.host(node), "systemctl restart slurmd").rc == 0
+        got = poll(f"{node} registered, still drained",
+                   lambda: "State=IDLE+DRAIN" in state() or None, timeout=60, interval=1)
+        assert got and "Reason=fleet lab test" in state()
+    finally:
+        sh(ctl, f"scontrol update nodename={node} state=resume")
+        poll(f"{node} idle", lambda: "State=IDLE " in state() or None, timeout=60)
