@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.inventory.model import Inventory
-from fleet.render import ByHost, join, render_parts
+from fleet.render import join, render_parts
 from fleet.render.scan import OWNED
 
 STORE = ".render.inputs"
@@ -50,6 +50,7 @@ class Plan:
     keep: dict[str, list[str]]  # hostname -> its files kept from the last render
     why: str  # why a full render, or how many nodes
     stamps: dict[str, list[int]] = field(default_factory=dict)  # of the kept files
+    old: dict[str, list[str]] = field(default_factory=dict)  # hostname -> last render's files
 
 
 def _code_hash() -> str:
@@ -130,18 +131,20 @@ def plan(root: Path, inv: Inventory) -> Plan:
     changed = [h for h in keys if old[h][0] != keys[h]]
     keep = {h: old[h][1] for h in keys if old[h][0] == keys[h]}
     stamps = store["stamps"]
+    base = os.fspath(root) + os.sep  # str paths: a Path per file is most of this loop's cost
     for host, files in keep.items():
         for rel in files:
             if not _owns(host, rel):
                 return Plan(context, keys, None, {}, f"{rel} is not {host}'s file")
             try:
-                st = os.lstat(root / rel)
+                st = os.lstat(base + rel)
             except OSError:
                 return Plan(context, keys, None, {}, f"{rel} is gone")
             if _stamp(st) != stamps[rel]:
                 return Plan(context, keys, None, {}, f"{rel} changed since the last render")
     return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed",
-                {rel: stamps[rel] for files in keep.values() for rel in files})
+                {rel: stamps[rel] for files in keep.values() for rel in files},
+                {h: old[h][1] for h in changed})
 
 
 @dataclass
@@ -166,7 +169,7 @@ def render(root: Path, inv: Inventory) -> Rendered:
     keep = [rel for files in p.keep.values() for rel in files]
     # A re-rendered node's old files may go (its own facts changed what it has); no other.
     removable = None if p.nodes is None else set().union(
-        *(files for h, files in _old_files(root, by_host).items()))
+        *(files for h, files in p.old.items() if h in by_host))
     p.keep.update({h: sorted(files) for h, files in by_host.items()})
     return Rendered(p, join(site, by_host), keep, removable)
 
@@ -180,11 +183,6 @@ def full(inv: Inventory, p: Plan) -> Rendered:
     return Rendered(p, join(site, by_host), [], None)
 
 
-def _old_files(root: Path, by_host: ByHost) -> dict[str, list[str]]:
-    store = load(root) or {"nodes": {}}
-    return {h: store["nodes"][h][1] for h in by_host if h in store["nodes"]}
-
-
 def save(root: Path, p: Plan) -> None:
     """Record the render just written (after the commit); a failure only costs the next
     render its shortcut, so it removes the store rather than leaving an old one."""
@@ -192,13 +190,16 @@ def save(root: Path, p: Plan) -> None:
     try:
         # A kept file is untouched by the commit (not rewritten; a rebuilt tree links it):
         # its identity is the one the plan checked.
-        stamps = {rel: p.stamps.get(rel) or _stamp(os.lstat(root / rel))
+        base = os.fspath(root) + os.sep
+        stamps = {rel: p.stamps.get(rel) or _stamp(os.lstat(base + rel))
                   for files in p.keep.values() for rel in files}
         doc = {"version": VERSION, "context": p.context, "stamps": stamps,
                "nodes": {h: [p.keys[h], p.keep[h]] for h in p.keys}}
+        # dumps, not dump: only the one-shot encoder is json's C one (10x at 80,000 files)
+        data = json.dumps(doc, separators=(",", ":")).encode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         tmp.replace(root / STORE)
     except OSError:
         with suppress(OSError):
