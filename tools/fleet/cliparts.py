@@ -166,6 +166,22 @@ def add_actions(sub: Any, name: str, description: str, epilog: str | None = None
     return p, p.add_subparsers(dest=f"{name}_verb", required=True, metavar="ACTION")
 
 
+def add_action(actions: Any, parents: Parents, name: str, text: str, epilog: str
+               ) -> argparse.ArgumentParser:
+    """One ACTION of a verb made of actions, with the common options: ``text`` is its help
+    and description, the verb's ``epilog`` its own."""
+    sp: argparse.ArgumentParser = actions.add_parser(
+        name, parents=list(parents), help=text, description=text, epilog=epilog)
+    return sp
+
+
+def add_store_dir(p: argparse.ArgumentParser, flag: str, where: StateDir, what: str) -> None:
+    """``flag DIR``: a store at one of fleet.master.statedir's roots (its env var, read when
+    the parser is built, or its default), ``what`` it keeps."""
+    p.add_argument(flag, type=Path, default=where.path(), metavar="DIR",
+                   help=f"{what} (${where.env}, default {where.default})")
+
+
 def add_state_dir(p: argparse.ArgumentParser, where: StateDir, what: str) -> None:
     """``--state-dir``: one of fleet.master.statedir's roots (its env var, read when the
     parser is built, or its default)."""
