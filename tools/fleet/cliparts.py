@@ -121,6 +121,8 @@ FORCE = {
     "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
              "a node with Slurm jobs",
     "restore": "restore even over a running salt-master",
+    "ubuntu_image": "build the lab's Ubuntu minion image again even when one of its tag "
+                    "exists",
 }
 
 
