@@ -32,7 +32,6 @@ _RECORD = ("a module's own error class, then its own small frozen record: declar
            "alike only in shape (other fields, other meanings)")
 _COMMAND = ("the one command shape (issue 34): TYPE_CHECKING imports, DESCRIPTION, EPILOG, "
             "register through add_command, the verb's own options")
-_DEBT = "NOT boilerplate: issue 34's remainder, to be one shared definition (debt)"
 
 ALLOWED = (
     Allowed("fleet/apt/archive.py", "fleet/monitoring/alerts.py", "class ArchiveError", _RECORD),
@@ -53,8 +52,6 @@ ALLOWED = (
     Allowed("fleet/bmc/ipmi.py", "fleet/bmc/ipmi.py", "@bounded",
             "each BmcClient verb (power_on, power_off, reset) is its own method of the "
             "protocol: one ipmitool call each"),
-    Allowed("fleet/bmc/ipmi.py", "fleet/bmc/redfish.py", "@property", _DEBT),
-    Allowed("fleet/bmc/ipmi.py", "fleet/bmc/redfish.py", 'return "on"', _DEBT),
 )
 
 
