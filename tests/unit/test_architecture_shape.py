@@ -49,9 +49,6 @@ ALLOWED = (
             _COMMAND),
     Allowed("fleet/commands/keys.py", "fleet/commands/keys.py", 'sp = actions.add_parser("check"',
             "two actions of one verb, each with its own help and longer description"),
-    Allowed("fleet/bmc/ipmi.py", "fleet/bmc/ipmi.py", "@bounded",
-            "each BmcClient verb (power_on, power_off, reset) is its own method of the "
-            "protocol: one ipmitool call each"),
 )
 
 

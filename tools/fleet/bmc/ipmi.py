@@ -165,29 +165,26 @@ class IpmiClient(ClientBase):
     def set_pxe_once(self) -> None:
         self._run("chassis", "bootdev", "pxe", "options=efiboot")
 
+    def _power(self, action: str) -> str:
+        """``chassis power ACTION``; the action sent."""
+        self._run("chassis", "power", action)
+        return action
+
     @bounded
     def power_on_or_reset(self) -> str:
-        if self.power_state() == "on":
-            self._run("chassis", "power", "reset")
-            return "reset"
-        self._run("chassis", "power", "on")
-        return "on"
+        return self._power("reset" if self.power_state() == "on" else "on")
 
     @bounded
     def power_on(self) -> str:
-        self._run("chassis", "power", "on")
-        return "on"
+        return self._power("on")
 
     @bounded
     def power_off(self) -> str:
-        self._run("chassis", "power", "off")
-        return "off"
+        return self._power("off")
 
     @bounded
     def reset(self) -> str:
-        self._run("chassis", "power", "reset")
-        return "reset"
+        return self._power("reset")
 
     def _cycle(self) -> str:
-        self._run("chassis", "power", "cycle")
-        return "cycle"
+        return self._power("cycle")
