@@ -156,6 +156,6 @@ def test_each_verb_gives_force_one_meaning() -> None:
     from fleet.cliparts import FORCE
 
     used = {m.group(1) for p in (TOOLS / "fleet").rglob("*.py")
-            for m in re.finditer(r'add_force\(\w+, "([a-z_-]+)"\)', p.read_text())}
+            for m in re.finditer(r'add_(?:force|node_flow)\(\w+, "([a-z_-]+)"', p.read_text())}
     assert used == set(FORCE), f"add_force verbs {sorted(used)} vs FORCE {sorted(FORCE)}"
     assert len(set(FORCE.values())) == len(FORCE), "two verbs share one --force text"

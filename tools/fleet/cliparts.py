@@ -257,6 +257,20 @@ def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
                         "master (a token goes over stdin)")
 
 
+def add_node_flow(p: argparse.ArgumentParser, verb: str, where: StateDir, *, resume: str,
+                  abort: str, pxe: str, **timeouts: float) -> None:
+    """The options of a journaled flow over nodes that drains and powers them (fleet
+    reinstall, fleet rollout): --resume or --abort of its unfinished run, --force (its
+    meaning in FORCE), its --NAME-timeouts, its journal's --state-dir, the boot modes it
+    reads or sets (``pxe``) and its way to the BMCs."""
+    add_modes(p, ("--resume", resume), ("--abort", abort))
+    add_force(p, verb)
+    add_timeouts(p, **timeouts)
+    add_state_dir(p, where, where.what)
+    add_pxe_options(p, pxe)
+    add_bmc_options(p)
+
+
 def boot_mode_store(args: argparse.Namespace, inv: Inventory
                     ) -> PxeBootMode | CommandBootMode:
     """The boot modes of :func:`add_pxe_options`: through --pxe-command, else the links."""
