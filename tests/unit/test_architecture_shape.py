@@ -112,11 +112,25 @@ def test_no_two_places_in_tools_share_six_lines_of_one_shape() -> None:
         + "\n  ".join(unexplained))
 
 
+def _stale(allowed: tuple[Allowed, ...], found: list[Run], lines: dict[str, list[str]]
+           ) -> list[str]:
+    return [f"{a.a} ~ {a.b} ({a.starts})" for a in allowed
+            if not any(a.matches(r, lines) for r in found)]
+
+
+def test_a_planted_stale_exception_is_found(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(PLANTED_A)
+    (tmp_path / "b.py").write_text(PLANTED_B)
+    found = tree_runs(tmp_path)
+    lines = _lines(found, tmp_path)
+    kept = Allowed("a.py", "b.py", "def tally", "planted")
+    gone = Allowed("a.py", "b.py", "total = 0", "planted: matches no run's first line")
+    assert _stale((kept, gone), found, lines) == ["a.py ~ b.py (total = 0)"]
+
+
 def test_every_allowed_pair_still_matches() -> None:
     found = tree_runs(TOOLS)
-    lines = _lines(found, TOOLS)
-    stale = [f"{a.a} ~ {a.b} ({a.starts})" for a in ALLOWED
-             if not any(a.matches(r, lines) for r in found)]
+    stale = _stale(ALLOWED, found, _lines(found, TOOLS))
     assert not stale, "ALLOWED entries that no longer match anything (remove them):\n  " + \
         "\n  ".join(stale)
 
