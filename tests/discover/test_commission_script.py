@@ -12,18 +12,16 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from discover.endpoint import commission_endpoint
 from discover.sites import ROOT
 from fleet.discover import store
-from fleet.discover.inbox import Inbox
 from fleet.reinstall.server import CallbackServer
-from reinstall.helpers import RecordingBootMode
 
 SCRIPT = ROOT / "commission" / "fleet-commission"
 BOOT_MAC, ADDR = "0c:42:a1:aa:00:01", "127.0.0.5"
@@ -109,11 +107,7 @@ class Env:
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
-    leases = tmp_path / "dnsmasq.leases"
-    leases.write_text(f"{int(time.time()) + 3600} {BOOT_MAC} {ADDR} * *\n")
-    reports = tmp_path / "reports"
-    server = CallbackServer(("127.0.0.1", 0), tmp_path / "state", RecordingBootMode(), {},
-                            timeout=2.0, inbox=Inbox(leases, reports)).start()
+    server, reports = commission_endpoint(tmp_path, BOOT_MAC, ADDR, 2.0)
     bin_ = tmp_path / "bin"
     for name, body in FAKES.items():
         write(bin_ / name, "#!/bin/sh\n" + body.lstrip("\n") + "\n")

@@ -18,10 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from discover.endpoint import commission_endpoint
 from fleet.discover import store
-from fleet.discover.inbox import Inbox
-from fleet.reinstall.server import CallbackServer
-from reinstall.helpers import RecordingBootMode
 from support.pxelab import kvm_works
 
 IMAGE = os.environ.get("FLEET_COMMISSION_IMAGE")
@@ -36,11 +34,7 @@ def test_the_image_reports_and_powers_off_without_touching_the_disk(tmp_path: Pa
     image = Path(IMAGE or "")
     qemu = shutil.which("qemu-system-x86_64")
     assert qemu, "qemu-system-x86_64 is not installed (tools/install-vm-deps.sh)"
-    leases = tmp_path / "dnsmasq.leases"
-    leases.write_text(f"{int(time.time()) + 3600} {MAC} 127.0.0.1 * *\n")
-    reports = tmp_path / "reports"
-    server = CallbackServer(("127.0.0.1", 0), tmp_path / "state", RecordingBootMode(), {},
-                            timeout=10.0, inbox=Inbox(leases, reports)).start()
+    server, reports = commission_endpoint(tmp_path, MAC, "127.0.0.1", 10.0)
     disk = tmp_path / "disk.img"
     disk.write_bytes(os.urandom(64 * 1024 * 1024))
     before = hashlib.sha256(disk.read_bytes()).hexdigest()

@@ -23,6 +23,7 @@ from fleet.inventory.model import Inventory
 from fleet.master import layout
 from fleet.master.journal import Journal
 from fleet.master.lock import BusyError, NodeLock
+from fleet.master.rolloutlog import latest
 from fleet.master.runner import Result
 from fleet.master.salt import Salt
 from fleet.pxe.bootmode import BootMode, BootModeUnavailableError
@@ -34,7 +35,6 @@ from fleet.rollout.flow import (
     Rollout,
     RolloutError,
     StepFailedError,
-    latest,
 )
 from health.fakesite import scontrol_line
 

@@ -161,5 +161,6 @@ def test_the_force_table_is_the_one_definition() -> None:
 
     text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
     table = text.split("## `--force`, verb by verb", 1)[1].split("\n\n")[2]
-    rows = dict(re.findall(r"^\| `fleet (\w+)` \| (.+?) \|$", table, flags=re.M))
+    rows = dict(re.findall(r"^\| `(?:fleet |python -m fleet\.lab\.)(\w+)` \| (.+?) \|$", table,
+                           flags=re.M))
     assert rows == FORCE

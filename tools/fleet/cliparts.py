@@ -121,6 +121,8 @@ FORCE = {
     "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
              "a node with Slurm jobs",
     "restore": "restore even over a running salt-master",
+    "ubuntu_image": "build the lab's Ubuntu minion image again even when one of its tag "
+                    "exists",
 }
 
 
@@ -164,6 +166,22 @@ def add_actions(sub: Any, name: str, description: str, epilog: str | None = None
     each action takes the common ones) and the subparsers of its ACTION."""
     p = sub.add_parser(name, description=description, epilog=epilog)
     return p, p.add_subparsers(dest=f"{name}_verb", required=True, metavar="ACTION")
+
+
+def add_action(actions: Any, parents: Parents, name: str, text: str, epilog: str
+               ) -> argparse.ArgumentParser:
+    """One ACTION of a verb made of actions, with the common options: ``text`` is its help
+    and description, the verb's ``epilog`` its own."""
+    sp: argparse.ArgumentParser = actions.add_parser(
+        name, parents=list(parents), help=text, description=text, epilog=epilog)
+    return sp
+
+
+def add_store_dir(p: argparse.ArgumentParser, flag: str, where: StateDir, what: str) -> None:
+    """``flag DIR``: a store at one of fleet.master.statedir's roots (its env var, read when
+    the parser is built, or its default), ``what`` it keeps."""
+    p.add_argument(flag, type=Path, default=where.path(), metavar="DIR",
+                   help=f"{what} (${where.env}, default {where.default})")
 
 
 def add_state_dir(p: argparse.ArgumentParser, where: StateDir, what: str) -> None:
@@ -237,6 +255,20 @@ def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:
                    help="run `CMD pxe set|status ...` instead of using the links here, "
                         "e.g. 'ssh head-01 fleet' when the provisioning host is not the "
                         "master (a token goes over stdin)")
+
+
+def add_node_flow(p: argparse.ArgumentParser, verb: str, where: StateDir, *, resume: str,
+                  abort: str, pxe: str, **timeouts: float) -> None:
+    """The options of a journaled flow over nodes that drains and powers them (fleet
+    reinstall, fleet rollout): --resume or --abort of its unfinished run, --force (its
+    meaning in FORCE), its --NAME-timeouts, its journal's --state-dir, the boot modes it
+    reads or sets (``pxe``) and its way to the BMCs."""
+    add_modes(p, ("--resume", resume), ("--abort", abort))
+    add_force(p, verb)
+    add_timeouts(p, **timeouts)
+    add_state_dir(p, where, where.what)
+    add_pxe_options(p, pxe)
+    add_bmc_options(p)
 
 
 def boot_mode_store(args: argparse.Namespace, inv: Inventory

@@ -1,18 +1,23 @@
 """The options fleet backup and fleet restore share (where the key is, and where the items
-live when not where the master keeps them), and the Setup they make from them."""
+live when not where the master keeps them), the Setup they make from them, and the
+failures they share, said and mapped to exit codes once."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleet.backup import paths
-from fleet.backup.restic import Restic
+from fleet.backup.restic import Restic, ResticError, ResticMissingError
 from fleet.backup.run import BackupRefusedError, Setup
+from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
+    from fleet.context import Context
     from fleet.inventory.model import Inventory
 
 KEY_ENV = "FLEET_BACKUP_KEY"
@@ -35,7 +40,7 @@ def add(p: argparse.ArgumentParser) -> None:
     add_salt_config(p)
 
 
-def setup(args: argparse.Namespace, inv: Inventory) -> Setup:
+def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
     """The Setup of a run; BackupRefusedError where the inventory names no destination."""
     from fleet.audit.log import WHERE as AUDIT
     from fleet.inventory.schema.backup import repository
@@ -55,3 +60,31 @@ def setup(args: argparse.Namespace, inv: Inventory) -> Setup:
         inventory=args.inventory,
         local_destination=Path(dest.path) if dest.type == "path" and dest.path else None,
         keep=(site.backup.keep_daily, site.backup.keep_weekly))
+
+
+def run(verb: str, args: argparse.Namespace, ctx: Context,
+        body: Callable[[Setup], Exit], *, restic_failed: str = "") -> Exit:
+    """``body`` with the run's Setup, the failures both verbs share said (``fleet VERB:``,
+    and in --json) and mapped: no site.backup or a refused key 2, restic missing 4, a
+    repository that cannot be opened 4, restic failing on one that can 5 (its message after
+    ``restic_failed``: restore refuses the backup). ``body`` maps its own errors."""
+    setup: Setup | None = None
+    try:
+        setup = setup_of(args, ctx.inventory())
+        return body(setup)
+    except BackupRefusedError as exc:
+        return fail(ctx, verb, f"refused: {exc}", Exit.USAGE)
+    except ResticMissingError as exc:
+        return fail(ctx, verb, str(exc), Exit.IO)
+    except ResticError as exc:
+        opens = setup is not None and setup.restic.exists()
+        hint = "" if opens else (" (the repository cannot be opened: an unreachable "
+                                 "destination, or a wrong key)")
+        return fail(ctx, verb, f"{restic_failed}{exc}{hint}",
+                    Exit.FAILED if opens else Exit.IO)
+
+
+def fail(ctx: Context, verb: str, message: str, code: Exit) -> Exit:
+    print(f"fleet {verb}: {message}", file=sys.stderr)
+    ctx.out.error(message)
+    return code

@@ -8,8 +8,10 @@ fleet.bmc.limits."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Literal, Protocol
 
+from fleet.bmc.limits import CallDeadline, bounded
 from fleet.master.text import clean
 
 PowerState = Literal["on", "off"]
@@ -92,3 +94,42 @@ class BmcClient(Protocol):
         """Off, then on again (a node that is off is only powered on); returns the action
         sent."""
         ...
+
+
+class ClientBase(ABC):
+    """What the Redfish and IPMI clients share: the call deadline their methods run under
+    (fleet.bmc.limits), and the verbs made of their other verbs."""
+
+    def __init__(self, call_timeout: float) -> None:
+        self._deadline = CallDeadline(call_timeout)
+
+    @property
+    def deadline(self) -> CallDeadline:
+        return self._deadline
+
+    @abstractmethod
+    def power_state(self) -> PowerState: ...
+
+    @abstractmethod
+    def set_pxe_once(self) -> None: ...
+
+    @abstractmethod
+    def power_on_or_reset(self) -> str: ...
+
+    @abstractmethod
+    def power_on(self) -> str: ...
+
+    @abstractmethod
+    def _cycle(self) -> str:
+        """Off, then on again, of a node that is on; the action sent."""
+
+    @bounded
+    def pxe_boot_now(self) -> str:
+        self.set_pxe_once()
+        return self.power_on_or_reset()
+
+    @bounded
+    def power_cycle(self) -> str:
+        if self.power_state() == "off":
+            return self.power_on()
+        return self._cycle()

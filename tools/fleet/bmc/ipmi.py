@@ -33,10 +33,11 @@ from fleet.bmc.base import (
     BmcProtocolError,
     BmcTimeoutError,
     BmcUnreachableError,
+    ClientBase,
     PowerState,
     bmc_text,
 )
-from fleet.bmc.limits import CALL_TIMEOUT, MAX_ANSWER, CallDeadline, bounded
+from fleet.bmc.limits import CALL_TIMEOUT, MAX_ANSWER, bounded
 
 # ipmitool -v says why a session failed; these lines mean the BMC answered and refused us.
 _AUTH_PATTERNS = ("RAKP 2 HMAC is invalid", "Unauthorized name", "invalid user name",
@@ -97,26 +98,22 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-class IpmiClient:
+class IpmiClient(ClientBase):
     def __init__(self, host: str, user: str, password: str, *, port: int = 623,
                  timeout: int = 2, retries: int = 2, ipmitool: str = "ipmitool",
                  call_timeout: float = CALL_TIMEOUT) -> None:
         """``timeout`` and ``retries``: ipmitool's per message (-N, -R); a run may take
         what they allow a session, at most what is left of ``call_timeout``, one
         method's deadline (fleet.bmc.limits)."""
+        super().__init__(call_timeout)
         self.host, self.port, self.user = host, port, user
         self._password = password
         self._timeout, self._retries = timeout, retries
         self._ipmitool = ipmitool
-        self._deadline = CallDeadline(call_timeout)
 
     @property
     def name(self) -> str:
         return f"ipmi {self.host}:{self.port}"
-
-    @property
-    def deadline(self) -> CallDeadline:
-        return self._deadline
 
     def _run(self, *args: str) -> str:
         what = f"{self.name}: ipmitool {' '.join(args)}"
@@ -168,37 +165,26 @@ class IpmiClient:
     def set_pxe_once(self) -> None:
         self._run("chassis", "bootdev", "pxe", "options=efiboot")
 
-    @bounded
-    def power_on_or_reset(self) -> str:
-        if self.power_state() == "on":
-            self._run("chassis", "power", "reset")
-            return "reset"
-        self._run("chassis", "power", "on")
-        return "on"
+    def _power(self, action: str) -> str:
+        """``chassis power ACTION``; the action sent."""
+        self._run("chassis", "power", action)
+        return action
 
     @bounded
-    def pxe_boot_now(self) -> str:
-        self.set_pxe_once()
-        return self.power_on_or_reset()
+    def power_on_or_reset(self) -> str:
+        return self._power("reset" if self.power_state() == "on" else "on")
 
     @bounded
     def power_on(self) -> str:
-        self._run("chassis", "power", "on")
-        return "on"
+        return self._power("on")
 
     @bounded
     def power_off(self) -> str:
-        self._run("chassis", "power", "off")
-        return "off"
+        return self._power("off")
 
     @bounded
     def reset(self) -> str:
-        self._run("chassis", "power", "reset")
-        return "reset"
+        return self._power("reset")
 
-    @bounded
-    def power_cycle(self) -> str:
-        if self.power_state() == "off":
-            return self.power_on()
-        self._run("chassis", "power", "cycle")
-        return "cycle"
+    def _cycle(self) -> str:
+        return self._power("cycle")

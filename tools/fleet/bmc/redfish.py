@@ -45,10 +45,11 @@ from fleet.bmc.base import (
     BmcProtocolError,
     BmcTimeoutError,
     BmcUnreachableError,
+    ClientBase,
     PowerState,
     bmc_text,
 )
-from fleet.bmc.limits import CALL_TIMEOUT, MAX_ANSWER, REQUEST_TIMEOUT, CallDeadline, bounded
+from fleet.bmc.limits import CALL_TIMEOUT, MAX_ANSWER, REQUEST_TIMEOUT, bounded
 
 JSON = dict[str, Any]
 
@@ -221,12 +222,13 @@ def _read_body(name: str, what: str, fp: Any, headers: dict[str, str]) -> bytes:
     return raw
 
 
-class RedfishClient:
+class RedfishClient(ClientBase):
     def __init__(self, base_url: str, user: str, password: str, *,
                  tls: TlsOptions | None = None, timeout: float = REQUEST_TIMEOUT,
                  call_timeout: float = CALL_TIMEOUT, system_path: str | None = None) -> None:
         """``timeout``: one request's deadline, connect to last byte; ``call_timeout``:
         one method's, all its requests (fleet.bmc.limits)."""
+        super().__init__(call_timeout)
         self.base_url = base_url.rstrip("/")
         home = origin(self.base_url)
         if home is None or urllib.parse.urlsplit(self.base_url).path:
@@ -235,7 +237,6 @@ class RedfishClient:
         self._home = home
         self._auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         self._timeout = timeout
-        self._deadline = CallDeadline(call_timeout)
         self._system_path = system_path
         self._clock = _Clock()
         handlers: list[urllib.request.BaseHandler] = [
@@ -249,10 +250,6 @@ class RedfishClient:
     @property
     def name(self) -> str:
         return f"redfish {self.base_url}"
-
-    @property
-    def deadline(self) -> CallDeadline:
-        return self._deadline
 
     # --- HTTP -----------------------------------------------------------------------
 
@@ -458,11 +455,6 @@ class RedfishClient:
         return f"{'reset' if state == 'on' else 'on'} ({reset_type})"
 
     @bounded
-    def pxe_boot_now(self) -> str:
-        self.set_pxe_once()
-        return self.power_on_or_reset()
-
-    @bounded
     def power_on(self) -> str:
         return self._reset_with(RESET_WHEN_OFF, "powering on")
 
@@ -474,10 +466,7 @@ class RedfishClient:
     def reset(self) -> str:
         return self._reset_with(RESET_WHEN_ON, "a reset")
 
-    @bounded
-    def power_cycle(self) -> str:
-        if self.power_state() == "off":
-            return self.power_on()
+    def _cycle(self) -> str:
         return self._reset_with(POWER_CYCLE, "a power cycle")
 
 

@@ -5,12 +5,14 @@ argparse glue and the report)."""
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import Parents, add_command
 from fleet.context import Context
 from fleet.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from fleet.backup.run import Setup
 
 DESCRIPTION = """
 create (the default): write the manifest (fleet's version, the inventory's commit, the
@@ -43,35 +45,12 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.backup import options
-    from fleet.backup.restic import ResticError, ResticMissingError
-    from fleet.backup.run import BackupRefusedError
 
-    inv = ctx.inventory()
-    try:
-        setup = options.setup(args, inv)
-        if args.action == "check":
-            return _check(setup, ctx)
-        if args.action == "list":
-            return _list(setup, ctx)
-        return _create(setup, ctx)
-    except BackupRefusedError as exc:
-        return _fail(ctx, f"refused: {exc}", Exit.USAGE)
-    except ResticMissingError as exc:
-        return _fail(ctx, str(exc), Exit.IO)
-    except ResticError as exc:
-        reachable = setup.restic.exists()
-        return _fail(ctx, f"{exc}" + ("" if reachable else " (the repository cannot be "
-                                      "opened: is the destination reachable, is the key "
-                                      "the right one?)"), Exit.FAILED if reachable else Exit.IO)
+    action = {"check": _check, "list": _list}.get(args.action, _create)
+    return options.run("backup", args, ctx, lambda setup: action(setup, ctx))
 
 
-def _fail(ctx: Context, message: str, code: Exit) -> Exit:
-    print(f"fleet backup: {message}", file=sys.stderr)
-    ctx.out.error(message)
-    return code
-
-
-def _create(setup: Any, ctx: Context) -> Exit:
+def _create(setup: Setup, ctx: Context) -> Exit:
     from fleet.backup.run import create
 
     ctx.progress(f"backing up to {setup.restic.repository}")
@@ -92,22 +71,28 @@ def _create(setup: Any, ctx: Context) -> Exit:
     return Exit.OK
 
 
-def _check(setup: Any, ctx: Context) -> Exit:
-    said = setup.restic.check()
+def _said(ctx: Context, setup: Setup, doc: dict[str, Any], lines: list[str]) -> Exit:
+    """``doc`` (with the repository) under --json, else ``lines``."""
     if ctx.out.json:
-        ctx.out.emit({"repository": setup.restic.repository, "ok": True})
+        ctx.out.emit({"repository": setup.restic.repository, **doc})
     elif not ctx.out.quiet:
-        print(said.strip().splitlines()[-1] if said.strip() else "no errors were found")
+        for line in lines:
+            print(line)
     return Exit.OK
 
 
-def _list(setup: Any, ctx: Context) -> Exit:
+def _check(setup: Setup, ctx: Context) -> Exit:
+    said = setup.restic.check().strip()
+    return _said(ctx, setup, {"ok": True},
+                 [said.splitlines()[-1] if said else "no errors were found"])
+
+
+def _list(setup: Setup, ctx: Context) -> Exit:
     snaps = setup.restic.snapshots()
-    if ctx.out.json:
-        ctx.out.emit({"repository": setup.restic.repository, "snapshots": snaps})
-    elif not ctx.out.quiet:
-        for s in snaps:
-            tags = s.get("tags")
-            print(f"{s.get('short_id', '')!s}  {s.get('time', '')!s}  "
-                  f"{','.join(map(str, tags)) if isinstance(tags, list) else ''}")
-    return Exit.OK
+    return _said(ctx, setup, {"snapshots": snaps}, [_snapshot(s) for s in snaps])
+
+
+def _snapshot(s: dict[str, object]) -> str:
+    tags = s.get("tags")
+    return (f"{s.get('short_id', '')!s}  {s.get('time', '')!s}  "
+            f"{','.join(map(str, tags)) if isinstance(tags, list) else ''}")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions, add_target
+from fleet.cliparts import Parents, add_action, add_actions, add_store_dir, add_target
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -30,11 +30,8 @@ def register(sub: Any, parents: Parents) -> None:
              "finish": "burn-in -> active for nodes that passed, -> maintenance (reason: "
                        "the failing check) for those that failed, in inventory.yaml"}
     for name, text in helps.items():
-        sp = actions.add_parser(name, parents=list(parents), help=text, description=text,
-                                epilog=EPILOG)
-        sp.add_argument("--results", type=Path, default=statedir.BURNIN.path(),
-                        metavar="DIR", help=f"the results (${statedir.BURNIN.env}, default "
-                                            f"{statedir.BURNIN.default})")
+        sp = add_action(actions, parents, name, text, EPILOG)
+        add_store_dir(sp, "--results", statedir.BURNIN, "the results")
         if name == "status":
             add_target(sp, "'tbox-0*'")
         elif name == "record":

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions
+from fleet.cliparts import Parents, add_action, add_actions, add_store_dir
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
@@ -28,11 +28,8 @@ def register(sub: Any, parents: Parents) -> None:
         "inventory.yaml (comments and layout kept) and moves the node to burn-in.", EPILOG)
     for name, text in (("list", "every report and the node it matches"),
                        ("accept", "write matched reports' facts into inventory.yaml")):
-        sp = actions.add_parser(name, parents=list(parents), help=text, description=text,
-                                epilog=EPILOG)
-        sp.add_argument("--reports", type=Path, default=statedir.DISCOVER.path(),
-                        metavar="DIR", help=f"the kept reports (${statedir.DISCOVER.env}, "
-                                            f"default {statedir.DISCOVER.default})")
+        sp = add_action(actions, parents, name, text, EPILOG)
+        add_store_dir(sp, "--reports", statedir.DISCOVER, "the kept reports")
         if name == "accept":
             sp.add_argument("nodes", nargs="*", metavar="NODE", help="the nodes to accept")
             sp.add_argument("--all", action="store_true", help="every matched node")

@@ -12,15 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
     Parents,
-    add_bmc_options,
     add_command,
-    add_force,
-    add_modes,
-    add_pxe_options,
+    add_node_flow,
     add_salt_config,
     add_slurm_command,
-    add_state_dir,
-    add_timeouts,
     bmc_options,
     boot_mode_store,
 )
@@ -57,21 +52,24 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("node", help="the node's hostname in the inventory, or several: "
                                 "comma-separated names, ranges (tbox-[001-010], the "
                                 "inventory's syntax) and globs, reinstalled in parallel")
-    add_modes(p, ("--resume", "continue the node's unfinished reinstall"),
-              ("--abort", "end the unfinished reinstall: boot mode local, token revoked; "
-                          "report what is left (drained, key state)"))
-    add_force(p, "reinstall")
+    add_node_flow(p, "reinstall", statedir.REINSTALL,
+                  resume="continue the node's unfinished reinstall",
+                  abort="end the unfinished reinstall: boot mode local, token revoked; "
+                        "report what is left (drained, key state)",
+                  pxe="sets", drain=3600.0, converge=1800.0, health=300.0)
     p.add_argument("--timeout", type=float, default=3600.0, metavar="S",
                    help="seconds from power-on to the installer's callback (default 3600)")
     p.add_argument("--power-timeout", type=float, default=120.0, metavar="S",
                    help="seconds for the BMC to report the node off after the power-off "
                         "(default 120)")
-    add_timeouts(p, drain=3600.0, converge=1800.0, health=300.0)
-    add_state_dir(p, statedir.REINSTALL, statedir.REINSTALL.what)
     add_salt_config(p)
-    _add_boot_options(p)
+    p.add_argument("--callback", metavar="HOST:PORT",
+                   help="where the installer's key/callback endpoint listens (default "
+                        "<site.salt.master_address>:<site.salt.reinstall_port>, 8470 unless "
+                        "set: the rendered "
+                        "late-commands call that port on the master; 'none' when one runs "
+                        "separately)")
     add_slurm_command(p)
-    add_bmc_options(p)
     p.add_argument("--reason", default="fleet reinstall", help="Slurm drain reason")
     p.add_argument("--parallel", type=int, metavar="N",
                    help="with several nodes: at most N reinstalls at once (default and "
@@ -79,17 +77,6 @@ def register(sub: Any, parents: Parents) -> None:
                         "docs/operations.md); each node has its own journal, lock and "
                         "token, one failing does not stop the others; a summary at the "
                         "end, exit 5 when any node failed")
-
-
-def _add_boot_options(p: argparse.ArgumentParser) -> None:
-    """The installer's endpoint and where boot modes are set."""
-    p.add_argument("--callback", metavar="HOST:PORT",
-                   help="where the installer's key/callback endpoint listens (default "
-                        "<site.salt.master_address>:<site.salt.reinstall_port>, 8470 unless "
-                        "set: the rendered "
-                        "late-commands call that port on the master; 'none' when one runs "
-                        "separately)")
-    add_pxe_options(p, "sets")
 
 
 def _context(args: argparse.Namespace, ctx: Context, inv: Inventory, name: str,

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import Parents, add_command, add_force
 from fleet.context import Context
 from fleet.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from fleet.backup.run import Setup
 
 DESCRIPTION = """
 On a freshly installed head node (same name and address; salt-master installed, stopped):
@@ -47,31 +49,26 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.backup import options
-    from fleet.backup.restic import ResticError, ResticMissingError
-    from fleet.backup.restore import RestoreFailedError, RestoreRefusedError, restore
-    from fleet.backup.run import BackupRefusedError
 
-    inv = ctx.inventory()
+    return options.run("restore", args, ctx, lambda setup: _restore(args, ctx, setup),
+                       restic_failed="refused: ")
+
+
+def _restore(args: argparse.Namespace, ctx: Context, setup: Setup) -> Exit:
+    from fleet.backup import options
+    from fleet.backup.restore import RestoreFailedError, RestoreRefusedError, restore
+
     try:
-        setup = options.setup(args, inv)
         pki = next(i.path for i in setup.items if i.name == "salt-pki")
         ctx.progress(f"restoring {args.snapshot} from {setup.restic.repository}")
         done = restore(setup.restic, args.snapshot, args.root, pki, args.salt_config,
                        force=args.force)
-    except BackupRefusedError as exc:
-        return _fail(ctx, f"refused: {exc}", Exit.USAGE)
     except RestoreRefusedError as exc:
         running = "salt-master is running" in str(exc)
-        return _fail(ctx, f"refused: {exc}", Exit.BUSY if running else Exit.FAILED)
+        return options.fail(ctx, "restore", f"refused: {exc}",
+                            Exit.BUSY if running else Exit.FAILED)
     except RestoreFailedError as exc:
-        return _fail(ctx, str(exc), Exit.FAILED)
-    except ResticMissingError as exc:
-        return _fail(ctx, str(exc), Exit.IO)
-    except ResticError as exc:
-        opens = setup.restic.exists()
-        return _fail(ctx, f"refused: {exc}" + ("" if opens else " (the backup cannot be "
-                                               "opened: wrong key or unreachable)"),
-                     Exit.FAILED if opens else Exit.IO)
+        return options.fail(ctx, "restore", str(exc), Exit.FAILED)
     m = done.manifest
     if ctx.out.json:
         ctx.out.emit({"snapshot": done.snapshot, "root": str(done.root), "fleet": m.fleet,
@@ -85,12 +82,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         for aside in done.moved_aside:
             print(f"what was there is kept aside: {aside}")
     if done.finger_holds is False:
-        return _fail(ctx, "the restored master key's fingerprint is not the backup's",
-                     Exit.FAILED)
+        return options.fail(ctx, "restore",
+                            "the restored master key's fingerprint is not the backup's",
+                            Exit.FAILED)
     return Exit.OK
 
-
-def _fail(ctx: Context, message: str, code: Exit) -> Exit:
-    print(f"fleet restore: {message}", file=sys.stderr)
-    ctx.out.error(message)
-    return code

@@ -11,14 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import (
     Parents,
-    add_bmc_options,
     add_command,
-    add_force,
-    add_modes,
-    add_pxe_options,
+    add_node_flow,
     add_salt_options,
-    add_state_dir,
-    add_timeouts,
     bmc_options,
     boot_mode_store,
 )
@@ -64,18 +59,15 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--ignore-boot-mode", action="store_true",
                    help="with --reboot: power-cycle even a node in PXE install mode (it is "
                         "then reinstalled: its disk wiped) or whose mode cannot be read")
-    add_pxe_options(p, "--reboot reads")
-    add_force(p, "rollout")
-    add_modes(p, ("--resume", "continue the unfinished rollout (its own target and options)"),
-              ("--abort", "end the unfinished rollout; the nodes it drained stay drained"))
-    add_timeouts(p, drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
-    add_state_dir(p, statedir.ROLLOUT, statedir.ROLLOUT.what)
+    add_node_flow(p, "rollout", statedir.ROLLOUT,
+                  resume="continue the unfinished rollout (its own target and options)",
+                  abort="end the unfinished rollout; the nodes it drained stay drained",
+                  pxe="--reboot reads", drain=3600.0, apply=1800.0, boot=900.0, health=300.0)
     p.add_argument("--reinstall-state-dir", type=Path, metavar="DIR",
                    default=statedir.REINSTALL.path(),
                    help="fleet reinstall's state dir, whose per-node locks the rollout "
                         "takes so the two never work on one node at once (default "
                         f"${statedir.REINSTALL.env} or {statedir.REINSTALL.default})")
-    add_bmc_options(p)
     add_salt_options(p)
 
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from fleet.apt.archive import ArchiveError, keyring
+from fleet.cliparts import add_force
 from fleet.lab import image as debian_image
 from fleet.lab import podman as pm
 from fleet.lab.paths import IMAGE, Paths
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="build the Ubuntu 24.04 lab minion image")
     parser.add_argument("--work", type=Path, default=None,
                         help="build directory (default: .lab-images/ubuntu-24.04)")
-    parser.add_argument("--force", action="store_true")
+    add_force(parser, "ubuntu_image")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     paths = Paths.find()

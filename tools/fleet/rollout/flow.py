@@ -27,8 +27,9 @@ from typing import Any, Protocol
 from fleet.inventory.compute import preemptible_partition
 from fleet.inventory.model import Inventory
 from fleet.master import layout, slurm
-from fleet.master.journal import Entry, Journal, latest_entries
+from fleet.master.journal import Journal
 from fleet.master.lock import BusyError, NodeLock
+from fleet.master.rolloutlog import latest
 from fleet.master.runner import CommandError, Runner
 from fleet.master.text import clean
 from fleet.pxe.powerguard import FORCE_FLAG, BootModeReader, power_refusal
@@ -133,50 +134,6 @@ class Report:
                 "message": self.message}
 
 
-# --- the journal, read back ---------------------------------------------------------------
-
-
-@dataclass
-class RunState:
-    run_id: str | None = None
-    options: Options | None = None
-    finished: str | None = None
-    done: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    drained: set[str] = field(default_factory=set)  # drained by this rollout, not resumed
-
-    @property
-    def unfinished(self) -> bool:
-        return self.run_id is not None and self.finished not in ("done", "aborted")
-
-
-def latest(entries: list[Entry]) -> RunState:
-    start, rest = latest_entries(entries)
-    st = RunState() if start is None else RunState(
-        run_id=start.get("run"), options=Options.from_json(start.get("options", {})))
-    for e in rest:
-        ev = e.get("event")
-        if ev == "run":
-            st.finished = None
-            st.failed = []
-        elif ev == "node":
-            n = str(e.get("node"))
-            if e.get("outcome") == "done":
-                st.done.append(n)
-                if n in st.failed:
-                    st.failed.remove(n)
-            elif n not in st.failed:
-                st.failed.append(n)
-        elif ev == "step" and e.get("phase") == "end" and e.get("outcome") == "ok":
-            if e.get("step") == "drain" and e.get("drained"):
-                st.drained.add(str(e.get("node")))
-            elif e.get("step") == "resume":
-                st.drained.discard(str(e.get("node")))
-        elif ev == "finish":
-            st.finished = e.get("outcome")
-    return st
-
-
 # --- the run ------------------------------------------------------------------------------
 
 
@@ -214,7 +171,7 @@ class Rollout:
             if resume:
                 if not st.unfinished or st.options is None or st.run_id is None:
                     raise RolloutError(f"nothing to resume in {self.state_dir}")
-                opts, run_id = st.options, st.run_id
+                opts, run_id = Options.from_json(st.options), st.run_id
                 names = [n for n in self._names(opts) if n not in st.done]
                 self._note("run", run=run_id, mode="resume", remaining=names)
             else:
@@ -234,7 +191,7 @@ class Rollout:
             self._note("run", run=st.run_id, mode="abort")
             left = self._left(st.run_id, sorted(st.drained))
             self._note("finish", run=st.run_id, outcome="aborted", left=left)
-            return Report(st.run_id, "aborted", st.options, left=left,
+            return Report(st.run_id, "aborted", Options.from_json(st.options), left=left,
                           message="aborted: the nodes it drained stay drained; resume "
                                   "each once it is healthy (`fleet health --resume` does "
                                   "not: the drain is fleet rollout's)" if left else "aborted")

@@ -227,7 +227,7 @@ def _holder(lock: Path) -> str | None:
 def work(reinstall_state: Path, rollout_state: Path, names: Sequence[str]) -> dict[str, Work]:
     from fleet.master import layout
     from fleet.master.journal import Journal, latest_run
-    from fleet.rollout.flow import latest
+    from fleet.master.rolloutlog import latest
 
     rollout = latest(Journal(rollout_state).entries()) if rollout_state.is_dir() else None
     rollout_running = _holder(rollout_state / "lock")

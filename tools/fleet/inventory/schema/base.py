@@ -4,7 +4,7 @@ keys) and the name, host-range, OS and NVIDIA driver-branch types more than one 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, StringConstraints, Tag
 
@@ -20,15 +20,20 @@ DriverBranch = Annotated[str, StringConstraints(pattern=r"^[0-9]{3,4}$")]
 OsName = Literal["ubuntu-24.04", "ubuntu-22.04", "debian-12"]
 
 
-def _branch_form(value: object) -> str:
+def _os_form(value: object) -> str:
     return "dict" if isinstance(value, dict) else "str"
 
 
+T = TypeVar("T")
+# one value for every OS release, or one per OS release (an archive's driver branch, a
+# Slurm version); errors come from the form written only (the tags are pydantic's own
+# names, dropped from the error's path)
+PerOs = Annotated[Annotated[T, Tag("str")] | Annotated[dict[OsName, T], Tag("dict")],
+                  Discriminator(_os_form)]
+
 # one branch for every OS, or one per OS release: the archives name their drivers apart
 # (Ubuntu 580-server, Debian 12 535)
-BranchSpec = Annotated[
-    Annotated[DriverBranch, Tag("str")] | Annotated[dict[OsName, DriverBranch], Tag("dict")],
-    Discriminator(_branch_form)]
+BranchSpec = PerOs[DriverBranch]
 
 
 # the site default of site.nvidia_branch: Canonical's -server (ERD) branch with signed

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import Discriminator, Field, StrictInt, StringConstraints, Tag
+from pydantic import Field, StrictInt, StringConstraints
 
-from fleet.inventory.schema.base import Model, Name
+from fleet.inventory.schema.base import Model, Name, OsName, PerOs
 from fleet.inventory.types import (
     DeployDir,
     HostName,
@@ -28,19 +28,10 @@ class Partition(Model):
     """longest a job may run (Slurm MaxTime=)"""
 
 
-# the OS releases whose Slurm fleet knows (fleet/inventory/slurmcompat.py)
-SlurmOs = Literal["ubuntu-24.04", "ubuntu-22.04", "debian-12"]
-
-
-def _slurm_version_form(value: object) -> str:
-    return "dict" if isinstance(value, dict) else "str"
-
-
-# one version, or one per OS release; errors come from the form written only (the tags
-# are pydantic's own names, dropped from the error's path)
-SlurmVersion = Annotated[
-    Annotated[NumericVersion, Tag("str")] | Annotated[dict[SlurmOs, NumericVersion], Tag("dict")],
-    Discriminator(_slurm_version_form)]
+# the OS releases whose Slurm fleet knows (fleet/inventory/slurmcompat.py): those it installs
+SlurmOs = OsName
+# one version, or one per OS release
+SlurmVersion = PerOs[NumericVersion]
 
 
 class Slurm(Model):
