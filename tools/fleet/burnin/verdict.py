@@ -124,7 +124,8 @@ def for_inventory(inv: Inventory, results: Mapping[str, Mapping[str, Result]]
     """Every node's verdict against its profile's burn-in; ``results``: node -> its
     results (a node without any: none ran)."""
     profiles = {h: n.profile_name for h, n in inv.nodes.items()}
-    tests = {p: dict(prof.burnin) for p, prof in inv.raw.profiles.items()}
+    tests: dict[str, dict[str, BurninTest]] = {
+        p: {str(c): t for c, t in prof.burnin.items()} for p, prof in inv.raw.profiles.items()}
     return judge_all(profiles, tests, results)
 
 

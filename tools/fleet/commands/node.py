@@ -28,13 +28,25 @@ def register(sub: Any, parents: Parents) -> None:
              "provisioning and BMC addresses, switch port, IB switch port."),
             ("show", "everything about each node", "Each node's group, profile, roles, "
              "partition, lifecycle state, every NIC (address, MAC, switch port), BMC, "
-             "disks.")):
+             "disks, and the burn-in results kept here (--burnin-results).")):
         sp = nsub.add_parser(name, parents=list(parents), help=short, description=what,
                              epilog=NODE_EPILOG)
         add_target(sp, "'tbox-0*'")
         sp.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                         help=f"only nodes whose FIELD matches VALUE (a glob; '-' for none); "
                              f"repeat for all of several; FIELD: {', '.join(FIELDS)}")
+        if name == "show":
+            _add_burnin(sp)
+
+
+def _add_burnin(sp: Any) -> None:
+    from pathlib import Path
+
+    from fleet.master import statedir
+
+    sp.add_argument("--burnin-results", type=Path, default=statedir.BURNIN.path(),
+                    metavar="DIR", help=f"the burn-in results (${statedir.BURNIN.env}, "
+                                        f"default {statedir.BURNIN.default})")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -51,6 +63,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         return Exit.USAGE
     records = [r for r in (nodes.record(inv.nodes.get(n) or inv.retired[n]) for n in names)
                if nodes.matches(r, where)]
+    if args.node_verb == "show":
+        _with_burnin(inv, records, args.burnin_results)
     if args.json:
         ctx.out.emit({"target": args.target, "where": args.where,
                       "nodes": [node_entry(r["node"], r["state"], None, [], r)
@@ -59,5 +73,23 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         if args.node_verb == "list":
             print(nodes.list_table(records))
         else:
-            print("\n\n".join(nodes.show_text(r) for r in records))
+            print("\n\n".join(_show(r) for r in records))
     return Exit.OK
+
+
+def _with_burnin(inv: Any, records: list[dict[str, Any]], root: Any) -> None:
+    """Each record of a node in the inventory gets its burn-in (fleet.burnin.shown)."""
+    from fleet.burnin import shown
+
+    live = [r["node"] for r in records if r["node"] in inv.nodes]
+    got = shown.records(inv, live, root)
+    for r in records:
+        r["burnin"] = got.get(r["node"])
+
+
+def _show(r: dict[str, Any]) -> str:
+    from fleet.burnin import shown
+    from fleet.ops import nodes
+
+    text = nodes.show_text(r)
+    return text if r.get("burnin") is None else "\n".join([text, *shown.lines(r["burnin"])])

@@ -91,6 +91,8 @@ def _readable(root: Path, what: str) -> bool:
     """False when there is nothing yet; SourceError when it cannot be read."""
     if not root.exists():
         return False
+    if not root.is_dir():
+        raise SourceError(f"{root}: not a directory ({what} are kept in one)")
     if not os.access(root, os.R_OK | os.X_OK):
         raise SourceError(f"{root}: {what} not readable by this user (run as root, or "
                           "point the option at a readable copy)")
