@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions, add_target
+from fleet.cliparts import Parents, add_actions, add_salt_config, add_salt_timeout, add_target
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.output import node_entry
@@ -47,6 +47,11 @@ def _add_burnin(sp: Any) -> None:
     sp.add_argument("--burnin-results", type=Path, default=statedir.BURNIN.path(),
                     metavar="DIR", help=f"the burn-in results (${statedir.BURNIN.env}, "
                                         f"default {statedir.BURNIN.default})")
+    sp.add_argument("--hardware", action="store_true",
+                    help="ask the minions' hardware grains (one salt call) and show every "
+                         "fact that differs from the inventory, with both values")
+    add_salt_config(sp)
+    add_salt_timeout(sp, 10.0, "--hardware")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -65,6 +70,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                if nodes.matches(r, where)]
     if args.node_verb == "show":
         _with_burnin(inv, records, args.burnin_results)
+        if args.hardware and not _with_hardware(ctx, inv, records, args.salt_timeout):
+            return Exit.IO
     if args.json:
         ctx.out.emit({"target": args.target, "where": args.where,
                       "nodes": [node_entry(r["node"], r["state"], None, [], r)
@@ -91,5 +98,35 @@ def _show(r: dict[str, Any]) -> str:
     from fleet.burnin import shown
     from fleet.ops import nodes
 
-    text = nodes.show_text(r)
-    return text if r.get("burnin") is None else "\n".join([text, *shown.lines(r["burnin"])])
+    lines = [nodes.show_text(r)]
+    if r.get("burnin") is not None:
+        lines += shown.lines(r["burnin"])
+    if "hardware" in r:
+        drifts = r["hardware"]
+        lines += (["  hardware   no answer from its minion"] if drifts is None else
+                  ["  hardware   as the inventory says"] if not drifts else
+                  [f"  hardware   {d['fact']}: inventory {d['inventory']}, found {d['found']}"
+                   for d in drifts])
+    return "\n".join(lines)
+
+
+def _with_hardware(ctx: Context, inv: Any, records: list[dict[str, Any]],
+                   timeout: float) -> bool:
+    """Each record of a node in service gets its drifts (fleet.status.hardware); False when
+    the master did not answer (said on stderr)."""
+    from fleet.master.salt import MasterError
+    from fleet.status import hardware
+
+    live = [r["node"] for r in records
+            if r["node"] in inv.nodes and inv.nodes[r["node"]].state != "planned"]
+    try:
+        got = hardware.drift(ctx.runner(), inv, live, timeout) if live else {}
+    except MasterError as exc:
+        print(f"fleet node show: --hardware: {exc}", file=sys.stderr)
+        ctx.out.error(str(exc))
+        return False
+    for r in records:
+        if r["node"] in live:
+            d = got.get(r["node"])
+            r["hardware"] = None if d is None else [x.as_json() for x in d]
+    return True

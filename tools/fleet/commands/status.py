@@ -56,6 +56,10 @@ def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "status", DESCRIPTION, EPILOG, target="'tbox-0*'")
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
     p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
+    p.add_argument("--hardware", action="store_true",
+                   help="also ask each minion's hardware grains (one salt call) and compare "
+                        "them with the inventory and profile: serial, boot MAC, memory, GPUs, "
+                        "HCA GUID, boot disk")
     p.add_argument("--prometheus", metavar="URL",
                    help="Prometheus to ask for alerts (default: http://<site.monitoring "
                         "host>:9090)")
@@ -147,6 +151,8 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
     from fleet.status import sources
 
     jobs: dict[str, Callable[[], Any]] = {"stage": _stage_job(args, inv, names)}
+    if args.hardware:
+        jobs["hardware"] = _hardware_job(args, inv, names, runner)
     skipped: dict[str, str] = {}
     if args.no_power:
         skipped["power"] = "--no-power"
@@ -190,6 +196,16 @@ def _stage_job(args: argparse.Namespace, inv: Inventory, names: list[str]
     from fleet.status import stage
 
     return lambda: stage.stages(inv, names, args.discover_reports, args.burnin_results)
+
+
+def _hardware_job(args: argparse.Namespace, inv: Inventory, names: list[str],
+                  runner: Runner) -> Callable[[], Any]:
+    """Each node's hardware drift from its grains (fleet.status.hardware)."""
+    from fleet.master.salt import gather_job_timeout
+    from fleet.status import hardware
+
+    return lambda: hardware.drift(runner, inv, names, args.salt_timeout,
+                                  gather_job_timeout(args.salt_config))
 
 
 def _ask(jobs: dict[str, Callable[[], Any]], skipped: dict[str, str],

@@ -13,8 +13,8 @@ from fleet.master.text import age
 from fleet.status.sources import Power, Slurm, Work
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
-SOURCES = ("stage", "power", "boot", "key", "minion", "slurm", "apply", "health", "work",
-           "alerts")
+SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "slurm", "apply", "health",
+           "work", "alerts")
 
 
 @dataclass
@@ -58,7 +58,8 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
           now: float) -> Row:
     """One node's row: each source's value, and the problems they show."""
     j = _Judging(Row(node, state, slurm_node), cols, now)
-    for check in (_stage, _power, _boot, _key, _minion, _slurm, _last_runs, _work, _alerts):
+    for check in (_stage, _power, _boot, _key, _minion, _hardware, _slurm, _last_runs, _work,
+                  _alerts):
         check(j)
     return j.row
 
@@ -101,6 +102,16 @@ def _stage(j: _Judging) -> None:
         j.row.fields["stage"] = s.as_json()
         if s.problem is not None:
             j.row.problems.append(s.problem)
+
+
+def _hardware(j: _Judging) -> None:
+    """fleet.status.hardware: each fact the node's own grains contradict, both values."""
+    h = j.value("hardware")
+    if isinstance(h, list):
+        j.row.fields["hardware"] = [d.as_json() for d in h]
+        j.row.problems += [f"hardware drift: {d.text}" for d in h]
+    elif h is _MISSING:  # the minion did not answer, or a planned node (not asked)
+        j.row.fields["hardware"] = None
 
 
 def _power(j: _Judging) -> None:
@@ -263,13 +274,15 @@ def _cell(row: Row, source: str) -> str:
         return str(len(v)) if v else "-"
     if source == "stage":
         return str(v["summary"])
+    if source == "hardware":
+        return f"{len(v)} drift" if v else "ok"
     return str(v)
 
 
 COLUMNS = (("state", "state"), ("stage", "stage"), ("power", "power"), ("boot", "boot"),
-           ("key", "key"),
-           ("minion", "minion"), ("slurm", "slurm"), ("apply", "last apply"),
-           ("health", "last health"), ("work", "work"), ("alerts", "alerts"))
+           ("key", "key"), ("minion", "minion"), ("hardware", "hardware"), ("slurm", "slurm"),
+           ("apply", "last apply"), ("health", "last health"), ("work", "work"),
+           ("alerts", "alerts"))
 
 
 def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[str]) -> str:
