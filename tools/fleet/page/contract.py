@@ -54,6 +54,7 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("boot", "boot mode"),
     ("key", "minion key"),
     (MINION, "minion"),
+    ("hardware", "hardware against the inventory (fleet status --hardware)"),
     ("slurm", "Slurm"),
     ("apply", "last apply"),
     ("health", "last health"),
