@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from page.test_page_browser import _dom
-from status.test_stage import DISCOVERED, HOSTILE_PRODUCT, site  # noqa: F401 (fixture)
-
 from fleet.cli import main
 from fleet.inventory.load import parse
 from fleet.status import stage, view
+from page.test_page_browser import _dom
+from status.test_stage import DISCOVERED, HOSTILE_PRODUCT, site  # noqa: F401 (fixture)
 from support.cli import run_fleet
 
 
