@@ -12,7 +12,7 @@ from fleet.discover.drift import Drift, compare, from_grains
 from fleet.inventory.model import Inventory
 from fleet.master.runner import Runner
 
-# Salt's core grains, and two of a fleet grain not written yet (not compared without it)
+# Salt's core grains, and salt/_grains/fleet_hw.py's (a minion without it: not compared)
 GRAINS = ("serialnumber", "hwaddr_interfaces", "mem_total", "num_gpus", "fleet_ib_guids",
           "fleet_disk_serials")
 
