@@ -199,3 +199,19 @@ def test_node_show_gives_the_burnin_results(site: tuple[Path, Path, Path],
     assert "smart          not run yet" in out and "bogo_ops_s 1005" in out
     started = time.strftime("%Y-%m-%d", time.gmtime(1.0))
     assert started in out
+
+
+def test_a_burnin_node_drained_by_the_inventory_is_expected() -> None:
+    """Its drain (fleet.inventory.lifecycle.drains, as scontrol prints it) is no problem in
+    burn-in; the same drain on an active node, or another drain in burn-in, is."""
+    from fleet.inventory.lifecycle import DRAIN_PREFIX
+    from fleet.status.sources import Slurm
+
+    ours = Slurm("IDLE+DRAIN", f"{DRAIN_PREFIX}burn-in [root@2026-12-05T06:00:00]")
+    other = Slurm("IDLE+DRAIN", "bad DIMM [root@2026-12-05T06:00:00]")
+    cols = {"slurm": view.Column(values={"a": ours, "b": ours, "c": other})}
+    rows = {r.node: r for r in view.rows(
+        [("a", "burn-in", True), ("b", "active", True), ("c", "burn-in", True)], cols)}
+    assert rows["a"].problems == []
+    assert rows["b"].problems == [f"slurm IDLE+DRAIN: {ours.reason}"]
+    assert rows["c"].problems == [f"slurm IDLE+DRAIN: {other.reason}"]
