@@ -133,6 +133,10 @@ def test_status_view_and_page_after_burnin_finish(site: tuple[Path, Path, Path],
     table = view.table(rows, cols, 0.1, [])
     assert f"failed: {check}" in table and "burn-in 1/2" in table
     assert "discovered, unmatched: 0c:42:a1:aa:00:77" in table
+    assert f"discovered: {DISCOVERED} by port" not in table  # its row says it
+    without = view.rows([(h, inv.nodes[h].state, True) for h in NODES], cols)
+    assert (f"discovered: {DISCOVERED} by port, report 0c:42:a1:aa:00:06 on sw1 port 6"
+            in view.table(without, cols, 0.1, []))  # out of the default target: below
     assert HOSTILE_PRODUCT not in table
     # the page: the same states, the hostile product as text only in its details
     built = page.build(inv, json.loads(json.dumps(doc)), "now")

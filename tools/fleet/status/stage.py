@@ -17,7 +17,7 @@ it is hostile input.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,13 @@ class Discovered:
     unmatched: list[match.Match] = field(default_factory=list)
     unreadable: dict[str, str] = field(default_factory=dict)
 
-    def lines(self) -> list[str]:
-        """One line each, escaped: the unmatched and unreadable (the matched are their
-        nodes' stage)."""
-        out = [f"discovered, unmatched: {_report(m)}"
+    def lines(self, rows: Collection[str] = ()) -> list[str]:
+        """One line each, escaped: the matched whose node is not among ``rows`` (a planned
+        node is out of the default target; its row, when shown, says it), the unmatched,
+        and the unreadable."""
+        out = [f"discovered: {node} by {m.by}, report {_report(m)}: `fleet discover accept "
+               f"{node}`" for node, m in self.matched.items() if node not in rows]
+        out += [f"discovered, unmatched: {_report(m)}"
                + "".join(f"; {shown(p)}" for p in m.problems) for m in self.unmatched]
         out += [f"discovered, unreadable report {mac}: {shown(why)}"
                 for mac, why in self.unreadable.items()]

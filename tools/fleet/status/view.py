@@ -317,7 +317,7 @@ def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[st
         for a in site.values.get("", []):
             lines.append(f"site alert {a.name}" + (f": {a.summary}" if a.summary else ""))
     found = _discovered(cols)
-    lines += found.lines() if found is not None else []
+    lines += found.lines({r.node for r in rs}) if found is not None else []
     lines += [f"note: {n}" for n in notes]
     tally = counts(rs)
     lines.append(f"{len(rs)} node(s): {tally[OK]} ok, {tally[PROBLEM]} with problems, "
