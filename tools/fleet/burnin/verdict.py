@@ -16,9 +16,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fleet.burnin.results import Result
+from fleet.inventory.model import Inventory
 from fleet.inventory.schema.hardware import BurninTest
 
 MIN_BASELINE = 3
+# the maintenance reason `fleet burnin finish` writes for a node that failed: this prefix,
+# then the failing check ("burn-in smart: failed (...)")
+REASON_PREFIX = "burn-in "
 Better = Literal["higher", "lower"]
 BETTER: dict[str, Better] = {
     "bogo_ops_s": "higher",  # stress-ng --metrics-brief
@@ -113,3 +117,21 @@ def judge_all(profiles: Mapping[str, str], tests: Mapping[str, Mapping[str, Burn
     base = {p: baselines(rs) for p, rs in by_profile.items()}
     return {node: judge(node, tests.get(p, {}), results.get(node, {}), base[p])
             for node, p in profiles.items()}
+
+
+def for_inventory(inv: Inventory, results: Mapping[str, Mapping[str, Result]]
+                  ) -> dict[str, Verdict]:
+    """Every node's verdict against its profile's burn-in; ``results``: node -> its
+    results (a node without any: none ran)."""
+    profiles = {h: n.profile_name for h, n in inv.nodes.items()}
+    tests: dict[str, dict[str, BurninTest]] = {
+        p: {str(c): t for c, t in prof.burnin.items()} for p, prof in inv.raw.profiles.items()}
+    return judge_all(profiles, tests, results)
+
+
+def failed_check(state: str, reason: str | None) -> str | None:
+    """The failing check's line of a node that burn-in left in maintenance (None: not
+    one)."""
+    if state != "maintenance" or not reason or not reason.startswith(REASON_PREFIX):
+        return None
+    return reason[len(REASON_PREFIX):]

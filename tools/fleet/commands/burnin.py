@@ -47,12 +47,9 @@ def register(sub: Any, parents: Parents) -> None:
 def verdicts(inv: Any, root: Path) -> dict[str, Any]:
     """Every node's verdict (node -> Verdict), baselines over each whole profile."""
     from fleet.burnin import results
-    from fleet.burnin.verdict import judge_all
+    from fleet.burnin.verdict import for_inventory
 
-    profiles = {h: n.profile_name for h, n in inv.nodes.items()}
-    tests = {p: dict(prof.burnin) for p, prof in inv.raw.profiles.items()}
-    got = {h: results.load(root, h) for h in inv.nodes}
-    return judge_all(profiles, tests, got)
+    return for_inventory(inv, {h: results.load(root, h) for h in inv.nodes})
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -113,6 +110,7 @@ def _record(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _finish(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.burnin.verdict import REASON_PREFIX
     from fleet.discover import accept, edit
     from fleet.inventory.load import read_text
     from fleet.problems import InventoryError, format_text
@@ -135,7 +133,7 @@ def _finish(args: argparse.Namespace, ctx: Context) -> Exit:
             continue
         facts: dict[str, Any] = {"state": "active"} if v.status == "passed" else {
             "state": "maintenance",
-            "reason": ("burn-in " + v.failures[0])[:MAX_REASON]}
+            "reason": (REASON_PREFIX + v.failures[0])[:MAX_REASON]}
         new = edit.set_node(new, h, facts)
         outcomes.append((h, facts["state"], facts.get("reason", "passed")))
     try:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions, add_target
+from fleet.cliparts import Parents, add_actions, add_salt_config, add_salt_timeout, add_target
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.output import node_entry
@@ -28,13 +28,30 @@ def register(sub: Any, parents: Parents) -> None:
              "provisioning and BMC addresses, switch port, IB switch port."),
             ("show", "everything about each node", "Each node's group, profile, roles, "
              "partition, lifecycle state, every NIC (address, MAC, switch port), BMC, "
-             "disks.")):
+             "disks, and the burn-in results kept here (--burnin-results).")):
         sp = nsub.add_parser(name, parents=list(parents), help=short, description=what,
                              epilog=NODE_EPILOG)
         add_target(sp, "'tbox-0*'")
         sp.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                         help=f"only nodes whose FIELD matches VALUE (a glob; '-' for none); "
                              f"repeat for all of several; FIELD: {', '.join(FIELDS)}")
+        if name == "show":
+            _add_burnin(sp)
+
+
+def _add_burnin(sp: Any) -> None:
+    from pathlib import Path
+
+    from fleet.master import statedir
+
+    sp.add_argument("--burnin-results", type=Path, default=statedir.BURNIN.path(),
+                    metavar="DIR", help=f"the burn-in results (${statedir.BURNIN.env}, "
+                                        f"default {statedir.BURNIN.default})")
+    sp.add_argument("--hardware", action="store_true",
+                    help="ask the minions' hardware grains (one salt call) and show every "
+                         "fact that differs from the inventory, with both values")
+    add_salt_config(sp)
+    add_salt_timeout(sp, 10.0, "--hardware")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -51,6 +68,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         return Exit.USAGE
     records = [r for r in (nodes.record(inv.nodes.get(n) or inv.retired[n]) for n in names)
                if nodes.matches(r, where)]
+    if args.node_verb == "show":
+        _with_burnin(inv, records, args.burnin_results)
+        if args.hardware and not _with_hardware(ctx, inv, records, args.salt_timeout):
+            return Exit.IO
     if args.json:
         ctx.out.emit({"target": args.target, "where": args.where,
                       "nodes": [node_entry(r["node"], r["state"], None, [], r)
@@ -59,5 +80,53 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         if args.node_verb == "list":
             print(nodes.list_table(records))
         else:
-            print("\n\n".join(nodes.show_text(r) for r in records))
+            print("\n\n".join(_show(r) for r in records))
     return Exit.OK
+
+
+def _with_burnin(inv: Any, records: list[dict[str, Any]], root: Any) -> None:
+    """Each record of a node in the inventory gets its burn-in (fleet.burnin.shown)."""
+    from fleet.burnin import shown
+
+    live = [r["node"] for r in records if r["node"] in inv.nodes]
+    got = shown.records(inv, live, root)
+    for r in records:
+        r["burnin"] = got.get(r["node"])
+
+
+def _show(r: dict[str, Any]) -> str:
+    from fleet.burnin import shown
+    from fleet.ops import nodes
+
+    lines = [nodes.show_text(r)]
+    if r.get("burnin") is not None:
+        lines += shown.lines(r["burnin"])
+    if "hardware" in r:
+        drifts = r["hardware"]
+        lines += (["  hardware   no answer from its minion"] if drifts is None else
+                  ["  hardware   as the inventory says"] if not drifts else
+                  [f"  hardware   {d['fact']}: inventory {d['inventory']}, found {d['found']}"
+                   for d in drifts])
+    return "\n".join(lines)
+
+
+def _with_hardware(ctx: Context, inv: Any, records: list[dict[str, Any]],
+                   timeout: float) -> bool:
+    """Each record of a node in service gets its drifts (fleet.status.hardware); False when
+    the master did not answer (said on stderr)."""
+    from fleet.master.salt import MasterError
+    from fleet.status import hardware
+
+    live = [r["node"] for r in records
+            if r["node"] in inv.nodes and inv.nodes[r["node"]].state != "planned"]
+    try:
+        got = hardware.drift(ctx.runner(), inv, live, timeout) if live else {}
+    except MasterError as exc:
+        print(f"fleet node show: --hardware: {exc}", file=sys.stderr)
+        ctx.out.error(str(exc))
+        return False
+    for r in records:
+        if r["node"] in live:
+            d = got.get(r["node"])
+            r["hardware"] = None if d is None else [x.as_json() for x in d]
+    return True

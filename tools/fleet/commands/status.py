@@ -36,9 +36,11 @@ of them, side by side, each within its time: power (the BMCs, as `fleet power st
 (`salt-key -L`) and whether it answers (one `salt test.ping`, --salt-timeout), Slurm's
 state and reason (one `scontrol show node`), the last `fleet apply` and `fleet health`
 results they kept, a reinstall or rollout working on it (or left unfinished), the
-inventory's lifecycle state, and Prometheus's firing alerts. Nodes with problems come
-first, each problem named. A source that cannot be asked leaves its column unknown (?),
-with the reason, and the others still show; Prometheus not answering is only a note.
+inventory's lifecycle state and the stage from discovery to service (a commissioning
+report waiting, burn-in's progress, a failed check), and Prometheus's firing alerts.
+Nodes with problems come first, each problem named. A source that cannot be asked leaves
+its column unknown (?), with the reason, and the others still show; Prometheus not
+answering is only a note.
 See docs/operations.md.
 """
 EPILOG = """
@@ -54,6 +56,10 @@ def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "status", DESCRIPTION, EPILOG, target="'tbox-0*'")
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
     p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
+    p.add_argument("--hardware", action="store_true",
+                   help="also ask each minion's hardware grains (one salt call) and compare "
+                        "them with the inventory and profile: serial, boot MAC, memory, GPUs, "
+                        "HCA GUID, boot disk")
     p.add_argument("--prometheus", metavar="URL",
                    help="Prometheus to ask for alerts (default: http://<site.monitoring "
                         "host>:9090)")
@@ -64,7 +70,9 @@ def register(sub: Any, parents: Parents) -> None:
             ("--health-state-dir", statedir.HEALTH, "fleet health's results"),
             ("--reinstall-state-dir", statedir.REINSTALL,
              "fleet reinstall's locks and journals"),
-            ("--rollout-state-dir", statedir.ROLLOUT, "fleet rollout's journal")):
+            ("--rollout-state-dir", statedir.ROLLOUT, "fleet rollout's journal"),
+            ("--discover-reports", statedir.DISCOVER, "the commissioning reports"),
+            ("--burnin-results", statedir.BURNIN, "the burn-in results")):
         p.add_argument(flag, type=Path, default=where.path(), metavar="DIR",
                        help=f"{what} (default ${where.env} or {where.default})")
     add_pxe_options(p, "reads")
@@ -142,7 +150,9 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
     from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
 
-    jobs: dict[str, Callable[[], Any]] = {}
+    jobs: dict[str, Callable[[], Any]] = {"stage": _stage_job(args, inv, names)}
+    if args.hardware:
+        jobs["hardware"] = _hardware_job(args, inv, names, runner)
     skipped: dict[str, str] = {}
     if args.no_power:
         skipped["power"] = "--no-power"
@@ -177,6 +187,25 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
             url = prometheus_url(inv)
         jobs["alerts"] = lambda: sources.alerts(url, names, timeout=args.salt_timeout)
     return jobs, skipped
+
+
+def _stage_job(args: argparse.Namespace, inv: Inventory, names: list[str]
+               ) -> Callable[[], Any]:
+    """Each node's stage (discovered, burn-in and its progress, failed) from the reports
+    and the burn-in results kept here (fleet.status.stage)."""
+    from fleet.status import stage
+
+    return lambda: stage.stages(inv, names, args.discover_reports, args.burnin_results)
+
+
+def _hardware_job(args: argparse.Namespace, inv: Inventory, names: list[str],
+                  runner: Runner) -> Callable[[], Any]:
+    """Each node's hardware drift from its grains (fleet.status.hardware)."""
+    from fleet.master.salt import gather_job_timeout
+    from fleet.status import hardware
+
+    return lambda: hardware.drift(runner, inv, names, args.salt_timeout,
+                                  gather_job_timeout(args.salt_config))
 
 
 def _ask(jobs: dict[str, Callable[[], Any]], skipped: dict[str, str],

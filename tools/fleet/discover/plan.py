@@ -71,6 +71,11 @@ def load(text: str, file: str) -> tuple[Inventory, dict[str, Planned]]:
     return inv, _planned(inv, stubs)
 
 
+def of(inv: Inventory) -> dict[str, Planned]:
+    """Every node of a loaded inventory (each with an entry) as discovery sees it."""
+    return _planned(inv, set())
+
+
 def _planned(inv: Inventory, stubs: set[str]) -> dict[str, Planned]:
     out = {}
     for host, n in inv.nodes.items():

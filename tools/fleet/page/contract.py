@@ -21,7 +21,14 @@ NODE = "node"
 STATUS = "status"
 PROBLEMS = "problems"
 PROBLEM_TEXT = ("text", "message", "problem")  # a problem given as an object
-LIFECYCLE = "state"  # planned | active | maintenance (retired nodes are in no rack)
+LIFECYCLE = "state"  # planned | burn-in | active | maintenance (retired: in no rack)
+# the node's stage from discovery to service (fleet.status.stage): {"stage", "summary",
+# "text", ...}; "stage" one of planned | discovered | burn-in | failed | maintenance | active
+STAGE = "stage"
+# the document's reports kept (fleet.status.stage.Discovered): {"matched": {host: REPORT},
+# "unmatched": [REPORT], "unreadable": {mac: why}}, REPORT {"mac", "serial", "product",
+# "port", "by", "problems"}
+DISCOVERED = "discovered"
 MINION = "minion"  # "answers" / "silent" (a word of MINION_DOWN), a bool, or {"answering": bool}
 GENERATED = ("generated", "generated_at", "time")  # when the status was collected
 # in a field's object: a Unix time (shown as UTC and its age), and the age `fleet status`
@@ -42,10 +49,12 @@ MINION_DOWN = frozenset({"silent", "down", "no", "false", "not answering", "no a
 # (field, label) of each source, in the order the details list them
 FIELDS: tuple[tuple[str, str], ...] = (
     (LIFECYCLE, "lifecycle"),
+    (STAGE, "stage (discovery to service)"),
     ("power", "power"),
     ("boot", "boot mode"),
     ("key", "minion key"),
     (MINION, "minion"),
+    ("hardware", "hardware against the inventory (fleet status --hardware)"),
     ("slurm", "Slurm"),
     ("apply", "last apply"),
     ("health", "last health"),
@@ -58,9 +67,12 @@ FIELDS: tuple[tuple[str, str], ...] = (
 # the legend's label: the CSS class is "state-<name>" (static/page.css)
 STATES: tuple[tuple[str, str], ...] = (
     ("planned", "planned (not installed yet)"),
+    ("discovered", "discovered (its report waits: fleet discover accept)"),
+    ("failed", "failed burn-in (maintenance)"),
     ("maintenance", "maintenance (inventory)"),
     ("minion-down", "minion not answering"),
     ("problem", "problem"),
     ("unknown", "unknown / no status"),
+    ("burn-in", "burn-in (not in service yet)"),
     ("ok", "ok"),
 )

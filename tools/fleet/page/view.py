@@ -90,18 +90,60 @@ def problems(value: Any) -> list[str]:
     return out
 
 
-def state(record: dict[str, Any] | None, lifecycle: str) -> str:
-    """The page state (contract.STATES) of a node."""
+def _stage(record: dict[str, Any] | None) -> Any:
+    s = record.get(c.STAGE) if record else None
+    return s.get(c.STAGE) if isinstance(s, dict) else None
+
+
+def state(record: dict[str, Any] | None, lifecycle: str, discovered: bool = False,
+          failed: bool = False) -> str:
+    """The page state (contract.STATES) of a node; ``discovered``: a report matching it
+    waits; ``failed``: the inventory's maintenance reason is a burn-in's failed check."""
     life = record.get(c.LIFECYCLE) if record else None
-    life = life if life in ("planned", "active", "maintenance") else lifecycle
-    if life in ("planned", "maintenance"):
-        return life
+    life = life if life in ("planned", "burn-in", "active", "maintenance") else lifecycle
+    stage = _stage(record)
+    if life == "planned":
+        return "discovered" if discovered or stage == "discovered" else "planned"
+    if life == "maintenance":
+        return "failed" if failed or stage == "failed" else "maintenance"
     if record is None:
-        return "unknown"
+        return "burn-in" if life == "burn-in" else "unknown"
     if minion_down(record.get(c.MINION)):
         return "minion-down"
     status = record.get(c.STATUS)
+    if life == "burn-in" and status != "problem":
+        return "burn-in"
     return status if status in ("ok", "problem") else "unknown"
+
+
+def waiting(doc: Any) -> set[str]:
+    """The nodes a kept report matches (the document's discovered.matched)."""
+    found = doc.get(c.DISCOVERED) if isinstance(doc, dict) else None
+    matched = found.get("matched") if isinstance(found, dict) else None
+    return {h for h in matched if isinstance(h, str)} if isinstance(matched, dict) else set()
+
+
+def _report(r: Any) -> str:
+    if not isinstance(r, dict):
+        return text(r)
+    said = "".join(f"; {text(p)}" for p in r.get("problems") or [] if p)
+    return (f"{text(r.get('mac'))} on {text(r.get('port'))}, serial "
+            f"{text(r.get('serial'))}, {text(r.get('product'))}{said}")
+
+
+def discovered_notices(doc: Any) -> list[str]:
+    """The reports that match no node, and those that could not be read."""
+    found = doc.get(c.DISCOVERED) if isinstance(doc, dict) else None
+    if not isinstance(found, dict):
+        return []
+    unmatched = found.get("unmatched")
+    out = [f"discovered, unmatched: {_report(r)}"
+           for r in (unmatched[:MAX_PROBLEMS] if isinstance(unmatched, list) else [])]
+    bad = found.get("unreadable")
+    out += [f"discovered, unreadable report {text(mac)}: {text(why)}"
+            for mac, why in (list(bad.items())[:MAX_PROBLEMS] if isinstance(bad, dict)
+                             else [])]
+    return out
 
 
 def fields(record: dict[str, Any]) -> list[list[str]]:
@@ -139,20 +181,27 @@ def notices(doc: Any) -> list[str]:
     notes = doc.get(c.NOTES)
     out += [f"note: {text(n)}" for n in (notes[:MAX_PROBLEMS] if isinstance(notes, list)
                                          else [])]
-    return out
+    return out + discovered_notices(doc)
 
 
 def build(inv: Inventory, doc: Any, refreshed: str, wiring: Any = None) -> dict[str, Any]:
     """view.json: ``{"refreshed", "collected", "notices", "nodes": {host: {...}},
     "unknown_nodes"}``; ``wiring``: a ``fleet cabling --json`` document, if any (a NIC
     not where the inventory says is a problem of its node)."""
+    from fleet.burnin.verdict import failed_check
+
     recs = records(doc)
     cabled = cabling.per_node(wiring, text)
+    reported = waiting(doc)
     nodes = {}
     for host, node in inv.nodes.items():
         r = recs.get(host)
-        shown, said = state(r, node.state), problems(r.get(c.PROBLEMS)) if r else []
+        shown = state(r, node.state, host in reported,
+                      failed_check(node.state, node.reason) is not None)
+        said = problems(r.get(c.PROBLEMS)) if r else []
         facts = fields(r) if r else []
+        if host in reported and not any(f[0] == "discovered" for f in facts):
+            facts.append(["discovered", _report(doc[c.DISCOVERED]["matched"][host])])
         if host in cabled:
             said += cabled[host].problems
             facts.append([cabling.LABEL, text(cabled[host].text)])

@@ -13,7 +13,8 @@ from fleet.master.text import age
 from fleet.status.sources import Power, Slurm, Work
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
-SOURCES = ("power", "boot", "key", "minion", "slurm", "apply", "health", "work", "alerts")
+SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "slurm", "apply", "health",
+           "work", "alerts")
 
 
 @dataclass
@@ -57,7 +58,8 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
           now: float) -> Row:
     """One node's row: each source's value, and the problems they show."""
     j = _Judging(Row(node, state, slurm_node), cols, now)
-    for check in (_power, _boot, _key, _minion, _slurm, _last_runs, _work, _alerts):
+    for check in (_stage, _power, _boot, _key, _minion, _hardware, _slurm, _last_runs, _work,
+                  _alerts):
         check(j)
     return j.row
 
@@ -90,6 +92,26 @@ class _Judging:
             self.row.unknown.append(source)
             return None
         return col.values.get(self.row.node, _MISSING)
+
+
+def _stage(j: _Judging) -> None:
+    from fleet.status.stage import Stage
+
+    s = j.value("stage")
+    if isinstance(s, Stage):
+        j.row.fields["stage"] = s.as_json()
+        if s.problem is not None:
+            j.row.problems.append(s.problem)
+
+
+def _hardware(j: _Judging) -> None:
+    """fleet.status.hardware: each fact the node's own grains contradict, both values."""
+    h = j.value("hardware")
+    if isinstance(h, list):
+        j.row.fields["hardware"] = [d.as_json() for d in h]
+        j.row.problems += [f"hardware drift: {d.text}" for d in h]
+    elif h is _MISSING:  # the minion did not answer, or a planned node (not asked)
+        j.row.fields["hardware"] = None
 
 
 def _power(j: _Judging) -> None:
@@ -140,12 +162,19 @@ def _slurm(j: _Judging) -> None:
         return
     if isinstance(s, Slurm):
         row.fields["slurm"] = {"state": s.state, "reason": s.reason}
-        if s.bad and not j.expected:
+        if s.bad and not j.expected and not _burnin_drain(row.state, s):
             row.problems.append(f"slurm {s.state}" + (f": {s.reason}" if s.reason else ""))
     else:  # _MISSING: slurmctld does not know it
         row.fields["slurm"] = None
         if row.slurm_node and row.state != "planned":
             row.problems.append("slurm does not know this node")
+
+
+def _burnin_drain(state: str, s: Slurm) -> bool:
+    """A node in burn-in drained by the inventory (fleet.inventory.lifecycle.drains)."""
+    from fleet.inventory.lifecycle import DRAIN_PREFIX
+
+    return state == "burn-in" and s.reason.startswith(DRAIN_PREFIX)
 
 
 def _last_runs(j: _Judging) -> None:
@@ -207,12 +236,22 @@ def document(target: str, rs: list[Row], cols: dict[str, Column], seconds: float
     c = counts(rs)
     site = cols.get("alerts")
     site_alerts = site.values.get("", []) if site is not None and site.error is None else []
+    found = _discovered(cols)
     return {"ok": c[PROBLEM] == 0, "target": target, "seconds": round(seconds, 2),
             "counts": c, "sources": {k: v.as_json() for k, v in cols.items()},
             "left_out": left_out, "notes": notes,
             "site_alerts": [{"name": a.name, "severity": a.severity, "summary": a.summary}
                             for a in site_alerts],
+            "discovered": None if found is None else found.as_json(),
             "nodes": [r.as_json() for r in rs]}
+
+
+def _discovered(cols: dict[str, Column]) -> Any:
+    """The stage source's site part (fleet.status.stage.Discovered), None without it."""
+    from fleet.status.stage import SITE
+
+    col = cols.get("stage")
+    return None if col is None or col.error is not None else col.values.get(SITE)
 
 
 def _cell(row: Row, source: str) -> str:
@@ -233,12 +272,17 @@ def _cell(row: Row, source: str) -> str:
         return "running" if v["running"] else "unfinished" if v["unfinished"] else "-"
     if source == "alerts":
         return str(len(v)) if v else "-"
+    if source == "stage":
+        return str(v["summary"])
+    if source == "hardware":
+        return f"{len(v)} drift" if v else "ok"
     return str(v)
 
 
-COLUMNS = (("state", "state"), ("power", "power"), ("boot", "boot"), ("key", "key"),
-           ("minion", "minion"), ("slurm", "slurm"), ("apply", "last apply"),
-           ("health", "last health"), ("work", "work"), ("alerts", "alerts"))
+COLUMNS = (("state", "state"), ("stage", "stage"), ("power", "power"), ("boot", "boot"),
+           ("key", "key"), ("minion", "minion"), ("hardware", "hardware"), ("slurm", "slurm"),
+           ("apply", "last apply"), ("health", "last health"), ("work", "work"),
+           ("alerts", "alerts"))
 
 
 def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[str]) -> str:
@@ -255,6 +299,10 @@ def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[st
         lines.append("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
         for p in r.problems:
             lines.append(f"{'':<{widths[0]}}  ! {p}")
+        stage = r.fields.get("stage") or {}
+        if stage.get("stage") in ("discovered", "burn-in", "failed") and not any(
+                p.startswith(stage["text"]) for p in r.problems):
+            lines.append(f"{'':<{widths[0]}}  . {stage['text']}")
         running = (r.fields.get("work") or {}).get("running")
         if running:
             lines.append(f"{'':<{widths[0]}}  . {running} is working on it")
@@ -268,6 +316,8 @@ def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[st
     if site is not None and site.error is None:
         for a in site.values.get("", []):
             lines.append(f"site alert {a.name}" + (f": {a.summary}" if a.summary else ""))
+    found = _discovered(cols)
+    lines += found.lines({r.node for r in rs}) if found is not None else []
     lines += [f"note: {n}" for n in notes]
     tally = counts(rs)
     lines.append(f"{len(rs)} node(s): {tally[OK]} ok, {tally[PROBLEM]} with problems, "
