@@ -59,9 +59,10 @@ class Context:
         found = Path("secrets") if store is None and Path("secrets").is_dir() else None
         inv = load_inventory(args.inventory, args.overlay, secrets=store, advise=found)
         self.progress(f"{len(inv.nodes)} nodes valid")
+        from fleet.audit.record import changes
         from fleet.master.active import require_active
 
-        require_active(inv, args)  # a standby master never drives a node
+        require_active(inv, args.verb, changes(args))  # a standby never drives a node
         return inv
 
     def targets(self) -> tuple[Inventory, list[str]]:

@@ -12,7 +12,6 @@ host answers first.
 
 from __future__ import annotations
 
-import argparse
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -55,21 +54,16 @@ def masters(inv: Inventory, here: str | None = None) -> Masters:
                    this_host() if here is None else here)
 
 
-def drives_nodes(args: argparse.Namespace) -> bool:
-    """Whether this run would change nodes (a verb of DRIVES_NODES, in a changing run)."""
-    from fleet.audit.record import changes
-
-    return getattr(args, "verb", None) in DRIVES_NODES and changes(args)
-
-
-def require_active(inv: Inventory, args: argparse.Namespace, here: str | None = None) -> None:
-    """Raise NotActiveError when this host is the standby and the run would change nodes."""
+def require_active(inv: Inventory, verb: str, changing: bool, here: str | None = None
+                   ) -> None:
+    """Raise NotActiveError when this host is the standby and the run would change nodes:
+    a verb of DRIVES_NODES in a ``changing`` run (fleet.audit.record.changes says which)."""
     m = masters(inv, here)
-    if m.role_here != "standby" or not drives_nodes(args):
+    if m.role_here != "standby" or verb not in DRIVES_NODES or not changing:
         return
     raise NotActiveError(
         f"{m.here} is the standby Salt master (site.salt.standby.host); {m.active} is the "
-        f"active one (site.salt.master), and only it drives nodes: run `fleet {args.verb}` "
+        f"active one (site.salt.master), and only it drives nodes: run `fleet {verb}` "
         f"there. If {m.active} is lost, promote this host first: swap site.salt.master and "
         "site.salt.standby.host in inventory.yaml, commit, `fleet render` "
         "(docs/operations.md, Fail over to the standby master)")
