@@ -2,7 +2,8 @@
 plus the roles fleet derives from the rest of the inventory: monitoring (every node, its
 GPUs, the Slurm controller, the monitoring host), ``lldp`` (every node), the compute
 section's (fleet.inventory.compute) and a standby master's (the master and the
-standby). Set on each node once, when the inventory is loaded (:attr:`fleet.inventory.model.Node.derived_roles`), and read from there by the render
+standby). Set on each node once, when the inventory is loaded
+(:attr:`fleet.inventory.model.Node.derived_roles`), and read from there by the render
 (pillar ``node:roles``; salt/top.sls maps each role to its SLS), ``fleet node``, the
 health gate, status and the page."""
 
