@@ -71,7 +71,7 @@ def _services(c: Ctx) -> list[_Service]:
 def _salt_masters(site: schema.Site) -> list[tuple[str, YamlPath]]:
     """The hosts that run a salt-master (the standby too), with the field naming each."""
     out: list[tuple[str, YamlPath]] = [(site.salt.master, ("site", "salt", "master"))]
-    if site.salt.standby is not None:
+    if site.salt.standby is not None and site.salt.standby.host != site.salt.master:
         out.append((site.salt.standby.host, ("site", "salt", "standby", "host")))
     return out
 
