@@ -9,6 +9,14 @@ hosts:
   names:
   - head-01-bmc.sd1.comma.internal
   - head-01-bmc
+- address: 10.1.0.11
+  names:
+  - head-02.sd1.comma.internal
+  - head-02
+- address: 10.0.0.11
+  names:
+  - head-02-bmc.sd1.comma.internal
+  - head-02-bmc
 - address: 10.1.1.1
   names:
   - tbox-001.sd1.comma.internal

@@ -75,5 +75,11 @@ site:
         recon_default: 1000
         recon_max: 19200
         recon_randomize: true
+    standby:
+      address: 10.1.0.11
+      host: head-02
+      master_address: 10.1.0.10
+      sync_interval_s: 300
+      sync_key: null
     version: "3008.4"
   timezone: America/Los_Angeles

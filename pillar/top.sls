@@ -63,6 +63,12 @@ base:
   - secrets.aptcache
   - monitoring
   - compute
+  head-02:
+  - site
+  - hosts
+  - nodes.head-02
+  - secrets.siterepo
+  - provisioning
   model-01:
   - site
   - hosts

@@ -64,3 +64,11 @@ base:
   'node:roles:codesync.client':
     - match: pillar
     - codesync.client
+  # derived from site.salt.standby by fleet.inventory.roles: the active master serves its
+  # keys, the standby pulls them (docs/salt.md, A standby master)
+  'node:roles:provisioning.keysource':
+    - match: pillar
+    - provisioning.keysource
+  'node:roles:provisioning.standby':
+    - match: pillar
+    - provisioning.standby

@@ -100,7 +100,7 @@ node:
   - codesync.client
   salt:
     minion_conf:
-      contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: tbox-035\nmaster: 10.1.0.10\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 20\nauth_timeout: 20\nrecon_default: 1000\nrecon_max: 19200\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"
+      contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: tbox-035\n# two masters with one key, one at a time: the first that answers\nmaster:\n  - 10.1.0.10\n  - 10.1.0.11\nmaster_type: failover\nmaster_failback: false\nmaster_tries: -1\nretry_dns: 0\nmaster_alive_interval: 30\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 20\nauth_timeout: 20\nrecon_default: 1000\nrecon_max: 19200\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"
       path: /etc/salt/minion.d/fleet.conf
     minion_id:
       contents: "tbox-035\n"

@@ -7,11 +7,13 @@
 {{- raise('base.minion: pillar node:salt is missing (make render)') }}
 {%- endif %}
 {#- The minion's config, the bytes the installer wrote (pillar node:salt, from
-    fleet.render.bootstrap). Its id must be this minion's, and the id and the master are
-    plain scalars of a host name or an address only (any other text could be read as
-    something else, or add a key): checked here too, in case a pillar was edited by hand. #}
+    fleet.render.bootstrap). Its id must be this minion's, and the id and the master (or
+    each master of a failover list) are plain scalars of a host name or an address only
+    (any other text could be read as something else, or add a key): checked here too, in
+    case a pillar was edited by hand. #}
 {%- set conf = own.minion_conf.contents | load_yaml %}
-{%- for word in [conf.get('id'), conf.get('master')] %}
+{%- set masters = conf.get('master') if conf.get('master') is sequence and conf.get('master') is not string else [conf.get('master')] %}
+{%- for word in [conf.get('id')] + (masters or [none]) %}
 {%-   if word is not string or not word or word | regex_search('[^A-Za-z0-9.:-]') %}
 {{- raise('base.minion: ' ~ word | json ~ ' is not a minion id or master address') }}
 {%-   endif %}

@@ -212,7 +212,10 @@ def test_sls_reach_only_the_roles_that_need_them(site_inv: Inventory,
         assert ("secrets.munge" in sls) == slurm, node.hostname
         assert ("slurm" in sls) == slurm, node.hostname
         assert ("mkv" in sls) == node.has("mkv.master"), node.hostname
-        assert ("provisioning" in sls) == (node.hostname == site_inv.raw.site.provisioning_host)
+        # the provisioning host, and the standby master (its checkout: provisioning.master)
+        standby = site_inv.raw.site.salt.standby
+        assert ("provisioning" in sls) == (node.hostname in {
+            site_inv.raw.site.provisioning_host, standby and standby.host})
     munge = sorted(h for h, sls in top.items() if "secrets.munge" in sls)
     assert munge == sorted(["head-01", *(f"tbox-{i:03d}" for i in range(1, 76))])
 
@@ -225,9 +228,10 @@ def test_node_pillars(site_inv: Inventory, pillar: dict[str, Any]) -> None:
         assert d["hostname"] == node.hostname
         assert d["fqdn"] == f"{node.hostname}.{site_inv.raw.site.domain}"
         # the inventory's roles, then those fleet.inventory.roles derives: monitoring, the
-        # lldp role and the compute section's
+        # lldp role, the compute section's and a standby master's
         assert d["roles"] == [*node.roles, *node_roles.monitoring(site_inv.raw, node), "lldp",
-                              *compute.roles(site_inv.raw, node)]
+                              *compute.roles(site_inv.raw, node),
+                              *node_roles.standby(site_inv.raw, node)]
         assert d["roles"] == list(node.all_roles)
         assert {"base", "network", "monitoring.node", "lldp"} <= set(d["roles"])
         assert d["lldp"] == {"interfaces": ["prov"], "system_name": node.hostname}

@@ -156,6 +156,7 @@ def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
     """What escaped a verb, said on stderr (and kept for the JSON document), as its code."""
     from fleet.context import Context
     from fleet.inventory.target import TargetError
+    from fleet.master.active import NotActiveError
     from fleet.problems import InventoryError, format_text
     from fleet.render.errors import RenderBusyError
 
@@ -174,6 +175,10 @@ def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
     if isinstance(exc, RenderBusyError):
         print(f"fleet: {exc}", file=sys.stderr)
         return Exit.IO
+    if isinstance(exc, NotActiveError):  # another master owns the nodes
+        print(f"fleet: {exc}", file=sys.stderr)
+        ctx.out.error(str(exc))
+        return Exit.BUSY
     if isinstance(exc, OSError):
         print(f"fleet: {exc.filename or ''}: {exc.strerror or exc}; previous output kept",
               file=sys.stderr)

@@ -49,7 +49,8 @@ class Context:
     def inventory(self) -> Inventory:
         """The inventory, the same for every verb: the secrets store is checked (as
         errors) only when ``--secrets`` names it for validate; a ``./secrets`` found here
-        only adds warnings."""
+        only adds warnings. On the standby master a run that would change nodes stops
+        here (fleet.master.active: NotActiveError, exit 6)."""
         from fleet.inventory.load import load_inventory
 
         args = self.args
@@ -58,6 +59,10 @@ class Context:
         found = Path("secrets") if store is None and Path("secrets").is_dir() else None
         inv = load_inventory(args.inventory, args.overlay, secrets=store, advise=found)
         self.progress(f"{len(inv.nodes)} nodes valid")
+        from fleet.audit.record import changes
+        from fleet.master.active import require_active
+
+        require_active(inv, args.verb, changes(args))  # a standby never drives a node
         return inv
 
     def targets(self) -> tuple[Inventory, list[str]]:

@@ -125,13 +125,16 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
                     for n in names], cols)
     from fleet.backup.run import last, last_line
+    from fleet.master import active
 
+    masters = active.masters(inv)
     if args.json:
         ctx.out.emit({**_document(view.document(args.target, rs, cols, wall, notes, left)),
-                      "backup": last()})
+                      "backup": last(), "master": active.document(masters)})
     elif not args.quiet:
         print(view.table(rs, cols, wall, notes))
         print(last_line(last()))
+        print(active.status_line(masters))
     else:
         for r in rs:
             if r.problems:

@@ -15,12 +15,14 @@ def has_head_role(node: Node) -> bool:
 
 
 def head_reasons(inv: Inventory, node: Node) -> list[str]:
-    """Why ``node`` is a head node ("salt master" and its head roles, or "provisioning
-    host"), in that order; empty for any other node."""
+    """Why ``node`` is a head node ("salt master" or "standby salt master" and its head
+    roles, or "provisioning host"), in that order; empty for any other node."""
     site = inv.raw.site
     reasons = [r for r in HEAD_ROLES if node.has(r)]
     if node.hostname == site.salt.master:
         reasons.insert(0, "salt master")
+    elif site.salt.standby is not None and node.hostname == site.salt.standby.host:
+        reasons.insert(0, "standby salt master")
     if not reasons and node.hostname == site.provisioning_host:
         reasons = ["provisioning host"]
     return reasons

@@ -124,6 +124,9 @@ def _service_hosts(c: Ctx) -> Iterator[tuple[YamlPath, str, str]]:
     raw = c.raw
     yield ("site", "provisioning_host"), raw.site.provisioning_host, "the provisioning host"
     yield ("site", "salt", "master"), raw.site.salt.master, "the Salt master"
+    if raw.site.salt.standby is not None:
+        yield (("site", "salt", "standby", "host"), raw.site.salt.standby.host,
+               "the standby Salt master")
     if raw.slurm is not None:
         yield ("slurm", "controller"), raw.slurm.controller, "the Slurm controller"
     if raw.mkv is not None:

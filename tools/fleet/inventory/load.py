@@ -142,6 +142,8 @@ def _apply_selection(raw: schema.Inventory, nodes: dict[str, Node], only: list[s
                                     f"unknown node {short(host)}", code="unknown_ref"))
     needed = {raw.site.provisioning_host: "the provisioning host",
               raw.site.salt.master: "the Salt master"}
+    if raw.site.salt.standby is not None:
+        needed.setdefault(raw.site.salt.standby.host, "the standby Salt master")
     if raw.slurm is not None:
         needed[raw.slurm.controller] = "the Slurm controller"
     if raw.mkv is not None:

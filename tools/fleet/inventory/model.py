@@ -106,6 +106,12 @@ class Inventory:
         salt = self.raw.site.salt
         return salt.master_address or self.nodes[salt.master].address
 
+    @property
+    def standby_address(self) -> IPv4Address | None:
+        """Where minions reach the standby master (its provisioning address), or None."""
+        standby = self.raw.site.salt.standby
+        return None if standby is None else self.nodes[standby.host].address
+
     def in_partition(self, partition: str) -> list[Node]:
         return self._members("partition").get(partition, [])
 

@@ -1,7 +1,8 @@
 """One full role set per node: the roles its node group writes (``node_groups.*.roles``)
 plus the roles fleet derives from the rest of the inventory: monitoring (every node, its
-GPUs, the Slurm controller, the monitoring host), ``lldp`` (every node) and the compute
-section's (fleet.inventory.compute). Set on each node once, when the inventory is loaded
+GPUs, the Slurm controller, the monitoring host), ``lldp`` (every node), the compute
+section's (fleet.inventory.compute) and a standby master's (the master and the
+standby). Set on each node once, when the inventory is loaded
 (:attr:`fleet.inventory.model.Node.derived_roles`), and read from there by the render
 (pillar ``node:roles``; salt/top.sls maps each role to its SLS), ``fleet node``, the
 health gate, status and the page."""
@@ -32,7 +33,21 @@ def monitoring(raw: schema.Inventory, node: Node) -> list[str]:
     return out
 
 
+# with a standby master (site.salt.standby): the active master serves its keys to the
+# standby (provisioning.keysource), the standby pulls them (provisioning.standby)
+STANDBY = ("provisioning.keysource", "provisioning.standby")
+
+
+def standby(raw: schema.Inventory, node: Node) -> list[str]:
+    salt = raw.site.salt
+    if salt.standby is None:
+        return []
+    if node.hostname == salt.master:
+        return ["provisioning.keysource"]
+    return ["provisioning.standby"] if node.hostname == salt.standby.host else []
+
+
 def derived(raw: schema.Inventory, node: Node) -> tuple[str, ...]:
     """The roles fleet adds to the node's written ones, in pillar order."""
-    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node)]
+    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node), *standby(raw, node)]
     return tuple(r for r in dict.fromkeys(out) if r not in node.roles)

@@ -8,7 +8,8 @@ for the node's own), so that a highstate after an install finds the same bytes:
 - ``salt.sources``: deb822 source of Salt's repository (``site.salt.repo``), signed by
   the keyring the installer fetches from the boot HTTP root (``site.salt.keyring``);
 - ``salt.pref``: pins ``salt-*`` to ``site.salt.version``;
-- ``minion.d/fleet.conf``: id, master, the reconnect sizing, ``master_finger`` (last,
+- ``minion.d/fleet.conf``: id, master (with a standby master the failover list and its
+  keys), the reconnect sizing, ``master_finger`` (last,
   where the state appends the authenticated master's finger when the inventory records
   none);
 - ``minion_id``;
@@ -108,7 +109,7 @@ def minion_conf(inv: Inventory, node: Node) -> str:
         "# Managed by fleet: written by the installer, then kept by Salt (base.minion). "
         "Do not edit.",
         f"id: {node.hostname}",
-        f"master: {inv.master_address}",
+        *master_lines(inv),
         "# a fleet-wide reconnect must not arrive all at once: sized from the site's switch",
         "# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)",
         *(f"{key}: {str(sizing[key]).lower()}" for key in (  # ints and one bool
@@ -117,6 +118,25 @@ def minion_conf(inv: Inventory, node: Node) -> str:
     ]
     text = _text(lines)
     return text + finger_line(salt.master_finger) if salt.master_finger else text
+
+
+# failover mode (docs/salt.md, A standby master): the minion stays with the master it
+# moved to (no failback: the old master coming back takes no node back), tries the list
+# for ever, and never waits on DNS (Salt itself forces retry_dns to 0 in this mode, with a
+# critical log line each start)
+FAILOVER = ("master_type: failover", "master_failback: false", "master_tries: -1",
+            "retry_dns: 0")
+
+
+def master_lines(inv: Inventory) -> list[str]:
+    """``master: ADDRESS``, or with a standby master the failover list (the active master
+    first) and its keys."""
+    standby = inv.raw.site.salt.standby
+    if standby is None or inv.standby_address is None:
+        return [f"master: {inv.master_address}"]
+    return ["# two masters with one key, one at a time: the first that answers",
+            "master:", f"  - {inv.master_address}", f"  - {inv.standby_address}",
+            *FAILOVER, f"master_alive_interval: {standby.alive_interval_s}"]
 
 
 def minion_id(node: Node) -> str:

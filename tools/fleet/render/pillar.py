@@ -71,6 +71,8 @@ def _top(inv: Inventory, node: Node) -> list[str]:
         sls.append("mkv")
     if node.hostname == site.provisioning_host:
         sls += ["provisioning", SECRET_SLS["aptcache"]]
+    elif site.salt.standby is not None and node.hostname == site.salt.standby.host:
+        sls.append("provisioning")  # its salt-master's checkout (provisioning.master)
     if node.hostname == monitoring.host(inv):
         sls.append("monitoring")
     if compute.has_role(inv, node):
@@ -226,12 +228,25 @@ def _site(inv: Inventory) -> dict[str, Any]:
             "master_finger": site.salt.master_finger,
             "sizing": site_sizing(inv),
             "bootstrap": bootstrap.site_pillar(inv),
+            **_standby(inv),
         },
         "apt": site.apt.model_dump(),
         "provisioning": {"host": prov.hostname, "address": str(prov.address),
                          "http_port": site.http_port},
         "monitoring": monitoring.site_pillar(inv),
     }
+
+
+def _standby(inv: Inventory) -> dict[str, Any]:
+    """``site:salt:standby`` (provisioning.standby, provisioning.keysource), only with one:
+    where each master is, the standby's sync key and how often it pulls."""
+    standby = inv.raw.site.salt.standby
+    if standby is None or inv.standby_address is None:
+        return {}
+    return {"standby": {"host": standby.host, "address": str(inv.standby_address),
+                        "master_address": str(inv.nodes[inv.raw.site.salt.master].address),
+                        "sync_key": standby.sync_key,
+                        "sync_interval_s": standby.sync_interval_s}}
 
 
 def _hosts(inv: Inventory) -> list[dict[str, Any]]:

@@ -47,8 +47,9 @@ def _services(c: Ctx) -> list[_Service]:
     if prov in c.nodes:
         add(prov, aptcache.port(site, c.nodes[prov]), "apt-cacher-ng (the apt cache)",
             ("site", "apt", "mirror"))
-    for port in SALT_PORTS:
-        add(site.salt.master, port, "salt-master", ("site", "salt", "master"), True)
+    for host, path in _salt_masters(site):
+        for port in SALT_PORTS:
+            add(host, port, "salt-master", path, True)
     add(site.salt.master, site.salt.reinstall_port, "fleet reinstall's endpoint",
         ("site", "salt", "reinstall_port"))
     if raw.slurm is not None:
@@ -65,6 +66,14 @@ def _services(c: Ctx) -> list[_Service]:
                     add(node.hostname, array.volume_port, f"mkv volume of array {aname}",
                         (*apath, "volume_port"))
     return services
+
+
+def _salt_masters(site: schema.Site) -> list[tuple[str, YamlPath]]:
+    """The hosts that run a salt-master (the standby too), with the field naming each."""
+    out: list[tuple[str, YamlPath]] = [(site.salt.master, ("site", "salt", "master"))]
+    if site.salt.standby is not None and site.salt.standby.host != site.salt.master:
+        out.append((site.salt.standby.host, ("site", "salt", "standby", "host")))
+    return out
 
 
 def check_service_ports(c: Ctx) -> Iterator[Problem]:
@@ -99,13 +108,24 @@ def _host_with_role(c: Ctx, path: YamlPath, host: str, role: str) -> Iterator[Pr
 
 
 def check_salt_master(c: Ctx) -> Iterator[Problem]:
-    """The provisioning host and the Salt master are nodes (the first with its role)."""
+    """The provisioning host and the Salt master are nodes (the first with its role); a
+    standby master is another node."""
     raw = c.raw
     yield from _host_with_role(c, ("site", "provisioning_host"), raw.site.provisioning_host,
                                "provisioning")
     if raw.site.salt.master not in raw.nodes:
         yield c.problem(("site", "salt", "master"), f"unknown node {raw.site.salt.master!r}",
                         code="unknown_ref")
+    standby = raw.site.salt.standby
+    path: YamlPath = ("site", "salt", "standby", "host")
+    if standby is None:
+        return
+    if standby.host not in raw.nodes:
+        yield c.problem(path, f"unknown node {standby.host!r}", code="unknown_ref")
+    elif standby.host == raw.site.salt.master:
+        yield c.problem(path, f"{standby.host} is the Salt master itself; a standby is "
+                        "another head node", code="mismatch",
+                        hint="name a second head node, or remove site.salt.standby")
 
 
 def check_monitoring(c: Ctx) -> Iterator[Problem]:

@@ -70,6 +70,7 @@ from fleet.inventory.schema.site import (
     OsSpec,
     SaltSpec,
     Site,
+    StandbySpec,
 )
 from fleet.inventory.types import HostName
 
@@ -82,7 +83,7 @@ __all__ = [
     "IpPool", "Mkv", "MkvArray", "MkvArtifact", "Model", "Monitoring", "MonitoringThresholds",
     "Name", "Network", "Nic", "NicRule", "NodeFacts", "NodeGroup", "NodeState", "OsName",
     "OsSpec", "Partition", "Place", "Profile", "QueueName", "Rack", "Role", "SaltSpec",
-    "Sha256", "Site", "Slurm", "SlurmOs", "SlurmVersion", "Switch", "Triton",
+    "Sha256", "Site", "Slurm", "SlurmOs", "SlurmVersion", "StandbySpec", "Switch", "Triton",
 ]
 
 

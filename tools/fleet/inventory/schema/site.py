@@ -28,6 +28,9 @@ SSH_KEY = re.compile(
     r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com)"
     r" [A-Za-z0-9+/=]+( .{0,200})?"
 )
+# the standby's sync key: written into root's authorized_keys on the master, with options
+# before it, so no comment (nothing but the key itself)
+SYNC_KEY = re.compile(r"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[A-Za-z0-9+/]{48}")
 
 
 
@@ -111,6 +114,35 @@ class AptSpec(Model):
     every node and installer (docs/repo.md); null: none"""
 
 
+class StandbySpec(Model):
+    """A second Salt master in failover mode (docs/salt.md, A standby master): the
+    minions' master list is the master then this node; it holds the same master key and
+    accepted minion keys, pulled from the active master (salt/provisioning/standby.sls)."""
+
+    host: HostName
+    """the standby head node: runs a salt-master with the active master's keys; fleet's
+    changing verbs refuse to run there (fleet.master.active)"""
+    alive_interval_s: StrictInt = Field(default=30, ge=5, le=3600)
+    """seconds between a minion's checks that its master is alive (master_alive_interval):
+    how long a dead master goes unnoticed before the minion moves to the other one"""
+    sync_key: str | None = None
+    """the OpenSSH public key (ssh-ed25519) the standby pulls the keys with (its
+    /etc/salt/pki/standby/sync_ed25519.pub, made by the state): authorized on the active
+    master for a read-only rsync of its pki directory only, from the standby's address;
+    null: the master authorizes none and the standby's sync fails, saying so"""
+    sync_interval_s: StrictInt = Field(default=300, ge=60, le=86400)
+    """seconds between two pulls of the keys by the standby (a systemd timer)"""
+
+    @field_validator("sync_key")
+    @classmethod
+    def _key(cls, key: str | None) -> str | None:
+        if key is not None:
+            no_control(key)
+            if not SYNC_KEY.fullmatch(key):
+                raise ValueError(f"{key[:40]!r} is not an ssh-ed25519 public key")
+        return key
+
+
 class SaltSpec(Model):
     master: HostName
     """the node that runs salt-master (ports 4505/4506) and `fleet reinstall`'s endpoint"""
@@ -128,6 +160,8 @@ class SaltSpec(Model):
     reinstall_port: StrictInt = Field(default=8470, ge=1, le=65535)
     """port of `fleet reinstall`'s key/callback endpoint on the master: installers fetch the new
     minion key and call back there"""
+    standby: StandbySpec | None = None
+    """a standby master (Salt failover mode, one shared master key); null: one master"""
 
 
 WEEK_S = 7 * 86400
