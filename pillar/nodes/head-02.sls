@@ -8,7 +8,7 @@ node:
     address: 10.0.0.11
     kind: idrac8
     mac: "d0:94:66:a7:23:5f"
-    port: 44
+    port: 48
     protocol: redfish
     switch: mgmt3
   boot_mode: uefi

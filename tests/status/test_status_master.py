@@ -1,4 +1,4 @@
-"""``fleet status`` names the active Salt master (fleet.master.active): the real command
+"""``fleet status`` names the active Salt master (fleet.inventory.masters): the real command
 line on the small inventory with a standby master, the site's sources as in
 test_status_cli.py. The host that runs the test is neither master, and says so."""
 

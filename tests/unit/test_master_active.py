@@ -1,5 +1,5 @@
 """Which master is active, and the refusal of a changing verb on the standby
-(fleet.master.active): the inventory names the active master (site.salt.master) and the
+(fleet.inventory.masters): the inventory names the active master (site.salt.master) and the
 standby (site.salt.standby.host); on the standby a verb that would change nodes stops
 before it does anything, exit 6, saying where to run it and how to promote; reading
 verbs and the ones that write only this checkout (render, restore) still run there."""
@@ -16,8 +16,8 @@ import pytest
 from fleet import cli
 from fleet.audit.record import CHANGING, changes
 from fleet.exitcodes import Exit
+from fleet.inventory import masters as active
 from fleet.inventory.load import load_inventory
-from fleet.master import active
 from support.cli import SMALL
 
 

@@ -155,8 +155,8 @@ def _usage(exc: UsageError, argv: Sequence[str]) -> int:
 def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
     """What escaped a verb, said on stderr (and kept for the JSON document), as its code."""
     from fleet.context import Context
+    from fleet.inventory.masters import NotActiveError
     from fleet.inventory.target import TargetError
-    from fleet.master.active import NotActiveError
     from fleet.problems import InventoryError, format_text
     from fleet.render.errors import RenderBusyError
 

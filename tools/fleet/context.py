@@ -50,7 +50,7 @@ class Context:
         """The inventory, the same for every verb: the secrets store is checked (as
         errors) only when ``--secrets`` names it for validate; a ``./secrets`` found here
         only adds warnings. On the standby master a run that would change nodes stops
-        here (fleet.master.active: NotActiveError, exit 6)."""
+        here (fleet.inventory.masters: NotActiveError, exit 6)."""
         from fleet.inventory.load import load_inventory
 
         args = self.args
@@ -60,7 +60,7 @@ class Context:
         inv = load_inventory(args.inventory, args.overlay, secrets=store, advise=found)
         self.progress(f"{len(inv.nodes)} nodes valid")
         from fleet.audit.record import changes
-        from fleet.master.active import require_active
+        from fleet.inventory.masters import require_active
 
         require_active(inv, args.verb, changes(args))  # a standby never drives a node
         return inv

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
                     for n in names], cols)
     from fleet.backup.run import last, last_line
-    from fleet.master import active
+    from fleet.inventory import masters as active
 
     masters = active.masters(inv)
     if args.json:

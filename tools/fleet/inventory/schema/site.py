@@ -121,7 +121,7 @@ class StandbySpec(Model):
 
     host: HostName
     """the standby head node: runs a salt-master with the active master's keys; fleet's
-    changing verbs refuse to run there (fleet.master.active)"""
+    changing verbs refuse to run there (fleet.inventory.masters)"""
     alive_interval_s: StrictInt = Field(default=30, ge=5, le=3600)
     """seconds between a minion's checks that its master is alive (master_alive_interval):
     how long a dead master goes unnoticed before the minion moves to the other one"""
