@@ -40,22 +40,28 @@ def result(tmp: Path, check: str, passed: bool = True, reason: str | None = None
     return str(path)
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> tuple[Path, Path]:
-    inv = tmp_path / "inventory.yaml"
-    inv.write_text(site_in_burnin())
+def record_results(tmp_path: Path, inv: Path) -> Path:
+    """cpu-stress on every node (tbox-004 an outlier), smart on the first three and a
+    failed smart on tbox-004, recorded through the CLI; the results directory."""
     res = tmp_path / "results"
     for h, ops in zip(NODES, (1000, 1010, 990, 700, 1005), strict=True):
-        for args in ((result(tmp_path, "cpu-stress", bogo_ops_s=ops)),):
-            assert main(["burnin", "record", h, "--result", args, "--results", str(res),
-                         "-i", str(inv)]) == 0
+        assert main(["burnin", "record", h, "--result",
+                     result(tmp_path, "cpu-stress", bogo_ops_s=ops), "--results", str(res),
+                     "-i", str(inv)]) == 0
     for h in NODES[:3]:
         assert main(["burnin", "record", h, "--result", result(tmp_path, "smart"),
                      "--results", str(res), "-i", str(inv)]) == 0
     bad = result(tmp_path, "smart", False, reason="nvme0n1: media errors 12")
     assert main(["burnin", "record", "tbox-004", "--result", bad, "--results", str(res),
                  "-i", str(inv)]) == 0
-    return inv, res
+    return res
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> tuple[Path, Path]:
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(site_in_burnin())
+    return inv, record_results(tmp_path, inv)
 
 
 def test_status_shows_the_outlier_the_failure_and_the_progress(

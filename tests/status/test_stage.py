@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from burnin.test_cli import NODES, result, site_in_burnin
+from burnin.test_cli import NODES, record_results, site_in_burnin
 from discover.reports import GOOD
 from discover.sites import as_report, planned
 from fleet.cli import main
@@ -48,17 +48,7 @@ def site(tmp_path: Path) -> tuple[Path, Path, Path]:
     that matches no node."""
     inv = tmp_path / "inventory.yaml"
     inv.write_text(planned(DISCOVERED, site_in_burnin()))
-    res = tmp_path / "results"
-    for h, ops in zip(NODES, (1000, 1010, 990, 700, 1005), strict=True):
-        assert main(["burnin", "record", h, "--result",
-                     result(tmp_path, "cpu-stress", bogo_ops_s=ops), "--results", str(res),
-                     "-i", str(inv)]) == 0
-    for h in NODES[:3]:
-        assert main(["burnin", "record", h, "--result", result(tmp_path, "smart"),
-                     "--results", str(res), "-i", str(inv)]) == 0
-    bad = result(tmp_path, "smart", False, reason="nvme0n1: media errors 12")
-    assert main(["burnin", "record", "tbox-004", "--result", bad, "--results", str(res),
-                 "-i", str(inv)]) == 0
+    res = record_results(tmp_path, inv)
     reports = tmp_path / "reports"
     store.save(reports, _report_on("ethernet1/1/6", "0c:42:a1:aa:00:06", "TBPNEW0006",
                                    HOSTILE_PRODUCT), "10.1.3.201")
