@@ -3,13 +3,16 @@
 Beside the output, ``.render.inputs`` keeps what the last render was made of: a hash of
 the *context* (the renderer's code and the whole validated inventory except each node's
 own facts), a hash per node (the context and that node's own facts) with the files that
-node's render made, and each output file's identity (inode, size, mtime). The next render
-renders the site's files and the nodes whose hash differs, and keeps the other nodes'
-files as they are on disk, unread.
+node's render made, the site's files made from the context alone
+(:func:`fleet.render.context_files`: the pillar's lists, most of the PXE files, the
+pictures), and each of these files' identity (inode, size, mtime). The next render
+renders the nodes whose hash differs and the site's few files that read nodes' own facts
+(:func:`fleet.render.fact_files`), and keeps the other files as they are on disk, unread.
 
 A node's own facts (:data:`LOCAL`) are those no other node's files read (its serial, MACs
-and InfiniBand GUID); any other change (a node's state, address or NIC, a group, the site,
-the code) changes the context, and so every node's hash: a full render.
+and InfiniBand GUID), nor the site's context files; any other change (a node's state,
+address or NIC, a group, the site, the code) changes the context, and so every node's
+hash: a full render.
 
 The store is input like any other file: anything unexpected in it (not JSON, another
 version, a path outside the output, a kept file missing or changed since) means a full
@@ -28,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from fleet.inventory.model import Inventory
-from fleet.render import join, render_parts
+from fleet.render import fact_files, join, render_parts
 from fleet.render.scan import OWNED
 
 STORE = ".render.inputs"
-VERSION = 1
+VERSION = 2
 # A node's facts that only its own files (and the site's, always rendered) read; any other
 # fact of a node is context. The property test edits each of them.
 LOCAL = ("serial", "mac", "bmc_mac", "ib_guid")
@@ -49,6 +52,7 @@ class Plan:
     nodes: list[str] | None
     keep: dict[str, list[str]]  # hostname -> its files kept from the last render
     why: str  # why a full render, or how many nodes
+    site: list[str] = field(default_factory=list)  # the site's context files (kept or made)
     stamps: dict[str, list[int]] = field(default_factory=dict)  # of the kept files
     old: dict[str, list[str]] = field(default_factory=dict)  # hostname -> last render's files
 
@@ -104,18 +108,22 @@ def _shape_ok(doc: Any) -> bool:
     if not (isinstance(doc, dict) and doc.get("version") == VERSION
             and isinstance(doc.get("context"), str) and _HEX.fullmatch(doc["context"])):
         return False
-    nodes, stamps = doc["nodes"], doc["stamps"]
-    if not (isinstance(nodes, dict) and isinstance(stamps, dict)):
+    nodes, site, stamps = doc["nodes"], doc["site"], doc["stamps"]
+    if not (isinstance(nodes, dict) and isinstance(site, list) and isinstance(stamps, dict)
+            and _paths_ok(site, stamps)):
         return False
     for key, files in nodes.values():
-        if not (isinstance(key, str) and _HEX.fullmatch(key) and isinstance(files, list)):
+        if not (isinstance(key, str) and _HEX.fullmatch(key) and isinstance(files, list)
+                and _paths_ok(files, stamps)):
             return False
-        for rel in files:
-            if not (isinstance(rel, str) and _REL.fullmatch(rel) and "/../" not in rel
-                    and rel in stamps):
-                return False
     return all(isinstance(s, list) and len(s) == 3 and all(type(x) is int for x in s)
                for s in stamps.values())
+
+
+def _paths_ok(paths: list[Any], stamps: dict[str, Any]) -> bool:
+    """Each of ``paths`` an output file's (no '..') with an identity in ``stamps``."""
+    return all(type(rel) is str and rel in stamps and _REL.fullmatch(rel)
+               and "/../" not in rel and not rel.endswith("/..") for rel in paths)
 
 
 def plan(root: Path, inv: Inventory) -> Plan:
@@ -130,20 +138,26 @@ def plan(root: Path, inv: Inventory) -> Plan:
         return Plan(context, keys, None, {}, "nodes were added or removed")
     changed = [h for h in keys if old[h][0] != keys[h]]
     keep = {h: old[h][1] for h in keys if old[h][0] == keys[h]}
+    site: list[str] = store["site"]
     stamps = store["stamps"]
     base = os.fspath(root) + os.sep  # str paths: a Path per file is most of this loop's cost
     for host, files in keep.items():
         for rel in files:
             if not _owns(host, rel):
                 return Plan(context, keys, None, {}, f"{rel} is not {host}'s file")
-            try:
-                st = os.lstat(base + rel)
-            except OSError:
-                return Plan(context, keys, None, {}, f"{rel} is gone")
-            if _stamp(st) != stamps[rel]:
-                return Plan(context, keys, None, {}, f"{rel} changed since the last render")
+    nodes_files = {rel for files in old.values() for rel in files[1]}
+    if not nodes_files.isdisjoint(site):
+        return Plan(context, keys, None, {}, "a node's file is listed as the site's")
+    kept = [rel for files in keep.values() for rel in files]
+    for rel in (*site, *kept):
+        try:
+            st = os.lstat(base + rel)
+        except OSError:
+            return Plan(context, keys, None, {}, f"{rel} is gone")
+        if [st.st_ino, st.st_size, st.st_mtime_ns] != stamps[rel]:
+            return Plan(context, keys, None, {}, f"{rel} changed since the last render")
     return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed",
-                {rel: stamps[rel] for files in keep.values() for rel in files},
+                sorted(site), {rel: stamps[rel] for rel in (*site, *kept)},
                 {h: old[h][1] for h in changed})
 
 
@@ -151,7 +165,7 @@ def plan(root: Path, inv: Inventory) -> Plan:
 class Rendered:
     plan: Plan
     files: dict[str, str]  # to write
-    keep: list[str]  # to keep as they are on disk, unread
+    keep: list[str]  # to keep as they are on disk, unread (nodes' and the site's)
     removable: set[str] | None  # what may go (None: anything; a full render)
 
 
@@ -164,12 +178,12 @@ def _owns(host: str, rel: str) -> bool:
 def render(root: Path, inv: Inventory) -> Rendered:
     """The files to write and the paths to keep as they are (see :func:`plan`)."""
     p = plan(root, inv)
-    hosts = list(inv.nodes) if p.nodes is None else p.nodes
-    site, by_host = render_parts(inv, [inv.nodes[h] for h in hosts])
-    keep = [rel for files in p.keep.values() for rel in files]
+    if p.nodes is None:
+        return full(inv, p)
+    site, by_host = render_parts(inv, [inv.nodes[h] for h in p.nodes], context=False)
+    keep = [rel for files in p.keep.values() for rel in files] + p.site
     # A re-rendered node's old files may go (its own facts changed what it has); no other.
-    removable = None if p.nodes is None else set().union(
-        *(files for h, files in p.old.items() if h in by_host))
+    removable = set().union(*(files for h, files in p.old.items() if h in by_host))
     p.keep.update({h: sorted(files) for h, files in by_host.items()})
     return Rendered(p, join(site, by_host), keep, removable)
 
@@ -179,6 +193,7 @@ def full(inv: Inventory, p: Plan) -> Rendered:
     site, by_host = render_parts(inv, list(inv.nodes.values()))
     p.nodes = None
     p.keep = {h: sorted(files) for h, files in by_host.items()}
+    p.site = sorted(set(site).difference(fact_files(inv)))
     p.stamps = {}
     return Rendered(p, join(site, by_host), [], None)
 
@@ -192,8 +207,8 @@ def save(root: Path, p: Plan) -> None:
         # its identity is the one the plan checked.
         base = os.fspath(root) + os.sep
         stamps = {rel: p.stamps.get(rel) or _stamp(os.lstat(base + rel))
-                  for files in p.keep.values() for rel in files}
-        doc = {"version": VERSION, "context": p.context, "stamps": stamps,
+                  for files in (*p.keep.values(), p.site) for rel in files}
+        doc = {"version": VERSION, "context": p.context, "site": p.site, "stamps": stamps,
                "nodes": {h: [p.keys[h], p.keep[h]] for h in p.keys}}
         # dumps, not dump: only the one-shot encoder is json's C one (10x at 80,000 files)
         data = json.dumps(doc, separators=(",", ":")).encode()
