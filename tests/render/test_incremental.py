@@ -136,34 +136,40 @@ def test_one_node_edit_renders_only_that_node(rendered_once: tuple[Path, Path]) 
 
 def hostile_stores(out: Path) -> dict[str, str]:
     doc = json.loads((out / incremental.STORE).read_text())
-    host, (key, files) = next(iter(doc["nodes"].items()))
+    host, (key, files, ids) = next(iter(doc["nodes"].items()))
     other = next(h for h in doc["nodes"] if h != host)
+    context, site, site_ids = doc["site"]
 
     def variant(change: dict[str, object]) -> str:
         return json.dumps({**doc, **change})
 
+    def node(entry: list[object]) -> str:
+        return variant({"nodes": {**doc["nodes"], host: entry}})
+
     return {
         "not json": "{nope",
         "another version": variant({"version": 99}),
-        "a path outside": variant({"nodes": {**doc["nodes"], host: [key, ["pxe/../../x"]]},
-                                   "stamps": {**doc["stamps"], "pxe/../../x": [1, 2, 3]}}),
-        "another node's file": variant({"nodes": {**doc["nodes"], host: [
-            key, doc["nodes"][other][1]]}}),
-        "a file left out": variant({"nodes": {**doc["nodes"], host: [key, files[:-1]]}}),
-        "a site file left out": variant({"site": doc["site"][1:]}),
-        "a node's file as the site's": variant({"site": [*doc["site"], files[0]]}),
-        "a site path outside": variant({"site": [*doc["site"], "pictures/.."],
-                                        "stamps": {**doc["stamps"], "pictures/..": [1, 2, 3]}}),
-        "no site": json.dumps({k: v for k, v in doc.items() if k != "site"}),
+        "a path outside": node([key, [*files, "pxe/../../x"], ids]),
+        "a path ending in ..": node([key, [*files, f"pxe/{host}/.."], ids]),
+        "another node's file": node([key, doc["nodes"][other][1], ids]),
+        "a file left out": node([key, files[:-1], ids]),
         "a bad hash": variant({"context": "x" * 64}),
+        "another identity": node([key, files, "0" * 64]),
         "a list": "[]",
+        "a site file left out": variant({"site": [context, site[1:], site_ids]}),
+        "a node's file as the site's": variant({"site": [context, [*site, files[0]], site_ids]}),
+        "a site path outside": variant({"site": [context, [*site, "pictures/.."], site_ids]}),
+        "the site of another context": variant({"site": ["0" * 64, site, site_ids]}),
+        "no site": json.dumps({k: v for k, v in doc.items() if k != "site"}),
     }
 
 
 @pytest.mark.parametrize("case", ["not json", "another version", "a path outside",
-                                  "another node's file", "a file left out", "a bad hash",
-                                  "a list", "a site file left out", "a node's file as the site's",
-                                  "a site path outside", "no site"])
+                                  "a path ending in ..", "another node's file",
+                                  "a file left out", "a bad hash", "another identity", "a list",
+                                  "a site file left out", "a node's file as the site's",
+                                  "a site path outside", "the site of another context",
+                                  "no site"])
 def test_hostile_store_gives_a_full_render(rendered_once: tuple[Path, Path], case: str) -> None:
     out, inv_file = rendered_once
     (out / "pillar" / "site.sls").write_text("tampered\n")  # a full render repairs it
@@ -179,7 +185,7 @@ def test_a_kept_file_changed_by_hand_gives_a_full_render(
     out, inv_file = rendered_once
     (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
     plan = incremental.plan(out, load_inventory(inv_file))
-    assert plan.nodes is None and "changed since" in plan.why
+    assert plan.nodes is None and "gpu-03's files changed since" in plan.why
     render(inv_file, out)
     assert output(out) == full(inv_file, out.parent / "full")
 
@@ -191,7 +197,7 @@ def test_a_kept_site_file_changed_by_hand_gives_a_full_render(
                         encoding="utf-8")
     (out / "pictures" / "racks.svg").write_text("edited by hand\n")
     plan = incremental.plan(out, load_inventory(inv_file))
-    assert plan.nodes is None and "pictures/racks.svg changed since" in plan.why
+    assert plan.nodes is None and "the site's files changed since" in plan.why
     render(inv_file, out)
     assert output(out) == full(inv_file, out.parent / "full")
 
