@@ -163,9 +163,9 @@ def plan(root: Path, inv: Inventory) -> Plan:
     if not {rel for _k, files, _i in old.values() for rel in files}.isdisjoint(site):
         return Plan(context, keys, None, {}, "a node's file is listed as the site's")
     ids = {h: old[h][2] for h in keep}
-    for host, files, digest in ((None, site, site_id),
-                                *((h, keep[h], ids[h]) for h in keep)):
-        whose = "the site's" if host is None else f"{host}'s"
+    for owner, files, digest in ((SITE, site, site_id),
+                                 *((h, keep[h], ids[h]) for h in keep)):
+        whose = "the site's" if owner == SITE else f"{owner}'s"
         try:
             if identity(root, files) != digest:
                 return Plan(context, keys, None, {}, f"{whose} files changed since the last "
