@@ -446,7 +446,7 @@ COBBLER_NOTE = (
     "(`pip install cobbler==3.3.10` in a scratch virtual environment, or the distribution's "
     "package, with its `cobblerd` running), add the same systems (one "
     "`cobbler system add --name H --profile P --mac M --ip-address A --hostname H` per node "
-    "of the inventory: the line after the comment in each `pxe/dnsmasq/hosts/H` that "
+    "of the inventory: the line after the comment in each `pxe/dnsmasq/hosts/<H>` that "
     "`fleet render` wrote is `M,A,H,infinite`), then time "
     "`cobbler sync` (full) and, after `cobbler system edit --name H --mac M2` of one node, "
     "`cobbler sync --systems=H` (its one-node edit), each a median of the same number of runs "
