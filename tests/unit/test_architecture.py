@@ -348,3 +348,34 @@ def test_only_master_runs_salt_and_slurm() -> None:
     assert not found, (
         "an argv of the master's or Slurm's tools outside fleet/master/ (call salt.py, "
         "keys.py or slurm.py there; add what is missing to them):\n  " + "\n  ".join(found))
+
+
+# Salt's own Python modules are the master's floor too; the lab stands up a master of its own
+# (its key before it runs), and fleet.saltrender renders states in-process, with no master
+SALT_PYTHON_AROUND = ("fleet/lab/", "fleet/saltrender.py")
+
+
+def _salt_imports(tree: ast.AST) -> list[int]:
+    """Lines that import Salt's Python package (``import salt.client``, ``from salt import
+    x``): a door to the master, like an argv of its tools."""
+    return sorted(
+        node.lineno for node in ast.walk(tree)
+        if (isinstance(node, ast.Import)
+            and any(a.name.split(".")[0] == "salt" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and not node.level
+            and (node.module or "").split(".")[0] == "salt"))
+
+
+def test_a_planted_salt_import_is_found() -> None:
+    src = ("def connect():\n    import salt.client\n    from salt.key import Key\n"
+           "    from fleet.master import salt\n    import saltext\n")
+    assert _salt_imports(ast.parse(src)) == [2, 3]
+
+
+def test_only_master_imports_salt() -> None:
+    found = [f"{rel}:{line}" for path in sorted(FLEET.rglob("*.py"))
+             if not (rel := str(path.relative_to(TOOLS))).startswith(
+                 ("fleet/master/", *SALT_PYTHON_AROUND))
+             for line in _salt_imports(ast.parse(path.read_text(), str(path)))]
+    assert not found, ("Salt's Python package imported outside fleet/master/ (a client of "
+                       "the master lives there):\n  " + "\n  ".join(found))
