@@ -212,6 +212,27 @@ def test_no_circle_even_through_type_only_imports() -> None:
         "\n".join("  " + " -> ".join(c) for c in cycles)
 
 
+def _below(graph: dict[str, set[str]], floor: str) -> list[str]:
+    """``module -> import`` for each import of a ``floor`` module that leaves the floor."""
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items())
+            if m == floor or m.startswith(floor + ".")
+            for d in sorted(deps) if d != floor and not d.startswith(floor + ".")]
+
+
+def test_a_planted_climb_out_of_the_floor_is_found() -> None:
+    graph = {"fleet.master.salt": {"fleet.master.runner"}, "fleet.master.runner": set(),
+             "fleet.master.pyclient": {"fleet.master.salt", "fleet.apply.run"}}
+    assert _below(graph, "fleet.master") == ["fleet.master.pyclient -> fleet.apply.run"]
+
+
+def test_master_is_the_ground_floor() -> None:
+    """fleet/master/ imports nothing of fleet but itself (type-only imports too): every
+    verb may stand on it, and it on no verb."""
+    climbs = _below(_graph(types=True), "fleet.master")
+    assert not climbs, "fleet/master/ imports from above it (move what it needs down into " \
+        "it, or pass it in):\n  " + "\n  ".join(climbs)
+
+
 # docs/architecture.md's map names modules as fleet/a/b.py (or a bare b.py under the
 # fleet/a/ line above it, or under fleet/) and packages as fleet/a/ or fleet/a/b/
 MAP_PATH = re.compile(r"(?<![\w/.])((?:fleet/)?(?:[a-z_]+/)*[a-z_]+(?:\.py|/))(?![\w/])")
