@@ -400,3 +400,32 @@ def test_only_master_imports_salt() -> None:
              for line in _salt_imports(ast.parse(path.read_text(), str(path)))]
     assert not found, ("Salt's Python package imported outside fleet/master/ (a client of "
                        "the master lives there):\n  " + "\n  ".join(found))
+
+
+# the one drain before a node is changed: drain, requeue, --force's cancel, the wait
+DRAIN_PARTS = frozenset({"wait_drained", "requeue_preemptible", "cancel"})
+
+
+def _drain_parts(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of each call of a part of the one drain (``slurm.wait_drained(...)``)."""
+    return [(node.lineno, node.func.attr) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "slurm"
+            and node.func.attr in DRAIN_PARTS]
+
+
+def test_a_planted_drain_of_its_own_is_found() -> None:
+    src = ("def drain(r, n):\n    slurm.drain(r, n, 'x')\n    slurm.cancel(r, slurm.jobs(r, n))\n"
+           "    slurm.wait_drained(r, n, 60, 1)\n    slurm.drain_and_wait(r, n, 'x')\n")
+    assert _drain_parts(ast.parse(src)) == [(3, "cancel"), (4, "wait_drained")]
+
+
+def test_the_drain_and_wait_is_written_once() -> None:
+    """reinstall and rollout drain through fleet.master.slurm.drain_and_wait, where --force
+    has its one meaning at a drain (cancel the jobs, named): no verb puts the parts
+    together again."""
+    found = [f"{path.relative_to(TOOLS)}:{line}: slurm.{name}"
+             for path in sorted(FLEET.rglob("*.py")) if path != FLEET / "master" / "slurm.py"
+             for line, name in _drain_parts(ast.parse(path.read_text(), str(path)))]
+    assert not found, "a drain put together outside fleet.master.slurm.drain_and_wait:\n  " \
+        + "\n  ".join(found)

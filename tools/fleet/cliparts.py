@@ -117,7 +117,8 @@ def add_modes(p: argparse.ArgumentParser, *flags: tuple[str, str]) -> None:
 FORCE = {
     "reinstall": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
                  "the node is never powered off with jobs on it",
-    "rollout": "drain without waiting for running jobs to finish",
+    "rollout": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
+               "the node is never changed with jobs on it",
     "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
              "a node with Slurm jobs",
     "restore": "restore even over a running salt-master",
