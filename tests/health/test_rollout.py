@@ -66,7 +66,8 @@ def test_reboot_refused_for_the_head(inv: Inventory) -> None:
 
 @dataclass
 class FakeSlurm:
-    """slurmctld as scontrol and sinfo show it; ``jobs[node]`` polls until a job ends."""
+    """slurmctld as scontrol, sinfo, squeue and scancel show it; ``jobs[node]`` polls until
+    a job ends (one job a node, its id ``job_id``)."""
 
     jobs: dict[str, int] = field(default_factory=dict)
     drain: dict[str, str] = field(default_factory=dict)  # node -> reason
