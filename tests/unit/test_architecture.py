@@ -429,3 +429,38 @@ def test_the_drain_and_wait_is_written_once() -> None:
              for line, name in _drain_parts(ast.parse(path.read_text(), str(path)))]
     assert not found, "a drain put together outside fleet.master.slurm.drain_and_wait:\n  " \
         + "\n  ".join(found)
+
+
+# --- one room for text from outside ---------------------------------------------------------
+
+TEXT_HOME = FLEET / "master" / "text.py"
+
+
+def _text_policies(tree: ast.AST) -> list[int]:
+    """Lines that decide by hand which characters a person may see: ``c.isprintable()``,
+    or a comparison with the printable ASCII's ends ``" "`` .. ``"~"``."""
+    def judges(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return node.func.attr == "isprintable"
+        return isinstance(node, ast.Compare) and any(
+            isinstance(x, ast.Constant) and x.value == "~"
+            for x in [node.left, *node.comparators])
+
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.expr) and judges(n)})
+
+
+def test_a_planted_text_policy_is_found() -> None:
+    src = ('def safe(s):\n    return "".join(c for c in s if c.isprintable())\n'
+           'def ascii_only(s):\n    return "".join(c for c in s if " " <= c <= "~")\n'
+           'def tilde(s):\n    return s.replace("~", "-")\n')
+    assert _text_policies(ast.parse(src)) == [2, 4]
+
+
+def test_text_from_outside_is_made_safe_in_one_room() -> None:
+    """fleet.master.text (clean, printable, shown) is where a character is judged fit for
+    a terminal, a report or a drain reason; nowhere else writes that test again."""
+    found = [f"{p.relative_to(TOOLS)}:{line}" for p in sorted(FLEET.rglob("*.py"))
+             if p != TEXT_HOME for line in _text_policies(ast.parse(p.read_text(), str(p)))]
+    assert not found, "text made safe by hand (use fleet.master.text):\n  " + \
+        "\n  ".join(found)

@@ -11,9 +11,8 @@ from typing import Any
 
 from fleet.burnin import results
 from fleet.burnin.verdict import for_inventory
-from fleet.discover.report import shown
 from fleet.inventory.model import Inventory
-from fleet.master.text import stamp
+from fleet.master.text import shown, stamp
 
 
 def records(inv: Inventory, names: Sequence[str], root: Path) -> dict[str, dict[str, Any]]:

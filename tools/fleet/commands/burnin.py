@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _status(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.discover.report import shown
+    from fleet.master.text import shown
 
     inv = ctx.inventory()
     names = ([h for h, n in inv.nodes.items() if n.state == "burn-in"]
