@@ -436,12 +436,24 @@ def test_the_drain_and_wait_is_written_once() -> None:
 TEXT_HOME = FLEET / "master" / "text.py"
 
 
+# a language's own escaping of what is written in it, and a refusal, are no cleaner
+OWN_CONTROL_RULES = {
+    "fleet/render/": "escaping for the language a rendered file is written in (YAML, XML)",
+    "fleet/inventory/types.py": "refuses a control character in an inventory value (an "
+                                "error naming it), cleans nothing",
+}
+
+
 def _text_policies(tree: ast.AST) -> list[int]:
     """Lines that decide by hand which characters a person may see: ``c.isprintable()``,
-    or a comparison with the printable ASCII's ends ``" "`` .. ``"~"``."""
+    a comparison with the printable ASCII's ends ``" "`` .. ``"~"``, or a pattern of the
+    control characters (one that names ``\\x1f``)."""
+
     def judges(node: ast.AST) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             return node.func.attr == "isprintable"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return "\x1f" in node.value or "\\x1f" in node.value
         return isinstance(node, ast.Compare) and any(
             isinstance(x, ast.Constant) and x.value == "~"
             for x in [node.left, *node.comparators])
@@ -453,14 +465,22 @@ def _text_policies(tree: ast.AST) -> list[int]:
 def test_a_planted_text_policy_is_found() -> None:
     src = ('def safe(s):\n    return "".join(c for c in s if c.isprintable())\n'
            'def ascii_only(s):\n    return "".join(c for c in s if " " <= c <= "~")\n'
-           'def tilde(s):\n    return s.replace("~", "-")\n')
-    assert _text_policies(ast.parse(src)) == [2, 4]
+           'def tilde(s):\n    return s.replace("~", "-")\n'
+           'CONTROL = re.compile(r"[\\x00-\\x1f\\x7f-\\x9f]")\n'
+           'BELL = "\\x07"\n')
+    assert _text_policies(ast.parse(src)) == [2, 4, 7]
 
 
 def test_text_from_outside_is_made_safe_in_one_room() -> None:
     """fleet.master.text (clean, printable, shown) is where a character is judged fit for
     a terminal, a report or a drain reason; nowhere else writes that test again."""
-    found = [f"{p.relative_to(TOOLS)}:{line}" for p in sorted(FLEET.rglob("*.py"))
-             if p != TEXT_HOME for line in _text_policies(ast.parse(p.read_text(), str(p)))]
+    found = [f"{rel}:{line}" for p in sorted(FLEET.rglob("*.py"))
+             if p != TEXT_HOME and not (rel := str(p.relative_to(TOOLS))).startswith(
+                 tuple(OWN_CONTROL_RULES))
+             for line in _text_policies(ast.parse(p.read_text(), str(p)))]
     assert not found, "text made safe by hand (use fleet.master.text):\n  " + \
         "\n  ".join(found)
+    used = {where for where in OWN_CONTROL_RULES for p in sorted(FLEET.rglob("*.py"))
+            if str(p.relative_to(TOOLS)).startswith(where)
+            and _text_policies(ast.parse(p.read_text(), str(p)))}
+    assert used == set(OWN_CONTROL_RULES), "OWN_CONTROL_RULES entries that match nothing"

@@ -38,7 +38,7 @@ ALLOWED = (
     Allowed("fleet/apt/archive.py", "fleet/monitoring/alerts.py", "class ArchiveError", _RECORD),
     Allowed("fleet/apt/archive.py", "fleet/repo/fetch.py", "class ArchiveError", _RECORD),
     Allowed("fleet/apt/archive.py", "fleet/repo/fill.py", "class ArchiveError", _RECORD),
-    Allowed("fleet/monitoring/alerts.py", "fleet/repo/fetch.py", "CONTROL =", _RECORD),
+    Allowed("fleet/monitoring/alerts.py", "fleet/repo/fetch.py", "class AlertsError", _RECORD),
     Allowed("fleet/monitoring/alerts.py", "fleet/repo/fill.py", "class AlertsError", _RECORD),
     Allowed("fleet/repo/fetch.py", "fleet/repo/fill.py", "class FetchError", _RECORD),
     Allowed("fleet/health/decide.py", "fleet/repo/fill.py", "@dataclass(frozen=True)",

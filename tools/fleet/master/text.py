@@ -1,11 +1,13 @@
 """Text for people: what a node, a BMC, Slurm, Salt or a file on disk says passes through
 :func:`clean` before it reaches a terminal, a JSON report, a journal or a Slurm drain
-reason (one policy, for every verb and the ground floor below them), or through
-:func:`shown` where it must be seen exactly as it came (escaped, not dropped); a time is
-shown as UTC and its age (:func:`stamp`)."""
+reason (one policy, for every verb and the ground floor below them), through
+:func:`shown` where it must be seen exactly as it came (escaped, not dropped), or through
+:func:`masked` where it stays data (its control characters as ``?``); a time is shown as
+UTC and its age (:func:`stamp`)."""
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 
@@ -30,6 +32,16 @@ def shown(text: str, limit: int = 200) -> str:
     else as a Python escape (``\\x1b``): what a node reported, shown exactly as it came
     (discovery reports, burn-in results), never raw."""
     return "".join(map(_escaped, text[:limit])) + ("..." if len(text) > limit else "")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def masked(text: str, limit: int = 1000) -> str:
+    """``text`` with each control character (C0, DEL, C1) as ``?``, at most ``limit``
+    characters: a value that stays data (an alert's label, matched to a hostname), made
+    harmless for a terminal without changing anything else of it."""
+    return _CONTROL.sub("?", text)[:limit]
 
 
 def printable(text: str, limit: int = 120) -> str:
