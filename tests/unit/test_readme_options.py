@@ -1,6 +1,7 @@
 """The README's verb table and ``--help`` checked against each other: every option the table
-names for a verb is one that verb's parser (or one of its actions') takes, so a renamed
-option (``fleet pxe``'s ``--state-dir`` is ``--pxe-state``) cannot live on in the README.
+names for a verb is one that verb's parser (or one of its actions') shows, so a renamed
+option (``fleet pxe``'s ``--state-dir`` is ``--pxe-state``) cannot live on in the README;
+and so is every option of every ``fleet VERB ...`` the docs write.
 The verbs' order is tests/unit/test_docs.py's; the options every verb takes,
 tests/unit/test_command_shape.py's."""
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+
+import pytest
 
 from fleet.cli import build_parser
 from fleet.commands import VERBS
@@ -86,3 +89,42 @@ def test_a_hidden_option_is_not_in_help() -> None:
     (actions,) = [a for a in pxe._actions if isinstance(a, argparse._SubParsersAction)]
     helps = " ".join(sub.format_help() for sub in actions.choices.values())
     assert "--pxe-state" in helps and "--state-dir" not in helps
+
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def commands_in(text: str) -> list[str]:
+    """Every ``fleet VERB ...`` a doc writes: inline in backticks, or a line of a code
+    block (after a prompt or at its start, up to a comment or a pipe)."""
+    found = re.findall(r"`fleet ([^`]+)`", text)
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+        found += re.findall(r"(?:^|\$ |\s)fleet ([^\n#|;&]+)", block, flags=re.M)
+    return [c for c in found if c.split() and c.split()[0] in VERBS]
+
+
+def _unknown_in(text: str) -> list[str]:
+    seen: dict[str, set[str]] = {}
+    out = []
+    for command in commands_in(text):
+        verb = command.split()[0]
+        if verb not in seen:
+            seen[verb] = options(verb_parser(verb))
+        out += [f"fleet {verb} {opt}" for opt in OPTION.findall(command)
+                if opt not in seen[verb]]
+    return out
+
+
+def test_a_planted_doc_command_with_an_old_option_is_found() -> None:
+    text = ("Set it with `fleet pxe set gpu-01 install --state-dir /srv`.\n\n```\n"
+            "$ fleet power off gpu-01 --force   # --forse in a comment is not read\n"
+            "fleet rollout 'gpu-*' --wave 2 --waves 3\n```\n")
+    assert commands_in(text)[0] == "pxe set gpu-01 install --state-dir /srv"
+    assert _unknown_in(text) == ["fleet pxe --state-dir", "fleet rollout --waves"]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_option_a_doc_gives_a_verb_is_in_its_help(doc: Path) -> None:
+    unknown = _unknown_in(doc.read_text(encoding="utf-8"))
+    assert not unknown, f"{doc.name} writes options the verbs do not take (see `fleet VERB " \
+        "--help`):\n  " + "\n  ".join(unknown)
