@@ -133,20 +133,22 @@ def drain_and_wait(runner: Runner, node: str, reason: str, *, preemptible: str |
                    stopped: Callable[[], bool] = lambda: False,
                    note: Callable[[str, float], None] | None = None,
                    drained: Callable[[], None] = lambda: None,
-                   cancelling: Callable[[list[str]], None] = lambda ids: None) -> DrainDone:
+                   say: Callable[[str], None] = lambda msg: None) -> DrainDone:
     """The one drain of a node before it is changed (reinstall, rollout): drain it with
     ``reason`` (``drained()`` is told once Slurm took it), requeue the jobs of its
     ``preemptible`` partition, and wait until no job can run on it (:func:`wait_drained`).
     ``force``, the one meaning of ``--force`` at a drain: the jobs still on it are not
-    waited for but cancelled, each by id (``cancelling(ids)`` is told first), and the wait
-    lasts until Slurm has none on it; a node is never changed under running jobs.
-    DrainWaitError when it does not get there."""
+    waited for but cancelled, each by id, and the wait lasts until Slurm has none on it;
+    a node is never changed under running jobs. ``say`` is told what is requeued and
+    cancelled as it happens. DrainWaitError when it does not get there."""
     drain(runner, node, reason)
     drained()
     requeued = requeue_preemptible(runner, node, preemptible)
+    if requeued:
+        say(f"{node}: requeued preemptible job(s) {', '.join(requeued)}")
     cancelled = jobs(runner, node) if force else []
     if cancelled:
-        cancelling(cancelled)
+        say(f"{node}: --force: cancelling job(s) {', '.join(cancelled)}")
         cancel(runner, cancelled)
     done = wait_drained(runner, node, timeout, poll, no_jobs=force, stopped=stopped,
                         note=note)

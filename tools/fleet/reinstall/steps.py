@@ -58,8 +58,7 @@ def drain(ctx: Context) -> str:
             ctx.runner, ctx.name, f"{ctx.options.reason} ({ctx.run_id})",
             preemptible=preemptible_partition(ctx.inventory.raw, ctx.node),
             force=ctx.options.force, timeout=ctx.options.drain_timeout,
-            poll=ctx.options.poll, cancelling=lambda ids: ctx.say(
-                f"  --force: cancelling job(s) {', '.join(ids)} on {ctx.name}"))
+            poll=ctx.options.poll, say=lambda msg: ctx.say(f"  {msg}"))
     except slurm.DrainWaitError as exc:
         on = f"; job(s) {', '.join(exc.left)} still on it" if exc.left else ""
         raise StepFailedError(f"still {exc.state} after {ctx.options.drain_timeout:g}s{on}: "

@@ -363,17 +363,13 @@ class Rollout:
                 stopped=self._stop.is_set,
                 note=lambda state, s: self._say(f"{node}: waiting for its jobs ({state}, "
                                                 f"{s:.0f}s)"),
-                drained=lambda: ours.update(drained=True),
-                cancelling=lambda ids: self._say(f"{node}: --force: cancelling job(s) "
-                                                 f"{', '.join(ids)}"))
+                drained=lambda: ours.update(drained=True), say=self._say)
         except slurm.DrainWaitError as exc:
             if exc.stopped:
                 raise StepFailedError(f"interrupted while {exc.state}") from None
             on = f"; job(s) {', '.join(exc.left)} still on it" if exc.left else ""
             raise StepFailedError(f"still {exc.state} after {opts.drain_timeout:g}s{on} (its "
                                   "jobs run on; --force cancels them)") from None
-        if done.requeued:
-            self._say(f"{node}: requeued preemptible job(s) {', '.join(done.requeued)}")
         cancelled = f", --force cancelled job(s) {', '.join(done.cancelled)}" \
             if done.cancelled else ""
         return f"{done.drained.state}" + (f" after waiting {done.drained.waited:.1f}s for its "
