@@ -147,7 +147,7 @@ def _report_run(rows: list[dict[str, Any]], ctx: Context) -> Exit:
 
 
 def _status(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.discover.report import shown
+    from fleet.master.text import shown
 
     inv = ctx.inventory()
     names = ([h for h, n in inv.nodes.items() if n.state == "burn-in"]
