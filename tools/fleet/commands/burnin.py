@@ -93,6 +93,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 def _run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.burnin import remote
     from fleet.burnin.results import ResultError
+    from fleet.inventory.compute import preemptible_partition
     from fleet.master import slurm
     from fleet.master.salt import MasterError, Salt
 
@@ -111,10 +112,12 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
         row: dict[str, Any] = {"node": h, "ran": [], "not_run": missing, "error": None}
         rows.append(row)
         try:
-            if h in in_service:
+            if h in in_service:  # the one drain: preemptible work requeued, jobs waited for
                 ctx.progress(f"{h}: draining")
-                slurm.drain(runner, h, DRAIN_REASON)
-                slurm.wait_drained(runner, h, args.drain_timeout, 5.0)
+                slurm.drain_and_wait(runner, h, DRAIN_REASON,
+                                     preemptible=preemptible_partition(inv.raw, inv.nodes[h]),
+                                     force=False, timeout=args.drain_timeout, poll=5.0,
+                                     say=ctx.progress)
             done = remote.run_node(salt, args.results, h, runs, ctx.progress)
         except (ResultError, MasterError, slurm.DrainWaitError) as exc:
             row["error"] = str(exc)
@@ -127,7 +130,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 
 def _report_run(rows: list[dict[str, Any]], ctx: Context) -> Exit:
-    from fleet.discover.report import shown
+    from fleet.master.text import shown
 
     if ctx.out.json:
         ctx.out.emit({"nodes": rows})
