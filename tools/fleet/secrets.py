@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fleet.backup import sftp
 from fleet.problems import Problem
 from fleet.repo import signing
 
@@ -80,6 +81,7 @@ def init(root: Path) -> list[str]:
     if _write_new(root / APTCACHE_SLS, aptcache_sls(secrets.token_urlsafe(24))):
         created.append(os.fspath(root / APTCACHE_SLS))
     created += signing.ensure(root)
+    created += sftp.ensure(root)
     fix_modes(root)
     return created
 
