@@ -79,7 +79,7 @@ def test_an_sftp_host_is_a_node_that_is_no_master(small_text: str, host: str, co
     assert expect(text, code, "site.backup.destination.host", at, says).hint
 
 
-@pytest.mark.parametrize("path", ["/var/lib/fleet/backup", "/srv/fleet/checkout/b", "/etc"])
+@pytest.mark.parametrize("path", ["/var/lib/fleet/backup", "/srv/fleet/checkout/b", "/etc/backup"])
 def test_a_path_destination_is_not_a_directory_of_the_masters_own(
         small_text: str, path: str) -> None:
     text, at = with_backup(small_text, f"{{type: path, path: {path}}}", path)
