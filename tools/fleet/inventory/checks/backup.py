@@ -33,8 +33,8 @@ def check_backup(c: Ctx) -> Iterator[Problem]:
         if dest.host in masters:
             yield c.problem((*at, "host"), f"{dest.host} is {masters[dest.host]}: a backup "
                             "kept on a master is lost with it", code="mismatch",
-                            hint="name a storage server of the inventory (a node that is "
-                                 "no master)")
+                            hint="name a storage server of the inventory, a node that is "
+                                 "no master")
         elif dest.host not in c.nodes:
             yield c.problem((*at, "host"), f"unknown node {dest.host!r}: the backup's sftp "
                             "host is a node of this inventory (its login is made by the "
