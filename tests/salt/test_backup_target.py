@@ -59,7 +59,7 @@ def test_only_the_storage_server_gets_the_login() -> None:
 def test_salt_reads_the_login_line_back_as_written(tmp_path: Path) -> None:
     """ssh_auth compares the line it would write with the one it parses back; options
     with a comma inside quotes (from="a,b") must come back the same."""
-    import salt.modules.ssh as ssh
+    import salt.modules.ssh as ssh  # type: ignore[import-untyped]
 
     public = "ssh-ed25519 " + "A" * 68 + " fleet-backup"
     line = sftp.authorized_line(public, ["10.1.0.10", "10.1.0.11"])

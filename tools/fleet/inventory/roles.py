@@ -1,11 +1,11 @@
 """One full role set per node: the roles its node group writes (``node_groups.*.roles``)
 plus the roles fleet derives from the rest of the inventory: monitoring (every node, its
 GPUs, the Slurm controller, the monitoring host), ``lldp`` (every node), the compute
-section's (fleet.inventory.compute), a standby master's (the master and the
-standby) and an sftp backup destination's (its storage server). Set on each node once, when the inventory is loaded
-(:attr:`fleet.inventory.model.Node.derived_roles`), and read from there by the render
-(pillar ``node:roles``; salt/top.sls maps each role to its SLS), ``fleet node``, the
-health gate, status and the page."""
+section's (fleet.inventory.compute), a standby master's (the master and the standby) and
+an sftp backup destination's (its storage server). Set on each node once, when the
+inventory is loaded (:attr:`fleet.inventory.model.Node.derived_roles`), and read from
+there by the render (pillar ``node:roles``; salt/top.sls maps each role to its SLS),
+``fleet node``, the health gate, status and the page."""
 
 from __future__ import annotations
 
