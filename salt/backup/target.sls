@@ -2,7 +2,7 @@
 {#- backup.target (derived by fleet.inventory.roles: the storage server of an sftp
     site.backup destination): the master's backup login. Its key (the secrets store's
     backup/ssh_ed25519.pub, pillar backup_login:key) is authorized with the options
-    fleet.backup.sftp gives (node:backup_target:options): sftp only, from the masters'
+    fleet.backupsftp gives (node:backup_target:options): sftp only, from the masters'
     addresses only; the repository's directory is the login's alone (docs/operations.md,
     Backup and restore). #}
 {%- set t = salt['pillar.get']('node:backup_target', {}) %}

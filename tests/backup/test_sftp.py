@@ -2,7 +2,7 @@
 restic going over the real ssh to a real sshd (Debian's openssh-server) on 127.0.0.1, a
 high port, its own host key and config in the test's temp dir. The storage server's login
 is as backup.target authorizes it: the master's backup key from the secrets store, with
-fleet.backup.sftp's options (sftp only, from the master's address only). The restore runs
+fleet.backupsftp's options (sftp only, from the master's address only). The restore runs
 on a "fresh head" whose secrets store is gone, with the operator's copy of the key."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fleet.backup import sftp
+from fleet import backupsftp as sftp
 from fleet.exitcodes import Exit
 from support.backupmaster import Master, run, snapshot_of
 

@@ -1,6 +1,6 @@
 """backup.target as the states render it on the site's sftp backup destination (stor-050,
 site.backup): the master's backup login with the secrets store's key (pillar
-secrets.backupkey, that node only), authorized with fleet.backup.sftp's options (the
+secrets.backupkey, that node only), authorized with fleet.backupsftp's options (the
 ones tests/backup/test_sftp.py proves against a real sshd), from the masters' addresses
 only; Salt's own authorized_keys parser reads the line back as written (a second apply
 changes nothing)."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fleet.backup import sftp
+from fleet import backupsftp as sftp
 from fleet.inventory.load import load_inventory
 from support import harness
 

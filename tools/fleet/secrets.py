@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fleet.backup import sftp
+from fleet import backupsftp as sftp
 from fleet.problems import Problem
 from fleet.repo import signing
 

@@ -49,8 +49,8 @@ def add(p: argparse.ArgumentParser) -> None:
 
 def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
     """The Setup of a run; BackupRefusedError where the inventory names no destination."""
+    from fleet import backupsftp as sftp
     from fleet.audit.log import WHERE as AUDIT
-    from fleet.backup import sftp
     from fleet.inventory.schema.backup import repository
     from fleet.master.runner import pki_dir
 

@@ -29,7 +29,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet import secrets
-    from fleet.backup.sftp import SftpKeyError
+    from fleet.backupsftp import SftpKeyError
     from fleet.repo.signing import SigningError
 
     inv = ctx.inventory()

@@ -13,8 +13,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from fleet import backupsftp as sftp
 from fleet import secrets as fleet_secrets
-from fleet.backup import sftp
 from fleet.repo import signing
 
 REPO = Path(__file__).resolve().parents[3]

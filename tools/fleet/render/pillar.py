@@ -166,7 +166,7 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
 def _backup_target(inv: Inventory) -> dict[str, Any]:
     """The master's backup login on an sftp destination's storage server (backup.target):
     its user, the repository's directory, and its key's options (from the masters only)."""
-    from fleet.backup import sftp
+    from fleet import backupsftp as sftp
 
     site = inv.raw.site
     assert site.backup is not None and site.backup.destination.user is not None

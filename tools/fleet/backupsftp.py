@@ -53,13 +53,13 @@ def ensure(secrets: Path) -> list[str]:
         if proc.returncode != 0:
             raise SftpKeyError(f"ssh-keygen {key}: {proc.stderr.strip()[-400:]}")
         created += [os.fspath(key), os.fspath(key.with_suffix(".pub"))]
-    text = pillar_sls(public_key(secrets))
     pillar = secrets / PILLAR
-    if not pillar.exists() or pillar.read_text(encoding="utf-8") != text:
+    if created or not pillar.is_file():  # the key is never remade: its pillar stays true
+        text = pillar_sls(public_key(secrets))
         pillar.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(pillar, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        pillar.unlink(missing_ok=True)
+        pillar.touch(mode=0o600)
+        pillar.write_text(text, encoding="utf-8")
         created.append(os.fspath(pillar))
     return created
 
