@@ -119,6 +119,8 @@ def test_a_backup_over_sftp_is_checked_and_restored(
     before = {str(p): snapshot_of(p) for p in master.items()}
     for p in master.items():  # the disk died, the secrets store (and its key) with it
         shutil.rmtree(p)
+    code, doc = run(master.argv("restore", *ssh), capsys)  # the store's key died too
+    assert code == Exit.USAGE and "--ssh-key" in str(doc), doc
     code, doc = run(master.argv("restore", *ssh, "--ssh-key", str(operator_copy)), capsys)
     assert code == Exit.OK, doc
     items = doc["items"]

@@ -64,9 +64,13 @@ def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
     pxe_state = args.pxe_state or Path(site.pxe_state)
     ssh: tuple[str, ...] = ()
     if dest.type == "sftp" and dest.user and dest.host:
+        key = args.ssh_key or sftp.key_path(secrets)
+        if not key.is_file():
+            raise BackupRefusedError(f"the backup's ssh key {key} is not there: fleet secrets "
+                                     "init makes it; on a fresh head name the operator's "
+                                     "copy with --ssh-key")
         try:
-            command = sftp.ssh_command(dest.user, dest.host,
-                                       args.ssh_key or sftp.key_path(secrets),
+            command = sftp.ssh_command(dest.user, dest.host, key,
                                        paths.STATE.path() / sftp.KNOWN_HOSTS, args.ssh_config)
             ssh = (f"sftp.command={command}",)
         except sftp.SftpKeyError as exc:
