@@ -60,9 +60,12 @@ def backup_host(raw: schema.Inventory) -> str | None:
     return backup.destination.host
 
 
+def backup(raw: schema.Inventory, node: Node) -> list[str]:
+    return [BACKUP_TARGET] if node.hostname == backup_host(raw) else []
+
+
 def derived(raw: schema.Inventory, node: Node) -> tuple[str, ...]:
     """The roles fleet adds to the node's written ones, in pillar order."""
-    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node), *standby(raw, node)]
-    if node.hostname == backup_host(raw):
-        out.append(BACKUP_TARGET)
+    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node), *standby(raw, node),
+           *backup(raw, node)]
     return tuple(r for r in dict.fromkeys(out) if r not in node.roles)
