@@ -3,7 +3,9 @@ restic going over the real ssh to a real sshd (Debian's openssh-server) on 127.0
 high port, its own host key and config in the test's temp dir. The storage server's login
 is as backup.target authorizes it: the master's backup key from the secrets store, with
 fleet.backupsftp's options (sftp only, from the master's address only). The restore runs
-on a "fresh head" whose secrets store is gone, with the operator's copy of the key."""
+on a "fresh head" whose secrets store is gone, with the operator's copy of the key. A key
+the server does not authorize, a command other than sftp and a server with another host
+key than the one pinned at the first backup are refused."""
 
 from __future__ import annotations
 
@@ -150,3 +152,25 @@ def test_a_key_the_server_does_not_authorize_cannot_back_up(
     assert code == Exit.IO, doc
     assert "cannot be opened" in str(doc), doc
     assert not (tmp_path / "repo").exists()
+
+
+def test_a_storage_server_with_another_host_key_is_refused(
+        master: Master, sshd: Sshd, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The host key pinned at the first backup holds: a server that answers with another
+    key (a machine in stor-050's place) gets no backup."""
+    repo = tmp_path / "storage" / "fleet"
+    to_sftp(master, sshd, repo)
+    ssh = ["--ssh-config", str(sshd.config)]
+    assert run(master.argv("backup", *ssh), capsys)[0] == Exit.OK
+    known = master.tmp / "state" / "backup" / sftp.KNOWN_HOSTS
+    pinned = (tmp_path / "sshd" / "host_key.pub").read_text().split()[1]
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                    str(tmp_path / "other")], check=True)
+    other = (tmp_path / "other.pub").read_text().split()[1]
+    known.write_text(known.read_text().replace(pinned, other))
+    snapshots = sorted((repo / "snapshots").iterdir())
+    code, doc = run(master.argv("backup", *ssh), capsys)
+    assert code == Exit.IO, doc
+    assert "verification failed" in str(doc), doc
+    assert sorted((repo / "snapshots").iterdir()) == snapshots  # nothing was written
