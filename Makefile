@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-reinstall-vm test-vm \
+	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-machines qemu-deps test-reinstall-vm test-vm \
 	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot commission-image
 
 help:
@@ -89,11 +89,18 @@ TEST_PODMAN := $(CURDIR)/.test-podman
 test: export CONTAINERS_STORAGE_CONF := $(TEST_PODMAN)/storage.conf
 # the VM tier's mirror cache and installed-system image too (tests/vm/vmbed.py)
 test: export FLEET_VM_CACHE := $(TEST_PODMAN)/vm-cache
-test: test-storage lint check unit check-packages test-swarm test-lab test-pxe test-vm
+test: test-storage lint check unit check-packages test-swarm test-machines
 	bash tools/test-storage.sh clean $(TEST_PODMAN)
 
 test-storage:
 	bash tools/test-storage.sh fresh $(TEST_PODMAN)
+
+# the lab tier in the foreground and the QEMU tiers (PXE, then VM) beside it: under TCG they
+# keep about one core busy while the lab waits on its containers (tools/beside.sh; the host
+# packages of all three are installed first, one apt at a time)
+test-machines: lab-deps qemu-deps
+	bash tools/beside.sh $(TEST_PODMAN)/qemu-tiers.log \
+	  '$(MAKE) --no-print-directory test-pxe test-vm' $(MAKE) --no-print-directory test-lab
 
 bench-render: $(STAMP)
 	$(BIN)/python benchmarks/bench_render.py --runs 7 --write docs/benchmarks.md
@@ -163,6 +170,10 @@ bench-codesync: lab-deps
 
 
 # --- PXE end to end (docs/pxe.md) ------------------------------------------------------
+qemu-deps: $(STAMP)
+	bash tools/install-pxe-deps.sh
+	bash tools/install-vm-deps.sh
+
 test-pxe: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	FLEET_PXE=1 $(BIN)/pytest tests/pxe -v --durations=5

@@ -44,9 +44,9 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests"))  # support.swarmconf
 
 import report  # noqa: E402
-from fleet.apply.master import SaltMaster  # noqa: E402
 from fleet.apply.run import Options, apply  # noqa: E402
 from fleet.master.highstate import Status  # noqa: E402
+from fleet.master.pyclient import SaltMaster  # noqa: E402
 from support import swarmconf  # noqa: E402
 from support.swarm import Swarm, cpu_ticks, rss_kb  # noqa: E402
 

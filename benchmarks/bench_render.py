@@ -91,6 +91,7 @@ class Stats:
     rss_median: float
     rss_max: int
     other_median: float
+    cpu_median: float  # user + sys of each run
 
     @classmethod
     def of(cls, samples: Sequence[Sample]) -> Stats:
@@ -99,7 +100,8 @@ class Stats:
                    statistics.median(s.user_s for s in samples),
                    statistics.median(s.sys_s for s in samples),
                    statistics.median(s.maxrss for s in samples), max(s.maxrss for s in samples),
-                   statistics.median(s.other for s in samples))
+                   statistics.median(s.other for s in samples),
+                   statistics.median(s.user_s + s.sys_s for s in samples))
 
 
 @dataclass(frozen=True)
@@ -426,11 +428,13 @@ def results_table(results: list[Result]) -> list[str]:
 
 
 def side_by_side(results: list[Result]) -> list[str]:
-    """Wall medians per inventory size, one row each: the full render next to the edit."""
+    """Medians per inventory size, one row each: the full render next to the edit, wall
+    time and CPU time (user + sys: what other load inflates least)."""
     lines = ["| inventory | nodes | files | render, empty dir (s) | nothing changed (s) "
              "| one node changed (s) | validate only (s) |", "|---|--:|--:|--:|--:|--:|--:|"]
     for r in sorted(results, key=lambda r: r.nodes):
-        cells = " | ".join(f"{r.stats[c].wall_median:.2f}" for c in CASES)
+        cells = " | ".join(f"{r.stats[c].wall_median:.2f} / {r.stats[c].cpu_median:.2f}"
+                           for c in CASES)
         lines.append(f"| {r.label} | {r.nodes:,} | {r.files:,} | {cells} |")
     return lines
 
@@ -442,7 +446,8 @@ COBBLER_NOTE = (
     "(`pip install cobbler==3.3.10` in a scratch virtual environment, or the distribution's "
     "package, with its `cobblerd` running), add the same systems (one "
     "`cobbler system add --name H --profile P --mac M --ip-address A --hostname H` per node "
-    "of the inventory: `fleet validate --json` lists them), then time "
+    "of the inventory: the line after the comment in each `pxe/dnsmasq/hosts/<H>` that "
+    "`fleet render` wrote is `M,A,H,infinite`), then time "
     "`cobbler sync` (full) and, after `cobbler system edit --name H --mac M2` of one node, "
     "`cobbler sync --systems=H` (its one-node edit), each a median of the same number of runs "
     "as above, pinned to the same CPUs (`taskset -c 0,1`).")
@@ -496,8 +501,8 @@ def section(results: list[Result], runs: int, mach: list[str]) -> str:
         "",
         "### Results",
         "",
-        "Wall-time medians side by side (the one-node edit is the incremental render: "
-        "`.render.inputs` beside the output, `fleet.render.incremental`):",
+        "Medians side by side, wall / CPU (user + sys) seconds; the one-node edit is the "
+        "incremental render (`.render.inputs` beside the output, `fleet.render.incremental`):",
         "",
         *side_by_side(results),
         "",

@@ -10,9 +10,11 @@ need=()
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)   # `dnsmasq --test` in the tests
 command -v make >/dev/null 2>&1 || need+=(make)
-command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)
-# burn-in's checks, run for real at short durations (tests/burnin/test_runner.py)
-for bin in stress-ng memtester fio; do command -v "$bin" >/dev/null 2>&1 || need+=("$bin"); done   # the IPMI fallback of fleet reinstall (tests/bmc)
+command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)   # the IPMI fallback of fleet reinstall (tests/bmc)
+# burn-in's checks, run for real at short durations (tests/burnin, tests/swarm/test_burnin.py);
+# smartctl's package would start smartd on this host: its service is kept from starting
+for bin in stress-ng memtester fio; do command -v "$bin" >/dev/null 2>&1 || need+=("$bin"); done
+[[ -x /usr/sbin/smartctl ]] || { need+=(smartmontools); FLEET_APT_NO_START=1; }
 # the parsers the hostile-inventory property test runs the rendered files through
 # (tests/unit/test_hostile.py): nginx -t, grub-script-check; debconf-set-selections and
 # systemd-analyze come with every Debian/Ubuntu

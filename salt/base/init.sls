@@ -1,5 +1,5 @@
 # base: every node. Apt sources and holds, time, identity, admins, kernel tuning,
-# journald and the salt-minion's own configuration.
+# journald, the salt-minion's own configuration and the burn-in checks' tools.
 include:
   - .apt
   - .time
@@ -8,3 +8,4 @@ include:
   - .tuning
   - .journald
   - .minion
+  - .burnin

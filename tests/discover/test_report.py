@@ -8,7 +8,8 @@ import json
 import pytest
 
 from discover.reports import BOOT_MAC, GOOD, body, report
-from fleet.discover.report import MAX_REPORT_BYTES, Report, ReportError, parse, shown
+from fleet.discover.report import MAX_REPORT_BYTES, Report, ReportError, parse
+from fleet.master.text import shown
 
 
 def test_a_good_report_parses_and_normalises_macs() -> None:

@@ -66,7 +66,8 @@ def test_reboot_refused_for_the_head(inv: Inventory) -> None:
 
 @dataclass
 class FakeSlurm:
-    """slurmctld as scontrol and sinfo show it; ``jobs[node]`` polls until a job ends."""
+    """slurmctld as scontrol, sinfo, squeue and scancel show it; ``jobs[node]`` polls until
+    a job ends (one job a node, its id ``job_id``)."""
 
     jobs: dict[str, int] = field(default_factory=dict)
     drain: dict[str, str] = field(default_factory=dict)  # node -> reason
@@ -91,6 +92,15 @@ class FakeSlurm:
                     self.drain.pop(n, None)
                     self.log.append((n, "resume"))
                 return Result(a, 0, "", "")
+            if a[0] == "squeue":  # the node's job, by id; none in a preemptible partition
+                n = a[a.index("-w") + 1]
+                mine = self.jobs.get(n) and "-p" not in a
+                return Result(a, 0, f"{self.job_id(n)}\n" if mine else "", "")
+            if a[0] == "scancel":
+                for n in [n for n in self.jobs if self.job_id(n) in a[1:]]:
+                    self.jobs[n] = 0
+                    self.log.append((n, "cancelled"))
+                return Result(a, 0, "", "")
             if a[0] == "sinfo":
                 n = a[a.index("-n") + 1]
                 if self.jobs.get(n):
@@ -100,6 +110,9 @@ class FakeSlurm:
                     return Result(a, 0, "draining\n" if n in self.drain else "mixed\n", "")
                 return Result(a, 0, "drained\n" if n in self.drain else "idle\n", "")
         raise AssertionError(f"unexpected {a}")
+
+    def job_id(self, node: str) -> str:
+        return str(100 + sorted(self.jobs).index(node))
 
 
 @dataclass
@@ -239,13 +252,32 @@ def test_drain_timeout_fails_and_leaves_it_drained(inv: Inventory, tmp_path: Pat
     assert ("gpu-01", "apply") not in rig.slurm.log
 
 
-def test_force_does_not_wait_and_reboot_runs(inv: Inventory, tmp_path: Path) -> None:
+def test_force_cancels_the_jobs_by_id_then_reboot_runs(inv: Inventory, tmp_path: Path) -> None:
+    """--force means at rollout's drain what it means at reinstall's (the one drain,
+    fleet.master.slurm.drain_and_wait): the jobs are cancelled, named, never run over."""
     rig = Rig(inv, tmp_path)
     rig.slurm.jobs["gpu-01"] = 10_000
     report = rig.rollout().start(["gpu-01"], opts(force=True, reboot=True))
     assert report.outcome == "done"
-    assert rig.slurm.log[:3] == [("gpu-01", "drain"), ("gpu-01", "apply"),
-                                 ("gpu-01", "reboot")]
+    assert rig.slurm.log[:4] == [("gpu-01", "drain"), ("gpu-01", "cancelled"),
+                                 ("gpu-01", "apply"), ("gpu-01", "reboot")]
+    assert report.nodes["gpu-01"].detail["drain"] == "drained, --force cancelled job(s) 100"
+
+
+def test_force_fails_the_drain_when_a_job_survives_its_cancel(inv: Inventory,
+                                                               tmp_path: Path) -> None:
+    rig = Rig(inv, tmp_path)
+    rig.slurm.jobs["gpu-01"] = 10_000
+    run = rig.slurm.run
+
+    def deaf(argv: Sequence[str], *, timeout: float = 120) -> Result:  # scancel ignored
+        return Result(tuple(argv), 0, "", "") if argv[0] == "scancel" else run(argv)
+
+    rig.slurm.run = deaf  # type: ignore[method-assign]
+    report = rig.rollout().start(["gpu-01"], opts(force=True, drain_timeout=0.1))
+    assert report.outcome == "failed" and report.nodes["gpu-01"].failed_step == "drain"
+    assert "job(s) 100 still on it" in report.nodes["gpu-01"].message
+    assert ("gpu-01", "apply") not in rig.slurm.log
 
 
 def test_apply_verdict_on_state_returns() -> None:

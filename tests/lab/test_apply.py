@@ -31,7 +31,7 @@ def test_a_stopped_minion_is_named_as_not_returned(lab: Lab) -> None:
     stopped = lab.with_role("slurm.compute")[-1].hostname
     podman_exec(lab, stopped, "systemctl", "stop", "salt-minion")
     try:
-        rc, report, err = fleet_apply(lab, "*", "--timeout", "180")
+        rc, report, err = fleet_apply(lab, "*", "--timeout", "120")
     finally:
         podman_exec(lab, stopped, "systemctl", "start", "salt-minion")
     assert rc == 5, err

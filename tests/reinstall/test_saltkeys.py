@@ -43,6 +43,7 @@ def test_the_endpoints_revoker_finds_salt_key_beside_the_venv(
     """The installer endpoint's key revoker (an installer's error report) runs the real
     salt-key found beside this Python (the venv's, the Salt that fleet runs), as every
     other verb does, with nothing on PATH: a service's PATH seldom holds the venv."""
+    from fleet.master.runner import runner_for
     from fleet.reinstall.server import salt_key_revoker
 
     beside = Path(sys.executable).parent / "salt-key"
@@ -54,5 +55,5 @@ def test_the_endpoints_revoker_finds_salt_key_beside_the_venv(
     empty = tmp_path / "empty-path"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    salt_key_revoker(conf)("gpu-01")
+    salt_key_revoker(runner_for(conf))("gpu-01")
     assert not (pki / "minions" / "gpu-01").exists()

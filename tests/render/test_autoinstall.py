@@ -3,9 +3,14 @@ for every node of both inventories; and the generated-file header on every rende
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
+import shutil
+import subprocess
+import threading
 from collections.abc import Callable
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,15 @@ from fleet.inventory import aptcache
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory, Node
 from fleet.problems import InventoryError
-from fleet.render.autoinstall import REQUIRED_KEYS, render_user_data
+from fleet.render import bootstrap
+from fleet.render.autoinstall import (
+    ARMOR,
+    INSTALLER_FILES,
+    INSTALLER_SOURCE,
+    REQUIRED_KEYS,
+    key_early_command,
+    render_user_data,
+)
 from fleet.render.header import TEXT
 from render.helpers import IPXE_ON_FAIL, ipxe_kernel_line, load_yaml
 
@@ -299,3 +312,75 @@ def test_ubuntu_cmdline_documented_format(rendered: tuple[Inventory, dict[str, s
         grub = next(ln.strip() for ln in files[base + "grub-install.cfg"].splitlines()
                     if ln.strip().startswith("linux "))
         assert shlex.split(grub)[2:] == [a for a in args if a != "initrd=initrd"]
+
+
+def test_the_installer_installs_from_the_site_repository_pinned(
+        rendered: tuple[Inventory, dict[str, str]]) -> None:
+    """With a site repository, curtin's own apt has it, pinned as the nodes pin it, so the
+    kernel it installs is the site's; the key comes from the repository (an early command);
+    the late-commands drop curtin's copies (its key trusted for every source) before the
+    node's own files take over. Without one, none of it."""
+    inv, files = rendered
+    for node, user_data, _meta in seeds(inv, files):
+        ai = autoinstall(user_data)
+        if inv.raw.site.apt.repo is None:
+            assert "early-commands" not in ai and "sources" not in ai["apt"]
+            assert not any(INSTALLER_SOURCE in c for c in ai["late-commands"])
+            continue
+        url = bootstrap.site_repo_url(inv)
+        assert ai["apt"]["sources"] == {
+            INSTALLER_SOURCE: {"source": f"deb {url} $RELEASE main"}}
+        (pref,) = ai["apt"]["preferences"]
+        # the very pin the node's fleet-site.pref has (one definition, two forms)
+        assert (f"Package: {pref['package']}\nPin: {pref['pin']}\n"
+                f"Pin-Priority: {pref['pin-priority']}\n") == bootstrap.site_repo_pin()
+        assert ai["early-commands"] == [key_early_command(bootstrap.site_repo_key_url(inv))]
+        cmds = ai["late-commands"]
+        drop = next(i for i, c in enumerate(cmds) if INSTALLER_SOURCE in c)
+        assert shlex.split(cmds[drop])[-2:] == list(INSTALLER_FILES)
+        assert drop < cmds.index("curtin in-target -- apt-get update"), node.hostname
+
+
+def _serve(directory: Path) -> tuple[ThreadingHTTPServer, str]:
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+KEY = f"{ARMOR}\n\nmDMEZ0fake0key0body0for0the0test\n-----END PGP PUBLIC KEY BLOCK-----\n"
+
+
+@pytest.mark.parametrize("served, ok", [(KEY, True),
+                                        ("<html>404 from a captive portal</html>\n", False)])
+def test_the_key_early_command_writes_the_served_key_into_the_installer_config(
+        tmp_path: Path, served: str, ok: bool) -> None:
+    """The early command itself, run by sh as subiquity runs it, against a key served on
+    loopback: an armored public key lands in the source's ``key``, the rest of the config
+    as it was; anything else fails the command (and so the install) and changes nothing."""
+    if shutil.which("curl") is None:
+        pytest.fail("curl is not installed: the early command fetches the key with it")
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "fleet-site.asc").write_text(served)
+    config = tmp_path / "autoinstall.yaml"
+    original = {"autoinstall": {"version": 1, "apt": {"sources": {
+        INSTALLER_SOURCE: {"source": "deb http://x/repo $RELEASE main"}}}}}
+    config.write_text(yaml.safe_dump(original))
+    server, base = _serve(www)
+    try:
+        cmd = key_early_command(f"{base}/fleet-site.asc", config=str(config),
+                                key_file=str(tmp_path / "key.asc"))
+        proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=60,
+                              check=False)
+    finally:
+        server.shutdown()
+    doc = yaml.safe_load(config.read_text())
+    if not ok:
+        assert proc.returncode != 0 and doc == original
+        return
+    assert proc.returncode == 0, proc.stderr
+    src = doc["autoinstall"]["apt"]["sources"][INSTALLER_SOURCE]
+    assert src == {"source": "deb http://x/repo $RELEASE main", "key": KEY}
+    doc["autoinstall"]["apt"]["sources"][INSTALLER_SOURCE].pop("key")
+    assert doc == original

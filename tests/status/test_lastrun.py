@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from fleet import lastrun
-from fleet.apply.master import Keys, Return
 from fleet.cli import main
+from fleet.master.pyclient import Keys, Return
 from health.fakesite import FakeSite
 from support.cli import SMALL
 
@@ -64,7 +64,7 @@ def test_fleet_health_keeps_each_nodes_result(tmp_path: Path,
 
 
 class StandInMaster:
-    """A STAND-IN for the Salt master of `fleet apply` (fleet.apply.master.Master): gpu-01
+    """A STAND-IN for the Salt master of `fleet apply` (fleet.master.pyclient.Master): gpu-01
     and gpu-02 accepted, stor-1 pending; one highstate return each, on the event bus."""
 
     def __init__(self, _config: Path) -> None:
@@ -101,7 +101,7 @@ class StandInMaster:
 def test_fleet_apply_keeps_each_nodes_result_but_not_of_a_test_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("fleet.apply.master.SaltMaster", StandInMaster)
+    monkeypatch.setattr("fleet.master.pyclient.SaltMaster", StandInMaster)
     state = tmp_path / "apply"
     argv = ["apply", "gpu-01,gpu-02,stor-1", "-i", str(SMALL), "--state-dir", str(state),
             "--json"]
@@ -121,7 +121,7 @@ def test_fleet_apply_keeps_each_nodes_result_but_not_of_a_test_run(
 def test_an_unwritable_state_dir_is_said_and_changes_nothing_else(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("fleet.apply.master.SaltMaster", StandInMaster)
+    monkeypatch.setattr("fleet.master.pyclient.SaltMaster", StandInMaster)
     blocker = tmp_path / "file"
     blocker.write_text("")
     rc = main(["apply", "gpu-01", "-i", str(SMALL), "--state-dir", str(blocker / "x"), "-q"])

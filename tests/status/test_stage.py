@@ -19,8 +19,8 @@ from discover.reports import GOOD
 from discover.sites import as_report, planned
 from fleet.cli import main
 from fleet.discover import edit, store
-from fleet.discover.report import shown
 from fleet.inventory.load import parse
+from fleet.master.text import shown
 from fleet.page import view as page
 from fleet.status import stage, view
 

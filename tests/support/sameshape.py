@@ -7,7 +7,9 @@ stay, and so do the builtins); blank lines, comments, docstrings, import stateme
 lines of data alone (strings, numbers and punctuation: a closing bracket, a row of a
 table) are passed over. Every window of ``size`` consecutive kept lines is hashed; two windows
 with the same hash in different places (two files, or one file's two non-overlapping
-stretches) are a pair, and the windows of one pair that follow each other are one run.
+stretches) are a pair, and the windows of one pair that follow each other are one run. A
+window is paired however many places hold it: a shape copied into nine places is more
+duplication than one copied into two, not an idiom to pass over.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from pathlib import Path
 
 SIZE = 6  # lines: the rule's threshold
 DISTINCT = 4  # shapes a window needs to count: fewer is a table (fields, choices, rows)
-COMMON = 8  # places: a window in more is an idiom of the language, not a copy
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,6 @@ def runs(files: dict[str, str], size: int = SIZE) -> list[Run]:
                 where[h].append((path, i))
     matches: set[tuple[str, int, str, int]] = set()
     for places in where.values():
-        if len(places) > COMMON:
-            continue
         for x, (pa, ia) in enumerate(places):
             for pb, ib in places[x + 1:]:
                 if pa == pb and ib - ia < size:

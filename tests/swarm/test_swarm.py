@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fleet.apply.master import SaltMaster
 from fleet.apply.run import Options, apply
 from fleet.master.highstate import Status
+from fleet.master.pyclient import SaltMaster
 from support import swarmconf
 from support.swarm import Swarm
 

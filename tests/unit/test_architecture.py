@@ -47,12 +47,13 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST, here: str, is_package: bool) -> set[str]:
-    """The fleet modules a module's code imports at run time."""
+def _imports(tree: ast.AST, here: str, is_package: bool, *, types: bool = False) -> set[str]:
+    """The fleet modules a module's code imports at run time (``types``: and those it
+    imports for the type checker alone)."""
     out: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if not types and isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.orelse:
                 visit(child)
             return
@@ -70,11 +71,11 @@ def _imports(tree: ast.AST, here: str, is_package: bool) -> set[str]:
     return {m for m in out if m in MODULES and m != here}
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, types: bool = False) -> dict[str, set[str]]:
     graph = {}
     for name, path in MODULES.items():
         deps = _imports(ast.parse(path.read_text(), str(path)), name,
-                        path.name == "__init__.py")
+                        path.name == "__init__.py", types=types)
         if path.name == "__init__.py":
             deps = {d for d in deps if not d.startswith(name + ".")}
         graph[name] = deps
@@ -191,6 +192,45 @@ def test_no_import_cycle_between_packages() -> None:
     assert not cycles, "import cycles between the packages of tools/fleet (move what both " \
         "use to the floor below them: master/, pxe/, fleet/<module>.py):\n" + \
         "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+def test_a_type_only_circle_is_found() -> None:
+    a = ("from typing import TYPE_CHECKING\nfrom fleet.yamlsrc import load\n"
+         "if TYPE_CHECKING:\n    from fleet.problems import Problem\n")
+    assert _imports(ast.parse(a), "fleet.secrets", False) == {"fleet.yamlsrc"}
+    assert _imports(ast.parse(a), "fleet.secrets", False, types=True) == {
+        "fleet.yamlsrc", "fleet.problems"}
+
+
+def test_no_circle_even_through_type_only_imports() -> None:
+    """A module that names another's types for the checker only still leans on it: the
+    floors hold with those imports counted too (module by module and package by package)."""
+    graph = _graph(types=True)
+    cycles = _cycles(graph) + _cycles(_rooms(graph))
+    assert not cycles, "circles through type-only imports (take the type from the module " \
+        "that defines it, or move it to the floor below both):\n" + \
+        "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+def _below(graph: dict[str, set[str]], floor: str) -> list[str]:
+    """``module -> import`` for each import of a ``floor`` module that leaves the floor."""
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items())
+            if m == floor or m.startswith(floor + ".")
+            for d in sorted(deps) if d != floor and not d.startswith(floor + ".")]
+
+
+def test_a_planted_climb_out_of_the_floor_is_found() -> None:
+    graph = {"fleet.master.salt": {"fleet.master.runner"}, "fleet.master.runner": set(),
+             "fleet.master.pyclient": {"fleet.master.salt", "fleet.apply.run"}}
+    assert _below(graph, "fleet.master") == ["fleet.master.pyclient -> fleet.apply.run"]
+
+
+def test_master_is_the_ground_floor() -> None:
+    """fleet/master/ imports nothing of fleet but itself (type-only imports too): every
+    verb may stand on it, and it on no verb."""
+    climbs = _below(_graph(types=True), "fleet.master")
+    assert not climbs, "fleet/master/ imports from above it (move what it needs down into " \
+        "it, or pass it in):\n  " + "\n  ".join(climbs)
 
 
 # docs/architecture.md's map names modules as fleet/a/b.py (or a bare b.py under the
@@ -329,3 +369,118 @@ def test_only_master_runs_salt_and_slurm() -> None:
     assert not found, (
         "an argv of the master's or Slurm's tools outside fleet/master/ (call salt.py, "
         "keys.py or slurm.py there; add what is missing to them):\n  " + "\n  ".join(found))
+
+
+# Salt's own Python modules are the master's floor too; the lab stands up a master of its own
+# (its key before it runs), and fleet.saltrender renders states in-process, with no master
+SALT_PYTHON_AROUND = ("fleet/lab/", "fleet/saltrender.py")
+
+
+def _salt_imports(tree: ast.AST) -> list[int]:
+    """Lines that import Salt's Python package (``import salt.client``, ``from salt import
+    x``): a door to the master, like an argv of its tools."""
+    return sorted(
+        node.lineno for node in ast.walk(tree)
+        if (isinstance(node, ast.Import)
+            and any(a.name.split(".")[0] == "salt" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and not node.level
+            and (node.module or "").split(".")[0] == "salt"))
+
+
+def test_a_planted_salt_import_is_found() -> None:
+    src = ("def connect():\n    import salt.client\n    from salt.key import Key\n"
+           "    from fleet.master import salt\n    import saltext\n")
+    assert _salt_imports(ast.parse(src)) == [2, 3]
+
+
+def test_only_master_imports_salt() -> None:
+    found = [f"{rel}:{line}" for path in sorted(FLEET.rglob("*.py"))
+             if not (rel := str(path.relative_to(TOOLS))).startswith(
+                 ("fleet/master/", *SALT_PYTHON_AROUND))
+             for line in _salt_imports(ast.parse(path.read_text(), str(path)))]
+    assert not found, ("Salt's Python package imported outside fleet/master/ (a client of "
+                       "the master lives there):\n  " + "\n  ".join(found))
+
+
+# the one drain before a node is changed: drain, requeue, --force's cancel, the wait
+DRAIN_PARTS = frozenset({"wait_drained", "requeue_preemptible", "cancel"})
+
+
+def _drain_parts(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, name) of each call of a part of the one drain (``slurm.wait_drained(...)``)."""
+    return [(node.lineno, node.func.attr) for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "slurm"
+            and node.func.attr in DRAIN_PARTS]
+
+
+def test_a_planted_drain_of_its_own_is_found() -> None:
+    src = ("def drain(r, n):\n    slurm.drain(r, n, 'x')\n    slurm.cancel(r, slurm.jobs(r, n))\n"
+           "    slurm.wait_drained(r, n, 60, 1)\n    slurm.drain_and_wait(r, n, 'x')\n")
+    assert _drain_parts(ast.parse(src)) == [(3, "cancel"), (4, "wait_drained")]
+
+
+def test_the_drain_and_wait_is_written_once() -> None:
+    """reinstall and rollout drain through fleet.master.slurm.drain_and_wait, where --force
+    has its one meaning at a drain (cancel the jobs, named): no verb puts the parts
+    together again."""
+    found = [f"{path.relative_to(TOOLS)}:{line}: slurm.{name}"
+             for path in sorted(FLEET.rglob("*.py")) if path != FLEET / "master" / "slurm.py"
+             for line, name in _drain_parts(ast.parse(path.read_text(), str(path)))]
+    assert not found, "a drain put together outside fleet.master.slurm.drain_and_wait:\n  " \
+        + "\n  ".join(found)
+
+
+# --- one room for text from outside ---------------------------------------------------------
+
+TEXT_HOME = FLEET / "master" / "text.py"
+
+
+# a language's own escaping of what is written in it, and a refusal, are no cleaner
+OWN_CONTROL_RULES = {
+    "fleet/render/": "escaping for the language a rendered file is written in (YAML, XML)",
+    "fleet/inventory/types.py": "refuses a control character in an inventory value (an "
+                                "error naming it), cleans nothing",
+}
+
+
+def _text_policies(tree: ast.AST) -> list[int]:
+    """Lines that decide by hand which characters a person may see: ``c.isprintable()``,
+    a comparison with the printable ASCII's ends ``" "`` .. ``"~"``, or a pattern of the
+    control characters (one that names ``\\x1f``)."""
+
+    def judges(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return node.func.attr == "isprintable"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return "\x1f" in node.value or "\\x1f" in node.value
+        return isinstance(node, ast.Compare) and any(
+            isinstance(x, ast.Constant) and x.value == "~"
+            for x in [node.left, *node.comparators])
+
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.expr) and judges(n)})
+
+
+def test_a_planted_text_policy_is_found() -> None:
+    src = ('def safe(s):\n    return "".join(c for c in s if c.isprintable())\n'
+           'def ascii_only(s):\n    return "".join(c for c in s if " " <= c <= "~")\n'
+           'def tilde(s):\n    return s.replace("~", "-")\n'
+           'CONTROL = re.compile(r"[\\x00-\\x1f\\x7f-\\x9f]")\n'
+           'BELL = "\\x07"\n')
+    assert _text_policies(ast.parse(src)) == [2, 4, 7]
+
+
+def test_text_from_outside_is_made_safe_in_one_room() -> None:
+    """fleet.master.text (clean, printable, shown) is where a character is judged fit for
+    a terminal, a report or a drain reason; nowhere else writes that test again."""
+    found = [f"{rel}:{line}" for p in sorted(FLEET.rglob("*.py"))
+             if p != TEXT_HOME and not (rel := str(p.relative_to(TOOLS))).startswith(
+                 tuple(OWN_CONTROL_RULES))
+             for line in _text_policies(ast.parse(p.read_text(), str(p)))]
+    assert not found, "text made safe by hand (use fleet.master.text):\n  " + \
+        "\n  ".join(found)
+    used = {where for where in OWN_CONTROL_RULES for p in sorted(FLEET.rglob("*.py"))
+            if str(p.relative_to(TOOLS)).startswith(where)
+            and _text_policies(ast.parse(p.read_text(), str(p)))}
+    assert used == set(OWN_CONTROL_RULES), "OWN_CONTROL_RULES entries that match nothing"

@@ -13,8 +13,8 @@ import pytest
 
 from fleet.inventory import expand
 from fleet.inventory.load import MAX_INPUT_BYTES, load_inventory, parse
-from fleet.problems import InventoryError, Problem
-from fleet.yamlsrc import MAX_DEPTH, Pos
+from fleet.problems import InventoryError, Pos, Problem
+from fleet.yamlsrc import MAX_DEPTH
 from support.inventory_edits import edit, expect, find, problems_of, ref
 
 FILE = "inventory.yaml"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from fleet.inventory.load import parse
-from fleet.problems import InventoryError, Problem
-from fleet.yamlsrc import Pos, Source, YamlLoadError, load
+from fleet.problems import InventoryError, Pos, Problem
+from fleet.yamlsrc import Source, YamlLoadError, load
 
 FILE = "f.yaml"
 

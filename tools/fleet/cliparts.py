@@ -117,7 +117,8 @@ def add_modes(p: argparse.ArgumentParser, *flags: tuple[str, str]) -> None:
 FORCE = {
     "reinstall": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
                  "the node is never powered off with jobs on it",
-    "rollout": "drain without waiting for running jobs to finish",
+    "rollout": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
+               "the node is never changed with jobs on it",
     "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
              "a node with Slurm jobs",
     "restore": "restore even over a running salt-master",
@@ -145,6 +146,12 @@ def add_bmc_address(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc-address", metavar="HOST[:PORT]",
                    help="override the inventory's BMC address (e.g. an emulator in the "
                         "lab); with several nodes NODE=HOST[:PORT],...")
+
+
+def add_bmc_protocol(p: argparse.ArgumentParser, protocols: tuple[str, ...], text: str
+                     ) -> None:
+    """``--bmc-protocol``: the protocols the verb can speak to a BMC (console: IPMI alone)."""
+    p.add_argument("--bmc-protocol", choices=list(protocols), help=text)
 
 
 def add_command(sub: Any, parents: Parents, name: str, description: str, epilog: str, *,
@@ -208,8 +215,8 @@ def add_bmc_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bmc-ca-file", metavar="FILE", help="CA that signed the BMCs' TLS certs")
     p.add_argument("--bmc-insecure", action="store_true",
                    help="do not verify the BMC's TLS certificate")
-    p.add_argument("--bmc-protocol", choices=["redfish", "ipmi"],
-                   help="override the profile's BMC protocol (IPMI as the fallback)")
+    add_bmc_protocol(p, ("redfish", "ipmi"),
+                     "override the profile's BMC protocol (IPMI as the fallback)")
     add_bmc_address(p)
     p.add_argument("--bmc-scheme", choices=["https", "http"], default="https",
                    help=argparse.SUPPRESS)
@@ -234,18 +241,21 @@ def bmc_options(args: argparse.Namespace, name: str, **extra: Any) -> BmcOptions
                       address=bmc_address(args, name), scheme=args.bmc_scheme, **extra)
 
 
-def add_pxe_state(p: argparse.ArgumentParser, use: str, *, old_name: bool = False) -> None:
-    """``--pxe-state`` (the boot-mode links; ``use``: what the command does with them) and
-    ``--pxe-root``, one name in every verb. ``old_name``: ``fleet pxe``'s former
-    ``--state-dir`` still read, hidden (deprecated: everywhere else --state-dir is a
-    journal root)."""
+def add_pxe_state(p: argparse.ArgumentParser, use: str, *, old_name: bool = False,
+                  root: bool = True) -> None:
+    """``--pxe-state`` (the boot-mode links; ``use``: what the command does with them) and,
+    with ``root``, ``--pxe-root``: one name in every verb. ``old_name``: ``fleet pxe``'s
+    former ``--state-dir`` still read, hidden (deprecated: everywhere else --state-dir is
+    a journal root)."""
+    missing = "; a directory that is not here is no answer" if root else ""
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help=f"the boot-mode links it {use} (default: the inventory's "
-                        "site.pxe_state; a directory that is not here is no answer)")
+                        f"site.pxe_state{missing})")
     if old_name:
         p.add_argument("--state-dir", type=Path, dest="pxe_state", help=argparse.SUPPRESS)
-    p.add_argument("--pxe-root", type=Path, metavar="DIR",
-                   help="the deployed pxe/ tree (default: site.pxe_root)")
+    if root:
+        p.add_argument("--pxe-root", type=Path, metavar="DIR",
+                       help="the deployed pxe/ tree (default: site.pxe_root)")
 
 
 def add_pxe_options(p: argparse.ArgumentParser, use: str) -> None:

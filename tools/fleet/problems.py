@@ -8,13 +8,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict, Unpack
-
-if TYPE_CHECKING:
-    from fleet.yamlsrc import Pos, Source
-
+from typing import NamedTuple, Protocol, TypedDict, Unpack
 
 MAX_SHOWN = 60
+
+
+class Pos(NamedTuple):
+    """A 1-based position in a source file (a tuple: cheap to make by the hundred thousand)."""
+
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class Located(Protocol):
+    """Where each part of a document came from (fleet.yamlsrc.Source)."""
+
+    def pos(self, path: tuple[str | int, ...], *, key: bool = False) -> Pos: ...
 
 
 def short(value: object, limit: int = MAX_SHOWN) -> str:
@@ -87,7 +100,7 @@ class Reporter:
     """Builds the :class:`Problem` at a data path of one source: the shared part of the
     inventory's rule contexts (``checks.Ctx``, ``expand``'s context)."""
 
-    src: Source
+    src: Located
 
     def problem(self, path: tuple[str | int, ...], message: str,
                 **opts: Unpack[ProblemOptions]) -> Problem:

@@ -3,7 +3,8 @@
 ``fleet secrets init`` creates what is missing, never overwrites a secret, and resets the
 mode of everything in the store: every directory 0700, every file 0600 (symbolic links
 are left as they are: their targets are not the store's). ``fleet validate`` reports a
-profile's ``password_secret`` that names no usable password (:func:`password_problems`).
+profile's ``password_secret`` that names no usable password
+(:func:`fleet.inventory.advice.password_problems`, through :func:`bmc_secret_problem`).
 """
 
 from __future__ import annotations
@@ -13,15 +14,9 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fleet import backupsftp as sftp
-from fleet.problems import Problem
 from fleet.repo import signing
-
-if TYPE_CHECKING:
-    from fleet.inventory import schema
-    from fleet.yamlsrc import Source
 
 MUNGE_SLS = Path("pillar/secrets/munge.sls")
 MUNGE_KEY_BYTES = 1024  # as `dd if=/dev/random bs=1024 count=1` in Slurm's docs
@@ -117,19 +112,3 @@ def bmc_secret_problem(root: Path, name: str) -> str | None:
     if not value.strip():
         return f"secret {path} is empty"
     return None
-
-
-def password_problems(raw: schema.Inventory, src: Source, root: Path) -> list[Problem]:
-    """A problem at each profile's ``bmc.password_secret`` that names a secret with no
-    value in the store ``root`` (missing, not a file, empty)."""
-    problems = []
-    for name, profile in raw.profiles.items():
-        secret = profile.bmc.password_secret
-        why = bmc_secret_problem(root, secret)
-        if why is not None:
-            path = ("profiles", name, "bmc", "password_secret")
-            problems.append(Problem(
-                src.pos(path), ".".join(path), f"{secret}: {why}", code="missing_secret",
-                hint=f"write the BMC password into {root / 'bmc' / secret} (mode 0600), or "
-                     "name an existing secret"))
-    return problems

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
-from fleet.problems import Problem
+from fleet.problems import Pos, Problem
 from fleet.yamlwords import plain
 
 try:  # libyaml is ~10x faster; the pure-Python loader is a correct fallback.
@@ -33,17 +33,6 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 Path = tuple[str | int, ...]
 
 _BOOL = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
-
-
-class Pos(NamedTuple):
-    """A 1-based position in a source file (a tuple: cheap to make by the hundred thousand)."""
-
-    file: str
-    line: int
-    col: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
 
 
 @dataclass

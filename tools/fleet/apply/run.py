@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.apply.master import Master, Return
 from fleet.master.highstate import NodeResult, Status, classify, classify_plain
+from fleet.master.pyclient import Master, Return
 from fleet.master.salt import FIND_JOB_EVERY, FIND_JOB_WAIT, LOST_AFTER
 
 

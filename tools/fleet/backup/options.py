@@ -25,16 +25,15 @@ KEY_DEFAULT = "/etc/fleet/backup.key"
 
 
 def add(p: argparse.ArgumentParser) -> None:
-    from fleet.cliparts import add_salt_config
+    from fleet.cliparts import add_pxe_state, add_salt_config, add_secrets
 
     p.add_argument("--password-file", type=Path,
                    default=Path(os.environ.get(KEY_ENV) or KEY_DEFAULT), metavar="FILE",
                    help=f"the operator's restic password, mode 0600, never beside the backup "
                         f"(default ${KEY_ENV} or {KEY_DEFAULT})")
-    p.add_argument("--secrets", type=Path, metavar="DIR",
-                   help="the secrets store (default: site.checkout's secrets/)")
-    p.add_argument("--pxe-state", type=Path, metavar="DIR",
-                   help="the boot-mode links (default: the inventory's site.pxe_state)")
+    add_secrets(p, "the secrets store it backs up (default: site.checkout's secrets/)",
+                default=None)
+    add_pxe_state(p, "backs up", root=False)
     p.add_argument("--ssh-key", type=Path, metavar="FILE",
                    help="an sftp destination: the backup login's private key (default: the "
                         "secrets store's backup/ssh_ed25519; on a fresh head, the operator's "

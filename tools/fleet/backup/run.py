@@ -17,6 +17,7 @@ import fleet
 from fleet.backup import paths
 from fleet.backup.manifest import Manifest, inventory_commit
 from fleet.backup.restic import Restic
+from fleet.master.text import stamp
 
 
 class BackupRefusedError(ValueError):
@@ -129,5 +130,6 @@ def last_line(entry: dict[str, Any] | None, now: datetime | None = None) -> str:
     except (KeyError, ValueError, TypeError):
         return "master backup: the note of the last backup cannot be read"
     stale = "  STALE: older than a day" if hours > 26 else ""
-    return (f"master backup: last good {entry['time']} ({hours:.0f} h ago), snapshot "
+    shown = stamp(when.timestamp(), (now or datetime.now(UTC)).timestamp())
+    return (f"master backup: last good {shown}, snapshot "
             f"{str(entry.get('snapshot', '?'))[:8]}, verified{stale}")

@@ -5,19 +5,14 @@ every text of it is shown escaped."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fleet.burnin import results
 from fleet.burnin.verdict import for_inventory
-from fleet.discover.report import shown
 from fleet.inventory.model import Inventory
-
-
-def _when(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+from fleet.master.text import shown, stamp
 
 
 def records(inv: Inventory, names: Sequence[str], root: Path) -> dict[str, dict[str, Any]]:
@@ -59,7 +54,7 @@ def lines(rec: dict[str, Any]) -> list[str]:
             continue
         figs = ", ".join(f"{k} {v:g}" for k, v in sorted(c["figures"].items()))
         why = f" ({c['reason']})" if c["reason"] else ""
-        out.append(f"    {c['check']:<14} {c['result']}{why}, {_when(c['started'])}, "
+        out.append(f"    {c['check']:<14} {c['result']}{why}, {stamp(c['started'])}, "
                    f"{c['seconds']:g}s" + (f": {figs}" if figs else ""))
     out += [f"    ! {f}" for f in rec["failures"]]
     out += [f"    . {n}" for n in rec["notes"]]

@@ -48,8 +48,8 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.apply.master import SaltMaster
     from fleet.apply.run import Options, apply
+    from fleet.master.pyclient import SaltMaster
     from fleet.master.salt import MasterError
 
     progress = ctx.progress

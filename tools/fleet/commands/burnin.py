@@ -1,5 +1,6 @@
-"""``fleet burnin status [TARGET]``, ``fleet burnin record NODE --result FILE`` and
-``fleet burnin finish NODE...|--all``: burn-in, the stage between discovery and service."""
+"""``fleet burnin run TARGET``, ``fleet burnin status [TARGET]``, ``fleet burnin record NODE
+--result FILE`` and ``fleet burnin finish NODE...|--all``: burn-in, the stage between
+discovery and service."""
 
 from __future__ import annotations
 
@@ -8,13 +9,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleet.cliparts import Parents, add_action, add_actions, add_store_dir, add_target
+from fleet.cliparts import (
+    Parents,
+    add_action,
+    add_actions,
+    add_salt_config,
+    add_slurm_command,
+    add_store_dir,
+    add_target,
+)
 from fleet.context import Context
 from fleet.exitcodes import Exit
 
 EPILOG = """exit codes: 0 done (status: no node failed), 1 invalid inventory (or the edit
 would make it invalid: nothing written), 2 usage, 4 a result or the inventory could not be
-read or written, 5 a node failed burn-in (status) or could not finish (pending)"""
+read or written (run: a node gave no result), 5 a node failed burn-in (run, status) or could
+not finish (pending); run refuses (2) a node in service without --drain"""
+DRAIN_REASON = "fleet burnin run"
 MAX_REASON = 200  # the inventory's Text
 
 
@@ -25,14 +36,28 @@ def register(sub: Any, parents: Parents) -> None:
         sub, "burnin", "Burn-in between discovery and service: each node's results per "
         "check of its profile (profiles.<p>.burnin) against the profile's baseline, the "
         "median of the nodes that passed; an outlier fails.", EPILOG)
-    helps = {"status": "each node's burn-in: progress, pass or fail, the failing check",
+    helps = {"run": "run the profile's checks on the nodes through Salt and keep each "
+                    "result (a node in service: --drain takes it out first)",
+             "status": "each node's burn-in: progress, pass or fail, the failing check",
              "record": "keep one result of a node's check (the runner's JSON)",
              "finish": "burn-in -> active for nodes that passed, -> maintenance (reason: "
                        "the failing check) for those that failed, in inventory.yaml"}
     for name, text in helps.items():
         sp = add_action(actions, parents, name, text, EPILOG)
         add_store_dir(sp, "--results", statedir.BURNIN, "the results")
-        if name == "status":
+        if name == "run":
+            sp.add_argument("target", metavar="TARGET",
+                            help="inventory hostnames, ranges (tbox-[001-038]) or globs")
+            sp.add_argument("--checks", metavar="C,C",
+                            help="only these of the profile's checks (default: all)")
+            sp.add_argument("--drain", action="store_true",
+                            help="a node in service is drained first (its jobs end), "
+                                 "resumed if it passes, left drained if it fails")
+            sp.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S",
+                            help="seconds to wait for a drained node's jobs (default 3600)")
+            add_salt_config(sp)
+            add_slurm_command(sp)
+        elif name == "status":
             add_target(sp, "'tbox-0*'")
         elif name == "record":
             sp.add_argument("node", metavar="NODE")
@@ -54,18 +79,78 @@ def verdicts(inv: Any, root: Path) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.burnin.results import ResultError
+    from fleet.master.salt import MasterError
 
     try:
-        return {"status": _status, "record": _record, "finish": _finish}[
+        return {"run": _run, "status": _status, "record": _record, "finish": _finish}[
             args.burnin_verb](args, ctx)
-    except (OSError, ResultError) as exc:
+    except (OSError, ResultError, MasterError) as exc:
         print(f"fleet burnin: {exc}", file=sys.stderr)
         ctx.out.error(str(exc))
         return Exit.IO
 
 
+def _run(args: argparse.Namespace, ctx: Context) -> Exit:
+    from fleet.burnin import remote
+    from fleet.burnin.results import ResultError
+    from fleet.inventory.compute import preemptible_partition
+    from fleet.master import slurm
+    from fleet.master.salt import MasterError, Salt
+
+    inv, names = ctx.targets()
+    only = args.checks.split(",") if args.checks else None
+    in_service = [h for h in names if inv.nodes[h].state == "active"]
+    if in_service and not args.drain:
+        print(f"fleet burnin run: {', '.join(in_service)} in service: --drain takes them "
+              "out first (their jobs end)", file=sys.stderr)
+        return Exit.USAGE
+    runner = ctx.runner()
+    salt = Salt(runner)
+    rows: list[dict[str, Any]] = []
+    for h in names:
+        runs, missing = remote.plan(inv.raw.profiles[inv.nodes[h].profile_name], only)
+        row: dict[str, Any] = {"node": h, "ran": [], "not_run": missing, "error": None}
+        rows.append(row)
+        try:
+            if h in in_service:  # the one drain: preemptible work requeued, jobs waited for
+                ctx.progress(f"{h}: draining")
+                slurm.drain_and_wait(runner, h, DRAIN_REASON,
+                                     preemptible=preemptible_partition(inv.raw, inv.nodes[h]),
+                                     force=False, timeout=args.drain_timeout, poll=5.0,
+                                     say=ctx.progress)
+            done = remote.run_node(salt, args.results, h, runs, ctx.progress)
+        except (ResultError, MasterError, slurm.DrainWaitError) as exc:
+            row["error"] = str(exc)
+            continue
+        row["ran"] = [{"check": r.check, "passed": r.passed, "figures": r.figures,
+                       "reason": r.reason} for r in done]
+        if h in in_service and all(r.passed for r in done):
+            slurm.resume(runner, h)
+    return _report_run(rows, ctx)
+
+
+def _report_run(rows: list[dict[str, Any]], ctx: Context) -> Exit:
+    from fleet.master.text import shown
+
+    if ctx.out.json:
+        ctx.out.emit({"nodes": rows})
+    else:
+        for row in rows:
+            for r in row["ran"]:
+                figs = ", ".join(f"{k} {v:g}" for k, v in sorted(r["figures"].items()))
+                verdict = "passed" if r["passed"] else f"FAILED: {shown(r['reason'] or '')}"
+                print(f"{row['node']:12} {r['check']:12} {verdict}  {figs}")
+            for check in row["not_run"]:
+                print(f"{row['node']:12} {check:12} not run: no runner for it yet")
+            if row["error"]:
+                print(f"{row['node']:12} {'':12} no result: {shown(row['error'])}")
+    if any(row["error"] for row in rows):
+        return Exit.IO
+    return Exit.FAILED if any(not r["passed"] for row in rows for r in row["ran"]) else Exit.OK
+
+
 def _status(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.discover.report import shown
+    from fleet.master.text import shown
 
     inv = ctx.inventory()
     names = ([h for h, n in inv.nodes.items() if n.state == "burn-in"]

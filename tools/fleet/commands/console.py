@@ -9,6 +9,7 @@ from fleet.cliparts import (
     BMC_SECRETS,
     Parents,
     add_bmc_address,
+    add_bmc_protocol,
     add_command,
     add_secrets,
     add_state_dir,
@@ -35,9 +36,8 @@ def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "console", DESCRIPTION, EPILOG)
     p.add_argument("node", metavar="NODE", help="the node's hostname in the inventory")
     add_secrets(p, BMC_SECRETS)
-    p.add_argument("--bmc-protocol", choices=["ipmi"],
-                   help="use IPMI SOL on a BMC the profile drives by Redfish (most BMCs "
-                        "speak both)")
+    add_bmc_protocol(p, ("ipmi",), "use IPMI SOL on a BMC the profile drives by Redfish "
+                     "(most BMCs speak both)")
     add_bmc_address(p)
     add_state_dir(p, statedir.REINSTALL,
                   "where the node's console.lock is kept, beside the reinstall's")

@@ -75,7 +75,7 @@ def _row(m: Any) -> dict[str, Any]:
 
 
 def _list(ctx: Context, found: list[Any], unreadable: dict[str, str]) -> Exit:
-    from fleet.discover.report import shown
+    from fleet.master.text import shown
 
     rows = [_row(m) for m in found]
     if ctx.out.json:
@@ -97,7 +97,7 @@ def _list(ctx: Context, found: list[Any], unreadable: dict[str, str]) -> Exit:
 def _accept(args: argparse.Namespace, ctx: Context, text: str, inv: Any, planned: Any,
             found: list[Any]) -> Exit:
     from fleet.discover import accept
-    from fleet.discover.report import shown
+    from fleet.master.text import shown
     from fleet.problems import InventoryError, format_text
 
     unknown = [n for n in args.nodes if n not in planned]

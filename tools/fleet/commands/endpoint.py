@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         port = int(given)
     boot = PxeBootMode(inv, args.pxe_state, args.pxe_root)
     server = CallbackServer((host, port), args.state_dir, boot, node_addresses(inv),
-                            revoke_key=salt_key_revoker(args.salt_config),
+                            revoke_key=salt_key_revoker(ctx.runner()),
                             master_finger=master_finger(pki_dir(args.salt_config)),
                             inbox=_inbox(args))
 

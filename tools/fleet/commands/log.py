@@ -59,7 +59,17 @@ def register(sub: Any, parents: Parents) -> None:
 def _line(r: dict[str, Any]) -> str:
     by = r["user"] + (f"(sudo {r['sudo_user']})" if r.get("sudo_user") else "")
     words = " ".join(w for w in (r["verb"], r.get("action"), r.get("target")) if w)
-    return f"{r['time']}  {by:<18} fleet {words}  -> {r['outcome']} (exit {r['exit']})"
+    return f"{_when(r['time'])}  {by:<18} fleet {words}  -> {r['outcome']} (exit {r['exit']})"
+
+
+def _when(text: str) -> str:
+    """A record's ISO time as people read it (UTC and its age); as written when it is none."""
+    from fleet.master.text import clean, stamp
+
+    try:
+        return stamp(datetime.fromisoformat(text).timestamp())
+    except (TypeError, ValueError):
+        return clean(text, 40)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:

@@ -17,8 +17,9 @@ from typing import Any, Literal
 from fleet.discover import edit, plan
 from fleet.discover.match import Match
 from fleet.discover.plan import Planned
-from fleet.discover.report import Report, shown
+from fleet.discover.report import Report
 from fleet.inventory.model import Inventory
+from fleet.master.text import shown
 
 # where an accepted machine goes next (fleet.inventory.lifecycle: planned -> burn-in ->
 # active)

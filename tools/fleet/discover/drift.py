@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.discover.report import shown
 from fleet.inventory.model import Node
 from fleet.inventory.netutil import normalize_mac
+from fleet.master.text import shown
 
 # the OS sees less memory than is installed (firmware and kernel reserve some): less than
 # this share of the profile's memory is a drift (one DIMM of 12 is 8%)

@@ -25,6 +25,7 @@ from pydantic import (
 
 from fleet.inventory.netutil import normalize_mac
 from fleet.inventory.types import no_control
+from fleet.master.text import shown
 
 MAX_REPORT_BYTES = 256 * 1024
 MAX_DEPTH = 8
@@ -201,15 +202,3 @@ def parse(body: bytes) -> Report:
         where = ".".join(str(p) for p in err["loc"]) or "report"
         raise ReportError(f"{where}: {shown(err['msg'], 160)} "
                           f"({len(exc.errors())} problem(s))") from None
-
-
-def _escaped(c: str) -> str:
-    if c == "\\":
-        return "\\\\"
-    return c if " " <= c <= "~" else ascii(c)[1:-1]
-
-
-def shown(text: str, limit: int = 200) -> str:
-    """``text`` for a terminal: printable ASCII as is, everything else as a Python escape
-    (a report's text never reaches an operator's terminal raw)."""
-    return "".join(map(_escaped, text[:limit])) + ("..." if len(text) > limit else "")

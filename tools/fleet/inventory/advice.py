@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fleet.inventory import schema
 from fleet.problems import Problem
-from fleet.secrets import password_problems
+from fleet.secrets import bmc_secret_problem
 from fleet.yamlsrc import Source
 
 
@@ -28,3 +28,19 @@ def warnings(raw: schema.Inventory, src: Source, store: Path | None) -> list[Pro
                                  hint=f"{p.hint}; `fleet reinstall` needs it, and `--secrets "
                                       f"{store}` makes this an error"))
     return found
+
+
+def password_problems(raw: schema.Inventory, src: Source, root: Path) -> list[Problem]:
+    """A problem at each profile's ``bmc.password_secret`` that names a secret with no
+    value in the store ``root`` (missing, not a file, empty)."""
+    problems = []
+    for name, profile in raw.profiles.items():
+        secret = profile.bmc.password_secret
+        why = bmc_secret_problem(root, secret)
+        if why is not None:
+            path = ("profiles", name, "bmc", "password_secret")
+            problems.append(Problem(
+                src.pos(path), ".".join(path), f"{secret}: {why}", code="missing_secret",
+                hint=f"write the BMC password into {root / 'bmc' / secret} (mode 0600), or "
+                     "name an existing secret"))
+    return problems

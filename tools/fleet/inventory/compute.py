@@ -21,7 +21,7 @@ from fleet.inventory.slurmcompat import DEBIAN_SUITES
 from fleet.problems import Problem
 
 if TYPE_CHECKING:
-    from fleet.inventory.checks import Ctx
+    from fleet.inventory.checks.ctx import Ctx
 
 # miniray hard-codes 6379 (StrictRedis(port=6379)) and its rsync URL port 1026
 VALKEY_PORT = 6379

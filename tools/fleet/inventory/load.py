@@ -16,15 +16,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleet.inventory import checks, roles, schema
-from fleet.inventory.advice import warnings
+from fleet.inventory.advice import password_problems, warnings
 from fleet.inventory.expand import expand, expand_hosts
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.outdent import said_once
 from fleet.inventory.overlay import ONLY_NODES
 from fleet.inventory.overlay import apply as apply_overlay
 from fleet.inventory.types import PATTERN_HINTS
-from fleet.problems import InventoryError, Problem, dotted, short
-from fleet.secrets import password_problems
+from fleet.problems import InventoryError, Pos, Problem, dotted, short
 from fleet.yamlsrc import Source, YamlLoadError, load
 
 _HINTS = {
@@ -256,8 +255,6 @@ def _read(path: Path) -> str:
 
 def _not_utf8(path: Path, data: bytes, at: int) -> InventoryError:
     """The first byte that is not UTF-8, at its line and column (in characters)."""
-    from fleet.yamlsrc import Pos
-
     start = data.rfind(b"\n", 0, at) + 1
     col = len(data[start:at].decode("utf-8", errors="replace")) + 1
     return InventoryError([Problem(
@@ -287,6 +284,4 @@ def load_inventory(path: str | os.PathLike[str],
 
 
 def _nowhere(file: str) -> Any:
-    from fleet.yamlsrc import Pos
-
     return Pos(file, 1, 1)

@@ -9,7 +9,7 @@ gives up on a minion that does not answer ``find_job`` within gather_job_timeout
 a minion busy installing packages often does not: here a minion is given up on only when
 it says, :data:`LOST_AFTER` times in a row, that it no longer runs the job (:class:`Lost`).
 A return is judged by fleet.master.highstate. (``fleet apply`` talks to the master
-through Salt's Python client for its event bus, fleet.apply.master, and keeps the same
+through Salt's Python client for its event bus, fleet.master.pyclient, and keeps the same
 rule and verdict.)"""
 
 from __future__ import annotations

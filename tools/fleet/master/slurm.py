@@ -121,6 +121,40 @@ def wait_drained(runner: Runner, node: str, timeout: float, poll: float, *,
         time.sleep(poll)
 
 
+@dataclass(frozen=True)
+class DrainDone:
+    requeued: list[str]   # jobs of the preemptible partition, put back in the queue
+    cancelled: list[str]  # with force: the jobs cancelled, by id
+    drained: Drained
+
+
+def drain_and_wait(runner: Runner, node: str, reason: str, *, preemptible: str | None,
+                   force: bool, timeout: float, poll: float,
+                   stopped: Callable[[], bool] = lambda: False,
+                   note: Callable[[str, float], None] | None = None,
+                   drained: Callable[[], None] = lambda: None,
+                   say: Callable[[str], None] = lambda msg: None) -> DrainDone:
+    """The one drain of a node before it is changed (reinstall, rollout): drain it with
+    ``reason`` (``drained()`` is told once Slurm took it), requeue the jobs of its
+    ``preemptible`` partition, and wait until no job can run on it (:func:`wait_drained`).
+    ``force``, the one meaning of ``--force`` at a drain: the jobs still on it are not
+    waited for but cancelled, each by id, and the wait lasts until Slurm has none on it;
+    a node is never changed under running jobs. ``say`` is told what is requeued and
+    cancelled as it happens. DrainWaitError when it does not get there."""
+    drain(runner, node, reason)
+    drained()
+    requeued = requeue_preemptible(runner, node, preemptible)
+    if requeued:
+        say(f"{node}: requeued preemptible job(s) {', '.join(requeued)}")
+    cancelled = jobs(runner, node) if force else []
+    if cancelled:
+        say(f"{node}: --force: cancelling job(s) {', '.join(cancelled)}")
+        cancel(runner, cancelled)
+    done = wait_drained(runner, node, timeout, poll, no_jobs=force, stopped=stopped,
+                        note=note)
+    return DrainDone(requeued, cancelled, done)
+
+
 def show_node_text(runner: Runner, node: str | None = None, timeout: float = 120) -> str:
     """``scontrol show node -o [NODE]`` as printed (:func:`scontrol_nodes` parses it)."""
     argv = ["scontrol", "show", "node", "-o", *([node] if node else [])]

@@ -1,10 +1,13 @@
 """Text for people: what a node, a BMC, Slurm, Salt or a file on disk says passes through
 :func:`clean` before it reaches a terminal, a JSON report, a journal or a Slurm drain
-reason (one policy, for every verb and the ground floor below them); a time is shown as
+reason (one policy, for every verb and the ground floor below them), through
+:func:`shown` where it must be seen exactly as it came (escaped, not dropped), or through
+:func:`masked` where it stays data (its control characters as ``?``); a time is shown as
 UTC and its age (:func:`stamp`)."""
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 
@@ -16,6 +19,29 @@ def clean(text: object, limit: int = 200) -> str:
     s = "".join(c if " " <= c <= "~" else " " for c in str(text))
     s = " ".join(s.split())
     return s if len(s) <= limit else s[: max(limit - 3, 0)] + "..."
+
+
+def _escaped(c: str) -> str:
+    if c == "\\":
+        return "\\\\"
+    return c if " " <= c <= "~" else ascii(c)[1:-1]
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """``text`` kept whole but made safe for a terminal: printable ASCII as is, everything
+    else as a Python escape (``\\x1b``): what a node reported, shown exactly as it came
+    (discovery reports, burn-in results), never raw."""
+    return "".join(map(_escaped, text[:limit])) + ("..." if len(text) > limit else "")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def masked(text: str, limit: int = 1000) -> str:
+    """``text`` with each control character (C0, DEL, C1) as ``?``, at most ``limit``
+    characters: a value that stays data (an alert's label, matched to a hostname), made
+    harmless for a terminal without changing anything else of it."""
+    return _CONTROL.sub("?", text)[:limit]
 
 
 def printable(text: str, limit: int = 120) -> str:

@@ -9,17 +9,16 @@ at most ``MAX_BYTES``, and label text reaches a terminal without control charact
 from __future__ import annotations
 
 import json
-import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.inventory.model import Inventory
+from fleet.master.text import masked
 
 MAX_BYTES = 16 * 1024 * 1024
 SITE_WIDE = ""  # by_node's key of alerts without a node label
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class AlertsError(Exception):
@@ -70,7 +69,7 @@ def fetch(base_url: str, timeout: float = 10.0) -> list[Alert]:
 def _text(value: Any, what: str, url: str) -> str:
     if not isinstance(value, str):
         raise AlertsError(f"{url}: {what} is not a string: {value!r:.80}")
-    return CONTROL.sub("?", value)[:1000]
+    return masked(value, 1000)
 
 
 def parse(body: bytes, url: str = "the answer") -> list[Alert]:

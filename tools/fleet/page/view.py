@@ -157,10 +157,15 @@ def fields(record: dict[str, Any]) -> list[list[str]]:
 
 
 def generated(doc: Any) -> str | None:
+    """When the status was collected, as its producer wrote it; a Unix time as people read
+    one (UTC and its age), never the bare number."""
     if isinstance(doc, dict):
         for key in c.GENERATED:
-            if isinstance(doc.get(key), str | int | float):
-                return text(doc[key])
+            value = doc.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return stamp(float(value))
+            if isinstance(value, str):
+                return text(value)
     return None
 
 

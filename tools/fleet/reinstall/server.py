@@ -53,6 +53,7 @@ from fleet.discover.inbox import PATH as DISCOVER_PATH
 from fleet.discover.inbox import Inbox
 from fleet.master import layout
 from fleet.master.journal import Journal
+from fleet.master.runner import Runner
 from fleet.master.text import clean
 from fleet.pxe.bootmode import BootModeSetter
 from fleet.reinstall.door import PER_ADDRESS, Door, Linger
@@ -84,10 +85,6 @@ def peer_mac(address: str, arp: Path = Path("/proc/net/arp")) -> str | None:
         if len(cols) >= 4 and cols[0] == address and cols[3] != "00:00:00:00:00:00":
             return cols[3]
     return None
-
-
-def _printable(text: str, limit: int = 300) -> str:
-    return clean(text, limit)
 
 
 class CallbackServer(ThreadingHTTPServer):
@@ -374,7 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.boot.set_mode(node, "local")  # first: never a second install
         except Exception as exc:
             Journal(node_dir).append("note", what="callback-failed",
-                                     reason=_printable(str(exc)))
+                                     reason=clean(str(exc), 300))
             self._reply(500, b"could not set boot mode to local\n")
             return
         try:
@@ -397,7 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._refuse(node, node_dir, "error", TokenError(
                 "the node has not been powered on for its install yet"), token)
             return
-        reason = _printable(body.decode("utf-8", errors="replace").strip() or "no reason")
+        reason = clean(body.decode("utf-8", errors="replace").strip() or "no reason", 300)
         before = tokens.fail(reason, self._peer_name())
         if before is None or before.get("error"):
             self._reply(200, b"reported already: the reinstall stops\n")
@@ -412,14 +409,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.boot.set_mode(node, "local")
             left.append("boot mode local")
         except Exception as exc:
-            left.append(f"boot mode UNKNOWN ({_printable(str(exc), 120)})")
+            left.append(f"boot mode UNKNOWN ({clean(str(exc), 120)})")
         layout.private_key(node_dir).unlink(missing_ok=True)
         if self.server.revoke_key is not None:
             try:
                 self.server.revoke_key(node)
                 left.append("key revoked on the master")
             except Exception as exc:
-                left.append(f"key NOT revoked ({_printable(str(exc), 120)})")
+                left.append(f"key NOT revoked ({clean(str(exc), 120)})")
         Journal(node_dir).append("note", what="key-revoked" if "key revoked on the master"
                                  in left else "revoke-failed", left="; ".join(left))
         self._reply(200, ("reported: the reinstall stops; " + "; ".join(left) + "\n").encode())
@@ -487,12 +484,10 @@ def node_addresses(inv: Any) -> dict[str, str]:
     return {n.hostname: str(n.address) for n in inv.nodes.values()}
 
 
-def salt_key_revoker(config_dir: Path) -> KeyRevoker:
-    """Removes a node's accepted key with the real ``salt-key -c config_dir``."""
+def salt_key_revoker(runner: Runner) -> KeyRevoker:
+    """Removes a node's accepted key through ``runner``'s salt-key (the verb's own: the
+    context's, from its --salt-config)."""
     from fleet.master.keys import delete_key
-    from fleet.master.runner import runner_for
-
-    runner = runner_for(config_dir)
 
     def revoke(node: str) -> None:
         delete_key(runner, node)

@@ -52,27 +52,21 @@ def preflight(ctx: Context) -> str:
 def drain(ctx: Context) -> str:
     if not ctx.is_slurm_node():
         raise SkipStepError("not a Slurm compute node")
-    slurm.drain(ctx.runner, ctx.name, f"{ctx.options.reason} ({ctx.run_id})")
-    requeued = slurm.requeue_preemptible(
-        ctx.runner, ctx.name, preemptible_partition(ctx.inventory.raw, ctx.node))
-    cancelled = f"requeued preemptible job(s) {', '.join(requeued)}; " if requeued else ""
-    if ctx.options.force:
-        # --force does not wait for the jobs to end: it ends them, named, and the node is
-        # powered off only once Slurm has none on it (power_off checks again)
-        ids = slurm.jobs(ctx.runner, ctx.name)
-        if ids:
-            ctx.say(f"  --force: cancelling job(s) {', '.join(ids)} on {ctx.name}")
-            slurm.cancel(ctx.runner, ids)
-            cancelled += f"--force cancelled job(s) {', '.join(ids)}; "
+    # the node is powered off only once Slurm has no job on it (power_off checks again)
     try:
-        done = slurm.wait_drained(ctx.runner, ctx.name, ctx.options.drain_timeout,
-                                  ctx.options.poll, no_jobs=ctx.options.force)
+        done = slurm.drain_and_wait(
+            ctx.runner, ctx.name, f"{ctx.options.reason} ({ctx.run_id})",
+            preemptible=preemptible_partition(ctx.inventory.raw, ctx.node),
+            force=ctx.options.force, timeout=ctx.options.drain_timeout,
+            poll=ctx.options.poll, say=lambda msg: ctx.say(f"  {msg}"))
     except slurm.DrainWaitError as exc:
         on = f"; job(s) {', '.join(exc.left)} still on it" if exc.left else ""
         raise StepFailedError(f"still {exc.state} after {ctx.options.drain_timeout:g}s{on}: "
                               "jobs are running; wait, or rerun with --force (which "
                               "cancels them)") from None
-    return f"{cancelled}state {done.state}"
+    said = [f"requeued preemptible job(s) {', '.join(done.requeued)}"] if done.requeued else []
+    said += [f"--force cancelled job(s) {', '.join(done.cancelled)}"] if done.cancelled else []
+    return "; ".join([*said, f"state {done.drained.state}"])
 
 
 def _sinfo(ctx: Context) -> str:

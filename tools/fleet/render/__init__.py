@@ -34,18 +34,20 @@ def join(site: dict[str, str], by_host: ByHost) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-def render_parts(inv: Inventory, nodes: list[Node]) -> tuple[dict[str, str], ByHost]:
+def render_parts(inv: Inventory, nodes: list[Node], *,
+                 context: bool = True) -> tuple[dict[str, str], ByHost]:
     """The site's files, and the own files of each of ``nodes`` by hostname (the
-    incremental render asks for the changed nodes only: :mod:`fleet.render.incremental`)."""
+    incremental render asks for the changed nodes only, and leaves out the site's
+    :func:`context_files` while its context is unchanged: :mod:`fleet.render.incremental`)."""
     workers = _workers(len(nodes))
+    site = functools.partial(site_files, inv, context=context)
     if workers == 1:
-        return site_files(inv), node_files(inv, nodes)
+        return site(), node_files(inv, nodes)
     # the model is shared with the workers by the fork: nothing of it is sent
     by_host: ByHost = {}
-    site = _forked([functools.partial(node_files, inv, batch)
-                    for batch in _batches(nodes, workers)],
-                   functools.partial(site_files, inv), by_host)
-    return site, by_host
+    files = _forked([functools.partial(node_files, inv, batch)
+                     for batch in _batches(nodes, workers)], site, by_host)
+    return files, by_host
 
 
 def node_files(inv: Inventory, nodes: list[Node]) -> ByHost:
@@ -59,14 +61,32 @@ def node_files(inv: Inventory, nodes: list[Node]) -> ByHost:
     return by_host
 
 
-def site_files(inv: Inventory) -> dict[str, str]:
-    """The files of the whole site (lists of every node, pictures)."""
+def site_files(inv: Inventory, *, context: bool = True) -> dict[str, str]:
+    """The files of the whole site (lists of every node, pictures): its
+    :func:`fact_files`, and its :func:`context_files` unless ``context`` is false."""
+    files = fact_files(inv)
+    if context:
+        files.update(context_files(inv))
+    return files
+
+
+def context_files(inv: Inventory) -> dict[str, str]:
+    """The site's files that read no node's own facts (``incremental.LOCAL``: serial,
+    MACs, IB GUID): the same while the rest of the inventory and the code are
+    (tests/render/test_incremental.py changes every node's own facts to show it)."""
     from fleet.render import pictures, pillar, pxe
 
     files = pillar.site_files(inv)
-    files.update(pxe.site_files(inv))
+    files.update(pxe.context_files(inv))
     files.update(pictures.render(inv))
     return files
+
+
+def fact_files(inv: Inventory) -> dict[str, str]:
+    """The site's files that read nodes' own facts: rendered every time."""
+    from fleet.render import pxe
+
+    return pxe.fact_files(inv)
 
 
 def _workers(nodes: int) -> int:

@@ -3,6 +3,15 @@
 The installer partitions only the boot disk (``storage.layout.match``), brings up the
 provisioning NIC with its inventory address, and its late-commands install
 salt-minion from the configured repository with the node's id and master.
+
+With a site package repository (docs/repo.md) the installer's own apt has it too, pinned to
+win, so that what curtin installs (the kernel first) is the version the site holds, not
+the archive's newest. curtin takes a source's key only inline, and the render does not
+hold the repository's key (the secrets store does): an early command fetches the key the
+repository publishes and writes it into ``/autoinstall.yaml``, which subiquity reads again
+after its early-commands. curtin trusts such a key for every source (it writes it into
+``trusted.gpg.d``), so the late-commands remove its source and key once the node's own
+files (the key for this repository only) are written.
 """
 
 from __future__ import annotations
@@ -21,6 +30,30 @@ CURL = "curl"
 
 REQUIRED_KEYS = ("version", "storage", "network", "ssh", "late-commands", "user-data")
 
+# the installer's source of the site repository, and curtin's files of it in the target
+INSTALLER_SOURCE = "fleet-site-installer"
+INSTALLER_FILES = (f"/etc/apt/sources.list.d/{INSTALLER_SOURCE}.list",
+                   f"/etc/apt/trusted.gpg.d/{INSTALLER_SOURCE}.asc")
+AUTOINSTALL_FILE = "/autoinstall.yaml"  # subiquity reads it again after the early-commands
+KEY_DOWNLOAD = "/run/fleet-site.asc"
+ARMOR = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+# the same line as grep's basic regex (a rendered file never holds the armor's text itself:
+# tests/render/test_pillar.py takes that for key material)
+ARMOR_BRE = "^-\\{5\\}BEGIN PGP PUBLIC KEY BLOCK-\\{5\\}$"
+# sets apt.sources[NAME].key in the autoinstall file to the downloaded key (written anew,
+# then renamed: a failure leaves the file as it was, and the install stops)
+_INJECT = """import os, sys, yaml
+path, name, key_file = sys.argv[1:4]
+with open(path) as f:
+    doc = yaml.safe_load(f)
+ai = doc.get("autoinstall", doc)
+with open(key_file) as f:
+    ai["apt"]["sources"][name]["key"] = f.read()
+with open(path + ".new", "w") as f:
+    yaml.safe_dump(doc, f)
+os.replace(path + ".new", path)
+"""
+
 
 def _sh(*words: str) -> str:
     return " ".join(shlex.quote(w) for w in words)
@@ -36,6 +69,8 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
         "keyboard": {"layout": "us"},
         "timezone": site.timezone,
         "refresh-installer": {"update": False},
+        **({"early-commands": [key_early_command(bootstrap.site_repo_key_url(inv))]}
+           if site.apt.repo else {}),
         "apt": _apt(inv, node),
         "network": {"version": 2, "ethernets": {node.boot_nic: _ethernet(inv, node)}},
         # Only the boot disk: data disks (mkv volumes) are never touched by an install.
@@ -75,13 +110,28 @@ def _ethernet(inv: Inventory, node: Node) -> dict[str, Any]:
 def _apt(inv: Inventory, node: Node) -> dict[str, Any]:
     site = inv.raw.site
     apt = aptcache.node_apt(site, inv.nodes[site.provisioning_host], node)
+    line = f"deb {bootstrap.site_repo_url(inv)} $RELEASE main"
+    repo = ({"sources": {INSTALLER_SOURCE: {"source": line}},
+             "preferences": [dict(bootstrap.SITE_REPO_PIN_FIELDS)]}
+            if site.apt.repo else {})
     return {
         "preserve_sources_list": False,
         "geoip": False,
         "primary": [{"arches": ["default"], "uri": apt["mirror"]}],
         **({"security": [{"arches": ["default"], "uri": apt["security_mirror"]}]}
            if apt["security_mirror"] else {}),
+        **repo,
     }
+
+
+def key_early_command(key_url: str, *, config: str = AUTOINSTALL_FILE,
+                      key_file: str = KEY_DOWNLOAD) -> str:
+    """The early command that puts the site repository's published key into the installer's
+    source of it; it fails (and so the install) on anything but an armored public key."""
+    return " && ".join([
+        _sh("curl", "-fsSL", "-o", key_file, key_url),
+        _sh("grep", "-q", "-e", ARMOR_BRE, key_file),
+        _sh("python3", "-c", _INJECT, config, INSTALLER_SOURCE, key_file)])
 
 
 def _late_commands(inv: Inventory, node: Node) -> list[str]:
@@ -99,6 +149,7 @@ def _late_commands(inv: Inventory, node: Node) -> list[str]:
         + shlex.quote(f"{bootstrap.http_base(inv)}/{site.salt.keyring}"),
         *repo_key,
         *(write(text, path) for path, text in bootstrap.files(inv, node, suite).items()),
+        *([f"curtin in-target -- rm -f {' '.join(INSTALLER_FILES)}"] if site.apt.repo else []),
         installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",
         "curtin in-target -- env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
@@ -117,7 +168,7 @@ def _user(admin: Admin) -> dict[str, Any]:
 
 # Sections that depend only on the site: emitted once per render through the memo.
 SITE_WIDE = frozenset({"version", "locale", "keyboard", "timezone", "refresh-installer",
-                       "apt", "ssh", "packages", "shutdown"})
+                       "early-commands", "apt", "ssh", "packages", "shutdown"})
 
 
 def render_user_data(inv: Inventory, node: Node, memo: yamlout.Memo | None = None) -> str:

@@ -70,20 +70,31 @@ def site_repo_sources(inv: Inventory, suite: str, *, local: bool = False) -> str
     host's own apt reads before its web server is configured."""
     repo = inv.raw.site.apt.repo
     assert repo is not None
-    uri = f"file:{repo}" if local else f"{http_base(inv)}{SITE_REPO_HTTP}"
+    uri = f"file:{repo}" if local else site_repo_url(inv)
     return _text(["Types: deb", f"URIs: {uri}", f"Suites: {suite}",
                   "Components: main", f"Signed-By: {SITE_REPO_KEYRING}"])
 
 
+def site_repo_url(inv: Inventory) -> str:
+    """The site repository as nodes and installers reach it: under the boot HTTP root."""
+    return f"{http_base(inv)}{SITE_REPO_HTTP}"
+
+
 def site_repo_key_url(inv: Inventory) -> str:
-    return f"{http_base(inv)}{SITE_REPO_HTTP}/{SITE_REPO_KEY_FILE}"
+    return f"{site_repo_url(inv)}/{SITE_REPO_KEY_FILE}"
+
+
+# Every package of the site repository wins over the archive's, even a newer one: the
+# repository holds exactly what the site pins and holds.
+SITE_REPO_PIN_FIELDS = {"package": "*",
+                        "pin": f"release o={SITE_REPO_ORIGIN},l={SITE_REPO_LABEL}",
+                        "pin-priority": 1001}
 
 
 def site_repo_pin() -> str:
-    """Every package of the site repository wins over the archive's, even a newer one: the
-    repository holds exactly what the site pins and holds."""
-    return _text(["Package: *", f"Pin: release o={SITE_REPO_ORIGIN},l={SITE_REPO_LABEL}",
-                  "Pin-Priority: 1001"])
+    f = SITE_REPO_PIN_FIELDS
+    return _text([f"Package: {f['package']}", f"Pin: {f['pin']}",
+                  f"Pin-Priority: {f['pin-priority']}"])
 
 
 # site.os.release -> its codename (the autoinstall's suite)

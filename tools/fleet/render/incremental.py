@@ -3,13 +3,17 @@
 Beside the output, ``.render.inputs`` keeps what the last render was made of: a hash of
 the *context* (the renderer's code and the whole validated inventory except each node's
 own facts), a hash per node (the context and that node's own facts) with the files that
-node's render made, and each output file's identity (inode, size, mtime). The next render
-renders the site's files and the nodes whose hash differs, and keeps the other nodes'
+node's render made, the site's files made from the context alone
+(:func:`fleet.render.context_files`: the pillar's lists, most of the PXE files, the
+pictures), and a digest of the identities (inode, size, mtime) of each node's files and
+of the site's. The next render renders the nodes whose hash differs and the site's few
+files that read nodes' own facts (:func:`fleet.render.fact_files`), and keeps the other
 files as they are on disk, unread.
 
 A node's own facts (:data:`LOCAL`) are those no other node's files read (its serial, MACs
-and InfiniBand GUID); any other change (a node's state, address or NIC, a group, the site,
-the code) changes the context, and so every node's hash: a full render.
+and InfiniBand GUID), nor the site's context files; any other change (a node's state,
+address or NIC, a group, the site, the code) changes the context, and so every node's
+hash: a full render.
 
 The store is input like any other file: anything unexpected in it (not JSON, another
 version, a path outside the output, a kept file missing or changed since) means a full
@@ -22,21 +26,24 @@ import hashlib
 import json
 import os
 import re
+from array import array
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fleet.inventory.model import Inventory
-from fleet.render import join, render_parts
+from fleet.render import fact_files, join, render_parts
 from fleet.render.scan import OWNED
 
 STORE = ".render.inputs"
-VERSION = 1
+VERSION = 3
+SITE = ""  # the site's context files' entry in Plan.stamps (no hostname is empty)
 # A node's facts that only its own files (and the site's, always rendered) read; any other
 # fact of a node is context. The property test edits each of them.
 LOCAL = ("serial", "mac", "bmc_mac", "ib_guid")
 _REL = re.compile(rf"(?:{'|'.join(OWNED)})(?:/[A-Za-z0-9._@+=-]+)+")
+_RELS = re.compile(rf"(?:{_REL.pattern}\n)+")
 _HEX = re.compile(r"[0-9a-f]{64}")
 
 
@@ -49,7 +56,8 @@ class Plan:
     nodes: list[str] | None
     keep: dict[str, list[str]]  # hostname -> its files kept from the last render
     why: str  # why a full render, or how many nodes
-    stamps: dict[str, list[int]] = field(default_factory=dict)  # of the kept files
+    site: list[str] = field(default_factory=list)  # the site's context files (kept or made)
+    stamps: dict[str, str] = field(default_factory=dict)  # of the kept files: by host, SITE
     old: dict[str, list[str]] = field(default_factory=dict)  # hostname -> last render's files
 
 
@@ -66,21 +74,30 @@ def _code_hash() -> str:
 
 def input_hashes(inv: Inventory) -> tuple[str, dict[str, str]]:
     """The context's hash, and each rendered node's (context and own facts)."""
-    doc = json.loads(inv.raw.model_dump_json())
-    own: dict[str, str] = {}
-    for host, facts in doc["nodes"].items():
-        mine = {k: facts.pop(k) for k in LOCAL if k in facts}
-        own[host] = json.dumps(mine, sort_keys=True)
+    raw = inv.raw
+    # pydantic's own JSON, in the inventory's order (a reordered inventory is a new context:
+    # a full render, never a wrong one)
+    doc = raw.model_dump_json(exclude={"nodes": {"__all__": set(LOCAL)}})
     h = hashlib.sha256(_code_hash().encode())
-    h.update(json.dumps(doc, sort_keys=True).encode())
+    h.update(doc.encode())
     context = h.hexdigest()
-    keys = {host: hashlib.sha256(f"{context}\0{own[host]}".encode()).hexdigest()
-            for host in inv.nodes}
+    keys = {}
+    for host in inv.nodes:
+        facts = raw.nodes[host]
+        own = json.dumps([getattr(facts, k) for k in LOCAL])  # str or None each
+        keys[host] = hashlib.sha256(f"{context}\0{own}".encode()).hexdigest()
     return context, keys
 
 
-def _stamp(st: os.stat_result) -> list[int]:
-    return [st.st_ino, st.st_size, st.st_mtime_ns]
+def identity(root: Path, files: list[str]) -> str:
+    """A digest of the identities (inode, size, mtime) of ``files`` under ``root`` (strings:
+    a Path per file is most of the cost at 80,000 files); OSError where one is gone."""
+    base = os.fspath(root) + os.sep
+    ids = array("q")
+    for rel in files:
+        st = os.lstat(base + rel)
+        ids.extend((st.st_ino, st.st_size, st.st_mtime_ns))
+    return hashlib.sha256(ids.tobytes()).hexdigest()
 
 
 def load(root: Path) -> dict[str, Any] | None:
@@ -102,20 +119,26 @@ def load(root: Path) -> dict[str, Any] | None:
 
 def _shape_ok(doc: Any) -> bool:
     if not (isinstance(doc, dict) and doc.get("version") == VERSION
-            and isinstance(doc.get("context"), str) and _HEX.fullmatch(doc["context"])):
+            and _is_hash(doc.get("context")) and isinstance(doc["nodes"], dict)):
         return False
-    nodes, stamps = doc["nodes"], doc["stamps"]
-    if not (isinstance(nodes, dict) and isinstance(stamps, dict)):
+    return all(isinstance(entry, list) and len(entry) == 3 and _is_hash(entry[0])
+               and _paths_ok(entry[1]) and _is_hash(entry[2])
+               for entry in (doc["site"], *doc["nodes"].values()))
+
+
+def _is_hash(value: Any) -> bool:
+    return isinstance(value, str) and _HEX.fullmatch(value) is not None
+
+
+def _paths_ok(paths: Any) -> bool:
+    """A list of output files' paths (none with '..'): one match of them all, joined."""
+    if not isinstance(paths, list):
         return False
-    for key, files in nodes.values():
-        if not (isinstance(key, str) and _HEX.fullmatch(key) and isinstance(files, list)):
-            return False
-        for rel in files:
-            if not (isinstance(rel, str) and _REL.fullmatch(rel) and "/../" not in rel
-                    and rel in stamps):
-                return False
-    return all(isinstance(s, list) and len(s) == 3 and all(type(x) is int for x in s)
-               for s in stamps.values())
+    if not paths:
+        return True
+    joined = "\n".join(paths) + "\n"  # TypeError at a non-string
+    return (_RELS.fullmatch(joined) is not None and "/../" not in joined
+            and "/..\n" not in joined)
 
 
 def plan(root: Path, inv: Inventory) -> Plan:
@@ -128,30 +151,36 @@ def plan(root: Path, inv: Inventory) -> Plan:
     old: dict[str, list[Any]] = store["nodes"]
     if set(old) != set(keys):
         return Plan(context, keys, None, {}, "nodes were added or removed")
+    site_key, site, site_id = store["site"]
+    if site_key != context:
+        return Plan(context, keys, None, {}, "the site's files are of another context")
     changed = [h for h in keys if old[h][0] != keys[h]]
     keep = {h: old[h][1] for h in keys if old[h][0] == keys[h]}
-    stamps = store["stamps"]
-    base = os.fspath(root) + os.sep  # str paths: a Path per file is most of this loop's cost
     for host, files in keep.items():
         for rel in files:
             if not _owns(host, rel):
                 return Plan(context, keys, None, {}, f"{rel} is not {host}'s file")
-            try:
-                st = os.lstat(base + rel)
-            except OSError:
-                return Plan(context, keys, None, {}, f"{rel} is gone")
-            if _stamp(st) != stamps[rel]:
-                return Plan(context, keys, None, {}, f"{rel} changed since the last render")
+    if not {rel for _k, files, _i in old.values() for rel in files}.isdisjoint(site):
+        return Plan(context, keys, None, {}, "a node's file is listed as the site's")
+    ids = {h: old[h][2] for h in keep}
+    for owner, files, digest in ((SITE, site, site_id),
+                                 *((h, keep[h], ids[h]) for h in keep)):
+        whose = "the site's" if owner == SITE else f"{owner}'s"
+        try:
+            if identity(root, files) != digest:
+                return Plan(context, keys, None, {}, f"{whose} files changed since the last "
+                            "render")
+        except OSError as exc:
+            return Plan(context, keys, None, {}, f"{whose} file {exc.filename} is gone")
     return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed",
-                {rel: stamps[rel] for files in keep.values() for rel in files},
-                {h: old[h][1] for h in changed})
+                site, {**ids, SITE: site_id}, {h: old[h][1] for h in changed})
 
 
 @dataclass
 class Rendered:
     plan: Plan
     files: dict[str, str]  # to write
-    keep: list[str]  # to keep as they are on disk, unread
+    keep: list[str]  # to keep as they are on disk, unread (nodes' and the site's)
     removable: set[str] | None  # what may go (None: anything; a full render)
 
 
@@ -164,12 +193,12 @@ def _owns(host: str, rel: str) -> bool:
 def render(root: Path, inv: Inventory) -> Rendered:
     """The files to write and the paths to keep as they are (see :func:`plan`)."""
     p = plan(root, inv)
-    hosts = list(inv.nodes) if p.nodes is None else p.nodes
-    site, by_host = render_parts(inv, [inv.nodes[h] for h in hosts])
-    keep = [rel for files in p.keep.values() for rel in files]
+    if p.nodes is None:
+        return full(inv, p)
+    site, by_host = render_parts(inv, [inv.nodes[h] for h in p.nodes], context=False)
+    keep = [rel for files in p.keep.values() for rel in files] + p.site
     # A re-rendered node's old files may go (its own facts changed what it has); no other.
-    removable = None if p.nodes is None else set().union(
-        *(files for h, files in p.old.items() if h in by_host))
+    removable = set().union(*(files for h, files in p.old.items() if h in by_host))
     p.keep.update({h: sorted(files) for h, files in by_host.items()})
     return Rendered(p, join(site, by_host), keep, removable)
 
@@ -179,6 +208,7 @@ def full(inv: Inventory, p: Plan) -> Rendered:
     site, by_host = render_parts(inv, list(inv.nodes.values()))
     p.nodes = None
     p.keep = {h: sorted(files) for h, files in by_host.items()}
+    p.site = sorted(set(site).difference(fact_files(inv)))
     p.stamps = {}
     return Rendered(p, join(site, by_host), [], None)
 
@@ -190,11 +220,10 @@ def save(root: Path, p: Plan) -> None:
     try:
         # A kept file is untouched by the commit (not rewritten; a rebuilt tree links it):
         # its identity is the one the plan checked.
-        base = os.fspath(root) + os.sep
-        stamps = {rel: p.stamps.get(rel) or _stamp(os.lstat(base + rel))
-                  for files in p.keep.values() for rel in files}
-        doc = {"version": VERSION, "context": p.context, "stamps": stamps,
-               "nodes": {h: [p.keys[h], p.keep[h]] for h in p.keys}}
+        ids = {h: p.stamps.get(h) or identity(root, files) for h, files in p.keep.items()}
+        site_id = p.stamps.get(SITE) or identity(root, p.site)
+        doc = {"version": VERSION, "context": p.context, "site": [p.context, p.site, site_id],
+               "nodes": {h: [p.keys[h], p.keep[h], ids[h]] for h in p.keys}}
         # dumps, not dump: only the one-shot encoder is json's C one (10x at 80,000 files)
         data = json.dumps(doc, separators=(",", ":")).encode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)

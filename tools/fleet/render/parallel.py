@@ -64,5 +64,7 @@ def parallel(chunks: Sequence[_T], work: Callable[[_T, threading.Event], _R]) ->
 
 def deal(items: list[_T], n: int) -> list[list[_T]]:
     """Split ``items`` into ``n`` contiguous chunks of about equal size."""
+    if not items:  # e.g. a directory whose files an incremental render all kept
+        return [[]]
     size = -(-len(items) // n)
-    return [items[i:i + size] for i in range(0, len(items), size)] or [[]]
+    return [items[i:i + size] for i in range(0, len(items), size)]

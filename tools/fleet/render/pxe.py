@@ -90,6 +90,19 @@ def _common(inv: Inventory) -> dict[str, str]:
 
 def site_files(inv: Inventory) -> dict[str, str]:
     """The PXE files of the whole site (every node's are :func:`node_files`)."""
+    out = context_files(inv)
+    out.update(fact_files(inv))
+    return out
+
+
+def fact_files(inv: Inventory) -> dict[str, str]:
+    """The site's PXE files that read nodes' own facts (an install token's name is made
+    from its boot MAC: :func:`fleet.render.installkey.token_name`)."""
+    return {"pxe/nginx/tokens.conf": _token_rules(inv)}
+
+
+def context_files(inv: Inventory) -> dict[str, str]:
+    """The site's PXE files that read no node's own facts (see :func:`fact_files`)."""
     site = inv.raw.site
     prov_node = inv.nodes[site.provisioning_host]
     out: dict[str, str] = {}
@@ -110,7 +123,6 @@ def site_files(inv: Inventory) -> dict[str, str]:
             report_url=commission.report_url(inv))
     out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(
         **common, http_host=http.removeprefix("http://"))
-    out["pxe/nginx/tokens.conf"] = _token_rules(inv)
     return out
 
 

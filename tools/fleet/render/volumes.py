@@ -19,6 +19,7 @@ import yaml
 from fleet.inventory.model import Inventory
 
 MKV_SLS = Path("pillar") / "mkv.sls"
+_SAFE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ def previous_volumes(root: Path) -> dict[str, list[str]] | None:
     none, e.g. a first render or an empty output directory)."""
     path = root / MKV_SLS
     try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # a safe loader (libyaml's where built in: the file has one line per volume)
+        data: Any = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     arrays = data.get("mkv", {}).get("arrays") if isinstance(data, dict) else None

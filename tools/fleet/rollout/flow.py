@@ -355,27 +355,25 @@ class Rollout:
             raise _SkippedError(f"already drained by someone else "
                            f"({clean(slurm.reason_text(fields.get('Reason', '')), 120)})"
                            ": it is rolled out and stays drained")
-        slurm.drain(self.parts.runner, node, f"{PREFIX} ({run_id}): {opts.what}")
-        ours["drained"] = True
-        requeued = slurm.requeue_preemptible(
-            self.parts.runner, node, preemptible_partition(self.inv.raw, self.inv.nodes[node]))
-        if requeued:
-            self._say(f"{node}: requeued preemptible job(s) {', '.join(requeued)}")
-        if opts.force:
-            return "drained (--force: running jobs not waited for)"
         try:
-            done = slurm.wait_drained(
-                self.parts.runner, node, opts.drain_timeout, opts.poll,
+            done = slurm.drain_and_wait(
+                self.parts.runner, node, f"{PREFIX} ({run_id}): {opts.what}",
+                preemptible=preemptible_partition(self.inv.raw, self.inv.nodes[node]),
+                force=opts.force, timeout=opts.drain_timeout, poll=opts.poll,
                 stopped=self._stop.is_set,
                 note=lambda state, s: self._say(f"{node}: waiting for its jobs ({state}, "
-                                                f"{s:.0f}s)"))
+                                                f"{s:.0f}s)"),
+                drained=lambda: ours.update(drained=True), say=self._say)
         except slurm.DrainWaitError as exc:
             if exc.stopped:
                 raise StepFailedError(f"interrupted while {exc.state}") from None
-            raise StepFailedError(f"still {exc.state} after {opts.drain_timeout:g}s (its jobs "
-                                  "run on; --force does not wait)") from None
-        return f"{done.state}" + (f" after waiting {done.waited:.1f}s for its jobs"
-                                  if done.polls else "")
+            on = f"; job(s) {', '.join(exc.left)} still on it" if exc.left else ""
+            raise StepFailedError(f"still {exc.state} after {opts.drain_timeout:g}s{on} (its "
+                                  "jobs run on; --force cancels them)") from None
+        cancelled = f", --force cancelled job(s) {', '.join(done.cancelled)}" \
+            if done.cancelled else ""
+        return f"{done.drained.state}" + (f" after waiting {done.drained.waited:.1f}s for its "
+                                          "jobs" if done.drained.polls else "") + cancelled
 
     def _reboot(self, opts: Options, node: str) -> str:
         """The power cycle, unless the node's next network boot would install it

@@ -10,7 +10,7 @@
 - ``maintenance`` (any other reason) and ``active``.
 
 Reports that match no node (or two machines on one port) are the site's, not a node's:
-:class:`Discovered`. Everything a node sent is shown escaped (fleet.discover.report.shown):
+:class:`Discovered`. Everything a node sent is shown escaped (fleet.master.text.shown):
 it is hostile input.
 """
 
@@ -25,8 +25,8 @@ from typing import Any
 from fleet.burnin import results
 from fleet.burnin.verdict import Verdict, failed_check, for_inventory
 from fleet.discover import match, plan, store
-from fleet.discover.report import shown
 from fleet.inventory.model import Inventory
+from fleet.master.text import shown
 from fleet.status.sources import SourceError
 
 STAGES = ("planned", "discovered", "burn-in", "failed", "maintenance", "active")

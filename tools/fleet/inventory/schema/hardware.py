@@ -108,6 +108,8 @@ class BurninTest(Model):
     tolerance_percent: StrictInt = Field(default=10, ge=0, le=100)
     """how far a figure may fall short of the profile's baseline (the median of the nodes of
     the profile that passed it) before the node fails as an outlier"""
+    mb: StrictInt | None = Field(default=None, ge=1, le=16 * 1024 * 1024)
+    """memtester's and disk-verify's size in MiB (null: 256)"""
 
 
 class Profile(Model):

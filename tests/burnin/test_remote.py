@@ -1,0 +1,66 @@
+"""fleet.burnin.remote, what `fleet burnin run` sends: the runner itself in the command line
+(run here exactly as a minion's cmd.run_all runs it), the profile's checks in order, those
+without a runner named; and the refusal of a node in service without --drain."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import subprocess
+import sys
+
+from discover.sites import ROOT
+from fleet.burnin import remote
+from fleet.burnin.results import parse
+from fleet.inventory.load import load_inventory
+from fleet.inventory.schema.hardware import BurninTest, Profile
+
+SITE = ROOT / "inventory.yaml"
+
+
+def _tinybox(**burnin: BurninTest) -> Profile:
+    """The site's GPU box with this burn-in (the site sets its own in the "receive a rack"
+    runbook, docs/operations.md)."""
+    return load_inventory(SITE).raw.profiles["tinybox-pro"].model_copy(
+        update={"burnin": burnin})
+
+
+def test_the_command_line_carries_the_runner_and_runs_it() -> None:
+    profile = _tinybox(**{"cpu-stress": BurninTest(seconds=60), "smart": BurninTest(seconds=0),
+                          "gpu-present": BurninTest(seconds=0)})
+    runs, missing = remote.plan(profile)
+    assert [r.check for r in runs] == list(profile.burnin) and not missing
+    smart = next(r for r in runs if r.check == "smart")
+    assert smart.argv[:2] == ["python3", "-c"]
+    sent = re.search(r"b64decode\('([A-Za-z0-9+/=]+)'\)", smart.argv[2])
+    assert sent and base64.b64decode(sent.group(1)) == remote.RUNNER.read_bytes()
+    # the very argv, as a minion runs it (no shell): one result the master accepts
+    proc = subprocess.run(smart.argv, capture_output=True, text=True, timeout=120,
+                          check=False)
+    result = parse(proc.stdout.strip().splitlines()[-1].encode())
+    assert result.check == "smart" and "disks" in result.figures
+    gpu = next(r for r in runs if r.check == "gpu-present")
+    assert gpu.argv[-2:] == ["--expect-gpus", "8"]
+
+
+def test_checks_without_a_runner_are_named_and_only_narrows() -> None:
+    profile = _tinybox(**{"cpu-stress": BurninTest(seconds=5),
+                          "nccl-allreduce": BurninTest(),
+                          "memtester": BurninTest(seconds=0, mb=32)})
+    runs, missing = remote.plan(profile)
+    assert [r.check for r in runs] == ["cpu-stress", "memtester"]
+    assert missing == ["nccl-allreduce"]
+    assert runs[0].argv[-2:] == ["--seconds", "5"] and runs[1].argv[-2:] == ["--mb", "32"]
+    only, _ = remote.plan(profile, ["memtester"])
+    assert [r.check for r in only] == ["memtester"]
+
+
+def test_a_node_in_service_is_refused_without_drain() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleet", "burnin", "run", "tbox-001", "-i", str(SITE),
+         "--salt-config", "/nonexistent"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    assert proc.returncode == 2, proc.stderr
+    assert "tbox-001 in service: --drain takes them out first" in proc.stderr
