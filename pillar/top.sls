@@ -359,6 +359,7 @@ base:
   - hosts
   - nodes.stor-050
   - secrets.siterepo
+  - secrets.backupkey
   tbox-001:
   - site
   - hosts

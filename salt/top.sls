@@ -72,3 +72,8 @@ base:
   'node:roles:provisioning.standby':
     - match: pillar
     - provisioning.standby
+  # derived from site.backup (an sftp destination) by fleet.inventory.roles: the master's
+  # backup login on the storage server
+  'node:roles:backup.target':
+    - match: pillar
+    - backup.target

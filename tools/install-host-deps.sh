@@ -44,6 +44,9 @@ command -v reprepro >/dev/null 2>&1 || need+=(reprepro)
 command -v gpg >/dev/null 2>&1 || need+=(gnupg)
 # fleet backup and fleet restore (tests/backup): the real restic in temp directories
 command -v restic >/dev/null 2>&1 || need+=(restic)
+# an sftp backup destination (tests/backup/test_sftp.py): restic over ssh to Debian's sshd
+# run by the test on 127.0.0.1; only its binary is used, the host's ssh service is not
+[[ -x /usr/sbin/sshd ]] || { need+=(openssh-server); FLEET_APT_NO_START=1; SSHD_NEW=1; }
 for pkg in "$@"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 done
@@ -69,6 +72,13 @@ if [[ ${ACNG_NEW:-0} == 1 ]]; then
     systemctl disable --now apt-cacher-ng >/dev/null 2>&1 || true
   else
     update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true
+  fi
+fi
+if [[ ${SSHD_NEW:-0} == 1 ]]; then
+  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+    systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+  else
+    update-rc.d ssh disable >/dev/null 2>&1 || true
   fi
 fi
 if [[ ${PROM_NEW:-0} == 1 ]]; then

@@ -4,6 +4,13 @@ node:
   apt:
     mirror: "http://10.1.0.10:3142/archive.ubuntu.com/ubuntu"
     security_mirror: "http://10.1.0.10:3142/security.ubuntu.com/ubuntu"
+  backup_target:
+    options:
+    - restrict
+    - "from=\"10.1.0.10,10.1.0.11\""
+    - "command=\"internal-sftp\""
+    path: /srv/backup/fleet
+    user: fleet-backup
   bmc:
     address: 10.0.2.50
     kind: idrac8
@@ -110,6 +117,7 @@ node:
   - mkv.volume
   - monitoring.node
   - lldp
+  - backup.target
   salt:
     minion_conf:
       contents: "# Managed by fleet: written by the installer, then kept by Salt (base.minion). Do not edit.\nid: stor-050\n# two masters with one key, one at a time: the first that answers\nmaster:\n  - 10.1.0.10\n  - 10.1.0.11\nmaster_type: failover\nmaster_failback: false\nmaster_tries: -1\nretry_dns: 0\nmaster_alive_interval: 30\n# a fleet-wide reconnect must not arrive all at once: sized from the site's switch\n# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)\nrandom_reauth_delay: 20\nauth_timeout: 20\nrecon_default: 1000\nrecon_max: 19200\nrecon_randomize: true\nacceptance_wait_time: 10\nacceptance_wait_time_max: 60\n"

@@ -53,8 +53,8 @@ def test_each_type_has_its_fields_and_no_other(small_text: str, dest: str, says:
 
 @pytest.mark.parametrize(("dest", "repo"), [
     ("{type: path, path: /srv/backup/fleet}", "/srv/backup/fleet"),
-    ("{type: sftp, host: stor-001, user: fleet, path: /srv/backup}",
-     "sftp:fleet@stor-001:/srv/backup"),
+    ("{type: sftp, host: stor-1, user: fleet, path: /srv/backup}",
+     "sftp:fleet@stor-1:/srv/backup"),
     ("{type: rest, url: \"https://backup-01:8000/fleet\"}", "rest:https://backup-01:8000/fleet"),
 ])
 def test_each_destination_is_its_restic_repository(small_text: str, dest: str,
@@ -62,6 +62,28 @@ def test_each_destination_is_its_restic_repository(small_text: str, dest: str,
     text, _ = with_backup(small_text, dest, dest)
     site = parse(text, "inventory.yaml").raw.site
     assert site.backup is not None and repository(site.backup.destination) == repo
+
+
+@pytest.mark.parametrize(("host", "code", "says"), [
+    ("stor-9", "unknown_ref", "unknown node 'stor-9'"),
+    ("head-01", "mismatch", "is the Salt master"),
+    ("gpu-01", "mismatch", "is the standby master")])
+def test_an_sftp_host_is_a_node_that_is_no_master(small_text: str, host: str, code: str,
+                                                  says: str) -> None:
+    """A backup kept on the master (or on the standby that holds its keys) is lost with
+    it; the host's login is made by the backup.target state, on a node of the inventory."""
+    text = small_text.replace("  salt: {master: head-01}",
+                              "  salt: {master: head-01, standby: {host: gpu-01}}")
+    text, at = with_backup(text, f"{{type: sftp, host: {host}, user: fleet-backup, "
+                                 "path: /srv/backup/fleet}", f"{host}, user")
+    assert expect(text, code, "site.backup.destination.host", at, says).hint
+
+
+@pytest.mark.parametrize("path", ["/var/lib/fleet/backup", "/srv/fleet/checkout/b", "/etc/backup"])
+def test_a_path_destination_is_not_a_directory_of_the_masters_own(
+        small_text: str, path: str) -> None:
+    text, at = with_backup(small_text, f"{{type: path, path: {path}}}", path)
+    expect(text, "mismatch", "site.backup.destination.path", at)
 
 
 def test_the_master_states_defaults_are_fleets() -> None:

@@ -228,10 +228,11 @@ def test_node_pillars(site_inv: Inventory, pillar: dict[str, Any]) -> None:
         assert d["hostname"] == node.hostname
         assert d["fqdn"] == f"{node.hostname}.{site_inv.raw.site.domain}"
         # the inventory's roles, then those fleet.inventory.roles derives: monitoring, the
-        # lldp role, the compute section's and a standby master's
+        # lldp role, the compute section's, a standby master's and the sftp backup host's
         assert d["roles"] == [*node.roles, *node_roles.monitoring(site_inv.raw, node), "lldp",
                               *compute.roles(site_inv.raw, node),
-                              *node_roles.standby(site_inv.raw, node)]
+                              *node_roles.standby(site_inv.raw, node),
+                              *node_roles.backup(site_inv.raw, node)]
         assert d["roles"] == list(node.all_roles)
         assert {"base", "network", "monitoring.node", "lldp"} <= set(d["roles"])
         assert d["lldp"] == {"interfaces": ["prov"], "system_name": node.hostname}

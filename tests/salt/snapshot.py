@@ -19,7 +19,7 @@ ROLES = ("base", "network", "nvidia", "infiniband", "slurm.controller", "slurm.c
          "mkv.volume", "mkv.master", "provisioning", "monitoring.node", "monitoring.gpu",
          "monitoring.slurm", "monitoring.server", "lldp", "compute.valkey", "compute.worker",
          "codesync.server", "codesync.client", "provisioning.keysource",
-         "provisioning.standby")
+         "provisioning.standby", "backup.target")
 SKIP_ARGS = {"context", "defaults", "order", "fun", "state", "name", "__env__", "__id__",
              "__sls__", "__sls_included_from__", "__run_num__"}
 

@@ -15,6 +15,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from fleet import backupsftp as sftp
 from fleet.repo import signing
 
 MUNGE_SLS = Path("pillar/secrets/munge.sls")
@@ -75,6 +76,7 @@ def init(root: Path) -> list[str]:
     if _write_new(root / APTCACHE_SLS, aptcache_sls(secrets.token_urlsafe(24))):
         created.append(os.fspath(root / APTCACHE_SLS))
     created += signing.ensure(root)
+    created += sftp.ensure(root)
     fix_modes(root)
     return created
 

@@ -34,6 +34,13 @@ def add(p: argparse.ArgumentParser) -> None:
     add_secrets(p, "the secrets store it backs up (default: site.checkout's secrets/)",
                 default=None)
     add_pxe_state(p, "backs up", root=False)
+    p.add_argument("--ssh-key", type=Path, metavar="FILE",
+                   help="an sftp destination: the backup login's private key (default: the "
+                        "secrets store's backup/ssh_ed25519; on a fresh head, the operator's "
+                        "copy)")
+    p.add_argument("--ssh-config", type=Path, metavar="FILE",
+                   help="an sftp destination: an ssh_config saying how to reach its host "
+                        "(default: ssh's own)")
     p.add_argument("--pki-dir", type=Path, metavar="DIR",
                    help="the master's pki_dir (default: as the master's config says)")
     add_salt_config(p)
@@ -41,6 +48,7 @@ def add(p: argparse.ArgumentParser) -> None:
 
 def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
     """The Setup of a run; BackupRefusedError where the inventory names no destination."""
+    from fleet import backupsftp as sftp
     from fleet.audit.log import WHERE as AUDIT
     from fleet.inventory.schema.backup import repository
     from fleet.master.runner import pki_dir
@@ -53,8 +61,21 @@ def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
     pki = args.pki_dir or pki_dir(args.salt_config)
     secrets = args.secrets or Path(site.checkout) / "secrets"
     pxe_state = args.pxe_state or Path(site.pxe_state)
+    ssh: tuple[str, ...] = ()
+    if dest.type == "sftp" and dest.user and dest.host:
+        key = args.ssh_key or sftp.key_path(secrets)
+        if not key.is_file():
+            raise BackupRefusedError(f"the backup's ssh key {key} is not there: fleet secrets "
+                                     "init makes it; on a fresh head name the operator's "
+                                     "copy with --ssh-key")
+        try:
+            command = sftp.ssh_command(dest.user, dest.host, key,
+                                       paths.STATE.path() / sftp.KNOWN_HOSTS, args.ssh_config)
+            ssh = (f"sftp.command={command}",)
+        except sftp.SftpKeyError as exc:
+            raise BackupRefusedError(str(exc)) from None
     return Setup(
-        restic=Restic(repository(dest), args.password_file),
+        restic=Restic(repository(dest), args.password_file, options=ssh),
         items=paths.items(pki, secrets, pxe_state, AUDIT.path().parent),
         inventory=args.inventory,
         local_destination=Path(dest.path) if dest.type == "path" and dest.path else None,

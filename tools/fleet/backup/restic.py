@@ -27,6 +27,7 @@ class Restic:
     repository: str
     password_file: Path
     binary: str = "restic"
+    options: tuple[str, ...] = ()  # restic's extended options (-o sftp.command=...)
 
     def _run(self, *args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[bytes]:
         exe = shutil.which(self.binary)
@@ -38,8 +39,9 @@ class Restic:
         env.update(RESTIC_REPOSITORY=self.repository,
                    RESTIC_PASSWORD_FILE=os.fspath(self.password_file))
         try:
-            return subprocess.run([exe, "--no-cache", *args], env=env, capture_output=True,
-                                  timeout=timeout, check=False)
+            opts = [w for o in self.options for w in ("-o", o)]
+            return subprocess.run([exe, "--no-cache", *opts, *args], env=env,
+                                  capture_output=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             raise ResticError(f"restic {args[0]}: no answer within {timeout:g}s") from None
 

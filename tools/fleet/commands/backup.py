@@ -23,13 +23,16 @@ with restic, encrypted with the operator's key; then verify every byte (restic c
 --read-data) and keep site.backup.keep_daily/keep_weekly snapshots. The first backup
 initialises an empty destination. check: verify the repository and every byte of its data.
 list: the snapshots. A systemd timer on the master runs create daily; fleet status says
-when the last good one was. See docs/operations.md, Backup and restore.
+when the last good one was. An sftp destination is reached with the secrets store's
+backup key (--ssh-key) only, its host key pinned at the first connection. See
+docs/operations.md, Backup and restore.
 """
 EPILOG = """
 exit codes: 0 made and verified (check: whole), 1 invalid inventory, 2 usage (no
-site.backup, the key missing, readable by others or beside the backup, no master key
-here), 4 restic is missing or the destination cannot be reached or opened (a wrong key),
-5 the backup or its verification failed (check: the repository is damaged)
+site.backup, the key or an sftp destination's ssh key missing, the key readable by
+others or beside the backup, no master key here), 4 restic is missing or the
+destination cannot be reached or opened (a wrong key), 5 the backup or its verification
+failed (check: the repository is damaged)
 """
 ACTIONS = ("create", "check", "list")
 

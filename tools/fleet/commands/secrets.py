@@ -29,6 +29,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet import secrets
+    from fleet.backupsftp import SftpKeyError
     from fleet.repo.signing import SigningError
 
     inv = ctx.inventory()
@@ -37,6 +38,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         created = secrets.init(root)
     except SigningError as exc:
         print(f"fleet secrets init: the site repository's signing key: {exc}", file=sys.stderr)
+        return Exit.IO
+    except SftpKeyError as exc:
+        print(f"fleet secrets init: the backup's ssh key: {exc}", file=sys.stderr)
         return Exit.IO
     wanted = {p.bmc.password_secret for p in inv.raw.profiles.values()}
     missing = secrets.missing_bmc_secrets(root, wanted)

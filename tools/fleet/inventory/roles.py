@@ -1,11 +1,11 @@
 """One full role set per node: the roles its node group writes (``node_groups.*.roles``)
 plus the roles fleet derives from the rest of the inventory: monitoring (every node, its
 GPUs, the Slurm controller, the monitoring host), ``lldp`` (every node), the compute
-section's (fleet.inventory.compute) and a standby master's (the master and the
-standby). Set on each node once, when the inventory is loaded
-(:attr:`fleet.inventory.model.Node.derived_roles`), and read from there by the render
-(pillar ``node:roles``; salt/top.sls maps each role to its SLS), ``fleet node``, the
-health gate, status and the page."""
+section's (fleet.inventory.compute), a standby master's (the master and the standby) and
+an sftp backup destination's (its storage server). Set on each node once, when the
+inventory is loaded (:attr:`fleet.inventory.model.Node.derived_roles`), and read from
+there by the render (pillar ``node:roles``; salt/top.sls maps each role to its SLS),
+``fleet node``, the health gate, status and the page."""
 
 from __future__ import annotations
 
@@ -47,7 +47,25 @@ def standby(raw: schema.Inventory, node: Node) -> list[str]:
     return ["provisioning.standby"] if node.hostname == salt.standby.host else []
 
 
+# the storage server of an sftp backup destination (site.backup): the master's backup
+# login (salt/backup/target.sls)
+BACKUP_TARGET = "backup.target"
+
+
+def backup_host(raw: schema.Inventory) -> str | None:
+    """The node an sftp backup destination names, or None."""
+    backup = raw.site.backup
+    if backup is None or backup.destination.type != "sftp":
+        return None
+    return backup.destination.host
+
+
+def backup(raw: schema.Inventory, node: Node) -> list[str]:
+    return [BACKUP_TARGET] if node.hostname == backup_host(raw) else []
+
+
 def derived(raw: schema.Inventory, node: Node) -> tuple[str, ...]:
     """The roles fleet adds to the node's written ones, in pillar order."""
-    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node), *standby(raw, node)]
+    out = [*monitoring(raw, node), LLDP, *compute.roles(raw, node), *standby(raw, node),
+           *backup(raw, node)]
     return tuple(r for r in dict.fromkeys(out) if r not in node.roles)

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from fleet import backupsftp as sftp
 from fleet import secrets as fleet_secrets
 from fleet.repo import signing
 
@@ -30,6 +31,10 @@ def write_secrets_root(path: Path) -> str:
     # not a key: base.apt only writes the pillar's text (the lab uses a real one)
     (path / "secrets" / "siterepo.sls").write_text(signing.pillar_sls(
         "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\ntest\n-----END PGP PUBLIC KEY BLOCK-----\n"))
+    # a public key: backup.target authorizes the pillar's line
+    (path / "secrets" / "backupkey.sls").write_text(sftp.pillar_sls(
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEyDceWfXu3BQy79KBbHKDGK3NaKXWu0LID7p3IMhgry "
+        "fleet-backup"))
     path.chmod(0o700)
     return key
 

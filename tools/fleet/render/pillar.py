@@ -12,6 +12,8 @@
 - ``secrets.munge``    Slurm nodes only; lives in the git-ignored secrets pillar root
 - ``secrets.aptcache`` the provisioning host only (the apt cache's admin password); there too
 - ``secrets.siterepo`` every node, with a site package repository (its public key); there too
+- ``secrets.backupkey`` the storage server of an sftp backup destination (the master's
+                       backup login public key); there too
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.cabling import role as lldp_role
-from fleet.inventory import aptcache, lifecycle, nvidia, schema
+from fleet.inventory import aptcache, lifecycle, nvidia, roles, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
@@ -29,7 +31,7 @@ from fleet.render.names import host_names
 from fleet.render.saltsize import site_sizing
 
 SECRET_SLS = {"munge": "secrets.munge", "aptcache": "secrets.aptcache",
-              "siterepo": "secrets.siterepo"}
+              "siterepo": "secrets.siterepo", "backupkey": "secrets.backupkey"}
 # Node pillar entries shared by every node of a profile or group: emitted once, reused.
 PER_PROFILE = frozenset({"hardware", "os", "roles", "disks", "boot_mode", "profile", "group",
                          "nvidia"})
@@ -77,6 +79,8 @@ def _top(inv: Inventory, node: Node) -> list[str]:
         sls.append("monitoring")
     if compute.has_role(inv, node):
         sls.append("compute")
+    if node.hostname == roles.backup_host(inv.raw):
+        sls.append(SECRET_SLS["backupkey"])
     return sls
 
 
@@ -154,7 +158,22 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         d["nvidia"] = {"branches": nvidia.branches(site, p)}
     if (reach := compute.node_pillar(inv, node)) is not None:
         d["compute"] = reach
+    if node.hostname == roles.backup_host(inv.raw):
+        d["backup_target"] = _backup_target(inv)
     return d | _node_services(inv, node)
+
+
+def _backup_target(inv: Inventory) -> dict[str, Any]:
+    """The master's backup login on an sftp destination's storage server (backup.target):
+    its user, the repository's directory, and its key's options (from the masters only)."""
+    from fleet import backupsftp as sftp
+
+    site = inv.raw.site
+    assert site.backup is not None and site.backup.destination.user is not None
+    dest = site.backup.destination
+    masters = [site.salt.master] + ([site.salt.standby.host] if site.salt.standby else [])
+    addresses = [str(inv.nodes[m].address) for m in masters if m in inv.nodes]
+    return {"user": dest.user, "path": dest.path, "options": sftp.login_options(addresses)}
 
 
 def _bmc(node: Node) -> dict[str, Any]:

@@ -9,7 +9,7 @@ own modules of :mod:`fleet.inventory`; all read one :class:`~.ctx.Ctx`.
 
 from __future__ import annotations
 
-from fleet.inventory.checks import addresses, hardware, install, services
+from fleet.inventory.checks import addresses, backup, hardware, install, services
 from fleet.inventory.checks.ctx import Ctx, Rule
 from fleet.inventory.compute import check_compute
 from fleet.inventory.lifecycle import check_lifecycle
@@ -36,6 +36,7 @@ RULES: tuple[Rule, ...] = (
     hardware.check_roles,
     hardware.check_profiles,
     services.check_salt_master,
+    backup.check_backup,
     services.check_monitoring,
     services.check_slurm,
     services.check_mkv,

@@ -15,14 +15,16 @@ class Destination(Model):
 
     type: Literal["path", "sftp", "rest"]
     """path: a directory on the master (a disk or a mount that is not its system disk);
-    sftp: a directory on a storage server over ssh (root's ssh key); rest: a restic
-    rest-server"""
+    sftp: a directory on a storage server of the inventory, neither master, over ssh with
+    the secrets store's backup key (the backup.target state makes the login there);
+    rest: a restic rest-server (not packaged by Debian 12 or Ubuntu 24.04)"""
     path: DeployDir | None = None
     """path, sftp: absolute directory of the restic repository"""
     host: Server | None = None
-    """sftp: the storage server"""
+    """sftp: the storage server (a node of the inventory, not site.salt.master or its
+    standby)"""
     user: Name | None = None
-    """sftp: the login on the storage server"""
+    """sftp: the login made for the master on the storage server (sftp only)"""
     url: Url | None = None
     """rest: the rest-server URL (https in production); its credentials are the operator's
     environment's, never written here"""
