@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -74,10 +75,14 @@ def make_master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Master:
 
 
 def snapshot_of(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
-    """Every file and link under ``root``: mode, uid, gid, content (a link's target)."""
+    """Every file, directory and link under ``root``: mode, uid, gid, content (a link's
+    target). Sockets are left out: a gpg-agent's (the secrets store's key ring, while an
+    agent runs) is a process's door, not data, and no backup keeps one."""
     out = {}
     for p in sorted(root.rglob("*")):
         st = p.lstat()
+        if stat.S_ISSOCK(st.st_mode):
+            continue
         body = str(p.readlink()).encode() if p.is_symlink() else \
             p.read_bytes() if p.is_file() else b""
         out[str(p)] = (st.st_mode, st.st_uid, st.st_gid, body)
