@@ -80,9 +80,10 @@ print(st["scontrol"])
         return [" ".join(c) for c in calls(self.tmp)]
 
     def run(self, *args: str, prometheus: str | None = None, timeout: float = 120,
-            inventory: Path = SMALL, power: list[str] | None = None
+            inventory: Path = SMALL, power: list[str] | None = None, live: bool = True
             ) -> tuple[int, dict[str, Any], str]:
-        """``fleet status ARGS --json``; ``power``: the BMC options (else --no-power)."""
+        """``fleet status ARGS --json``; ``power``: the BMC options (else --no-power);
+        ``live``: every source asked now (else the collector's cache under tmp/status)."""
         self.write_standins()
         argv = [str(self.bin / "python"), "-m", "fleet", "status", "-i", str(inventory), "--json",
                 *(power if power is not None else ["--no-power"]),
@@ -93,7 +94,9 @@ print(st["scontrol"])
                 "--health-state-dir", str(self.tmp / "health"),
                 "--reinstall-state-dir", str(self.tmp / "reinstall"),
                 "--rollout-state-dir", str(self.tmp / "rollout"), "--salt-timeout", "5",
-                *(["--prometheus", prometheus] if prometheus else ["--no-alerts"]), *args]
+                *(["--prometheus", prometheus] if prometheus else ["--no-alerts"]),
+                "--status-state-dir", str(self.tmp / "status"), *(["--live"] if live else []),
+                *args]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
                "PATH": f"{self.bin}:{Path(salt_key_bin()).parent}:{os.environ['PATH']}"}
         proc = subprocess.run(argv, cwd=self.tmp, env=env, capture_output=True, text=True,
