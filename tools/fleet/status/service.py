@@ -16,9 +16,8 @@ from fleet.status.collector import Collector, Source
 # seconds between two refreshes of each collected source (fleet.status.codec.COLLECTED)
 INTERVALS = {"power": 60.0, "boot": 60.0, "key": 30.0, "minion": 15.0, "slurm": 30.0,
              "alerts": 30.0}
-# the BMC round: at most this many BMCs asked at once, their starts spread over this
-# share of the power interval (144 BMCs: one every 0.33 s)
-POWER_PARALLEL = 8
+# the BMC round (at most --parallel at once): its starts spread over this share of the
+# power interval (144 BMCs: one every 0.33 s)
 POWER_SPREAD = 0.8
 CACHE_NAME = "collected.json"
 
