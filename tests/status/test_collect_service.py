@@ -107,3 +107,26 @@ def test_a_cache_that_cannot_be_written_is_said_and_the_loop_goes_on(
     svc.step()
     pool.drain()
     assert key.calls == 2
+
+
+def test_the_docs_say_the_intervals_and_the_bmc_round_the_code_has() -> None:
+    """docs/operations.md (The collector) lists code facts: checked here, not copied."""
+    import yaml
+
+    from fleet.status.service import INTERVALS, POWER_SPREAD
+    from support.cli import ROOT
+
+    doc = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    by: dict[float, list[str]] = {}
+    for name, secs in INTERVALS.items():
+        by.setdefault(secs, []).append(name)
+    said = "; ".join(f"{', '.join(sorted(names, key=list(INTERVALS).index))} {secs:g} s"
+                     for secs, names in sorted(by.items()))
+    assert f"({'`INTERVALS`'} in `tools/fleet/status/service.py`, the one definition: " \
+           f"{said})" in doc, said
+    spread = INTERVALS["power"] * POWER_SPREAD
+    assert f"i x {spread:g} s / N ({POWER_SPREAD:.0%} of the interval)".replace(
+        "%", " %") in doc
+    defaults = yaml.safe_load((ROOT / "salt" / "provisioning" / "defaults.yaml").read_text())
+    assert f"salt/provisioning/defaults.yaml, {defaults['values']['status']['bmc_parallel']})" \
+        in doc
