@@ -79,6 +79,8 @@ def test_each_source_on_its_interval_each_answer_saved(tmp_path: Path) -> None:
 
 def test_a_source_that_stops_answering_is_read_back_stale(tmp_path: Path) -> None:
     svc, clock, pool, key, _minion = _service(tmp_path)
+    said: list[str] = []
+    svc.warn = said.append
     svc.step()
     pool.drain()
     key.answers = False
@@ -92,13 +94,19 @@ def test_a_source_that_stops_answering_is_read_back_stale(tmp_path: Path) -> Non
     assert r.stale and r.column.values == {} and r.age == 105.0
     assert r.column.error == "stale: last answer 1m ago; last try: key: no answer"
     assert not reader.reading("minion").stale
+    assert said == ["key: no answer: key: no answer"]  # once, not at every try
+    key.answers = True
+    clock.now += 30
+    svc.step()
+    pool.drain()
+    assert said[1:] == ["key: answers again"]
 
 
 def test_a_cache_that_cannot_be_written_is_said_and_the_loop_goes_on(
         tmp_path: Path) -> None:
     svc, clock, pool, key, _minion = _service(tmp_path)
     said: list[str] = []
-    svc.progress = said.append
+    svc.warn = said.append
     svc.path = tmp_path / "no-such-dir" / "collected.json"
     svc.step()
     pool.drain()

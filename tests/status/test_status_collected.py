@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from status.site import Site, make_site, nodes
+from support.cli import SMALL
 
 
 def _salt_calls(site: Site) -> list[str]:
@@ -101,3 +102,31 @@ def test_the_collector_runs_until_sigterm(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert "4 of 4 source(s) answered" in out, (out, err)
     assert "minion: 7 value(s)" in err
+
+
+def test_the_collector_stops_when_the_inventory_changes_and_says_a_failing_source(
+        tmp_path: Path) -> None:
+    """Its unit starts it again (Restart=always), on the new inventory's nodes."""
+    site = make_site(tmp_path)
+    site.slurm_broken = True
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text(SMALL.read_text())
+    argv, env = site.argv("--collect", live=False, json_out=False, inventory=inventory)
+    cache = tmp_path / "status" / "collected.json"
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and not cache.exists():
+            time.sleep(0.2)
+        time.sleep(1.0)  # the other sources' first answers
+        with inventory.open("a") as f:
+            f.write("# an edit\n")
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert f"{inventory} changed: stopping" in err
+    assert "fleet status --collect: slurm: no answer: `scontrol show node` exited 1" in err
+    assert json.loads(cache.read_text())["slurm"]["error"].startswith("`scontrol show node`")

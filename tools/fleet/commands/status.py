@@ -252,9 +252,14 @@ def _collect(args: argparse.Namespace, ctx: Context, jobs: dict[str, Callable[[]
             stop = threading.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_a: stop.set())
-            svc = service.Service(c, path, progress=ctx.progress)
-            svc.run(stop)
+            svc = service.Service(c, path, progress=ctx.progress,
+                                  warn=lambda m: print(f"fleet status --collect: {m}",
+                                                       file=sys.stderr, flush=True))
+            svc.run(stop, until=_changed(Path(args.inventory)))
             svc.pool.shutdown(wait=False, cancel_futures=True)
+            if not stop.is_set():  # its unit starts it again (Restart=always)
+                print(f"fleet status --collect: {args.inventory} changed: stopping, to "
+                      "collect its nodes", file=sys.stderr)
     except OSError as exc:
         print(f"fleet: {path}: not written: {exc.strerror or exc}", file=sys.stderr)
         return Exit.IO
@@ -266,6 +271,19 @@ def _collect(args: argparse.Namespace, ctx: Context, jobs: dict[str, Callable[[]
             print(f"{n}: {why}", file=sys.stderr)
         print(f"{path}: {len(sources) - len(failed)} of {len(sources)} source(s) answered")
     return Exit.OK
+
+
+def _changed(path: Path) -> Callable[[], bool]:
+    """Whether ``path`` changed since now (its mtime and size; gone counts as changed)."""
+    def sig() -> tuple[int, int] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    first = sig()
+    return lambda: sig() != first
 
 
 def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Runner

@@ -27,12 +27,14 @@ class Service:
     is saved to ``path`` as it comes."""
 
     def __init__(self, collector: Collector, path: Path, *, pool: Executor | None = None,
-                 progress: Callable[[str], None] = lambda _m: None) -> None:
+                 progress: Callable[[str], None] = lambda _m: None,
+                 warn: Callable[[str], None] = lambda _m: None) -> None:
         self.collector = collector
         self.path = path
         self.pool = pool or ThreadPoolExecutor(max_workers=max(1, len(collector.sources)),
                                                thread_name_prefix="fleet-collect")
         self.progress = progress
+        self.warn = warn  # a source failing, or answering again (the journal's lines)
         self.running: set[str] = set()
         self.guard = threading.Lock()
 
@@ -55,21 +57,28 @@ class Service:
 
     def _refresh(self, source: Source) -> None:
         try:
+            before = self.collector.entries.get(source.name)
             self.collector.refresh(source)
             e = self.collector.entries[source.name]
             self.progress(f"{source.name}: " + (f"failed: {e.error}" if e.error else
                                                 f"{len(e.values or {})} value(s)"))
+            if e.error and (before is None or not before.error):
+                self.warn(f"{source.name}: no answer: {e.error}")
+            elif not e.error and before is not None and before.error:
+                self.warn(f"{source.name}: answers again")
             self.collector.save(self.path)
         except OSError as exc:  # the cache not written: said, tried again next answer
-            self.progress(f"{self.path}: not written: {exc}")
+            self.warn(f"{self.path}: not written: {exc}")
         finally:
             with self.guard:
                 self.running.discard(source.name)
 
-    def run(self, stop: threading.Event, most: float = 5.0) -> None:
-        """Until ``stop`` is set: steps, waiting for the next due source (at most
-        ``most`` seconds, so that a source that answers is soon asked again)."""
-        while not stop.is_set():
+    def run(self, stop: threading.Event, most: float = 5.0,
+            until: Callable[[], bool] = lambda: False) -> None:
+        """Until ``stop`` is set or ``until()`` holds: steps, waiting for the next due
+        source (at most ``most`` seconds, so that a source that answers is soon asked
+        again)."""
+        while not stop.is_set() and not until():
             stop.wait(max(0.2, min(self.step(), most)))
 
 
