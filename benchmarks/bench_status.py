@@ -115,7 +115,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
     ids = swarmconf.spread(conf.ids, n)
     sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
                minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
-               minion_nice=args.minion_nice)
+               minion_nice=args.minion_nice, minion_cpus=args.minion_cpus)
     sw.write()
     out: dict[str, Any] = {"n": len(ids), "runs": []}
     fakes: list[FakeBmcProcess] = []
@@ -280,6 +280,8 @@ def main() -> int:
     ap.add_argument("--bmcs", type=int, default=8,
                     help="fake BMC processes per BMC user (default 8)")
     ap.add_argument("--minion-nice", type=int, default=10)
+    ap.add_argument("--minion-cpus", metavar="LIST",
+                    help="pin the minions to these CPUs (taskset -c LIST), e.g. 1")
     ap.add_argument("--ready-timeout", type=float, default=900)
     ap.add_argument("--not-measured", default="",
                     help="what the doc says was not measured (e.g. the 144 nodes)")
@@ -296,11 +298,13 @@ def main() -> int:
                "memory": report.mem_total(), "OS": report.os_name(),
                "fleet at commit": report.commit(),
                "minions' nice value": str(args.minion_nice),
+               "minions pinned to CPUs": args.minion_cpus or "no (all CPUs)",
                "load average before": report.load_average(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     work = Path(tempfile.mkdtemp(prefix="fleet-status-", dir="/tmp"))
     if args.read_only:
         machine.pop("minions' nice value")
+        machine.pop("minions pinned to CPUs")
         try:
             result = read_only(args, work, log)
         finally:
