@@ -121,6 +121,7 @@ def test_the_docs_say_the_intervals_and_the_bmc_round_the_code_has() -> None:
     """docs/operations.md (The collector) lists code facts: checked here, not copied."""
     import yaml
 
+    from fleet.status.collector import STALE_AFTER
     from fleet.status.service import INTERVALS, POWER_SPREAD
     from support.cli import ROOT
 
@@ -135,6 +136,7 @@ def test_the_docs_say_the_intervals_and_the_bmc_round_the_code_has() -> None:
     spread = INTERVALS["power"] * POWER_SPREAD
     assert f"i x {spread:g} s / N ({POWER_SPREAD:.0%} of the interval)".replace(
         "%", " %") in doc
+    assert f"for up to {STALE_AFTER} of its intervals; after that its column is unknown" in doc
     defaults = yaml.safe_load((ROOT / "salt" / "provisioning" / "defaults.yaml").read_text())
     assert f"salt/provisioning/defaults.yaml, {defaults['values']['status']['bmc_parallel']})" \
         in doc
