@@ -6,10 +6,17 @@ lines Slurm 22.05 prints, one per compute node: no slurmctld runs here), the PXE
 a kept ``fleet apply`` result per node.
 
 Per size (``--sizes``, node counts spread over the site's inventory; default the site's
-144), ``--runs`` runs of the real ``fleet status --json`` (a separate process): its wall
-time, each source's seconds (from its JSON), the master's CPU seconds, and how many
-nodes came out ok. Results -> the ``## fleet status`` section of docs/benchmarks.md
-(``--write``) and JSON (``--json``)."""
+144), ``--runs`` runs of the real ``fleet status --live --json`` (a separate process):
+its wall time, each source's seconds (from its JSON), the master's CPU seconds, and how
+many nodes came out ok; then the collector once (``fleet status --collect --once``, the
+same sources, minion presence from ``salt-run manage.alived``) and ``--runs`` runs of
+``fleet status --json`` reading its cache.
+
+``--read-only``: no swarm: the collector's read path alone, the cache of the site's
+nodes written by the collector's own code (fleet.status.collector, values in
+fleet.status.codec's shape, every node on, local, accepted, connected, idle), read by
+the real ``fleet status --json``. Results -> the ``## fleet status`` section of
+docs/benchmarks.md (``--write``) and JSON (``--json``)."""
 
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ from support.bmcfakes import PASSWORD, FakeBmcProcess, start_fake_redfish  # noq
 from support.swarm import Swarm, cpu_ticks  # noqa: E402
 
 HEADING = "## fleet status"
+READ_HEADING = "## fleet status from the collector"
 TICK = os.sysconf("SC_CLK_TCK")
 KEYS = Path("/var/tmp/fleet-swarm-keys")
 INVENTORY = ROOT / "inventory.yaml"
@@ -107,7 +115,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
     ids = swarmconf.spread(conf.ids, n)
     sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
                minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
-               minion_nice=args.minion_nice)
+               minion_nice=args.minion_nice, minion_cpus=args.minion_cpus)
     sw.write()
     out: dict[str, Any] = {"n": len(ids), "runs": []}
     fakes: list[FakeBmcProcess] = []
@@ -122,6 +130,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                 (work / d).mkdir()
             lastrun.record(work / "apply", "apply", [(i, "ok", True, "") for i in ids])
             argv = [sys.executable, "-m", "fleet", "status", ",".join(ids), "--json",
+                    "--status-state-dir", str(work / "status"),
                     "-i", str(INVENTORY), "--salt-config", str(sw.config_dir),
                     "--slurm-command", str(slurm_standin(ids, work)),
                     "--pxe-state", str(work / "pxe"), "--apply-state-dir", str(work / "apply"),
@@ -132,9 +141,10 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                     "--bmc-address", addresses]
             env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
             for i in range(args.runs):
+                argv_i = [*argv, "--live"]
                 cpu0 = cpu_ticks(sw.master_pids())
                 t0 = time.monotonic()
-                proc = subprocess.run(argv, capture_output=True, text=True, env=env,
+                proc = subprocess.run(argv_i, capture_output=True, text=True, env=env,
                                       check=False, timeout=600)
                 wall = time.monotonic() - t0
                 doc = json.loads(proc.stdout)
@@ -148,10 +158,85 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                 out["runs"].append(run)
                 log(f"  run {i + 1}: rc {proc.returncode}, {wall:.1f}s, {doc['counts']}, "
                     f"sources {run['sources_s']}")
+            t0 = time.monotonic()
+            proc = subprocess.run([*argv, "--collect", "--once"], capture_output=True,
+                                  text=True, env=env, check=False, timeout=600)
+            out["collect_s"] = round(time.monotonic() - t0, 2)
+            log(f"  collector once: rc {proc.returncode}, {out['collect_s']}s {proc.stdout}")
+            out["cached"] = read_runs(argv, env, args.runs, log)
         finally:
             for f in fakes:
                 f.stop()
     return out
+
+
+def read_runs(argv: list[str], env: dict[str, str], runs: int, log: Any
+              ) -> list[dict[str, Any]]:
+    """``runs`` runs of ``fleet status --json`` from the collector's cache."""
+    out = []
+    for i in range(runs):
+        t0 = time.monotonic()
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
+                              timeout=600)
+        wall = time.monotonic() - t0
+        doc = json.loads(proc.stdout)
+        ages = {k: v["age_s"] for k, v in doc["sources"].items() if v.get("age_s") is not None}
+        out.append({"rc": proc.returncode, "wall_s": round(wall, 3), "counts": doc["counts"],
+                    "ages_s": ages,
+                    "errors": {k: v["error"] for k, v in doc["sources"].items() if v["error"]}})
+        log(f"  from the collector {i + 1}: rc {proc.returncode}, {wall:.2f}s, "
+            f"{doc['counts']}, errors {out[-1]['errors']}")
+    return out
+
+
+def read_only(args: argparse.Namespace, work: Path, log: Any) -> dict[str, Any]:
+    """The collector's read path alone: the site's nodes' cache, read ``--runs`` times."""
+    from fleet.inventory.lifecycle import default_target
+    from fleet.status import codec
+    from fleet.status.collector import Collector, Source
+    from fleet.status.service import CACHE_NAME, INTERVALS
+    from fleet.status.sources import Power, Presence, Slurm
+
+    inv = load_inventory(INVENTORY)
+    ids = default_target(inv, "status")[0]
+    typed: dict[str, dict[str, Any]] = {
+        "power": {n: Power("on") for n in ids}, "boot": dict.fromkeys(ids, "local"),
+        "key": dict.fromkeys(ids, "accepted"), "minion": {n: Presence(True) for n in ids},
+        "slurm": {n: Slurm("IDLE", "") for n in ids if inv.nodes[n].has("slurm.compute")},
+        "alerts": {n: [] for n in [*ids, ""]}}
+    c = Collector([Source(k, INTERVALS[k], lambda k=k: codec.encode(k, typed[k]))
+                   for k in codec.COLLECTED])
+    c.tick()
+    for d in ("status", "pxe", "apply", "health", "reinstall", "rollout"):
+        (work / d).mkdir()
+    c.save(work / "status" / CACHE_NAME)
+    lastrun.record(work / "apply", "apply", [(i, "ok", True, "") for i in ids])
+    argv = [sys.executable, "-m", "fleet", "status", "--json", "-i", str(INVENTORY),
+            "--status-state-dir", str(work / "status"), "--pxe-state", str(work / "pxe"),
+            "--apply-state-dir", str(work / "apply"),
+            "--health-state-dir", str(work / "health"),
+            "--reinstall-state-dir", str(work / "reinstall"),
+            "--rollout-state-dir", str(work / "rollout"), "--no-alerts"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    return {"n": len(ids), "cached": read_runs(argv, env, args.runs, log)}
+
+
+def write_read_only(path: Path, result: dict[str, Any], machine: dict[str, str]) -> None:
+    walls = [x["wall_s"] for x in result["cached"]]
+    last = result["cached"][-1]["counts"]
+    lines = [READ_HEADING, "", "`benchmarks/bench_status.py --read-only`: the real `fleet "
+             "status --json` of the site's nodes in service (the default target) from the "
+             "collector's cache, written by the collector's own code (every node on, local, "
+             "accepted, connected, idle), with the sources it always reads now (stage, the "
+             "last apply and health, the work locks) from empty or one-record stores. No "
+             "swarm: what the read path costs, not what the collector's sources cost.", ""]
+    lines += [f"- {k}: {v}" for k, v in machine.items()]
+    lines += ["", "| nodes | runs | wall (median, min, max) | ok / problem / unknown |",
+              "|---|---|---|---|",
+              f"| {result['n']} | {len(walls)} | {statistics.median(walls):.2f} s, "
+              f"{min(walls):.2f} s, {max(walls):.2f} s | "
+              f"{last['ok']} / {last['problem']} / {last['unknown']} |", ""]
+    report.replace_section(path, READ_HEADING, "\n".join(lines))
 
 
 def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str],
@@ -163,11 +248,13 @@ def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str]
              "the PXE links and a kept `fleet apply` result per node; no Prometheus "
              "(`--no-alerts`).", ""]
     lines += [f"- {k}: {v}" for k, v in machine.items()]
-    lines += ["", "| nodes | fake BMCs | minions ready | runs | status wall (median, max) "
-              "| power | key | minion | slurm | master CPU | ok / problem / unknown |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| nodes | fake BMCs | minions ready | runs | --live wall (median, max) "
+              "| power | key | minion | slurm | master CPU | ok / problem / unknown "
+              "| collector once | from the collector (median) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         walls = [x["wall_s"] for x in r["runs"]]
+        cached = [x["wall_s"] for x in r.get("cached", [])]
         src = {k: statistics.median(x["sources_s"].get(k, 0.0) for x in r["runs"])
                for k in ("power", "key", "minion", "slurm")}
         last = r["runs"][-1]["counts"]
@@ -176,7 +263,9 @@ def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str]
             f"{statistics.median(walls):.1f} s, {max(walls):.1f} s | "
             + " | ".join(f"{src[k]:.1f} s" for k in src)
             + f" | {statistics.median(x['master_cpu_s'] for x in r['runs']):.1f} s | "
-            f"{last['ok']} / {last['problem']} / {last['unknown']} |")
+            f"{last['ok']} / {last['problem']} / {last['unknown']} | "
+            f"{r.get('collect_s', 0.0):.1f} s | "
+            + (f"{statistics.median(cached):.2f} s |" if cached else "- |"))
     lines += ["", "Each source's seconds are its own, side by side (the wall is about the "
               "slowest, plus the CLI's start). Not measured here: "
               + (args.not_measured or "nothing left out of the sizes asked for") + ".", ""]
@@ -191,9 +280,13 @@ def main() -> int:
     ap.add_argument("--bmcs", type=int, default=8,
                     help="fake BMC processes per BMC user (default 8)")
     ap.add_argument("--minion-nice", type=int, default=10)
+    ap.add_argument("--minion-cpus", metavar="LIST",
+                    help="pin the minions to these CPUs (taskset -c LIST), e.g. 1")
     ap.add_argument("--ready-timeout", type=float, default=900)
     ap.add_argument("--not-measured", default="",
                     help="what the doc says was not measured (e.g. the 144 nodes)")
+    ap.add_argument("--read-only", action="store_true",
+                    help="the collector's read path alone (no swarm)")
     ap.add_argument("--write", type=Path, metavar="MD")
     ap.add_argument("--json", type=Path, metavar="FILE")
     args = ap.parse_args()
@@ -205,9 +298,23 @@ def main() -> int:
                "memory": report.mem_total(), "OS": report.os_name(),
                "fleet at commit": report.commit(),
                "minions' nice value": str(args.minion_nice),
+               "minions pinned to CPUs": args.minion_cpus or "no (all CPUs)",
                "load average before": report.load_average(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     work = Path(tempfile.mkdtemp(prefix="fleet-status-", dir="/tmp"))
+    if args.read_only:
+        machine.pop("minions' nice value")
+        machine.pop("minions pinned to CPUs")
+        try:
+            result = read_only(args, work, log)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        machine["load average after"] = report.load_average()
+        if args.json:
+            args.json.write_text(json.dumps({"machine": machine, "result": result}, indent=1))
+        if args.write:
+            write_read_only(args.write, result, machine)
+        return 0
     results = []
     try:
         conf = swarmconf.render(work / "conf")

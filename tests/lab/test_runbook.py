@@ -126,7 +126,7 @@ class Follower:
             "apply": [*salt, "--state-dir", state["apply"], "--json"],
             "keys": salt,
             "health": [*salt, *slurm, "--state-dir", state["health"], "--json"],
-            "status": [*salt, *slurm, "--json", "--no-power", "--no-alerts",
+            "status": [*salt, *slurm, "--json", "--live", "--no-power", "--no-alerts",
                        *[a for v, d in state.items() for a in (f"--{v}-state-dir", d)]],
         }.get(verb, [])
 

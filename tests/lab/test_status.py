@@ -72,7 +72,7 @@ def test_status_shows_every_source_then_puts_a_silent_minion_and_an_armed_instal
     try:
         with rig_up(lab, tmp_path / "rig") as rig:
             status = [
-                "status", target, "--no-alerts", "--apply-state-dir", str(apply_state),
+                "status", target, "--live", "--no-alerts", "--apply-state-dir", str(apply_state),
                 "--health-state-dir", str(tmp_path / "health"),
                 "--reinstall-state-dir", str(tmp_path / "reinstall"),
                 "--rollout-state-dir", str(tmp_path / "rollout"),

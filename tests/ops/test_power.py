@@ -131,6 +131,33 @@ def test_the_pool_keeps_at_most_parallel_nodes_in_flight() -> None:
     assert most[0] == 3
 
 
+def test_a_spread_round_starts_each_node_at_its_slot_and_stays_bounded() -> None:
+    """The status collector's BMC round (FAKE BMCs): the i-th of N nodes is not asked
+    before i*spread/N seconds, and never more than ``parallel`` at once."""
+    live, most, lock = [0], [0], threading.Lock()
+    asked: dict[str, float] = {}
+
+    class Counting(FakeBmc):
+        def power_state(self) -> str:
+            with lock:
+                asked[self.node] = time.monotonic()
+                live[0] += 1
+                most[0] = max(most[0], live[0])
+            time.sleep(0.2)  # longer than a slot: the pool's bound is what holds
+            with lock:
+                live[0] -= 1
+            return self.state
+
+    names = [f"n{i}" for i in range(10)]
+    t0 = time.monotonic()
+    results = power.run(names, "status", _clients({n: Counting(n) for n in names}), _go,
+                        parallel=2, deadline=30, spread=0.3)
+    assert all(r.status is power.Status.DONE and r.power == "on" for r in results)
+    assert most[0] == 2
+    for i, n in enumerate(names):  # never early (late is the pool's bound)
+        assert asked[n] - t0 >= i * 0.3 / len(names), (n, asked[n] - t0)
+
+
 def test_a_hung_bmc_costs_its_deadline_and_holds_no_other_node() -> None:
     hang = threading.Event()
     names = ["n0", "n1", "n2", "n3"]

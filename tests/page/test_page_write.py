@@ -169,3 +169,16 @@ def test_site_wide_lines_are_notices(inv: Inventory) -> None:
         "note: 2 planned left out"]
     assert view.build(inv, {"sources": [], "notes": "x", "site_alerts": {}}, "t")[
         "notices"] == []
+
+
+def test_the_collectors_ages_are_a_notice_and_not_connected_is_minion_down(
+        inv: Inventory) -> None:
+    doc = {"nodes": [{"node": "gpu-01", "status": "problem", "minion": "not connected"}],
+           "sources": {"power": {"ok": True, "age_s": 42.0},
+                       "key": {"ok": False, "error": "stale: last answer 2m ago",
+                               "age_s": 130.0},
+                       "apply": {"ok": True, "age_s": None},
+                       "boot": {"ok": True, "age_s": float("inf")}, "slurm": {"age_s": True}}}
+    assert view.build(inv, doc, "t")["notices"] == [
+        "unknown key: stale: last answer 2m ago", "from the collector: power 42s ago, key 2m ago"]
+    assert _states(inv, doc)["gpu-01"] == "minion-down"

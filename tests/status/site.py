@@ -1,6 +1,7 @@
 """What the ``fleet status`` command-line tests share: the small inventory's site as the
 sources see it. The real ``salt-key`` on a throw-away master pki dir (tests/support/
-saltkeys.py); STAND-INS for the ``salt`` CLI (test.ping) and for Slurm's ``scontrol``
+saltkeys.py); STAND-INS for the ``salt`` CLI (test.ping), ``salt-run`` (manage.alived: the
+answering minions are the connected ones) and for Slurm's ``scontrol``
 reached through --slurm-command (scripts that print what the real ones print, from a
 table the test writes; no Salt master or slurmctld runs here); a real HTTP server as
 Prometheus; the PXE state links as fleet.pxe.state leaves them."""
@@ -61,6 +62,19 @@ class Site:
                                   for n, (s, r) in self.slurm.items())}))
         write_salt(self.bin, self.tmp, "test.ping",  # STAND-IN for the salt CLI
                    dict.fromkeys(self.answering, True), broken=self.salt_broken)
+        run = self.bin / "salt-run"  # STAND-IN for salt-run manage.alived: the connected
+        run.write_text(f"""#!{sys.executable}
+import json, sys
+st = json.load(open({str(state)!r}))
+with open({str(self.tmp / "calls.log")!r}, "a") as f:
+    f.write(json.dumps(["salt-run", *sys.argv[1:]]) + "\\n")
+if st["salt_broken"]:
+    sys.stderr.write("Salt request timed out. The master is not responding.\\n")
+    sys.exit(2)
+assert sys.argv[-2:] == ["manage.alived", "--out=json"], sys.argv
+print(json.dumps(sorted(st["answering"])))
+""")
+        run.chmod(0o755)
         slurm = self.bin / "slurm-standin"  # STAND-IN for a Slurm client: scontrol
         slurm.write_text(f"""#!{sys.executable}
 import json, sys
@@ -79,12 +93,15 @@ print(st["scontrol"])
         """The stand-ins' calls (salt's and the Slurm client's), each as one line."""
         return [" ".join(c) for c in calls(self.tmp)]
 
-    def run(self, *args: str, prometheus: str | None = None, timeout: float = 120,
-            inventory: Path = SMALL, power: list[str] | None = None
-            ) -> tuple[int, dict[str, Any], str]:
-        """``fleet status ARGS --json``; ``power``: the BMC options (else --no-power)."""
+    def argv(self, *args: str, prometheus: str | None = None, inventory: Path = SMALL,
+             power: list[str] | None = None, live: bool = True, json_out: bool = True
+             ) -> tuple[list[str], dict[str, str]]:
+        """``fleet status ARGS`` and its environment; ``power``: the BMC options (else
+        --no-power); ``live``: every source asked now (else the collector's cache under
+        tmp/status)."""
         self.write_standins()
-        argv = [str(self.bin / "python"), "-m", "fleet", "status", "-i", str(inventory), "--json",
+        argv = [str(self.bin / "python"), "-m", "fleet", "status", "-i", str(inventory),
+                *(["--json"] if json_out else []),
                 *(power if power is not None else ["--no-power"]),
                 "--salt-config", str(self.conf),
                 "--slurm-command", str(self.bin / "slurm-standin"),
@@ -93,9 +110,19 @@ print(st["scontrol"])
                 "--health-state-dir", str(self.tmp / "health"),
                 "--reinstall-state-dir", str(self.tmp / "reinstall"),
                 "--rollout-state-dir", str(self.tmp / "rollout"), "--salt-timeout", "5",
-                *(["--prometheus", prometheus] if prometheus else ["--no-alerts"]), *args]
+                *(["--prometheus", prometheus] if prometheus else ["--no-alerts"]),
+                "--status-state-dir", str(self.tmp / "status"), *(["--live"] if live else []),
+                *args]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
                "PATH": f"{self.bin}:{Path(salt_key_bin()).parent}:{os.environ['PATH']}"}
+        return argv, env
+
+    def run(self, *args: str, prometheus: str | None = None, timeout: float = 120,
+            inventory: Path = SMALL, power: list[str] | None = None, live: bool = True
+            ) -> tuple[int, dict[str, Any], str]:
+        """``fleet status ARGS --json`` (:meth:`argv`), its exit code, document, stderr."""
+        argv, env = self.argv(*args, prometheus=prometheus, inventory=inventory,
+                              power=power, live=live)
         proc = subprocess.run(argv, cwd=self.tmp, env=env, capture_output=True, text=True,
                               timeout=timeout, check=False)
         assert proc.stdout, proc.stderr

@@ -75,6 +75,8 @@ class Swarm:
     # on one host the minions share the master's CPUs, which real nodes do not: a nice
     # value above 0 keeps the master's own work from queueing behind theirs
     minion_nice: int = 0
+    # and/or pinned to these CPUs (taskset -c LIST, e.g. "1"), the rest left to the master
+    minion_cpus: str | None = None
     master_proc: subprocess.Popen[bytes] | None = None
     minions: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -187,6 +189,8 @@ class Swarm:
         for mid in list(ids or self.ids):
             d = self.minion_dir(mid)
             nice = ["nice", "-n", str(self.minion_nice)] if self.minion_nice else []
+            if self.minion_cpus:
+                nice = ["taskset", "-c", self.minion_cpus, *nice]
             self.minions[mid] = subprocess.Popen(
                 [*nice, os.fspath(self.bin_dir / "salt-minion"), "-c", os.fspath(d / "etc"),
                  "--disable-keepalive", "-l", "quiet"], stdin=subprocess.DEVNULL,

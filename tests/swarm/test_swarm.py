@@ -101,7 +101,7 @@ def test_fleet_apply_keeps_what_it_found_and_fleet_status_shows_it(
         assert (kept[stopped]["status"], kept[no_key]["status"]) == ("no-return", "no-key")
         status = subprocess.run(
             [sys.executable, "-m", "fleet", "status", f"{up},{stopped},{no_key}", "--json",
-             "--no-power", "--no-alerts", "--salt-config", str(swarm.config_dir),
+             "--live", "--no-power", "--no-alerts", "--salt-config", str(swarm.config_dir),
              "-i", inventory, "--apply-state-dir", str(state), "--pxe-state", str(tmp_path),
              "--reinstall-state-dir", str(tmp_path / "r"),
              "--rollout-state-dir", str(tmp_path / "o"),

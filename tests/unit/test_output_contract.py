@@ -46,7 +46,7 @@ ARGV: dict[str, list[str]] = {
 # the verbs whose first contact is the Salt master (rollout and reinstall first ask
 # Slurm and the BMCs), each as it asks it
 MASTER = [["apply", "gpu-01"], ["health", "gpu-01"],
-          ["status", "gpu-01", "--no-power", "--no-alerts"], ["keys", "check"],
+          ["status", "gpu-01", "--live", "--no-power", "--no-alerts"], ["keys", "check"],
           ["keys", "finger"], ["mkv", "rebuild", "data"], ["cabling", "gpu-01"]]
 
 

@@ -30,14 +30,18 @@ if TYPE_CHECKING:
     from fleet.master.runner import Runner
 
 DESCRIPTION = """
-What state every node TARGET names is in, from every live source, each asked once for all
-of them, side by side, each within its time: power (the BMCs, as `fleet power status`:
---parallel at once, --deadline each), PXE boot mode, the minion's key on the master
-(`salt-key -L`) and whether it answers (one `salt test.ping`, --salt-timeout), Slurm's
-state and reason (one `scontrol show node`), the last `fleet apply` and `fleet health`
-results they kept, a reinstall or rollout working on it (or left unfinished), the
-inventory's lifecycle state and the stage from discovery to service (a commissioning
-report waiting, burn-in's progress, a failed check), and Prometheus's firing alerts.
+What state every node TARGET names is in. By default power, boot mode, key, minion, Slurm
+and alerts come from the collector on the master (fleet-status-collect.service, `fleet
+status --collect`), each with its age; a source the collector has not had an answer from
+for 3 of its intervals is unknown (stale), never its last value. --live asks every source
+now, once for all the nodes, side by side, each within its time: power (the BMCs, as
+`fleet power status`: --parallel at once, --deadline each), PXE boot mode, the minion's
+key on the master (`salt-key -L`) and whether it answers (one `salt test.ping`,
+--salt-timeout), Slurm's state and reason (one `scontrol show node`), Prometheus's firing
+alerts. Always read now: the last `fleet apply` and `fleet health` results kept, a
+reinstall or rollout working on it (or left unfinished), the inventory's lifecycle state
+and the stage from discovery to service (a commissioning report waiting, burn-in's
+progress, a failed check).
 Nodes with problems come first, each problem named. A source that cannot be asked leaves
 its column unknown (?), with the reason, and the others still show; Prometheus not
 answering is only a note.
@@ -46,7 +50,7 @@ See docs/operations.md.
 EPILOG = """
 exit codes: 0 no node has a problem (unknown columns are said, and do not fail), 1 invalid
 inventory, 2 usage (a target item that names no node), 4 the Salt master could not be
-asked, 5 a node has a problem
+asked (--live), or the cache not written (--collect), 5 a node has a problem
 """
 
 
@@ -54,6 +58,16 @@ def register(sub: Any, parents: Parents) -> None:
     from fleet.master import statedir
 
     p = add_command(sub, parents, "status", DESCRIPTION, EPILOG, target="'tbox-0*'")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--live", action="store_true",
+                      help="ask every source now (as the collector does), not the collector")
+    mode.add_argument("--collect", action="store_true",
+                      help="be the collector: ask each source on its own interval (the BMCs "
+                           "--parallel at once, spread over the interval; minion presence "
+                           "from `salt-run manage.alived`, no job on the minions) and keep "
+                           "the answers in the cache, until stopped")
+    p.add_argument("--once", action="store_true",
+                   help="with --collect: ask every source once, save the cache and exit")
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
     p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
     p.add_argument("--hardware", action="store_true",
@@ -72,7 +86,8 @@ def register(sub: Any, parents: Parents) -> None:
              "fleet reinstall's locks and journals"),
             ("--rollout-state-dir", statedir.ROLLOUT, "fleet rollout's journal"),
             ("--discover-reports", statedir.DISCOVER, "the commissioning reports"),
-            ("--burnin-results", statedir.BURNIN, "the burn-in results")):
+            ("--burnin-results", statedir.BURNIN, "the burn-in results"),
+            ("--status-state-dir", statedir.STATUS, "the collector's cache")):
         p.add_argument(flag, type=Path, default=where.path(), metavar="DIR",
                        help=f"{what} (default ${where.env} or {where.default})")
     add_pxe_options(p, "reads")
@@ -116,11 +131,23 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         print("fleet: --parallel must be at least 1; --deadline, --bmc-timeout and "
               "--salt-timeout above 0", file=sys.stderr)
         return Exit.USAGE
+    if args.once and not args.collect:
+        print("fleet: --once is for --collect", file=sys.stderr)
+        return Exit.USAGE
     left = {} if explicit else default_target(inv, "status")[1]
     jobs, skipped = _jobs(args, inv, names, ctx.runner())
+    if args.collect:
+        return _collect(args, ctx, jobs, names)
     t0 = time.monotonic()
-    ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}")
-    cols, notes, master_down = _ask(jobs, skipped, ctx.progress)
+    cached: dict[str, Any] = {}
+    if not args.live:
+        from fleet.status.codec import COLLECTED
+
+        jobs = {k: v for k, v in jobs.items() if k not in COLLECTED}
+        cached = _cached(_cache(args), names, skipped)
+    ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}"
+                 + ("" if args.live else "; the rest from the collector"))
+    cols, notes, master_down = _ask(jobs, skipped, ctx.progress, cached)
     wall = time.monotonic() - t0
     rs = view.rows([(n, inv.nodes[n].state, inv.nodes[n].has("slurm.compute"))
                     for n in names], cols)
@@ -147,11 +174,125 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     return Exit.FAILED if any(r.problems for r in rs) else Exit.OK
 
 
+def _cache(args: argparse.Namespace) -> Path:
+    from fleet.status.service import CACHE_NAME
+
+    return Path(args.status_state_dir) / CACHE_NAME
+
+
+def _cached(path: Path, names: list[str], skipped: dict[str, str]) -> dict[str, Any]:
+    """The collected sources' columns from the cache, each with its age; a stale or
+    unanswered source is unknown, with why."""
+    from fleet.status import codec, collector, view
+    from fleet.status.service import INTERVALS
+
+    def never() -> dict[str, Any]:
+        raise AssertionError("the reader never asks a source")
+
+    entries = collector.load(path)
+    c = collector.Collector([collector.Source(n, INTERVALS[n], never)
+                             for n in codec.COLLECTED], entries=entries)
+    cols: dict[str, Any] = {}
+    for name in codec.COLLECTED:
+        if name in skipped:
+            continue
+        r = c.reading(name)
+        if r.column.error is not None:
+            why = r.column.error
+            if not entries:
+                why = (f"no collector cache at {path} (is fleet-status-collect.service "
+                       "running on the master? --live asks every source now)")
+            cols[name] = view.Column(error=why, age=r.age)
+            continue
+        try:
+            values = codec.decode(name, r.column.values)
+        except ValueError as exc:
+            cols[name] = view.Column(error=f"{path}: {exc}")
+            continue
+        keep = set(names) | {""}  # "": the site-wide alerts
+        cols[name] = view.Column({n: v for n, v in values.items() if n in keep}, age=r.age)
+    return cols
+
+
+def _collect(args: argparse.Namespace, ctx: Context, jobs: dict[str, Callable[[], Any]],
+             names: list[str]) -> Exit:
+    """The collector: the collected sources (minion: presence, power: spread) on their
+    intervals, into the cache; --once: each once."""
+    import signal
+    import threading
+
+    from fleet.status import codec, collector, service
+    from fleet.status.sources import SourceError
+
+    path = _cache(args)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"fleet: {path.parent}: {exc.strerror or exc}", file=sys.stderr)
+        return Exit.IO
+
+    def source(name: str, fn: Callable[[], Any]) -> collector.Source:
+        ask = _timed(fn)
+
+        def run() -> dict[str, Any]:
+            values, error, _down, _secs = ask()
+            if error is not None:
+                raise SourceError(error)
+            return codec.encode(name, values)
+        return collector.Source(name, service.INTERVALS[name], run)
+
+    sources = [source(n, fn) for n, fn in jobs.items() if n in codec.COLLECTED]
+    c = collector.Collector(sources, entries=collector.load(path))
+    ctx.progress(f"collecting {', '.join(s.name for s in sources)} of {len(names)} node(s) "
+                 f"into {path}")
+    try:
+        if args.once:
+            service.once(c, path)
+        else:
+            stop = threading.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_a: stop.set())
+            svc = service.Service(c, path, progress=ctx.progress,
+                                  warn=lambda m: print(f"fleet status --collect: {m}",
+                                                       file=sys.stderr, flush=True))
+            svc.run(stop, until=_changed(Path(args.inventory)))
+            svc.pool.shutdown(wait=False, cancel_futures=True)
+            if not stop.is_set():  # its unit starts it again (Restart=always)
+                print(f"fleet status --collect: {args.inventory} changed: stopping, to "
+                      "collect its nodes", file=sys.stderr)
+    except OSError as exc:
+        print(f"fleet: {path}: not written: {exc.strerror or exc}", file=sys.stderr)
+        return Exit.IO
+    failed = {n: e.error for n, e in c.entries.items() if e.error}
+    if args.json:
+        ctx.out.emit({"ok": not failed, "cache": str(path), "failed": failed})
+    elif not args.quiet:
+        for n, why in failed.items():
+            print(f"{n}: {why}", file=sys.stderr)
+        print(f"{path}: {len(sources) - len(failed)} of {len(sources)} source(s) answered")
+    return Exit.OK
+
+
+def _changed(path: Path) -> Callable[[], bool]:
+    """Whether ``path`` changed since now (its mtime and size; gone counts as changed)."""
+    def sig() -> tuple[int, int] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    first = sig()
+    return lambda: sig() != first
+
+
 def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Runner
           ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
-    """Each source to ask, as a call; the sources skipped, with why."""
+    """Each source to ask, as a call; the sources skipped, with why. The collector's
+    (--collect) minion is the master's view of its connections, its BMC round spread."""
     from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
+    from fleet.status.service import INTERVALS, POWER_SPREAD
 
     jobs: dict[str, Callable[[], Any]] = {"stage": _stage_job(args, inv, names)}
     if args.hardware:
@@ -167,13 +308,18 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
             return client_for(inv.nodes[name], bmc_options(args, name,
                                                            timeout=args.bmc_timeout))
 
+        spread = INTERVALS["power"] * POWER_SPREAD if args.collect else 0.0
         jobs["power"] = lambda: sources.power(names, client, parallel=args.parallel,
-                                              deadline=args.deadline, secrets=args.secrets)
+                                              deadline=args.deadline, secrets=args.secrets,
+                                              spread=spread)
     store = boot_mode_store(args, inv)
     jobs["boot"] = lambda: sources.boot_modes(store, names)
     jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))
-    jobs["minion"] = lambda: sources.ping(
-        runner, names, args.salt_timeout, gather_job_timeout(args.salt_config))
+    if args.collect:
+        jobs["minion"] = lambda: sources.presence(runner, names)
+    else:
+        jobs["minion"] = lambda: sources.ping(
+            runner, names, args.salt_timeout, gather_job_timeout(args.salt_config))
     if any(inv.nodes[n].has("slurm.compute") for n in names):
         jobs["slurm"] = lambda: sources.slurm(runner, names)
     jobs["apply"] = lambda: sources.last(args.apply_state_dir, "apply", names)
@@ -212,9 +358,10 @@ def _hardware_job(args: argparse.Namespace, inv: Inventory, names: list[str],
 
 
 def _ask(jobs: dict[str, Callable[[], Any]], skipped: dict[str, str],
-         progress: Callable[[str], None]) -> tuple[dict[str, Any], list[str], bool]:
-    """Every source at once, each bounded: its column, the notes, whether the master was
-    down."""
+         progress: Callable[[str], None], cached: dict[str, Any]
+         ) -> tuple[dict[str, Any], list[str], bool]:
+    """Every source at once, each bounded (or its ``cached`` column): its column, the
+    notes, whether the master was down."""
     from concurrent.futures import ThreadPoolExecutor
 
     from fleet.status import view
@@ -222,11 +369,17 @@ def _ask(jobs: dict[str, Callable[[], Any]], skipped: dict[str, str],
     cols: dict[str, view.Column] = {}
     notes: list[str] = []
     master_down = False
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         futures = {name: pool.submit(_timed(fn)) for name, fn in jobs.items()}
         for name in view.SOURCES:
             if name in skipped:
                 cols[name] = view.Column(skipped=skipped[name])
+            if name in cached:
+                col = cached[name]
+                if name == "alerts" and col.error is not None:
+                    notes.append(f"alerts not shown: {col.error}")
+                    col = view.Column(skipped="Prometheus did not answer", age=col.age)
+                cols[name] = col
             if name not in futures:
                 continue
             values, error, down, secs = futures[name].result()

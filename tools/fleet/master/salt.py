@@ -156,6 +156,22 @@ class Salt:
             return str(exc)
         return None if got is True else f"test.ping returned {got!r}"
 
+    def connected(self, timeout: float = 60.0) -> set[str]:
+        """The minions connected to the master now, as the master itself sees them
+        (``salt-run manage.alived``: its publish port's TCP peers matched to each minion's
+        cached ipv4/ipv6 grains); no job is sent to any minion. :class:`MasterError` when
+        salt-run answers no list."""
+        res = self.runner.run(["salt-run", "manage.alived", "--out=json"], timeout=timeout)
+        try:
+            data = json.loads(res.stdout) if res.returncode == 0 else None
+        except ValueError:
+            data = None
+        if not isinstance(data, list) or not all(isinstance(m, str) for m in data):
+            raise MasterError.of(res) if res.returncode != 0 else MasterError(
+                f"`salt-run manage.alived` answered no list of minions: "
+                f"{clean(res.stdout, 200)!r}")
+        return set(data)
+
     def publish(self, nodes: Sequence[str], fun: str, *args: str) -> str:
         """``salt --async -L NODES FUN ARGS``: the job id."""
         res = self.runner.run(["salt", "--async", "-L", ",".join(nodes), fun, *args],

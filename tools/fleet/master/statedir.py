@@ -7,6 +7,7 @@ default written once, with the environment variable that overrides it.
     $FLEET_APPLY_STATE      /var/lib/fleet/apply      fleet apply's results
     $FLEET_DISCOVER_STATE   /var/lib/fleet/discover   commissioning reports, one per MAC
     $FLEET_BURNIN_STATE     /var/lib/fleet/burnin     burn-in results, one file per node
+    $FLEET_STATUS_STATE     /var/lib/fleet/status     the status collector's cache
     $FLEET_SALT_CONFIG      /etc/salt                 the master's config dir (salt -c)
 """
 
@@ -37,6 +38,7 @@ APPLY = StateDir("FLEET_APPLY_STATE", "/var/lib/fleet/apply", "results")
 DISCOVER = StateDir("FLEET_DISCOVER_STATE", "/var/lib/fleet/discover",
                     "commissioning reports")
 BURNIN = StateDir("FLEET_BURNIN_STATE", "/var/lib/fleet/burnin", "burn-in results")
+STATUS = StateDir("FLEET_STATUS_STATE", "/var/lib/fleet/status", "the collector's cache")
 
 SALT_CONFIG_ENV = "FLEET_SALT_CONFIG"
 SALT_CONFIG_DEFAULT = "/etc/salt"

@@ -105,14 +105,18 @@ class _Slot:
 
 
 def run(nodes: Sequence[str], action: Action, client_for: ClientFor, refusals: RefusalsFor,
-        *, parallel: int = 16, deadline: float = 60.0,
+        *, parallel: int = 16, deadline: float = 60.0, spread: float = 0.0,
         progress: Callable[[str], None] = lambda _m: None) -> list[NodeResult]:
     """``action`` on every node, at most ``parallel`` at once, each given ``deadline``
-    seconds from its start; the results in the order of ``nodes``."""
+    seconds from its start; the results in the order of ``nodes``. ``spread``: the i-th
+    of N nodes starts no earlier than i*spread/N seconds in (the status collector's BMC
+    round: not every BMC asked at once)."""
     if parallel < 1:
         raise ValueError("parallel must be at least 1")
     results: dict[str, NodeResult] = {}
     waiting = list(nodes)
+    t0 = time.monotonic()
+    slot_at = {n: t0 + i * spread / len(nodes) for i, n in enumerate(nodes)} if nodes else {}
     running: list[_Slot] = []
     wake = threading.Event()
 
@@ -134,7 +138,7 @@ def run(nodes: Sequence[str], action: Action, client_for: ClientFor, refusals: R
         return slot
 
     while waiting or running:
-        while waiting and len(running) < parallel:
+        while waiting and len(running) < parallel and slot_at[waiting[0]] <= time.monotonic():
             running.append(start(waiting.pop(0)))
         wake.clear()
         now = time.monotonic()
@@ -151,7 +155,10 @@ def run(nodes: Sequence[str], action: Action, client_for: ClientFor, refusals: R
             else:
                 continue
             progress(f"{slot.node}: {results[slot.node].status.value}")
-        if running and not any(s.done.is_set() for s in running):
-            first = min(s.started for s in running) + deadline
-            wake.wait(timeout=max(0.0, first - time.monotonic()) + 0.01)
+        if not any(s.done.is_set() for s in running):
+            times = [s.started + deadline for s in running]
+            if waiting and len(running) < parallel:
+                times.append(slot_at[waiting[0]])
+            if times:
+                wake.wait(timeout=max(0.0, min(times) - time.monotonic()) + 0.01)
     return [results[n] for n in nodes]

@@ -29,7 +29,9 @@ STAGE = "stage"
 # "unmatched": [REPORT], "unreadable": {mac: why}}, REPORT {"mac", "serial", "product",
 # "port", "by", "problems"}
 DISCOVERED = "discovered"
-MINION = "minion"  # "answers" / "silent" (a word of MINION_DOWN), a bool, or {"answering": bool}
+# "answers" / "silent", "connected" / "not connected" (the collector), a bool, or
+# {"answering": bool}
+MINION = "minion"
 GENERATED = ("generated", "generated_at", "time")  # when the status was collected
 # in a field's object: a Unix time (shown as UTC and its age), and the age `fleet status`
 # adds beside it (not shown again); empty values ("summary": "") are left out
@@ -37,14 +39,16 @@ TIMES = frozenset({"ts"})
 AGE = "ago"
 # the document's site-wide lines, shown above the racks: alerts of no node
 # ([{"name", "severity", "summary"}]), the sources that could not be asked
-# ({"slurm": {"error": "..."}}) and notes (["..."])
+# ({"slurm": {"error": "..."}}), how old each collected one's answer is
+# ({"power": {"age_s": 40.2}}) and notes (["..."])
 SITE_ALERTS = "site_alerts"
 SOURCES = "sources"
+AGE_S = "age_s"
 NOTES = "notes"
 
 STATUSES = ("ok", "problem", "unknown")
 MINION_DOWN = frozenset({"silent", "down", "no", "false", "not answering", "no answer", "no-answer",
-                         "no-return", "timeout", "lost", "no-key"})
+                         "no-return", "timeout", "lost", "no-key", "not connected"})
 
 # (field, label) of each source, in the order the details list them
 FIELDS: tuple[tuple[str, str], ...] = (

@@ -9,10 +9,11 @@ the status document itself.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from fleet.inventory.model import Inventory
-from fleet.master.text import stamp
+from fleet.master.text import age, stamp
 from fleet.page import cabling
 from fleet.page import contract as c
 
@@ -180,9 +181,15 @@ def notices(doc: Any) -> list[str]:
                                     a.get("summary") else "") if isinstance(a, dict)
                                     else text(a)))
     sources = doc.get(c.SOURCES)
+    aged = []
     for name, col in sources.items() if isinstance(sources, dict) else ():
         if isinstance(col, dict) and col.get("error"):
             out.append(f"unknown {text(name)}: {text(col['error'])}")
+        got = col.get(c.AGE_S) if isinstance(col, dict) else None
+        if isinstance(got, int | float) and not isinstance(got, bool) and math.isfinite(got):
+            aged.append(f"{text(name)} {age(float(got))}")
+    if aged:
+        out.append(f"from the collector: {', '.join(aged)}")
     notes = doc.get(c.NOTES)
     out += [f"note: {text(n)}" for n in (notes[:MAX_PROBLEMS] if isinstance(notes, list)
                                          else [])]

@@ -3,15 +3,17 @@ kept with the time it came, and shown with its age; a source that stops answerin
 as stale (unknown, with the age of its last answer), never as its last value.
 
 The sources are those of :mod:`fleet.status.sources` (each asked once for all nodes,
-bounded); the service that ticks this on the master and ``fleet status`` reading the
-cache are the next steps (issue 37, item 4). The cache file is JSON, written atomically,
-mode 0644: it holds states, no secret.
+bounded; their values as :mod:`fleet.status.codec` keeps them); the service that ticks
+this on the master is :mod:`fleet.status.service`, and ``fleet status`` reads the cache
+by default. An answer's time is when it was asked (its age is never understated). The
+cache file is JSON, written atomically, mode 0644: it holds states, no secret.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -59,6 +61,7 @@ class Collector:
         self.sources = {s.name: s for s in sources}
         self.clock = clock
         self.entries = entries if entries is not None else {}
+        self.lock = threading.Lock()  # the entries, between a refresh and a save
 
     def due(self) -> list[Source]:
         now = self.clock()
@@ -72,9 +75,12 @@ class Collector:
         try:
             values = source.ask()
         except SourceError as exc:  # the last answer stays, with its own time
-            self.entries[source.name] = Entry(old.values, old.at, start, str(exc) or "failed")
+            with self.lock:
+                self.entries[source.name] = Entry(old.values, old.at, start,
+                                                  str(exc) or "failed")
             return
-        self.entries[source.name] = Entry(values, self.clock(), start, None)
+        with self.lock:
+            self.entries[source.name] = Entry(values, start, start, None)
 
     def tick(self) -> None:
         for source in self.due():
@@ -94,7 +100,8 @@ class Collector:
 
     def save(self, path: Path) -> None:
         tmp = path.with_name(f".{path.name}.tmp")
-        data = json.dumps({name: asdict(e) for name, e in self.entries.items()})
+        with self.lock:
+            data = json.dumps({name: asdict(e) for name, e in self.entries.items()})
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -5,7 +5,9 @@ that does not answer, is that node's value, not the source's).
 
 - power: the BMCs through ``fleet power``'s pool and per-node deadline (fleet.ops.power);
 - boot mode: the one boot-mode store (fleet.cliparts.boot_mode_store);
-- key: one ``salt-key -L --out=json``; minion: one ``salt -L NODES test.ping``;
+- key: one ``salt-key -L --out=json``; minion: one ``salt -L NODES test.ping`` (live), or
+  the master's own view of the connected minions, ``salt-run manage.alived`` (the
+  collector: no job on any minion);
 - slurm: one ``scontrol show node -o``;
 - apply, health: the last results ``fleet apply`` and ``fleet health`` keep
   (fleet.lastrun);
@@ -46,16 +48,18 @@ class Power:
 
 
 def power(names: Sequence[str], client_for: Callable[[str], Any], *, parallel: int,
-          deadline: float, secrets: Path | None = None) -> dict[str, Power]:
-    """``fleet power status`` of every node (the same pool, the same deadline); no
-    ``secrets`` store at all is the source failing, not each node."""
+          deadline: float, secrets: Path | None = None, spread: float = 0.0
+          ) -> dict[str, Power]:
+    """``fleet power status`` of every node (the same pool, the same deadline; ``spread``:
+    the nodes' starts spread over that many seconds); no ``secrets`` store at all is the
+    source failing, not each node."""
     from fleet.ops import power as ops_power
 
     if secrets is not None and not (secrets / "bmc").is_dir():
         raise SourceError(f"{secrets / 'bmc'}: no such directory: the BMC passwords are "
                           "not here (--secrets DIR, or --no-power)")
     results = ops_power.run(names, "status", client_for, lambda _n: [], parallel=parallel,
-                            deadline=deadline)
+                            deadline=deadline, spread=spread)
     return {r.node: Power(r.power, "; ".join(r.problems) if r.status.bad else None)
             for r in results}
 
@@ -141,6 +145,22 @@ def ping(runner: Runner, names: Sequence[str], timeout: float,
 
     data = Salt(runner).call(names, "test.ping", timeout=timeout, gather=gather)
     return {n: data.get(n) is True for n in names}
+
+
+@dataclass(frozen=True)
+class Presence:
+    """Whether the master sees the minion connected (no job asked it anything)."""
+
+    connected: bool
+
+
+def presence(runner: Runner, names: Sequence[str], timeout: float = 60.0
+             ) -> dict[str, Presence]:
+    """Each minion connected to the master or not, from one ``salt-run manage.alived``."""
+    from fleet.master.salt import Salt
+
+    up = Salt(runner).connected(timeout)
+    return {n: Presence(n in up) for n in names}
 
 
 # --- Slurm -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 
 from fleet.lastrun import Last
 from fleet.master.text import age
-from fleet.status.sources import Power, Slurm, Work
+from fleet.status.sources import Power, Presence, Slurm, Work
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
 SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "slurm", "apply", "health",
@@ -26,10 +26,12 @@ class Column:
     error: str | None = None
     skipped: str | None = None
     seconds: float = 0.0
+    age: float | None = None  # seconds since the collector's answer; None: asked now
 
     def as_json(self) -> dict[str, Any]:
         return {"ok": self.error is None and self.skipped is None, "error": self.error,
-                "skipped": self.skipped, "seconds": round(self.seconds, 2)}
+                "skipped": self.skipped, "seconds": round(self.seconds, 2),
+                "age_s": None if self.age is None else round(self.age, 1)}
 
 
 @dataclass
@@ -147,7 +149,11 @@ def _key(j: _Judging) -> None:
 
 def _minion(j: _Judging) -> None:
     m = j.value("minion")
-    if isinstance(m, bool):
+    if isinstance(m, Presence):  # the master's view (the collector): no job was sent
+        j.row.fields["minion"] = "connected" if m.connected else "not connected"
+        if not m.connected and j.row.state != "planned" and not j.expected:
+            j.row.problems.append("minion not connected to the master")
+    elif isinstance(m, bool):
         j.row.fields["minion"] = "answers" if m else "silent"
         if not m and j.row.state != "planned" and not j.expected:
             j.row.problems.append("minion does not answer test.ping")
@@ -254,6 +260,12 @@ def _discovered(cols: dict[str, Column]) -> Any:
     return None if col is None or col.error is not None else col.values.get(SITE)
 
 
+def ages_line(cols: dict[str, Column]) -> str | None:
+    """How old each collected column's answer is (None when every source was asked now)."""
+    aged = [f"{name} {age(c.age)}" for name, c in cols.items() if c.age is not None]
+    return f"from the collector (--live asks now): {', '.join(aged)}" if aged else None
+
+
 def _cell(row: Row, source: str) -> str:
     v = row.fields.get(source)
     if source in row.unknown:
@@ -307,6 +319,9 @@ def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[st
         if running:
             lines.append(f"{'':<{widths[0]}}  . {running} is working on it")
     lines.append("")
+    ages = ages_line(cols)
+    if ages:
+        lines.append(ages)
     for name, col in cols.items():
         if col.error is not None:
             lines.append(f"unknown {name}: {col.error}")
