@@ -21,6 +21,10 @@ provisioning:
     # applies provisioning.media with a stand-in ISO and this set to true
     media:
       enabled: false
+    # the lab's master runs on the host, and with it `fleet status`: the head node's
+    # collector unit is written but not started (its checkout has no fleet)
+    status:
+      enabled: false
 base:
   lookup:
     apt:

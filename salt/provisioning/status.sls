@@ -4,8 +4,9 @@
 {#- The status collector (tools/fleet/status/service.py): a long-running service running
     `fleet status --collect` from the checkout; `fleet status` and the fleet page read its
     cache. Its intervals are fleet's own (fleet.status.service.INTERVALS); here only where
-    it runs and how many BMCs it asks at once. Skipped, not failed, where the checkout has
-    no fleet (ConditionPathExists). #}
+    it runs and how many BMCs it asks at once. `status.enabled` false (the lab's pillar: its
+    master, and so its collector, runs on the host, and the head node has no fleet in its
+    checkout) writes the unit but neither verifies nor starts it. #}
 {%- set st = mapdata.status %}
 {%- set fleet = mapdata.checkout ~ '/' ~ st.fleet %}
 {%- set command = [fleet, 'status', '--collect', '-q', '-i', mapdata.checkout ~ '/inventory.yaml',
@@ -35,6 +36,8 @@ provisioning-status-file-managed-service:
         checkout: {{ mapdata.checkout | json }}
         cache_dir: {{ st.dir | json }}
 
+{%- if st.enabled %}
+
 {{ verify_unit('provisioning-status-cmd-run-verify-unit', unit,
                ['file: provisioning-status-file-managed-service']) }}
 
@@ -47,3 +50,4 @@ provisioning-status-service-running-collector:
       - file: provisioning-status-file-directory-cache
     - watch:
       - file: provisioning-status-file-managed-service
+{%- endif %}
