@@ -64,3 +64,13 @@ def test_a_node_in_service_is_refused_without_drain() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     assert proc.returncode == 2, proc.stderr
     assert "tbox-001 in service: --drain takes them out first" in proc.stderr
+
+
+def test_an_unknown_check_is_a_usage_error() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleet", "burnin", "run", "tbox-001", "--checks",
+         "cpu-stress,gpu-stres", "--drain", "-i", str(SITE), "--salt-config", "/nonexistent"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
+    assert proc.returncode == 2, proc.stderr
+    assert "--checks gpu-stres: no such check" in proc.stderr

@@ -94,11 +94,17 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.burnin import remote
     from fleet.burnin.results import ResultError
     from fleet.inventory.compute import preemptible_partition
+    from fleet.inventory.schema.hardware import BURNIN_CHECKS
     from fleet.master import slurm
     from fleet.master.salt import MasterError, Salt
 
     inv, names = ctx.targets()
     only = args.checks.split(",") if args.checks else None
+    unknown = sorted(set(only or ()) - set(BURNIN_CHECKS))
+    if unknown:
+        print(f"fleet burnin run: --checks {', '.join(unknown)}: no such check (the checks: "
+              f"{', '.join(BURNIN_CHECKS)})", file=sys.stderr)
+        return Exit.USAGE
     in_service = [h for h in names if inv.nodes[h].state == "active"]
     if in_service and not args.drain:
         print(f"fleet burnin run: {', '.join(in_service)} in service: --drain takes them "
@@ -124,8 +130,11 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
             continue
         row["ran"] = [{"check": r.check, "passed": r.passed, "figures": r.figures,
                        "reason": r.reason} for r in done]
-        if h in in_service and all(r.passed for r in done):
+        failed = [r.check for r in done if not r.passed]
+        if h in in_service and not failed:
             slurm.resume(runner, h)
+        elif h in in_service:  # left out of service, the failing check its reason
+            slurm.drain(runner, h, f"{DRAIN_REASON}: {failed[0]} failed")
     return _report_run(rows, ctx)
 
 
