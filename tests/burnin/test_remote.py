@@ -5,16 +5,23 @@ without a runner named; and the refusal of a node in service without --drain."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
 
 from discover.sites import ROOT
 from fleet.burnin import remote
-from fleet.burnin.results import parse
+from fleet.burnin.results import ResultError, parse
 from fleet.inventory.load import load_inventory
 from fleet.inventory.schema.hardware import BurninTest, Profile
+from fleet.master.runner import Result
+from fleet.master.salt import Salt
 
 SITE = ROOT / "inventory.yaml"
 
@@ -74,3 +81,30 @@ def test_an_unknown_check_is_a_usage_error() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT / "tools")})
     assert proc.returncode == 2, proc.stderr
     assert "--checks gpu-stres: no such check" in proc.stderr
+
+
+class _Answers:
+    """What the salt CLI prints for the node's cmd.run_all: a node's answer is hostile."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+        return Result(tuple(argv), 0, json.dumps({"tbox-001": self.answer}), "")
+
+
+@pytest.mark.parametrize("answer, why", [
+    ({"retcode": 0, "stdout": '{"check": "smart", "passed": true, "figures": {"x": 1e999}, '
+      '"started": 1, "seconds": 1}', "stderr": ""}, "figures"),
+    ({"retcode": 1, "stdout": "\x1b[2J no json", "stderr": "\x1b]0;pwned\x07"}, "no result"),
+    ("Minion did not return. [No response]", "no answer"),
+    ({"retcode": 0, "stdout": '{"check": "cpu-stress", "passed": true, "figures": {}, '
+      '"started": 1, "seconds": 1}', "stderr": ""}, "answered cpu-stress for smart"),
+])
+def test_a_hostile_or_wrong_answer_is_refused_and_nothing_is_kept(
+        tmp_path: Path, answer: object, why: str) -> None:
+    (smart,) = remote.plan(_tinybox(smart=BurninTest(seconds=0)))[0]
+    with pytest.raises(ResultError) as err:
+        remote.run_node(Salt(_Answers(answer)), tmp_path, "tbox-001", [smart], lambda m: None)
+    assert why in str(err.value)
+    assert not list(tmp_path.iterdir())  # no result recorded

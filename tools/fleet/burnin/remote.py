@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from fleet.burnin import results
@@ -31,8 +32,7 @@ class Planned:
 def plan(profile: Profile, only: list[str] | None = None) -> tuple[list[Planned], list[str]]:
     """The profile's checks the runner can run, in the profile's order (``only``: these of
     them), and those it cannot here (GPU stress, NCCL, the links: not yet written)."""
-    code = ("import base64;exec(compile(base64.b64decode("
-            f"'{base64.b64encode(RUNNER.read_bytes()).decode()}'),'fleet-burnin','exec'))")
+    code = _runner_code()
     runs: list[Planned] = []
     missing: list[str] = []
     for check, test in profile.burnin.items():
@@ -44,6 +44,13 @@ def plan(profile: Profile, only: list[str] | None = None) -> tuple[list[Planned]
         runs.append(Planned(check, ["python3", "-c", code, check, *_args(check, test, profile)],
                             test.seconds * 2 + MARGIN_S))
     return runs, missing
+
+
+@cache
+def _runner_code() -> str:
+    """``python3 -c`` code that runs the runner, read and encoded once per run of fleet."""
+    return ("import base64;exec(compile(base64.b64decode("
+            f"'{base64.b64encode(RUNNER.read_bytes()).decode()}'),'fleet-burnin','exec'))")
 
 
 def _args(check: str, test: BurninTest, profile: Profile) -> list[str]:
