@@ -89,18 +89,19 @@ TEST_PODMAN := $(CURDIR)/.test-podman
 test: export CONTAINERS_STORAGE_CONF := $(TEST_PODMAN)/storage.conf
 # the VM tier's mirror cache and installed-system image too (tests/vm/vmbed.py)
 test: export FLEET_VM_CACHE := $(TEST_PODMAN)/vm-cache
-test: test-storage lint check unit check-packages test-swarm test-machines
+test: test-storage lint check unit check-packages test-machines
 	bash tools/test-storage.sh clean $(TEST_PODMAN)
 
 test-storage:
 	bash tools/test-storage.sh fresh $(TEST_PODMAN)
 
-# the lab tier in the foreground and the QEMU tiers (PXE, then VM) beside it: under TCG they
-# keep about one core busy while the lab waits on its containers (tools/beside.sh; the host
-# packages of all three are installed first, one apt at a time)
+# the lab tier in the foreground and the QEMU tiers (PXE, then VM) and the swarm beside it:
+# under TCG the QEMU tiers keep about one core busy while the lab waits on its containers, and
+# the swarm is host processes on their own ports and directories (tools/beside.sh; the host
+# packages of all three machine tiers are installed first, one apt at a time)
 test-machines: lab-deps qemu-deps
 	bash tools/beside.sh $(TEST_PODMAN)/qemu-tiers.log \
-	  '$(MAKE) --no-print-directory test-pxe test-vm' $(MAKE) --no-print-directory test-lab
+	  '$(MAKE) --no-print-directory test-pxe test-vm test-swarm' $(MAKE) --no-print-directory test-lab
 
 bench-render: $(STAMP)
 	$(BIN)/python benchmarks/bench_render.py --runs 7 --write docs/benchmarks.md
