@@ -13,6 +13,7 @@ from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.master import statedir
 from fleet.output import highstate_node
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.master.highstate import NodeResult
@@ -47,6 +48,12 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_config(p)
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ("highstate runs already sent go on on their minions: run `fleet apply` again "
+           "for every node's verdict")
+
+
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.apply.run import Options, apply
     from fleet.master.pyclient import SaltMaster

@@ -18,6 +18,7 @@ from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.master import statedir
 from fleet.output import node_entry
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.health.run import Outcome
@@ -51,6 +52,12 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_options(p)
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the nodes drained or resumed before it are in the journal under --state-dir; '
+           'checks in flight end on their Salt timeout; run `fleet health` again')
+
+
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.health.run import gate
     from fleet.master.salt import MasterError

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_actions, add_salt_config
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.mkv.flags import ArrayFlags
@@ -36,6 +37,12 @@ def register(sub: Any, parents: Parents) -> None:
                             help="check the master unit and print the command; run nothing")
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the mkv tool was stopped mid-run (its rebuild or rebalance starts over when run '
+           'again)')
+
+
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.mkv.flags import UnknownArrayError, array_flags
     from fleet.mkv.ops import (

@@ -24,6 +24,7 @@ from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.ops.power import ACTIONS, Action, NodeResult, Status
 from fleet.output import node_entry
+from fleet.signals import long_verb
 
 DESCRIPTION = """
 Send one power action to the BMC of every node TARGET names (Redfish or IPMI, as the
@@ -58,6 +59,12 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_config(p)  # unused by power itself: the shared runner is built from it
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('an action already sent to a BMC may still take effect, and a node drained for it'
+           ' stays drained (`fleet power status`, `sinfo -n NODE`)')
+
+
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.bmc.base import BmcClient
     from fleet.bmc.connect import client_for

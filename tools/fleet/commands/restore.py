@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_command, add_force
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.backup.run import Setup
@@ -47,6 +48,12 @@ def register(sub: Any, parents: Parents) -> None:
     options.add(p)
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the restore was stopped part way: run `fleet restore` again before starting the '
+           'master')
+
+
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.backup import options
 
