@@ -119,8 +119,8 @@ FORCE = {
                  "the node is never powered off with jobs on it",
     "rollout": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
                "the node is never changed with jobs on it",
-    "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
-             "a node with Slurm jobs",
+    "power": "off, cycle, reset: do not wait for running jobs: cancel them (scancel, named) "
+             "at the drain; the node is never powered off with jobs on it",
     "restore": "restore even over a running salt-master",
     "ubuntu_image": "build the lab's Ubuntu minion image again even when one of its tag "
                     "exists",
@@ -129,6 +129,14 @@ FORCE = {
 
 def add_force(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument("--force", action="store_true", help=FORCE[verb])
+
+
+def add_ignore_boot_mode(p: argparse.ArgumentParser, text: str) -> None:
+    """``--ignore-boot-mode``: the one override of fleet.pxe.powerguard's rule (a node in
+    PXE install mode, or whose mode cannot be read, is not powered); ``text``: when."""
+    p.add_argument("--ignore-boot-mode", action="store_true",
+                   help=f"{text}power-cycle even a node in PXE install mode (it is then "
+                        "reinstalled: its disk wiped) or whose mode cannot be read")
 
 
 def add_secrets(p: argparse.ArgumentParser, text: str, *, dest: str = "secrets",

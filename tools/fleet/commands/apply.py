@@ -33,6 +33,10 @@ names no node), 4 the master could not be reached, 5 a node failed, did not retu
 no accepted key; 130 interrupted (jobs already published keep running on the nodes)
 """
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ("highstate runs already sent go on on their minions: run `fleet apply` again "
+           "for every node's verdict")
+
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "apply", DESCRIPTION, EPILOG, target="'stor-*'")
@@ -46,11 +50,6 @@ def register(sub: Any, parents: Parents) -> None:
     add_state_dir(p, statedir.APPLY,
                   "where each node's last result is kept (<dir>/<node>/last.json)")
     add_salt_config(p)
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ("highstate runs already sent go on on their minions: run `fleet apply` again "
-           "for every node's verdict")
 
 
 @long_verb(STOPPED)

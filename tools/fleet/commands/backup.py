@@ -35,6 +35,10 @@ others or beside the backup, no master key here), 4 restic is missing or the
 destination cannot be reached or opened (a wrong key), 5 the backup or its verification
 failed (check: the repository is damaged)
 """
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ("this run's snapshot was not finished (restic keeps no partial snapshot); run "
+           '`fleet backup` again')
 ACTIONS = ("create", "check", "list")
 
 
@@ -45,11 +49,6 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("action", nargs="?", default="create", choices=ACTIONS, metavar="ACTION",
                    help="create (default) | check | list")
     options.add(p)
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ("this run's snapshot was not finished (restic keeps no partial snapshot); run "
-           '`fleet backup` again')
 
 
 @long_verb(STOPPED)

@@ -26,6 +26,10 @@ EPILOG = """exit codes: 0 done (status: no node failed), 1 invalid inventory (or
 would make it invalid: nothing written), 2 usage, 4 a result or the inventory could not be
 read or written (run: a node gave no result), 5 a node failed burn-in (run, status) or could
 not finish (pending); run refuses (2) a node in service without --drain"""
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('a node drained for its burn-in stays drained, its result not recorded; run '
+           '`fleet burnin run` again')
 DRAIN_REASON = "fleet burnin run"
 MAX_REASON = 200  # the inventory's Text
 
@@ -76,11 +80,6 @@ def verdicts(inv: Any, root: Path) -> dict[str, Any]:
     from fleet.burnin.verdict import for_inventory
 
     return for_inventory(inv, {h: results.load(root, h) for h in inv.nodes})
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ('a node drained for its burn-in stays drained, its result not recorded; run '
-           '`fleet burnin run` again')
 
 
 @long_verb(STOPPED)

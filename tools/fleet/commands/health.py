@@ -40,6 +40,10 @@ node), 4 the Salt master could not be reached, 5 a node is unhealthy (with --dra
 drained if it is a Slurm node)
 """
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the nodes drained or resumed before it are in the journal under --state-dir; '
+           'checks in flight end on their Salt timeout; run `fleet health` again')
+
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "health", DESCRIPTION, EPILOG, target="'stor-*'")
@@ -50,11 +54,6 @@ def register(sub: Any, parents: Parents) -> None:
     add_state_dir(p, statedir.HEALTH,
                   "the journal of drains and resumes, each node's last result")
     add_salt_options(p)
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ('the nodes drained or resumed before it are in the journal under --state-dir; '
-           'checks in flight end on their Salt timeout; run `fleet health` again')
 
 
 @long_verb(STOPPED)

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from fleet.mkv.ops import OpReport
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the mkv tool was stopped mid-run (its rebuild or rebalance starts over when run '
+           'again)')
+
+
 def register(sub: Any, parents: Parents) -> None:
     _p, s = add_actions(
         sub, "mkv", "mkv's rebuild and rebalance need the array's own -volumes, -replicas and "
@@ -35,11 +40,6 @@ def register(sub: Any, parents: Parents) -> None:
                             help="seconds the mkv run may take (default 86400)")
             sp.add_argument("--dry-run", action="store_true",
                             help="check the master unit and print the command; run nothing")
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ('the mkv tool was stopped mid-run (its rebuild or rebalance starts over when run '
-           'again)')
 
 
 @long_verb(STOPPED)

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 DESCRIPTION = "The site package repository: every package the site pins or holds."
 
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the repository is left as it was before the package being fetched; run it again')
+
+
 def register(sub: Any, parents: Parents) -> None:
     _p, actions = add_actions(sub, "repo", DESCRIPTION,
                               "exit codes: 0 ok, 1 invalid inventory, 2 usage, 4 archive, "
@@ -57,10 +61,6 @@ def register(sub: Any, parents: Parents) -> None:
                             description="The packages the repository holds; stand-ins named.")
     sp.add_argument("--repo", type=Path, metavar="DIR",
                     help="the repository (default: the inventory's site.apt.repo)")
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ('the repository is left as it was before the package being fetched; run it again')
 
 
 @long_verb(STOPPED)

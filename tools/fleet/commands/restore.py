@@ -35,6 +35,10 @@ item could not be put back (named, with the items restored before it), 6 a salt-
 running here (--force)
 """
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the restore was stopped part way: run `fleet restore` again before starting the '
+           'master')
+
 
 def register(sub: Any, parents: Parents) -> None:
     from fleet.backup import options
@@ -46,11 +50,6 @@ def register(sub: Any, parents: Parents) -> None:
                    help="restore under DIR instead of / (to look before restoring)")
     add_force(p, "restore")
     options.add(p)
-
-
-# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
-STOPPED = ('the restore was stopped part way: run `fleet restore` again before starting the '
-           'master')
 
 
 @long_verb(STOPPED)
