@@ -249,18 +249,14 @@ def bmc_options(args: argparse.Namespace, name: str, **extra: Any) -> BmcOptions
                       address=bmc_address(args, name), scheme=args.bmc_scheme, **extra)
 
 
-def add_pxe_state(p: argparse.ArgumentParser, use: str, *, old_name: bool = False,
-                  root: bool = True) -> None:
+def add_pxe_state(p: argparse.ArgumentParser, use: str, *, root: bool = True) -> None:
     """``--pxe-state`` (the boot-mode links; ``use``: what the command does with them) and,
-    with ``root``, ``--pxe-root``: one name in every verb. ``old_name``: ``fleet pxe``'s
-    former ``--state-dir`` still read, hidden (deprecated: everywhere else --state-dir is
-    a journal root)."""
+    with ``root``, ``--pxe-root``: one name in every verb (``fleet pxe``'s former
+    ``--state-dir`` is gone: everywhere --state-dir is a journal root)."""
     missing = "; a directory that is not here is no answer" if root else ""
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help=f"the boot-mode links it {use} (default: the inventory's "
                         f"site.pxe_state{missing})")
-    if old_name:
-        p.add_argument("--state-dir", type=Path, dest="pxe_state", help=argparse.SUPPRESS)
     if root:
         p.add_argument("--pxe-root", type=Path, metavar="DIR",
                        help="the deployed pxe/ tree (default: site.pxe_root)")
