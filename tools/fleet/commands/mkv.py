@@ -82,15 +82,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                 print(line)
             return Exit.OK
         report = run_maintenance(host, flags, args.mkv_verb, timeout=args.timeout, say=say)
-    except StaleUnitError as exc:
+    except MkvOpError as exc:  # the unit not as rendered; no answer; the tool failed
         print(f"fleet mkv: {exc}", file=sys.stderr)
-        return Exit.DIFFERS
-    except NoAnswerError as exc:
-        print(f"fleet mkv: {exc}", file=sys.stderr)
-        return Exit.IO
-    except MkvOpError as exc:
-        print(f"fleet mkv: {exc}", file=sys.stderr)
-        return Exit.FAILED
+        return Exit.DIFFERS if isinstance(exc, StaleUnitError) else \
+            Exit.IO if isinstance(exc, NoAnswerError) else Exit.FAILED
     _print_report(args, ctx, flags, report)
     return Exit.OK if report.ok else Exit.FAILED
 
