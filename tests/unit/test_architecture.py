@@ -431,6 +431,31 @@ def test_the_drain_and_wait_is_written_once() -> None:
         + "\n  ".join(found)
 
 
+# the verbs that drain a node before changing it, each through the one drain
+DRAINERS = {"reinstall": "fleet/reinstall/steps.py", "rollout": "fleet/rollout/flow.py",
+            "power": "fleet/ops/powerdrain.py", "burnin run": "fleet/commands/burnin.py"}
+
+
+def _calls_the_one_drain(tree: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "drain_and_wait" and isinstance(n.func.value, ast.Name)
+               and n.func.value.id == "slurm" for n in ast.walk(tree))
+
+
+def test_a_planted_drain_by_hand_is_no_call_of_the_one_drain() -> None:
+    assert _calls_the_one_drain(ast.parse("slurm.drain_and_wait(r, n, 'x')\n"))
+    assert not _calls_the_one_drain(ast.parse("slurm.drain(r, n, 'x')\nslurm.jobs(r, n)\n"))
+
+
+def test_reinstall_rollout_power_and_burnin_drain_through_the_one_drain() -> None:
+    """One drain-and-wait with one meaning of --force (issue 34), used by every verb that
+    takes a node out of Slurm to change it."""
+    missing = [f"fleet {verb} ({rel})" for verb, rel in DRAINERS.items()
+               if not _calls_the_one_drain(ast.parse((TOOLS / rel).read_text()))]
+    assert not missing, "verbs that no longer drain through the one drain:\n  " + \
+        "\n  ".join(missing)
+
+
 # --- one room for text from outside ---------------------------------------------------------
 
 TEXT_HOME = FLEET / "master" / "text.py"
