@@ -112,3 +112,10 @@ def test_the_catcher_raises_once_and_only_reports_a_second_signal() -> None:
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGTERM)
     assert c.name == "SIGINT" and said == ["SIGTERM again: already stopping; busy"]
+
+
+def test_docs_output_lists_the_long_verbs() -> None:
+    """docs/output.md names the verbs that install the catcher: fleet.commands.LONG's."""
+    text = " ".join((ROOT / "docs" / "output.md").read_text().split())
+    listed = text.split("(`fleet.commands.LONG`: ", 1)[1].split(")", 1)[0]
+    assert sorted(v.strip() for v in listed.split(",")) == sorted(LONG)
