@@ -119,3 +119,22 @@ def test_docs_output_lists_the_long_verbs() -> None:
     text = " ".join((ROOT / "docs" / "output.md").read_text().split())
     listed = text.split("(`fleet.commands.LONG`: ", 1)[1].split(")", 1)[0]
     assert sorted(v.strip() for v in listed.split(",")) == sorted(LONG)
+
+
+def test_a_verb_run_off_the_main_thread_runs_without_the_catcher() -> None:
+    """Python sets handlers only from the main thread: an in-process run on another
+    thread (a test rig's) runs the verb as it is, the process's handlers untouched."""
+    import threading
+
+    before = signal.getsignal(signal.SIGTERM)
+    got: list[object] = []
+
+    @long_verb("x")
+    def run() -> int:
+        got.append(signal.getsignal(signal.SIGTERM))
+        return 7
+
+    t = threading.Thread(target=lambda: got.append(run()))
+    t.start()
+    t.join()
+    assert got == [before, 7]

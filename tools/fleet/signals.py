@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, Self, TypeVar
@@ -100,6 +101,8 @@ def long_verb(left: str) -> Callable[[Run], Run]:
             def stop(signum: int) -> None:
                 raise Stopped(signum, left)
 
+            if threading.current_thread() is not threading.main_thread():
+                return run(*args, **kwargs)  # a verb run in-process off the main thread
             with SignalCatcher(_stderr, stop, again="stopping"):
                 return run(*args, **kwargs)
         wrapped.long_verb = left  # type: ignore[attr-defined]
