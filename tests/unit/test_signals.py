@@ -30,9 +30,9 @@ from support.cli import ROOT, SMALL
 WRAPPED = sorted(v for v in LONG if hasattr(
     __import__(f"fleet.commands.{v}", fromlist=["run"]).run, "long_verb"))
 ARGV = {"apply": ["apply", "tbox-001"], "health": ["health", "tbox-001"],
-        "power": ["power", "off", "tbox-001"], "burnin": ["burnin", "run", "tbox-001"],
-        "mkv": ["mkv", "show", "data"], "repo": ["repo", "list"], "backup": ["backup"],
-        "restore": ["restore"]}
+        "power": ["power", "off", "tbox-001"], "cabling": ["cabling"],
+        "burnin": ["burnin", "run", "tbox-001"], "mkv": ["mkv", "show", "data"],
+        "repo": ["repo", "list"], "backup": ["backup"], "restore": ["restore"]}
 
 # STAND-IN for the long work: the inventory's read says "ready" and waits for the signal
 STANDIN = """
