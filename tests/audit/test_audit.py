@@ -196,7 +196,7 @@ EVERY_CHANGE: list[tuple[list[str], str, str | None, str | None]] = [
       "{tmp}/nosalt"], "reinstall", None, "gpu-03"),
     (["render", "-o", "{tmp}/out"], "render", None, None),
     (["power", "cycle", "gpu-04", "--bmc-address", "127.0.0.1:9"], "power", "cycle", "gpu-04"),
-    (["pxe", "set", "gpu-01", "local", "--state-dir", "{tmp}/pxe"], "pxe", "set", "gpu-01"),
+    (["pxe", "set", "gpu-01", "local", "--pxe-state", "{tmp}/pxe"], "pxe", "set", "gpu-01"),
     (["keys", "check", "--remove", "--salt-config", "{tmp}/nosalt"], "keys", "check", None),
     (["mkv", "rebuild", "data", "--salt-config", "{tmp}/nosalt"], "mkv", "rebuild", "data"),
     (["mkv", "rebalance", "data", "--salt-config", "{tmp}/nosalt"], "mkv", "rebalance",

@@ -581,7 +581,7 @@ def test_boot_modes_read_through_a_pxe_command(tmp_path: Path) -> None:
     (pxe_state / t.ipxe_link).symlink_to(t.script("install", "ipxe"))
     wrapper = tmp_path / "remote-fleet"
     wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT / "tools"} exec {sys.executable} -m fleet '
-                       f'"$@" -i {SMALL} --state-dir {pxe_state}\n')
+                       f'"$@" -i {SMALL} --pxe-state {pxe_state}\n')
     wrapper.chmod(0o755)
     modes = CommandBootMode([str(wrapper)])
     assert (modes.get_mode("gpu-01"), modes.get_mode("gpu-02")) == ("install", "local")

@@ -1,5 +1,6 @@
 """What the ops tests share: a secrets store with the fakes' password, a stand-in for
-Slurm's squeue (a script reading which jobs run where), an empty PXE state directory."""
+Slurm's client (a script keeping which jobs run where and which nodes are drained), an
+empty PXE state directory."""
 
 from __future__ import annotations
 
@@ -24,25 +25,54 @@ def secrets(tmp: Path, name: str = "bmc-tinybox") -> Path:
 
 
 def slurm_standin(tmp: Path, jobs: dict[str, list[str]], *, broken: bool = False) -> Path:
-    """A stand-in for a Slurm client reached through --slurm-command: ``CMD squeue -h -w
-    NODE ...`` prints the job ids ``jobs`` gives NODE, one a line (as ``-o %i`` does);
-    every call is appended to calls.log. ``broken``: squeue fails as with slurmctld down."""
+    """A stand-in for a Slurm client reached through --slurm-command, for one controller's
+    state kept in a file (a FAKE Slurm: none can run here): ``squeue -h -w NODE`` prints
+    the job ids ``jobs`` gives NODE, one a line (as ``-o %i`` does); ``scontrol update
+    NodeName=N State=DRAIN|RESUME`` drains or resumes it; ``sinfo -h -N -n N -o %T`` says
+    ``draining`` while a drained node has jobs, ``drained`` once it has none (``idle`` /
+    ``allocated`` undrained); ``scancel IDS`` ends those jobs, ``scontrol requeue IDS`` takes
+them off the node (a job never ends by itself); a job ``ID@PART`` is of partition PART.
+    Every call is appended to calls.log. ``broken``: every call fails as with slurmctld
+    down."""
     table = tmp / "slurm-jobs.json"
-    table.write_text(json.dumps(jobs))
+    table.write_text(json.dumps({"jobs": jobs, "drained": []}))
     log = tmp / "calls.log"
     script = tmp / "slurm-standin"
     script.write_text(f"""#!/usr/bin/env python3
-import json, sys
+import fcntl, json, sys
+lock = open({str(table)!r} + ".lock", "w")
+fcntl.flock(lock, fcntl.LOCK_EX)  # the drains run side by side: one call at a time
 with open({str(log)!r}, "a") as f:
     f.write(" ".join(sys.argv[1:]) + "\\n")
 if {broken!r}:
-    sys.stderr.write("squeue: error: Unable to contact slurm controller (connect failure)\\n")
+    sys.stderr.write(sys.argv[1] + ": error: Unable to contact slurm controller\\n")
     sys.exit(1)
 args = sys.argv[1:]
-assert args[0] == "squeue", args
-node = args[args.index("-w") + 1]
-for job in json.load(open({str(table)!r})).get(node, []):
-    print(job)
+state = json.load(open({str(table)!r}))
+jobs, drained = state["jobs"], state["drained"]
+if args[0] == "squeue":  # a job "ID@PART" is of partition PART (-p); others of none named
+    part = args[args.index("-p") + 1] if "-p" in args else None
+    for job in jobs.get(args[args.index("-w") + 1], []):
+        if part is None or job.endswith("@" + part):
+            print(job.split("@")[0])
+elif args[0] == "sinfo":
+    node = args[args.index("-n") + 1]
+    busy = bool(jobs.get(node))
+    print(("draining" if busy else "drained") if node in drained else
+          ("allocated" if busy else "idle"))
+elif args[:2] == ["scontrol", "update"]:
+    node = args[2].removeprefix("NodeName=")
+    if "State=DRAIN" in args and node not in drained:
+        drained.append(node)
+    elif "State=RESUME" in args and node in drained:
+        drained.remove(node)
+elif args[0] == "scancel" or args[:2] == ["scontrol", "requeue"]:  # requeued: pending
+    ids = args[1:] if args[0] == "scancel" else args[2].split(",")
+    state["jobs"] = {{n: [j for j in js if j.split("@")[0] not in ids]
+                     for n, js in jobs.items()}}
+else:
+    sys.exit("the stand-in does not know " + " ".join(args))
+json.dump(state, open({str(table)!r}, "w"))
 """)
     script.chmod(0o755)
     return script

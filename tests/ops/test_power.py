@@ -1,7 +1,8 @@
 """``fleet power``'s parts in-process: the per-node action, the bounded pool with its
-per-node deadline, and the refusal rules (head node, boot mode, Slurm jobs). The BMCs here
-are in-process fakes of the client interface (fleet.bmc.base.BmcClient); tests/ops/
-test_power_cli.py drives real emulators."""
+per-node deadline, the refusal rules (head node, boot mode) and the drain before off, cycle
+and reset (the one drain, against tests/support/fakeslurm.py's FAKE Slurm, as reinstall's
+tests). The BMCs here are in-process fakes of the client interface
+(fleet.bmc.base.BmcClient); tests/ops/test_power_cli.py drives real emulators."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from fleet.bmc.base import BmcClient, BmcUnreachableError
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
 from fleet.master.runner import Result
-from fleet.ops import power, refusals
+from fleet.ops import power, powerdrain, refusals
 from fleet.pxe.bootmode import PxeBootMode
 from ops.helpers import INVENTORY, arm_install, pxe_state
+from support.fakeslurm import FakeSlurm
 
 
 @pytest.fixture(scope="module")
@@ -190,53 +192,73 @@ def test_head_node_is_refused(inv: Inventory) -> None:
 
 
 def test_boot_mode_install_or_unknown_is_refused(inv: Inventory, tmp_path: Path) -> None:
-    """fleet.pxe.powerguard's one rule, with fleet power's --force named as the way past."""
+    """fleet.pxe.powerguard's one rule, with --ignore-boot-mode named as the way past."""
     node = inv.nodes["tbox-001"]
     missing = refusals.boot_mode_refusal(PxeBootMode(inv, tmp_path / "nowhere"), node)
-    assert len(missing) == 1 and "cannot be read" in missing[0] and "--force" in missing[0]
+    assert len(missing) == 1 and "cannot be read" in missing[0]
+    assert "--ignore-boot-mode" in missing[0]
     state = pxe_state(tmp_path)
     modes = PxeBootMode(inv, state)
     assert refusals.boot_mode_refusal(modes, node) == []  # no link: local
     arm_install(state, node.mac)
     armed = refusals.boot_mode_refusal(modes, node)
-    assert len(armed) == 1 and "boot mode install" in armed[0] and "--force" in armed[0]
+    assert len(armed) == 1 and "boot mode install" in armed[0] and "--ignore-boot-mode" in armed[0]
     (state / ("grub.cfg-" + inv.nodes["tbox-002"].mac)).write_text("not a link")
     odd = refusals.boot_mode_refusal(modes, inv.nodes["tbox-002"])
     assert len(odd) == 1 and "cannot be read" in odd[0] and "not a link" in odd[0]
 
 
-class StandInSlurm:
-    """A stand-in for the runner's squeue (the lab has the real one)."""
-
-    def __init__(self, jobs: dict[str, list[str]], returncode: int = 0) -> None:
-        self.jobs, self.returncode = jobs, returncode
-        self.calls: list[list[str]] = []
-
-    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
-        self.calls.append(list(argv))
-        if self.returncode:
-            return Result(tuple(argv), self.returncode, "", "squeue: error: slurmctld down")
-        node = argv[argv.index("-w") + 1]
-        return Result(tuple(argv), 0, "".join(f"{j}\n" for j in self.jobs.get(node, [])), "")
+def _drain(inv: Inventory, slurm: FakeSlurm, node: str, *, force: bool,
+           timeout: float = 5) -> tuple[dict[str, str], dict[str, str]]:
+    return powerdrain.drain_first(slurm, inv, [node], "off", force=force, timeout=timeout,
+                                  poll=0.05)
 
 
-def test_running_jobs_are_refused_by_id(inv: Inventory) -> None:
-    slurm = StandInSlurm({"tbox-002": ["4242", "4243_7"]})
-    said = refusals.running_jobs_refusal(slurm, inv.nodes["tbox-002"])
-    assert len(said) == 1 and "2 Slurm job(s)" in said[0] and "4242, 4243_7" in said[0]
-    assert refusals.running_jobs_refusal(slurm, inv.nodes["tbox-001"]) == []
-    assert slurm.calls[0][:5] == ["squeue", "-h", "-w", "tbox-002", "-t"]
+def test_off_drains_a_node_with_jobs_and_force_cancels_them_by_id(inv: Inventory) -> None:
+    slurm = FakeSlurm(["4242", "4243_7"])
+    drained, failed = _drain(inv, slurm, "tbox-002", force=True)
+    assert failed == {}
+    assert drained == {"tbox-002": "--force cancelled 4242, 4243_7; drained (drained)"}
+    assert slurm.calls[0] == ("scontrol", "update", "NodeName=tbox-002", "State=DRAIN",
+                              "Reason=fleet power off")
+    assert ("scancel", "4242", "4243_7") in slurm.calls
+    assert not any("State=RESUME" in " ".join(c) for c in slurm.calls)  # stays drained
 
 
-def test_slurm_that_cannot_be_asked_is_a_refusal(inv: Inventory) -> None:
-    said = refusals.running_jobs_refusal(StandInSlurm({}, returncode=1),
-                                         inv.nodes["tbox-001"])
-    assert len(said) == 1 and "cannot ask Slurm" in said[0] and "slurmctld down" in said[0]
+def test_without_force_the_jobs_are_waited_for_and_a_timeout_fails_the_node(
+        inv: Inventory) -> None:
+    slurm = FakeSlurm(["4242"])
+    drained, failed = _drain(inv, slurm, "tbox-002", force=False, timeout=0.3)
+    assert drained == {}
+    assert "still draining after 0.3s (--drain-timeout)" in failed["tbox-002"]
+    assert "--force" in failed["tbox-002"] and "left drained" in failed["tbox-002"]
+    assert not any(c[0] == "scancel" for c in slurm.calls)
+    slurm.jobs = []  # the job ended: the wait ends, the node drained
+    assert _drain(inv, slurm, "tbox-002", force=False) == (
+        {"tbox-002": "drained (drained)"}, {})
 
 
-def test_a_node_outside_slurm_is_not_asked(inv: Inventory, tmp_path: Path) -> None:
-    slurm = StandInSlurm({}, returncode=1)
+def test_a_workers_preemptible_job_is_requeued_never_cancelled(inv: Inventory) -> None:
+    slurm = FakeSlurm([], preemptible=["900"])
+    drained, _ = _drain(inv, slurm, "tbox-001", force=True)  # a miniray worker
+    assert ("scontrol", "requeue", "900") in slurm.calls and slurm.pending == ["900"]
+    assert drained["tbox-001"].startswith("requeued 900; ")
+
+
+def test_slurm_that_cannot_be_asked_fails_the_node_named(inv: Inventory) -> None:
+    class Down(FakeSlurm):
+        def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+            return Result(tuple(argv), 1, "", "scontrol: error: slurmctld down")
+
+    drained, failed = _drain(inv, Down([]), "tbox-002", force=False)
+    assert drained == {} and failed["tbox-002"].startswith("cannot drain it: `scontrol ")
+    assert "slurmctld down" in failed["tbox-002"]
+
+
+def test_a_node_outside_slurm_is_not_drained(inv: Inventory, tmp_path: Path) -> None:
+    slurm = FakeSlurm(["4242"])
     stor = next(n for n in inv.nodes.values() if not n.has("slurm.compute")
                 and not refusals.head_node_refusal(inv, n))
-    assert refusals.refusals(inv, stor, slurm, PxeBootMode(inv, pxe_state(tmp_path))) == []
+    assert refusals.refusals(inv, stor, PxeBootMode(inv, pxe_state(tmp_path))) == []
+    assert _drain(inv, slurm, stor.hostname, force=True) == ({}, {})
     assert slurm.calls == []

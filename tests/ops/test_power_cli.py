@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +28,7 @@ from support.bmcfakes import (
     start_fake_redfish,
     wait_until,
 )
-from support.cli import run_fleet
+from support.cli import ROOT, run_fleet
 
 NODES = ["tbox-001", "tbox-002", "tbox-003"]
 RANGE = "tbox-[001-003]"
@@ -94,7 +97,7 @@ def test_redfish_range_on_status_off(tmp_path: Path,
     rc, out, _ = power(tmp_path, "on", "tbox-001", ports)
     assert rc == 0 and statuses(out) == {"tbox-001": ("already", "on")}
     rc, out, _ = power(tmp_path, "off", RANGE, ports)
-    assert rc == 0 and statuses(out) == dict.fromkeys(NODES, ("done", "on"))
+    assert rc == 0 and statuses(out) == dict.fromkeys(NODES, ("done", "on")), json.dumps(out)
     for f in redfish.values():
         assert wait_until(lambda f=f: RedfishClient(f.url, USER, PASSWORD).power_state()
                           == "off", 20)
@@ -138,25 +141,61 @@ def test_a_hung_bmc_does_not_hold_the_others(tmp_path: Path,
     assert took < 60  # ended on the node's deadline, not on the 60 s BMC timeout
 
 
-def test_a_node_with_a_running_job_is_refused_unless_force(
+def test_a_node_with_a_running_job_is_drained_first_and_force_cancels_it(
         tmp_path: Path, ipmi: dict[str, FakeBmcProcess]) -> None:
+    """off drains each Slurm node through the one drain: a job that does not end in
+    --drain-timeout fails its node (left drained, its BMC untouched); --force cancels the
+    job by id, then powers off; every node drained for it stays drained."""
     ports = {n: f.port for n, f in ipmi.items()}
-    jobs = {"tbox-002": ["4242"]}
+    jobs = {"tbox-002": ["4242"], "tbox-001": ["900@miniray"]}  # 900: a worker's job
     power(tmp_path, "on", RANGE, ports, protocol="ipmi")
-    rc, out, _ = power(tmp_path, "off", RANGE, ports, protocol="ipmi", jobs=jobs)
+    rc, out, _ = power(tmp_path, "off", RANGE, ports, "--drain-timeout", "1",
+                       protocol="ipmi", jobs=jobs)
     assert rc == 5
     by = {n["node"]: n for n in out["nodes"]}
-    assert by["tbox-002"]["status"] == "refused" and by["tbox-002"]["action"] is None
-    assert "4242" in by["tbox-002"]["problems"][0]
+    assert by["tbox-002"]["status"] == "failed" and by["tbox-002"]["action"] is None
+    assert "still draining after 1s (--drain-timeout)" in by["tbox-002"]["problems"][0]
     assert by["tbox-001"]["status"] == by["tbox-003"]["status"] == "done"
+    assert out["drained"] == {"tbox-001": "requeued 900; drained (drained)",
+                              "tbox-003": "drained (drained)"}
     calls = (tmp_path / "calls.log").read_text()
-    assert "squeue -h -w tbox-002" in calls
+    assert "scontrol update NodeName=tbox-002 State=DRAIN Reason=fleet power off" in calls
+    assert "scancel" not in calls and "State=RESUME" not in calls
     rc, out, _ = power(tmp_path, "status", "tbox-002", ports, protocol="ipmi", jobs=jobs)
     assert statuses(out) == {"tbox-002": ("done", "on")}  # untouched
-    rc, out, _ = power(tmp_path, "off", "tbox-002", ports, "--force", protocol="ipmi",
-                       jobs=jobs)
+    rc, out, err = power(tmp_path, "off", "tbox-002", ports, "--force", protocol="ipmi",
+                         jobs={"tbox-002": ["4242"]})
     assert rc == 0 and statuses(out) == {"tbox-002": ("done", "on")}
     assert out["force"] is True
+    assert out["drained"] == {"tbox-002": "--force cancelled 4242; drained (drained)"}
+    assert "--force: cancelling job(s) 4242" in err
+    calls = (tmp_path / "calls.log").read_text()
+    assert "scancel 4242" in calls and "State=RESUME" not in calls
+
+
+def test_sigterm_during_the_drain_ends_power_with_143_and_the_node_drained(
+        tmp_path: Path, ipmi: dict[str, FakeBmcProcess]) -> None:
+    """The one signal catcher (fleet.signals) in power's real wait: no traceback, the
+    wait stopped, the node left drained and its BMC untouched."""
+    ports = {n: f.port for n, f in ipmi.items()}
+    power(tmp_path, "on", "tbox-002", ports, protocol="ipmi")
+    argv = ["power", "off", "tbox-002", "-i", str(INVENTORY), "--secrets",
+            str(secrets(tmp_path)), "--pxe-state", str(pxe_state(tmp_path)),
+            "--slurm-command", str(slurm_standin(tmp_path, {"tbox-002": ["4242"]})),
+            "--bmc-address", _addresses(ports), "--bmc-protocol", "ipmi"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
+    proc = subprocess.Popen([sys.executable, "-m", "fleet", *argv], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    log = tmp_path / "calls.log"
+    assert wait_until(lambda: log.exists() and "sinfo" in log.read_text(), 60)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "fleet power: stopped by SIGTERM; " in err and "stays drained" in err
+    assert "Traceback" not in err and out == ""
+    assert "State=RESUME" not in log.read_text()
+    _rc, got, _ = power(tmp_path, "status", "tbox-002", ports, protocol="ipmi")
+    assert statuses(got) == {"tbox-002": ("done", "on")}
 
 
 def test_install_boot_mode_and_the_head_are_refused(
@@ -172,6 +211,10 @@ def test_install_boot_mode_and_the_head_are_refused(
     assert "PXE boot mode install" in by["tbox-001"]["problems"][0]
     assert by["head-01"]["status"] == "refused"
     assert "salt master" in by["head-01"]["problems"][0]
+    # --force has one meaning (the jobs at the drain): it passes neither rule
+    rc, out, _ = power(tmp_path, "reset", "tbox-001,head-01", ports, "--force",
+                       protocol="ipmi")
+    assert rc == 5 and {n["status"] for n in out["nodes"]} == {"refused"}
     # on never needs --force (head-01's BMC user is root, which the fake has not: the
     # rule that on is never refused is tests/ops/test_power.py's)
     rc, out, _ = power(tmp_path, "on", "tbox-001", ports, protocol="ipmi")

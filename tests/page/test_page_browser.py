@@ -6,6 +6,7 @@ ran holds every node once, in its state; the screenshot is kept in artifacts/.""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from html.parser import HTMLParser
@@ -96,7 +97,10 @@ def test_every_node_drawn_once_in_its_state(inv: Inventory, page: Path,
     racks = {a["data-rack"] for tag, a in dom.elements if "data-rack" in a}
     assert racks == set(inv.raw.racks)
     assert any(a.get("id") == "notices" for _, a in dom.elements)
-    assert "last refreshed: status collected 2026-12-02T01:30:00Z, page written " in dom.html
+    # times as people read them: UTC and the age, counted when the page drew them
+    assert re.search(r"last refreshed: status collected 2026-12-02 01:30:00 UTC \(\d+[dhms] "
+                     r"ago\), page written \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\d+[dhms] "
+                     r"ago\); loaded \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<", dom.html), dom.html[:400]
     assert "unknown alerts: prometheus: &lt;img" in dom.html  # a notice, as text
 
 

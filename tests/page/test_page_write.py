@@ -141,6 +141,7 @@ def test_cli_writes_the_page(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["ok"] is True
     got = json.loads((tmp_path / "w" / "view.json").read_text())
     assert got["collected"] == "2026-12-02T00:00:00Z"
+    assert got["collected_ts"] == 1796169600.0  # the page shows it in UTC with its age
 
 
 def test_cli_without_status_runs_fleet_status(tmp_path: Path) -> None:

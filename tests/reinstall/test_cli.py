@@ -165,7 +165,7 @@ if [ "$4" = local ]; then
   touch {held}
   i=0; while [ ! -e {release} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 fi
-exec {python} -m fleet "$@" --state-dir {state} --pxe-root {root}
+exec {python} -m fleet "$@" --pxe-state {state} --pxe-root {root}
 """
 
 _IGNORE_SIGINT_THEN_EXEC = (

@@ -168,7 +168,7 @@ def test_boot_modes_through_pxe_command_in_one_call(tmp_path: Path) -> None:
     log = tmp_path / "pxe-calls.log"
     wrapper = tmp_path / "pxe-host"
     wrapper.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {sys.executable} -m fleet \"$@\" "
-                       f"-i {SMALL} --state-dir {tmp_path / 'pxe-state'}\n")
+                       f"-i {SMALL} --pxe-state {tmp_path / 'pxe-state'}\n")
     wrapper.chmod(0o755)
     rc, doc, err = site.run("--pxe-command", str(wrapper))
     assert rc == 5, err

@@ -431,6 +431,31 @@ def test_the_drain_and_wait_is_written_once() -> None:
         + "\n  ".join(found)
 
 
+# the verbs that drain a node before changing it, each through the one drain
+DRAINERS = {"reinstall": "fleet/reinstall/steps.py", "rollout": "fleet/rollout/flow.py",
+            "power": "fleet/ops/powerdrain.py", "burnin run": "fleet/commands/burnin.py"}
+
+
+def _calls_the_one_drain(tree: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "drain_and_wait" and isinstance(n.func.value, ast.Name)
+               and n.func.value.id == "slurm" for n in ast.walk(tree))
+
+
+def test_a_planted_drain_by_hand_is_no_call_of_the_one_drain() -> None:
+    assert _calls_the_one_drain(ast.parse("slurm.drain_and_wait(r, n, 'x')\n"))
+    assert not _calls_the_one_drain(ast.parse("slurm.drain(r, n, 'x')\nslurm.jobs(r, n)\n"))
+
+
+def test_reinstall_rollout_power_and_burnin_drain_through_the_one_drain() -> None:
+    """One drain-and-wait with one meaning of --force (issue 34), used by every verb that
+    takes a node out of Slurm to change it."""
+    missing = [f"fleet {verb} ({rel})" for verb, rel in DRAINERS.items()
+               if not _calls_the_one_drain(ast.parse((TOOLS / rel).read_text()))]
+    assert not missing, "verbs that no longer drain through the one drain:\n  " + \
+        "\n  ".join(missing)
+
+
 # --- one room for text from outside ---------------------------------------------------------
 
 TEXT_HOME = FLEET / "master" / "text.py"
@@ -484,3 +509,63 @@ def test_text_from_outside_is_made_safe_in_one_room() -> None:
             if str(p.relative_to(TOOLS)).startswith(where)
             and _text_policies(ast.parse(p.read_text(), str(p)))}
     assert used == set(OWN_CONTROL_RULES), "OWN_CONTROL_RULES entries that match nothing"
+
+
+# --- one signal catcher --------------------------------------------------------------------
+
+SIGNALS_HOME = FLEET / "signals.py"
+
+
+def _handler_settings(tree: ast.AST) -> list[int]:
+    """Lines that set a signal handler by hand: ``signal.signal(...)`` or ``signal(...)``
+    (``from signal import signal``)."""
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and (
+        (isinstance(n.func, ast.Attribute) and n.func.attr == "signal"
+         and isinstance(n.func.value, ast.Name) and n.func.value.id == "signal")
+        or (isinstance(n.func, ast.Name) and n.func.id == "signal")))
+
+
+def _installs_the_catcher(tree: ast.AST) -> bool:
+    """The verb's module installs fleet.signals' catcher: its ``run`` is decorated with
+    ``long_verb(...)``, or it builds a ``SignalCatcher`` (or fleet.reinstall's subclasses of
+    it) with a stop of its own."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.FunctionDef) and n.name == "run" and any(
+                isinstance(d, ast.Call) and isinstance(d.func, ast.Name)
+                and d.func.id == "long_verb" for d in n.decorator_list):
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in {
+                "SignalCatcher", "Interrupts", "SignalHub"}:
+            return True
+    return False
+
+
+def test_a_planted_handler_and_a_long_verb_without_the_catcher_are_found() -> None:
+    src = ("import signal\nfrom signal import signal as sig\n"
+           "def run(args, ctx):\n    signal.signal(signal.SIGTERM, lambda *a: None)\n"
+           "    signal.getsignal(signal.SIGINT)\n")
+    assert _handler_settings(ast.parse(src)) == [4]
+    assert not _installs_the_catcher(ast.parse(src))
+    assert _installs_the_catcher(ast.parse("@long_verb('x')\ndef run(args, ctx):\n  pass\n"))
+    assert not _installs_the_catcher(ast.parse("@other('x')\ndef run(args, ctx):\n  pass\n"))
+
+
+def test_only_signals_sets_a_signal_handler() -> None:
+    """fleet.signals is the one catcher: no module sets a handler of its own."""
+    found = [f"{p.relative_to(TOOLS)}:{line}" for p in sorted(FLEET.rglob("*.py"))
+             if p != SIGNALS_HOME
+             for line in _handler_settings(ast.parse(p.read_text(), str(p)))]
+    assert not found, "signal.signal outside fleet/signals.py:\n  " + "\n  ".join(found)
+
+
+def test_every_long_verb_installs_the_one_catcher() -> None:
+    """Each of fleet.commands.LONG installs fleet.signals' catcher (so SIGINT/SIGTERM end
+    it with 130/143 and a line saying what is left, never a traceback or a bare death)."""
+    from fleet.commands import LONG, module_name
+
+    missing = []
+    for verb in sorted(LONG):
+        path = TOOLS / (module_name(verb).replace(".", "/") + ".py")
+        if not _installs_the_catcher(ast.parse(path.read_text(), str(path))):
+            missing.append(f"{path.relative_to(TOOLS)} (fleet {verb})")
+    assert not missing, "long verbs without fleet.signals' catcher:\n  " + "\n  ".join(missing)

@@ -32,7 +32,8 @@ _RECORD = ("a module's own error class, then its own small frozen record: declar
            "alike only in shape (other fields, other meanings)")
 _COMMAND = ("the one command shape (issue 34): TYPE_CHECKING imports, DESCRIPTION, EPILOG, "
             "register through add_command, the verb's own options and the shared ones "
-            "(add_state_dir, add_salt_*), then run's opening (ctx.progress, ctx.targets)")
+            "(add_state_dir, add_salt_*), a long verb's STOPPED (what a signal leaves) and "
+            "its @long_verb (fleet.signals), then run's opening (ctx.progress, ctx.targets)")
 
 ALLOWED = (
     Allowed("fleet/apt/archive.py", "fleet/monitoring/alerts.py", "class ArchiveError", _RECORD),
@@ -44,9 +45,9 @@ ALLOWED = (
     Allowed("fleet/health/decide.py", "fleet/repo/fill.py", "@dataclass(frozen=True)",
             _RECORD),
     Allowed("fleet/commands/apply.py", "fleet/commands/health.py", "if TYPE_CHECKING", _COMMAND),
-    Allowed("fleet/commands/apply.py", "fleet/commands/rollout.py", "if TYPE_CHECKING",
+    Allowed("fleet/commands/apply.py", "fleet/commands/health.py", 'help="give up on a node',
             _COMMAND),
-    Allowed("fleet/commands/health.py", "fleet/commands/rollout.py", "if TYPE_CHECKING",
+    Allowed("fleet/commands/power.py", "fleet/commands/restore.py", "if TYPE_CHECKING",
             _COMMAND),
     Allowed("fleet/commands/keys.py", "fleet/commands/keys.py", 'sp = actions.add_parser("check"',
             "two actions of one verb, each with its own help and longer description"),

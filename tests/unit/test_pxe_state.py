@@ -129,7 +129,7 @@ def test_half_switched_node_reports_install(tmp_path: Path, inv: Inventory,
 
 
 def test_cli_set_and_status(tmp_path: Path, pxe_root: Path) -> None:
-    where = ["-i", str(SMALL), "--state-dir", str(tmp_path / "st"), "--pxe-root", str(pxe_root)]
+    where = ["-i", str(SMALL), "--pxe-state", str(tmp_path / "st"), "--pxe-root", str(pxe_root)]
     r = run_fleet("pxe", "set", "gpu-03", "install", *where)
     assert r.returncode == 0, r.stderr
     assert r.stdout == "gpu-03 (52:54:00:00:00:67): local -> install\n"
@@ -142,7 +142,7 @@ def test_cli_set_and_status(tmp_path: Path, pxe_root: Path) -> None:
                                 "gpu-04", "52:54:00:00:00:68", "local"]
     assert run_fleet("pxe", "set", "nope", "local", *where).returncode == 2
     assert run_fleet("pxe", "set", "gpu-03", "disk", *where).returncode == 2
-    r = run_fleet("pxe", "set", "gpu-03", "local", "-i", str(SMALL), "--state-dir",
+    r = run_fleet("pxe", "set", "gpu-03", "local", "-i", str(SMALL), "--pxe-state",
                   str(tmp_path / "st"), "--pxe-root", str(tmp_path / "none"))
     assert r.returncode == 4 and "deploy the rendered pxe/ tree" in r.stderr
 
@@ -197,7 +197,7 @@ def test_reinstall_sets_modes_through_a_command(tmp_path: Path, inv: Inventory,
     wrapper = tmp_path / "fleet-remote"
     wrapper.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "argv.log"}\n'
                        f'PYTHONPATH={ROOT / "tools"} exec {sys.executable} -m fleet "$@" '
-                       f'-i {SMALL} --state-dir {sd} --pxe-root {pxe_root}\n')
+                       f'-i {SMALL} --pxe-state {sd} --pxe-root {pxe_root}\n')
     wrapper.chmod(0o755)
     boot = CommandBootMode([str(wrapper)])
     t = state.target(inv, "gpu-01", pxe_root)
@@ -210,5 +210,12 @@ def test_reinstall_sets_modes_through_a_command(tmp_path: Path, inv: Inventory,
     with pytest.raises(BootModeUnavailableError, match="no-such-node"):
         boot.set_mode("no-such-node", "install", token="x")
     res = run_fleet("pxe", "set", "gpu-01", "local", "--token-stdin", "-i", str(SMALL),
-                    "--state-dir", str(sd), "--pxe-root", str(pxe_root))
+                    "--pxe-state", str(sd), "--pxe-root", str(pxe_root))
     assert res.returncode == 2 and "needs mode install" in res.stderr
+
+
+def test_the_old_state_dir_of_fleet_pxe_is_gone(tmp_path: Path) -> None:
+    """One name, one meaning (issue 34): the boot-mode links are --pxe-state in every verb;
+    --state-dir is a journal root everywhere, so fleet pxe no longer takes it."""
+    r = run_fleet("pxe", "status", "gpu-01", "-i", str(SMALL), "--state-dir", str(tmp_path))
+    assert r.returncode == 2 and "unrecognized arguments: --state-dir" in r.stderr

@@ -69,7 +69,7 @@ def test_a_planted_option_the_parser_lacks_is_found() -> None:
     cells = [" `pxe set NODE install\\|local [--state-dir DIR]`, `pxe status` ",
              " `burnin finish NODE...\\|--all` ", " `power on TARGET [--force]` "]
     assert named(cells) == {"pxe": {"--state-dir"}, "burnin": {"--all"}, "power": {"--force"}}
-    # fleet pxe still reads --state-dir, hidden: the README must not name it, nor a made-up one
+    # fleet pxe's --state-dir is --pxe-state now: the README must not name it, nor a made-up one
     assert _unknown(cells) == ["fleet pxe --state-dir"]
     assert _unknown([" `power on TARGET [--forse]` "]) == ["fleet power --forse"]
 
@@ -84,7 +84,7 @@ def test_every_option_the_readme_table_names_is_in_the_verbs_help() -> None:
 
 
 def test_a_hidden_option_is_not_in_help() -> None:
-    """The README may name only what --help shows: fleet pxe's old --state-dir is hidden."""
+    """The README may name only what --help shows: fleet pxe's old --state-dir is gone."""
     pxe = verb_parser("pxe")
     (actions,) = [a for a in pxe._actions if isinstance(a, argparse._SubParsersAction)]
     helps = " ".join(sub.format_help() for sub in actions.choices.values())

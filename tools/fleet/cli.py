@@ -159,8 +159,14 @@ def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
     from fleet.inventory.target import TargetError
     from fleet.problems import InventoryError, format_text
     from fleet.render.errors import RenderBusyError
+    from fleet.signals import Stopped
 
     assert isinstance(ctx, Context)
+    if isinstance(exc, Stopped):  # a long verb's one catcher (fleet.signals.long_verb)
+        msg = f"fleet {args.verb}: stopped by {exc.name}; {exc.left}"
+        print(msg, file=sys.stderr)
+        ctx.out.error(msg)
+        return for_signal(exc.signum)
     if isinstance(exc, TargetError):
         print(f"fleet: target: {exc}", file=sys.stderr)
         return Exit.USAGE

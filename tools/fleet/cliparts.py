@@ -119,8 +119,8 @@ FORCE = {
                  "the node is never powered off with jobs on it",
     "rollout": "do not wait for running jobs: cancel them (scancel, named) at the drain; "
                "the node is never changed with jobs on it",
-    "power": "off, cycle, reset: act even on a head node, a node in install boot mode and "
-             "a node with Slurm jobs",
+    "power": "off, cycle, reset: do not wait for running jobs: cancel them (scancel, named) "
+             "at the drain; the node is never powered off with jobs on it",
     "restore": "restore even over a running salt-master",
     "ubuntu_image": "build the lab's Ubuntu minion image again even when one of its tag "
                     "exists",
@@ -129,6 +129,14 @@ FORCE = {
 
 def add_force(p: argparse.ArgumentParser, verb: str) -> None:
     p.add_argument("--force", action="store_true", help=FORCE[verb])
+
+
+def add_ignore_boot_mode(p: argparse.ArgumentParser, text: str) -> None:
+    """``--ignore-boot-mode``: the one override of fleet.pxe.powerguard's rule (a node in
+    PXE install mode, or whose mode cannot be read, is not powered); ``text``: when."""
+    p.add_argument("--ignore-boot-mode", action="store_true",
+                   help=f"{text}power-cycle even a node in PXE install mode (it is then "
+                        "reinstalled: its disk wiped) or whose mode cannot be read")
 
 
 def add_secrets(p: argparse.ArgumentParser, text: str, *, dest: str = "secrets",
@@ -241,18 +249,14 @@ def bmc_options(args: argparse.Namespace, name: str, **extra: Any) -> BmcOptions
                       address=bmc_address(args, name), scheme=args.bmc_scheme, **extra)
 
 
-def add_pxe_state(p: argparse.ArgumentParser, use: str, *, old_name: bool = False,
-                  root: bool = True) -> None:
+def add_pxe_state(p: argparse.ArgumentParser, use: str, *, root: bool = True) -> None:
     """``--pxe-state`` (the boot-mode links; ``use``: what the command does with them) and,
-    with ``root``, ``--pxe-root``: one name in every verb. ``old_name``: ``fleet pxe``'s
-    former ``--state-dir`` still read, hidden (deprecated: everywhere else --state-dir is
-    a journal root)."""
+    with ``root``, ``--pxe-root``: one name in every verb (``fleet pxe``'s former
+    ``--state-dir`` is gone: everywhere --state-dir is a journal root)."""
     missing = "; a directory that is not here is no answer" if root else ""
     p.add_argument("--pxe-state", type=Path, metavar="DIR",
                    help=f"the boot-mode links it {use} (default: the inventory's "
                         f"site.pxe_state{missing})")
-    if old_name:
-        p.add_argument("--state-dir", type=Path, dest="pxe_state", help=argparse.SUPPRESS)
     if root:
         p.add_argument("--pxe-root", type=Path, metavar="DIR",
                        help="the deployed pxe/ tree (default: site.pxe_root)")

@@ -13,6 +13,7 @@ from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.master import statedir
 from fleet.output import highstate_node
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.master.highstate import NodeResult
@@ -32,6 +33,10 @@ names no node), 4 the master could not be reached, 5 a node failed, did not retu
 no accepted key; 130 interrupted (jobs already published keep running on the nodes)
 """
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ("highstate runs already sent go on on their minions: run `fleet apply` again "
+           "for every node's verdict")
+
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "apply", DESCRIPTION, EPILOG, target="'stor-*'")
@@ -47,6 +52,7 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_config(p)
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.apply.run import Options, apply
     from fleet.master.pyclient import SaltMaster

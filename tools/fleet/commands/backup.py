@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_command
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.backup.run import Setup
@@ -34,6 +35,10 @@ others or beside the backup, no master key here), 4 restic is missing or the
 destination cannot be reached or opened (a wrong key), 5 the backup or its verification
 failed (check: the repository is damaged)
 """
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ("this run's snapshot was not finished (restic keeps no partial snapshot); run "
+           '`fleet backup` again')
 ACTIONS = ("create", "check", "list")
 
 
@@ -46,6 +51,7 @@ def register(sub: Any, parents: Parents) -> None:
     options.add(p)
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.backup import options
 

@@ -20,11 +20,16 @@ from fleet.cliparts import (
 )
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 EPILOG = """exit codes: 0 done (status: no node failed), 1 invalid inventory (or the edit
 would make it invalid: nothing written), 2 usage, 4 a result or the inventory could not be
 read or written (run: a node gave no result), 5 a node failed burn-in (run, status) or could
 not finish (pending); run refuses (2) a node in service without --drain"""
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('a node drained for its burn-in stays drained, its result not recorded; run '
+           '`fleet burnin run` again')
 DRAIN_REASON = "fleet burnin run"
 MAX_REASON = 200  # the inventory's Text
 
@@ -77,6 +82,7 @@ def verdicts(inv: Any, root: Path) -> dict[str, Any]:
     return for_inventory(inv, {h: results.load(root, h) for h in inv.nodes})
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.burnin.results import ResultError
     from fleet.master.salt import MasterError

@@ -12,6 +12,7 @@ from typing import Any
 from fleet.cliparts import Parents, add_command, add_salt_config, add_salt_timeout
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 DESCRIPTION = """
 Ask every node TARGET names for its LLDP neighbours (`lldpcli -f json show neighbors`,
@@ -27,6 +28,9 @@ exit codes: 0 every NIC where the inventory says, 1 invalid inventory, 2 usage (
 item that names no node), 4 the Salt master could not be asked, 5 a NIC is not where the
 inventory says, or a node did not report
 """
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = "nothing was changed; the LLDP queries in flight end on their Salt timeout"
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -44,6 +48,7 @@ def ask(args: argparse.Namespace, ctx: Context, nodes: Sequence[str]) -> dict[st
                         gather_job_timeout(args.salt_config))
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.cabling import gather, report
     from fleet.cabling.compare import compare, expected_links

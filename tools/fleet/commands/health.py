@@ -18,6 +18,7 @@ from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.master import statedir
 from fleet.output import node_entry
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.health.run import Outcome
@@ -39,6 +40,10 @@ node), 4 the Salt master could not be reached, 5 a node is unhealthy (with --dra
 drained if it is a Slurm node)
 """
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the nodes drained or resumed before it are in the journal under --state-dir; '
+           'checks in flight end on their Salt timeout; run `fleet health` again')
+
 
 def register(sub: Any, parents: Parents) -> None:
     p = add_command(sub, parents, "health", DESCRIPTION, EPILOG, target="'stor-*'")
@@ -51,6 +56,7 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_options(p)
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.health.run import gate
     from fleet.master.salt import MasterError

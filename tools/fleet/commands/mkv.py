@@ -9,10 +9,16 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_actions, add_salt_config
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.mkv.flags import ArrayFlags
     from fleet.mkv.ops import OpReport
+
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the mkv tool was stopped mid-run (its rebuild or rebalance starts over when run '
+           'again)')
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -36,6 +42,7 @@ def register(sub: Any, parents: Parents) -> None:
                             help="check the master unit and print the command; run nothing")
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.mkv.flags import UnknownArrayError, array_flags
     from fleet.mkv.ops import (
@@ -75,15 +82,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                 print(line)
             return Exit.OK
         report = run_maintenance(host, flags, args.mkv_verb, timeout=args.timeout, say=say)
-    except StaleUnitError as exc:
+    except MkvOpError as exc:  # the unit not as rendered; no answer; the tool failed
         print(f"fleet mkv: {exc}", file=sys.stderr)
-        return Exit.DIFFERS
-    except NoAnswerError as exc:
-        print(f"fleet mkv: {exc}", file=sys.stderr)
-        return Exit.IO
-    except MkvOpError as exc:
-        print(f"fleet mkv: {exc}", file=sys.stderr)
-        return Exit.FAILED
+        return Exit.DIFFERS if isinstance(exc, StaleUnitError) else \
+            Exit.IO if isinstance(exc, NoAnswerError) else Exit.FAILED
     _print_report(args, ctx, flags, report)
     return Exit.OK if report.ok else Exit.FAILED
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def register(sub: Any, parents: Parents) -> None:
     where = argparse.ArgumentParser(add_help=False)
-    add_pxe_state(where, "sets or reads", old_name=True)
+    add_pxe_state(where, "sets or reads")
     _p, psub = add_actions(sub, "pxe", "Run-time boot mode per node, switched atomically on "
                                        "the provisioning host: no render, no dnsmasq reload. "
                                        "A node without a mode boots from its local disk.",

@@ -25,12 +25,17 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_actions, add_secrets
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.apt.archive import ScratchApt
     from fleet.apt.facts import NodeFacts
 
 DESCRIPTION = "The site package repository: every package the site pins or holds."
+
+
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the repository is left as it was before the package being fetched; run it again')
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -58,6 +63,7 @@ def register(sub: Any, parents: Parents) -> None:
                     help="the repository (default: the inventory's site.apt.repo)")
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.render import bootstrap
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import Parents, add_command, add_force
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.signals import long_verb
 
 if TYPE_CHECKING:
     from fleet.backup.run import Setup
@@ -34,6 +35,10 @@ item could not be put back (named, with the items restored before it), 6 a salt-
 running here (--force)
 """
 
+# what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
+STOPPED = ('the restore was stopped part way: run `fleet restore` again before starting the '
+           'master')
+
 
 def register(sub: Any, parents: Parents) -> None:
     from fleet.backup import options
@@ -47,6 +52,7 @@ def register(sub: Any, parents: Parents) -> None:
     options.add(p)
 
 
+@long_verb(STOPPED)
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.backup import options
 

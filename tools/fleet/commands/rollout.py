@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.cliparts import (
     Parents,
     add_command,
+    add_ignore_boot_mode,
     add_node_flow,
     add_salt_options,
     bmc_options,
@@ -56,9 +57,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--reboot", action="store_true",
                    help="power-cycle each node through its BMC after the apply; refused "
                         "for a node whose PXE boot mode is install or cannot be read")
-    p.add_argument("--ignore-boot-mode", action="store_true",
-                   help="with --reboot: power-cycle even a node in PXE install mode (it is "
-                        "then reinstalled: its disk wiped) or whose mode cannot be read")
+    add_ignore_boot_mode(p, "with --reboot: ")
     add_node_flow(p, "rollout", statedir.ROLLOUT,
                   resume="continue the unfinished rollout (its own target and options)",
                   abort="end the unfinished rollout; the nodes it drained stay drained",

@@ -218,7 +218,6 @@ def _collect(args: argparse.Namespace, ctx: Context, jobs: dict[str, Callable[[]
              names: list[str]) -> Exit:
     """The collector: the collected sources (minion: presence, power: spread) on their
     intervals, into the cache; --once: each once."""
-    import signal
     import threading
 
     from fleet.status import codec, collector, service
@@ -249,13 +248,15 @@ def _collect(args: argparse.Namespace, ctx: Context, jobs: dict[str, Callable[[]
         if args.once:
             service.once(c, path)
         else:
+            from fleet.signals import SignalCatcher
+
             stop = threading.Event()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_a: stop.set())
             svc = service.Service(c, path, progress=ctx.progress,
                                   warn=lambda m: print(f"fleet status --collect: {m}",
                                                        file=sys.stderr, flush=True))
-            svc.run(stop, until=_changed(Path(args.inventory)))
+            with SignalCatcher(ctx.progress, lambda _signum: stop.set(),
+                               again="the collector is stopping"):
+                svc.run(stop, until=_changed(Path(args.inventory)))
             svc.pool.shutdown(wait=False, cancel_futures=True)
             if not stop.is_set():  # its unit starts it again (Restart=always)
                 print(f"fleet status --collect: {args.inventory} changed: stopping, to "

@@ -8,6 +8,7 @@ the status document itself.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from typing import Any
@@ -170,6 +171,25 @@ def generated(doc: Any) -> str | None:
     return None
 
 
+def generated_ts(doc: Any) -> float | None:
+    """When the status was collected, as a Unix time where its producer's value is one or a
+    UTC ISO time (``2026-12-02T01:30:00Z``): the page shows it in UTC with its age counted
+    when it is drawn; None where it is neither (the page shows :func:`generated`)."""
+    if not isinstance(doc, dict):
+        return None
+    for key in c.GENERATED:
+        value = doc.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value) if math.isfinite(value) else None
+        if isinstance(value, str):
+            try:
+                when = dt.datetime.fromisoformat(value)
+            except ValueError:
+                return None
+            return when.timestamp() if when.tzinfo is not None else None
+    return None
+
+
 def notices(doc: Any) -> list[str]:
     """The document's site-wide lines: alerts of no node, sources not asked, notes."""
     if not isinstance(doc, dict):
@@ -197,7 +217,8 @@ def notices(doc: Any) -> list[str]:
 
 
 def build(inv: Inventory, doc: Any, refreshed: str, wiring: Any = None) -> dict[str, Any]:
-    """view.json: ``{"refreshed", "collected", "notices", "nodes": {host: {...}},
+    """view.json: ``{"refreshed", "collected", "collected_ts", "notices", "nodes": {host:
+    {...}},
     "unknown_nodes"}``; ``wiring``: a ``fleet cabling --json`` document, if any (a NIC
     not where the inventory says is a problem of its node)."""
     from fleet.burnin.verdict import failed_check
@@ -225,6 +246,7 @@ def build(inv: Inventory, doc: Any, refreshed: str, wiring: Any = None) -> dict[
             "problems": said,
             "fields": facts,
         }
-    return {"refreshed": refreshed, "collected": generated(doc), "notices": notices(doc),
+    return {"refreshed": refreshed, "collected": generated(doc),
+            "collected_ts": generated_ts(doc), "notices": notices(doc),
             "nodes": nodes,
             "unknown_nodes": [text(h) for h in recs if h not in inv.nodes]}

@@ -166,12 +166,28 @@
         view.unknown_nodes.join(", ")));
     }
     drawLegend();
-    var when = !view ? "no status yet" : (view.collected ? "status collected " +
-      view.collected + ", " : "") + "page written " + view.refreshed;
+    var collected = view && view.collected_ts != null ? stamp(view.collected_ts * 1000)
+      : view && view.collected;
+    var when = !view ? "no status yet" : (collected ? "status collected " + collected +
+      ", " : "") + "page written " + (stamp(Date.parse(view.refreshed)) || view.refreshed);
     document.getElementById("refreshed").textContent = "last refreshed: " + when +
-      "; loaded " + new Date().toISOString().replace(/\.\d+Z$/, "Z");
+      "; loaded " + stamp(Date.now(), true);
     var want = selected || decodeURIComponent(location.hash.replace(/^#node=/, ""));
     if (want && layout.nodes[want]) { select(want); }
+  }
+
+  // A time as people read it, as fleet.master.text.stamp writes one: UTC and its age
+  // (the largest whole unit), the age counted now: the page redraws every minute.
+  function stamp(ms, noAge) {
+    var d = new Date(typeof ms === "number" ? ms : NaN);
+    if (isNaN(d.getTime())) { return null; }  // not a time, or out of Date's range
+    var utc = d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+    var s = Math.max(0, (Date.now() - ms) / 1000), age = Math.floor(s) + "s";
+    [["d", 86400], ["h", 3600], ["m", 60]].some(function (u) {
+      if (s >= u[1]) { age = Math.floor(s / u[1]) + u[0]; return true; }
+      return false;
+    });
+    return noAge ? utc : utc + " (" + age + " ago)";
   }
 
   function fail(err) {
