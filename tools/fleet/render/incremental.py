@@ -37,7 +37,7 @@ from fleet.render import fact_files, join, render_parts
 from fleet.render.scan import OWNED
 
 STORE = ".render.inputs"
-VERSION = 3
+VERSION = 4
 SITE = ""  # the site's context files' entry in Plan.stamps (no hostname is empty)
 # A node's facts that only its own files (and the site's, always rendered) read; any other
 # fact of a node is context. The property test edits each of them.
@@ -84,7 +84,7 @@ def input_hashes(inv: Inventory) -> tuple[str, dict[str, str]]:
     keys = {}
     for host in inv.nodes:
         facts = raw.nodes[host]
-        own = json.dumps([getattr(facts, k) for k in LOCAL])  # str or None each
+        own = repr(tuple(map(facts.__getattribute__, LOCAL)))  # str or None each: one-to-one
         keys[host] = hashlib.sha256(f"{context}\0{own}".encode()).hexdigest()
     return context, keys
 
