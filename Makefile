@@ -146,8 +146,15 @@ $(LAB_STAMP): tools/install-lab-deps.sh
 
 # the commissioning environment's kernel and initramfs (fleet discover; docs/discovery.md);
 # debootstrap needs root: run as root, or with sudo where it is installed
+COMMISSION_IMAGE := build/commission
 commission-image:
-	$(if $(filter 0,$(shell id -u)),,sudo) bash commission/build-image.sh build/commission
+	$(if $(filter 0,$(shell id -u)),,sudo) bash commission/build-image.sh $(COMMISSION_IMAGE)
+
+# the image test-pxe boots (tests/pxe/test_discover_pxe.py): built again only when its
+# sources change (a fresh clone builds it: no image of an earlier checkout is used)
+$(COMMISSION_IMAGE)/initrd.img: commission/build-image.sh commission/init commission/fleet-commission
+	bash tools/install-pxe-deps.sh
+	$(if $(filter 0,$(shell id -u)),,sudo) bash commission/build-image.sh $(COMMISSION_IMAGE)
 
 lab-deps: $(STAMP) $(LAB_STAMP)
 
@@ -176,9 +183,9 @@ qemu-deps: $(STAMP)
 	bash tools/install-pxe-deps.sh
 	bash tools/install-vm-deps.sh
 
-test-pxe: $(STAMP)
+test-pxe: $(STAMP) $(COMMISSION_IMAGE)/initrd.img
 	bash tools/install-pxe-deps.sh
-	FLEET_PXE=1 $(BIN)/pytest tests/pxe -v --durations=5
+	FLEET_PXE=1 FLEET_COMMISSION_IMAGE=$(COMMISSION_IMAGE) $(BIN)/pytest tests/pxe -v --durations=5
 
 # fleet reinstall against a QEMU guest behind a fake Redfish BMC, on its own
 # (test-pxe runs it too). Its one CI failure (2026-11-30: no exit within 60 s of SIGINT)

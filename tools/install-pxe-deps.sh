@@ -5,7 +5,14 @@
 # netboot installer that CI boots. Idempotent: installs only what is missing.
 # nginx and dnsmasq run only inside the test's network namespace: the package's own
 # service is kept from starting during the install (policy-rc.d, for this apt-get only).
+# debootstrap, cpio and zstd build the commissioning image it boots (commission/build-image.sh);
+# lldpd plays a switch port for the discovery test (tests/pxe/test_discover_pxe.py), only in
+# the namespace too: its service is also disabled, so that no host boot ever starts it.
 set -euo pipefail
 pkgs=(qemu-system-x86 qemu-utils ipxe-qemu ipxe ovmf nginx-light iproute2
-      debian-installer-12-netboot-amd64 grub-efi-amd64-signed shim-signed)
-FLEET_APT_NO_START=1 exec bash "$(dirname "$0")/install-host-deps.sh" "${pkgs[@]}"
+      debian-installer-12-netboot-amd64 grub-efi-amd64-signed shim-signed lldpd
+      debootstrap cpio zstd)
+FLEET_APT_NO_START=1 bash "$(dirname "$0")/install-host-deps.sh" "${pkgs[@]}"
+if systemctl is-enabled --quiet lldpd.service 2>/dev/null; then
+  systemctl disable --now lldpd.service >/dev/null 2>&1
+fi

@@ -12,7 +12,7 @@ The unit-tier form of each step:
   copy (``-i``), rendering into a temporary ``-o``; the reports and results under
   ``$FLEET_DISCOVER_STATE`` and ``$FLEET_BURNIN_STATE`` in a temporary directory;
 - the machines' reports: STAND-INS for the commissioning environment (which
-  tests/discover/test_commission_vm.py boots in QEMU), one per machine of the group with no
+  tests/pxe/test_discover_pxe.py boots in QEMU), one per machine of the group with no
   entry, its boot NIC's LLDP neighbour the group's planned switch port, kept by the real
   store (fleet.discover.store) as the endpoint keeps them;
 - ``--result FILE``: STAND-INS for the runner's output on the node (the real stress-ng,

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -125,13 +125,17 @@ class Proc:
                 self.p.wait(10)
 
 
-def start_dnsmasq(ns: Netns, conf: Path, work: Path) -> tuple[Proc, Path]:
+def start_dnsmasq(ns: Netns, conf: Path, work: Path,
+                  leases: Path | None = None) -> tuple[Proc, Path]:
+    """The rendered config's dnsmasq in NS; LEASES: its leases file, where a test reads it
+    (else the package's default)."""
     log = work / "dnsmasq.log"
     log.touch()
     sh("dnsmasq", "--test", f"--conf-file={conf}")
+    lease_args = [f"--dhcp-leasefile={leases}"] if leases is not None else []
     proc = Proc(ns.cmd("dnsmasq", f"--conf-file={conf}", "--keep-in-foreground",
                        f"--log-facility={log}", f"--pid-file={work / 'dnsmasq.pid'}",
-                       "--user=root", "--group=root"), work / "dnsmasq.out")
+                       *lease_args, "--user=root", "--group=root"), work / "dnsmasq.out")
     return proc, log
 
 
@@ -205,7 +209,7 @@ class Guest:
 
 def start_guest(ns: Netns, work: Path, name: str, mac: str, firmware: str, accel: str,
                 disk: Path | None = None, memory_mb: int = 1024,
-                reboots: bool = False) -> Guest:
+                reboots: bool = False, extra: Sequence[str] = ()) -> Guest:
     """A QEMU guest on a tap of NS; it exits when it reboots unless REBOOTS."""
     tap = ns.tap()
     serial = work / f"{name}.serial"
@@ -226,6 +230,7 @@ def start_guest(ns: Netns, work: Path, name: str, mac: str, firmware: str, accel
         argv += ["-machine", "pc", "-boot", "order=nc"]
     if disk is not None:
         argv += ["-drive", f"file={disk},format=raw,if=ide,index=0"]
+    argv += extra
     return Guest(name, mac, firmware, Proc(ns.cmd(*argv), work / f"{name}.qemu.out"), serial)
 
 
