@@ -57,3 +57,69 @@ def test_burnin_runs_on_the_node_through_salt_and_is_judged(swarm: Swarm,
     status = fleet("burnin", "status", node, "--json", *common)
     (st,) = json.loads(status.stdout)["nodes"]
     assert (st["burnin"], st["done"], st["total"]) == ("pending", 4, 5), st
+
+
+# A STAND-IN nvidia-smi (this host has no GPU): the answer of a TinyBox with one of its 8
+# GPUs gone from the bus, in the real tool's CSV of runner.GPU_QUERY
+SEVEN_GPUS = "#!/bin/sh\n" + "".join(
+    f"echo '{i}, 00000000:{0x41 + i:02X}:00.0, 16, 4, 24564, [N/A]'\n" for i in range(7))
+
+
+def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
+        swarm: Swarm, tmp_path: Path) -> None:
+    """The real runner on a real minion: gpu-present against a STAND-IN nvidia-smi that
+    lists 7 GPUs, and the real stress-ng, whose figure is judged against a baseline of
+    three other nodes of the profile whose results are STAND-INS (recorded through
+    `fleet burnin record`, as the runner's JSON, at a rate no machine reaches). Both fail
+    the node; `fleet burnin finish` moves it to maintenance with the first failing check
+    as its reason, in a copy of inventory.yaml."""
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text((swarmconf.ROOT / "inventory.yaml").read_text(encoding="utf-8"),
+                         encoding="utf-8")
+    inv = load_inventory(inventory)
+    node = next(i for i in swarm.ids if inv.nodes[i].profile_name == "tinybox-pro")
+    profile = inv.nodes[node].profile_name
+    peers = [h for h, n in inv.nodes.items() if n.profile_name == profile and h != node][:3]
+    overlay = tmp_path / "short.yaml"
+    overlay.write_text(yaml.safe_dump({
+        "nodes": {h: {"state": "burn-in"} for h in (node, *peers)},
+        "profiles": {profile: {"burnin": {
+            "cpu-stress": {"seconds": 3, "tolerance_percent": 10},
+            "gpu-present": {"seconds": 0}}}}}))
+    common = ["-i", str(inventory), "--overlay", str(overlay), "--results",
+              str(tmp_path / "results")]
+    shim = swarm.root / "shim" / "nvidia-smi"  # on the minions' PATH (support.swarm)
+    shim.write_text(SEVEN_GPUS)
+    shim.chmod(0o755)
+    try:
+        for h in peers:
+            (tmp_path / f"{h}.json").write_text(json.dumps({
+                "check": "cpu-stress", "passed": True, "figures": {"bogo_ops_s": 1e9},
+                "started": 1.0, "seconds": 3.0}))
+            rec = fleet("burnin", "record", h, "--result", str(tmp_path / f"{h}.json"),
+                        *common)
+            assert rec.returncode == 0, rec.stderr
+        run = fleet("burnin", "run", node, "--checks", "cpu-stress,gpu-present", "--json",
+                    *common, "--salt-config", str(swarm.config_dir))
+    finally:
+        shim.unlink()
+    (row,) = json.loads(run.stdout)["nodes"]
+    ran = {r["check"]: r for r in row["ran"]}
+    assert ran["gpu-present"]["passed"] is False, ran
+    assert "7 GPUs of 8" in ran["gpu-present"]["reason"], ran
+    assert ran["cpu-stress"]["passed"] is True, ran  # stress-ng itself verified its work
+    status = fleet("burnin", "status", node, "--json", *common)
+    (st,) = json.loads(status.stdout)["nodes"]
+    assert st["burnin"] == "failed", st
+    failures = " | ".join(st["failures"])
+    assert "gpu-present" in failures, failures
+    assert "cpu-stress: bogo_ops_s" in failures and "against the baseline 1e+09" in failures, \
+        failures
+    done = fleet("burnin", "finish", node, "--json", *common)
+    ((h, to, why),) = [(o["node"], o["to"], o["why"]) for o in
+                       json.loads(done.stdout)["outcomes"]]
+    assert (h, to) == (node, "maintenance"), done.stdout + done.stderr
+    entry = next(line for line in inventory.read_text().splitlines()
+                 if line.startswith(f"  {node}:"))
+    assert "state: maintenance" in entry and ("gpu-present" in entry or "cpu-stress" in entry), \
+        (entry, why)
