@@ -2,8 +2,8 @@
 cgroup v1 (miniray's worker needs cgroup v2 and a delegated subtree). Never shipped.
 
 Armed by a ``sitecustomize`` (SITECUSTOMIZE below) in a directory that the worker's Slurm
-job inherits as PYTHONPATH from its submitter (tests/lab/test_miniray.py: ``sbatch
---export=ALL,PYTHONPATH=...`` of the rendered worker.sbatch, unchanged): it installs
+job inherits as PYTHONPATH from its submitter's environment (tests/lab/test_miniray.py:
+``PYTHONPATH=... sbatch`` of the rendered worker.sbatch, unchanged): it installs
 itself only in a process whose script is a ``worker.py``, before that script runs, or by
 hand: ``python miniray_shim.py .../worker.py``.
 

@@ -46,14 +46,16 @@ Stand-ins and test-only parts, named:
 - The worker runs under a TEST-ONLY CGROUP SHIM, because this host is cgroup v1 (miniray
   needs a delegated cgroup v2 subtree: the site's slurm role delegates one, proven in the
   VM tier): tests/lab/miniray_shim.py, armed by a ``sitecustomize`` in
-  /opt/fleet-test-miniray/shim that the job inherits from its submitter as
-  ``sbatch --export=ALL,PYTHONPATH=/opt/fleet-test-miniray/shim,PYTHONUNBUFFERED=1``
-  (the only difference from the site's ``sbatch worker.sbatch``; unbuffered: the job's
-  log line by line for this test's failure messages). The shim installs itself only in a
-  ``worker.py`` (each task's PYTHONPATH is the job's codedir); it also lets the worker go
-  on where raising its own priority is refused (no CAP_SYS_NICE in a lab container) and
-  run CPU-only where NVML finds the driver's library but no GPU (the lab's GPU
-  containers). The task slots are the role's real procNNN users and groups.
+  /opt/fleet-test-miniray/shim that the job inherits from its submitter's environment
+  (sbatch's default ``--export=ALL``): ``PYTHONPATH=/opt/fleet-test-miniray/shim
+  PYTHONUNBUFFERED=1 sbatch worker.sbatch``, the only difference from the site's
+  submission (unbuffered: the job's log line by line for this test's failure messages;
+  ``--export=ALL,VAR=...`` is not used: the lab's slurmd 23.11 dies of it, ``fatal:
+  clone: Operation not permitted`` in an unprivileged container). The shim installs
+  itself only in a ``worker.py`` (each task's PYTHONPATH is the job's codedir); it also
+  lets the worker go on where raising its own priority is refused (no CAP_SYS_NICE in a
+  lab container) and run CPU-only where NVML finds the driver's library but no GPU (the
+  lab's GPU containers). The task slots are the role's real procNNN users and groups.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ PYTHON = "3.12"  # the workers' CPython (salt/compute/defaults.yaml: python3.12)
 WORKERS = node_ids("slurm.compute")[:2]  # compute.worker and codesync.client too
 CONTROLLER = node_ids("slurm.controller")[0]
 # the test-only part of the submission (see the docstring): the cgroup shim's directory
-EXPORT = f"ALL,PYTHONPATH={OPT}/shim,PYTHONUNBUFFERED=1"
+# in the submitter's environment, which the job inherits (sbatch's default --export=ALL)
+SHIM_ENV = f"PYTHONPATH={OPT}/shim PYTHONUNBUFFERED=1"
 
 if not os.environ.get(SRC_ENV):
     pytest.skip(f"SKIPPED: miniray end to end needs a miniray checkout: set {SRC_ENV} "
@@ -347,7 +350,7 @@ def prepare_worker(r: Rig, node: str) -> None:
     shim = ROOT / "tests" / "lab" / "miniray_shim.py"
     copy_in(lab, node, shim, f"{OPT}/shim/miniray_shim.py")
     run_on(lab, node, f"printf %s {shlex.quote(SITECUSTOMIZE)} > {OPT}/shim/sitecustomize.py")
-    out = run_on(lab, node, f"sbatch --parsable --export={EXPORT} {SCRIPT}")
+    out = run_on(lab, node, f"{SHIM_ENV} sbatch --parsable {SCRIPT}")
     r.jobs[node] = out.strip().split(";")[0]
 
 
