@@ -201,7 +201,7 @@ compute-worker-file-managed-sbatch:
         log_dir: {{ w.log_dir | json }}
         env_file: {{ (w.env_dir ~ '/worker.env') | json }}
         miniray_dir: {{ (w.miniray_dir ~ '/current') | json }}
-        uv_cache: {{ (task_home ~ '/.cache/uv') | json }}
+        task_home: {{ task_home | json }}
     - require:
       - file: compute-worker-file-managed-env
       - file: compute-worker-file-symlink-miniray-current
