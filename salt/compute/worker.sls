@@ -5,6 +5,7 @@
 {%- set me = salt['pillar.get']('node:compute') %}
 {%- set uv_home = w.uv_root ~ '/' ~ c.uv.sha256 %}
 {%- set slots = grains.get('num_cpus', 1) | int %}
+{%- set task_home = '/home/' ~ c.worker.task_user %}
 # compute.worker: what a miniray worker needs on this node: Python, uv (the pinned wheel),
 # miniray's pinned tree and its venv,
 # the task user, one system user and group per CPU slot (proc000..proc{{ '%03d' % (slots - 1) }}),
@@ -79,7 +80,7 @@ compute-worker-user-present-task:
     - uid: {{ w.task_uid }}
     - usergroup: true
     - shell: /usr/sbin/nologin
-    - home: /home/{{ c.worker.task_user }}
+    - home: {{ task_home }}
     - createhome: true
 
 {%- for i in range(slots) %}
@@ -200,6 +201,7 @@ compute-worker-file-managed-sbatch:
         log_dir: {{ w.log_dir | json }}
         env_file: {{ (w.env_dir ~ '/worker.env') | json }}
         miniray_dir: {{ (w.miniray_dir ~ '/current') | json }}
+        task_home: {{ task_home | json }}
     - require:
       - file: compute-worker-file-managed-env
       - file: compute-worker-file-symlink-miniray-current

@@ -1,11 +1,16 @@
 """TEST-ONLY shim: runs miniray's unmodified worker.py in a lab container, whose host has
 cgroup v1 (miniray's worker needs cgroup v2 and a delegated subtree). Never shipped.
 
-    python miniray_shim.py /code.nfs/.../xx/miniray/worker.py
+Armed by a ``sitecustomize`` (SITECUSTOMIZE below) in a directory that the worker's Slurm
+job inherits as PYTHONPATH from its submitter's environment (tests/lab/test_miniray.py:
+``PYTHONPATH=... sbatch`` of the rendered worker.sbatch, unchanged): it installs
+itself only in a process whose script is a ``worker.py``, before that script runs, or by
+hand: ``python miniray_shim.py .../worker.py``.
 
 What it changes, and nothing else:
-- ``/proc/self/cgroup`` reads as ``0::/system.slice/<MINIRAY_SHIM_UNIT>`` (a non-root
-  cgroup v2 path, as a Slurm job step or a systemd unit with Delegate=yes has);
+- ``/proc/self/cgroup`` reads as a non-root cgroup v2 path: the batch step's of the Slurm
+  job (``0::/system.slice/slurmstepd.scope/job_<SLURM_JOB_ID>/step_batch/user/task_0``,
+  as Slurm's cgroup/v2 plugin places it), else ``0::/system.slice/<MINIRAY_SHIM_UNIT>``;
 - miniray.lib.cgroup's writes are no-ops, except: ``cgroup_add_pid`` records the task's
   process group (the worker starts each task in a new session), ``cgroup_kill`` sends it
   SIGKILL, ``cgroup_is_populated`` is true while a live (not zombie) process of that group
@@ -32,6 +37,17 @@ import sys
 from typing import Any
 
 UNIT = os.environ.get("MINIRAY_SHIM_UNIT", "fleet-test-miniray-worker.service")
+JOB = os.environ.get("SLURM_JOB_ID", "")
+CGROUP = (f"/system.slice/slurmstepd.scope/job_{JOB}/step_batch/user/task_0" if JOB
+          else f"/system.slice/{UNIT}")
+# the sitecustomize.py that arms the shim in the worker.py a Slurm job starts
+SITECUSTOMIZE = """\
+# TEST-ONLY (tests/lab/test_miniray.py): miniray's cgroup shim for the lab's cgroup v1 host
+import os, sys
+if os.path.basename(sys.argv[0] if sys.argv else "") == "worker.py":
+    import miniray_shim
+    miniray_shim.install_for(sys.argv[0])
+"""
 _read_text = pathlib.Path.read_text
 _os_setpriority = os.setpriority
 _groups: dict[str, int] = {}  # cgroup name -> process group of its task
@@ -39,7 +55,7 @@ _groups: dict[str, int] = {}  # cgroup name -> process group of its task
 
 def _read_text_shim(self: pathlib.Path, *args: Any, **kwargs: Any) -> str:
     if str(self) == "/proc/self/cgroup":
-        return f"0::/system.slice/{UNIT}\n"
+        return f"0::{CGROUP}\n"
     return _read_text(self, *args, **kwargs)
 
 
@@ -121,6 +137,15 @@ def install() -> None:
     cg.cgroup_delete = _delete
     sh.get_cgroup_cpu_usage = lambda cgroup: 0.0
     sh.get_cgroup_mem_usage = lambda cgroup: 0
+
+
+def install_for(worker: str) -> None:
+    """From a sitecustomize, before ``worker`` runs: its directory (miniray's tree, whose
+    ``miniray/`` is itself) importable already, then the shim installed."""
+    sys.path.insert(0, str(pathlib.Path(worker).absolute().parent))
+    install()
+    print(f"[miniray-shim] TEST-ONLY cgroup shim installed for {worker} (cgroup {CGROUP})",
+          file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -207,6 +207,11 @@ def test_the_worker_job_script(pillar_dir: Path, tmp_path: Path) -> None:
                       "#SBATCH --output=/var/log/slurm/miniray-worker.%N.log"]
     assert lines.index(sbatch[-1]) < lines.index("set -eu"), "no option after a command"
     assert ". /etc/fleet/miniray/worker.env" in lines
+    # the task user's uv directories, with which miniray's worker syncs the job venvs as
+    # that user (miniray's start_worker.sh sets the same two)
+    for line in ("export UV_CACHE_DIR=/home/miniray/.cache/uv",
+                 "export UV_PYTHON_INSTALL_DIR=/home/miniray/.local/share/uv/python"):
+        assert lines.index(line) > lines.index(". /etc/fleet/miniray/worker.env"), line
     tail = [ln for ln in lines if not ln.startswith("#")][-5:]
     assert tail == ['cd "$(readlink -f /opt/fleet/miniray/current)"', "rc=0",
                     "./.venv/bin/python worker.py || rc=$?",

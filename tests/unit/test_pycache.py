@@ -155,3 +155,26 @@ def test_a_python_filter_keeps_what_that_python_installs(tmp_path: Path, house: 
     assert got == [names[1], names[2], names[4]]
     assert [w.filename for w in lock.wheels(src)] == [
         *names, "newer-2.0-cp313-cp313-manylinux_2_17_x86_64.whl"]
+
+
+def test_a_package_required_only_off_linux_needs_no_linux_wheel(tmp_path: Path,
+                                                                 house: Path) -> None:
+    """miniray's own lock: cffi only under ``sys_platform == 'win32'`` (Windows wheels
+    only); a worker never installs it. Required on Linux too, it is refused again."""
+    pure = _wheel(house, "pure-1.0-py3-none-any.whl", b"pure")
+    win = ("cffi-1.0-cp312-cp312-win_amd64.whl", "d" * 64)
+    marker = "platform_python_implementation == 'CPython' and sys_platform == 'win32'"
+
+    def with_deps(deps: str) -> Path:
+        return _lock(tmp_path / "uv.lock", [
+            _pkg("pure", [("pure-1.0-py3-none-any.whl", pure)]) + f"dependencies = [{deps}]\n",
+            _pkg("cffi", [win])])
+
+    got = lock.wheels(with_deps(f'{{ name = "cffi", marker = "{marker}" }}'), pythons=[(3, 12)])
+    assert [w.filename for w in got] == ["pure-1.0-py3-none-any.whl"]
+    assert [w.filename for w in lock.wheels(with_deps(
+        f'{{ name = "cffi", marker = "{marker}" }}'))] == ["pure-1.0-py3-none-any.whl"]
+    for deps in ('{ name = "cffi" }', '{ name = "cffi", marker = "sys_platform == \'linux\'" }',
+                 f'{{ name = "cffi", marker = "{marker}" }}, {{ name = "cffi" }}'):
+        with pytest.raises(lock.LockError, match=r"package cffi 1\.0 has no wheel for"):
+            lock.wheels(with_deps(deps))

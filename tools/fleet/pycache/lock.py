@@ -9,10 +9,19 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+from packaging.markers import InvalidMarker, Marker
 
 # the platform tags a Linux x86_64 worker installs (a wheel tagged `any` always fits)
 DEFAULT_PLATFORMS = (r"(many)?linux(_\d+_\d+|1|2010|2014)?_x86_64",)
+# the environment markers of the nodes the cache serves: Linux x86_64 CPython
+_LINUX = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
+          "platform_machine": "x86_64", "implementation_name": "cpython",
+          "platform_python_implementation": "CPython", "platform_release": "",
+          "platform_version": "", "implementation_version": "", "extra": ""}
+_ANY_PYTHON = tuple((3, minor) for minor in range(8, 16))  # no ``pythons`` given
 # a wheel file name, and each segment of its URL's path: nothing a path or a shell
 # could read as more than one word (no '..', no '/', no quote)
 _FILE = re.compile(r"^[A-Za-z0-9_.+!-]+\.whl$")
@@ -74,6 +83,35 @@ def _runs_on(filename: str, pythons: Sequence[tuple[int, int]]) -> bool:
     return False
 
 
+def _holds(marker: str, python: tuple[int, int]) -> bool:
+    """Whether a dependency's marker holds on a Linux x86_64 CPython ``python``; one that
+    cannot be read holds (the package is then wanted, and its wheels checked)."""
+    major, minor = python
+    try:
+        return Marker(marker).evaluate({**_LINUX, "python_version": f"{major}.{minor}",
+                                        "python_full_version": f"{major}.{minor}.0"})
+    except InvalidMarker:
+        return True
+
+
+def _not_on_linux(data: dict[str, Any], pythons: Sequence[tuple[int, int]]) -> set[str]:
+    """The packages that every package of the lock requires only under a marker false on
+    Linux x86_64 CPython (of ``pythons``): e.g. a Windows-only dependency, which a worker
+    never installs and which may have no Linux wheel."""
+    markers: dict[str, list[str | None]] = {}
+    for pkg in data.get("package", []):
+        deps = list(pkg.get("dependencies", []))
+        for table in ("optional-dependencies", "dev-dependencies"):
+            for group in (pkg.get(table) or {}).values():
+                deps += group
+        for dep in deps:
+            markers.setdefault(normalise(str(dep.get("name", ""))), []).append(
+                dep.get("marker"))
+    return {name for name, ms in markers.items()
+            if all(m is not None and not any(_holds(str(m), py) for py in pythons)
+                   for m in ms)}
+
+
 def _wheel(src: Path, name: str, version: str, entry: dict[str, object]) -> Wheel:
     url, digest = str(entry.get("url", "")), _SHA256.match(str(entry.get("hash", "")))
     if digest is None:
@@ -90,13 +128,15 @@ def wheels(src: Path, platforms: Sequence[str] = DEFAULT_PLATFORMS,
            pythons: Sequence[tuple[int, int]] = ()) -> list[Wheel]:
     """The wheels of ``src``'s registry packages that fit ``platforms`` (regexes of a
     wheel's platform tag) and, if any are given, one of ``pythons`` (CPython versions). A
-    registry package with none, or one with a source that is neither the registry nor the
+    registry package with none (unless the lock requires it only under markers false on
+    Linux x86_64 CPython), or one with a source that is neither the registry nor the
     project's own (git, a URL), is an error naming it."""
     try:
         data = tomllib.loads(src.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise LockError(f"{src}: cannot read it as a uv.lock: {exc}") from None
     pats = [re.compile(p) for p in platforms]
+    elsewhere = _not_on_linux(data, pythons or _ANY_PYTHON)
     out: list[Wheel] = []
     for pkg in data.get("package", []):
         name, version = str(pkg.get("name", "?")), str(pkg.get("version", "?"))
@@ -108,6 +148,8 @@ def wheels(src: Path, platforms: Sequence[str] = DEFAULT_PLATFORMS,
                             "package index: the site cache holds index wheels only")
         files = [(str(w.get("url", "")).rsplit("/", 1)[-1], w) for w in pkg.get("wheels", [])]
         fitting = [(f, w) for f, w in files if _fits(f, pats)]
+        if not fitting and normalise(name) in elsewhere:
+            continue  # required only where its markers exclude Linux: never installed
         if not fitting:
             raise LockError(f"{src}: package {name} {version} has no wheel for "
                             f"{', '.join(platforms)} (an sdist would be built on the worker, "
