@@ -6,8 +6,8 @@
 # mkfs.vfat and mtools, sfdisk, Debian's signed shim and GRUB), and chronyd (the bed's NTP
 # server, tests/vm/vmbed.py), and rsync (the compute tier's push to the code export,
 # tests/vm/test_compute_vm.py; its Ubuntu image is built as the lab's, fleet.lab.ubuntu_image).
-# The test's mirror is a caching nginx proxy of deb.debian.org: this host must reach it over HTTP (checked here, so a run that cannot install says so
-# at once).
+# The test's mirror is a caching nginx proxy of deb.debian.org: this host must reach it over
+# HTTP (checked here, so a run that cannot install says so at once).
 # Idempotent: installs only what is missing; no service is started.
 set -euo pipefail
 pkgs=(qemu-utils curl nginx-light iproute2 debian-archive-keyring debootstrap e2fsprogs
