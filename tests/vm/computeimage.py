@@ -42,6 +42,7 @@ STATE_PACKAGES = ["rsync", "nftables", "nfs-kernel-server", "nfs-common", "munge
                   "slurm-client", "slurmctld", "slurmd"]
 PACKAGES = [p for p in ubuntu_image.PACKAGES if p != "linux-image-generic"] + [
     "linux-image-virtual", "openssh-client", *STATE_PACKAGES]
+DAEMONS = ["nfs-server.service", "munge.service", "slurmctld.service", "slurmd.service"]
 DISK_GB = 6
 # GPU FAKE: the inventory's tinybox-pro has 8 GPUs, whose device files slurmd's gres.conf
 # names (as the lab does with podman --device /dev/null:/dev/nvidiaN): the null device
@@ -136,6 +137,9 @@ def _configure(rootfs: Path) -> None:
     unit.write_text(NET_UNIT)
     wants = etc / "systemd" / "system" / "multi-user.target.wants"
     (wants / "fleet-vm-net.service").symlink_to("/etc/systemd/system/fleet-vm-net.service")
+    # the daemons the states enable and start where their role runs (the packages enable
+    # them: on a worker the NFS server would start, and slurmd fail without its config)
+    run(["systemctl", f"--root={rootfs}", "disable", *DAEMONS], timeout=300)
     (wants / "systemd-networkd.service").unlink(missing_ok=True)
     (wants / "systemd-networkd.service").symlink_to(
         "/usr/lib/systemd/system/systemd-networkd.service")

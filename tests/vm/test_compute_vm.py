@@ -136,14 +136,14 @@ def _guest(ns: Netns, work: Path, img: computeimage.Image, name: str, ip: str,
     return Proc(ns.cmd(*argv), work / f"{name}.qemu.out")
 
 
-def _accept_keys(r: Run, pki: Path, key_bin: list[str], conf: Path) -> None:
+def _accept_keys(r: Run, pki: Path, key_bin: str, conf: Path) -> None:
     def pending() -> bool:
         return {p.name for p in (pki / "minions_pre").iterdir()} >= set(STATES)
     if not pxelab.wait_for(pending, TIMEOUT, step=5):
         raise AssertionError("the guests' minions never offered their keys: "
                              + _consoles(r.work))
     for name in STATES:
-        pxelab.sh(*key_bin, "-c", conf, "-y", "-a", name)
+        pxelab.sh(key_bin, "-c", conf, "-y", "-a", name)
 
     def pinged() -> bool:
         return all(r.call(n, "test.ping", timeout=30) is True for n in STATES)
