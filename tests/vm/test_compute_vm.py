@@ -81,13 +81,25 @@ class Run:
     out: dict[str, str] = field(default_factory=dict)  # what the checks saw
 
     def call(self, target: str, fn: str, *args: str, timeout: float = 600) -> Any:
+        return self.call_each([target], fn, *args, timeout=timeout).get(target)
+
+    def call_each(self, targets: list[str], fn: str, *args: str,
+                  timeout: float = 600) -> dict[str, Any]:
+        """``fn`` on every target at once: each one's return."""
         argv = self.ns.cmd(*self.salt, "--out=json", "--static", "-t", str(int(timeout)),
-                           target, fn, *args)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 60)
+                           "-L", ",".join(targets), fn, *args)
+        # the CLI waits ``timeout``, then asks the minions for the job (gather_job_timeout)
         try:
-            return json.loads(proc.stdout or "{}").get(target)
+            proc = subprocess.run(argv, capture_output=True, text=True,
+                                  timeout=2 * timeout + 180)
+        except subprocess.TimeoutExpired as exc:
+            return {t: {"no return": f"the salt CLI hung: {exc}"} for t in targets}
+        try:
+            got = json.loads(proc.stdout or "{}")
         except ValueError:
-            return {"unparsed": proc.stdout[-3000:], "stderr": proc.stderr[-3000:]}
+            got = {}
+        return {t: got.get(t, {"no return": proc.stdout[-3000:] + proc.stderr[-3000:]})
+                for t in targets}
 
     def sh(self, target: str, command: str, timeout: float = 300) -> dict[str, Any]:
         got = self.call(target, "cmd.run_all", f"cmd={command}", "python_shell=True",
@@ -157,8 +169,9 @@ def _consoles(work: Path) -> str:
 
 
 def _apply(r: Run, label: str, targets: list[str]) -> None:
-    for name in targets:
-        r.applies[f"{label}:{name}"] = r.call(name, "state.highstate", timeout=TIMEOUT)
+    """A highstate of ``targets``, at once."""
+    for name, ret in r.call_each(targets, "state.highstate", timeout=TIMEOUT).items():
+        r.applies[f"{label}:{name}"] = ret
 
 
 def _push(r: Run, server_ip: str, port: int, text: str) -> None:
