@@ -69,6 +69,28 @@ MEMORY_MB = {SERVER: 1024, WORKER: 1536}  # the worker: more than slurm.conf's R
 TIMEOUT = float(os.environ.get("FLEET_VM_TIMEOUT", "900"))
 PROBE = "xx/fleet-vm-probe.txt"
 JOB_MEM_MB = 100
+# what miniray's worker writes in its job's cgroup (docs/operations.md, cgroup delegation):
+# the sibling miniray-tasks of its own cgroup with +cpu +cpuset +memory, one child per task
+# with memory.max and memory.swap.max, the task moved in, then cgroup.kill. Pushed to the
+# export and run by a Slurm job from the worker's NFS mount, as miniray's code is.
+TASKS_SCRIPT = "xx/fleet-vm-cgroup-tasks.sh"
+TASK_MEM_MB = 40
+TASKS = f"""#!/bin/sh
+# tests/vm/test_compute_vm.py: a task cgroup as miniray's worker makes one
+own=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)
+tasks=${{own%/*}}/miniray-tasks
+mkdir "$tasks"; echo "mkdir $?"
+echo "+cpu +cpuset +memory" > "$tasks/cgroup.subtree_control"; echo "controllers $?"
+mkdir "$tasks/t1"; echo "task-mkdir $?"
+echo {TASK_MEM_MB << 20} > "$tasks/t1/memory.max"; echo "memory.max $?"
+echo 0 > "$tasks/t1/memory.swap.max"; echo "memory.swap.max $?"
+sh -c 'echo $$ > "$1" && exec python3 -c "x = bytes(1) * ($2 << 20)"' task \
+  "$tasks/t1/cgroup.procs" {4 * TASK_MEM_MB}
+echo "task-exit $?"
+echo "oom_kill $(sed -n 's/^oom_kill //p' "$tasks/t1/memory.events")"
+echo 1 > "$tasks/t1/cgroup.kill"; echo "kill $?"
+rmdir "$tasks/t1" "$tasks"; echo "rmdir $?"
+"""
 
 
 @dataclass
@@ -178,11 +200,13 @@ def _push(r: Run, server_ip: str, port: int, text: str) -> None:
     src = r.work / "push"
     (src / "xx").mkdir(parents=True, exist_ok=True)
     (src / PROBE).write_text(text)
+    (src / TASKS_SCRIPT).write_text(TASKS)
     r.ns.run("rsync", "-rt", f"{src}/xx/", f"rsync://{server_ip}:{port}/code_nfs/xx/")
 
 
 def _seen(r: Run, mountpoint: str, text: str) -> bool:
-    return r.sh(WORKER, f"cat {mountpoint}/{PROBE}").get("stdout") == text
+    # (cmd.run_all strips the output's last newline)
+    return r.sh(WORKER, f"cat {mountpoint}/{PROBE}").get("stdout") == text.rstrip("\n")
 
 
 @pytest.fixture(scope="module")
@@ -287,6 +311,8 @@ def _jobs(r: Run) -> None:
     ok = r.sh(SERVER, srun % "ok" + "python3 -c \"x = b'\\x01' * "
               f"({JOB_MEM_MB // 4} << 20); print('allocated', len(x))\"")
     r.out["ok"] = json.dumps(ok)
+    tasks = r.sh(SERVER, srun % "tasks" + f"sh /code.nfs/{TASKS_SCRIPT}")
+    r.out["tasks"] = json.dumps(tasks)
     r.out["jobs"] = r.sh(SERVER, "scontrol -o show job")["stdout"]
     r.out["events"] = r.sh(WORKER, "journalctl -k --no-pager | grep -i -E 'oom|memory' | "
                            "tail -20")["stdout"]
@@ -341,3 +367,15 @@ def test_a_task_within_its_memory_succeeds(run: Run) -> None:
     assert ok["stdout"].strip() == f"allocated {(JOB_MEM_MB // 4) << 20}", ok
     job = [ln for ln in run.out["jobs"].splitlines() if "JobName=fleet-vm-ok" in ln]
     assert job and "JobState=COMPLETED" in job[0], run.out["jobs"]
+
+
+def test_a_task_cgroup_made_as_miniray_makes_it_is_limited_and_killed(run: Run) -> None:
+    """The delegation miniray needs (issue 33 item 4), by the job's own writes: no miniray."""
+    tasks = json.loads(run.out["tasks"])
+    steps = dict(ln.split(" ", 1) for ln in tasks["stdout"].splitlines() if " " in ln)
+    assert {k: steps.get(k) for k in ("mkdir", "controllers", "task-mkdir", "memory.max",
+                                      "memory.swap.max", "kill", "rmdir")} == {
+        "mkdir": "0", "controllers": "0", "task-mkdir": "0", "memory.max": "0",
+        "memory.swap.max": "0", "kill": "0", "rmdir": "0"}, tasks
+    assert steps.get("task-exit") == "137", tasks  # SIGKILL: the kernel's OOM killer
+    assert int(steps.get("oom_kill") or 0) >= 1, tasks
