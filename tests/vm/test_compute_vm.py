@@ -282,6 +282,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
                 p.stop()
             (work / "times.json").write_text(json.dumps(
                 {"seconds": t, "load_average_end": os.getloadavg()}, indent=2))
+            (work / "seen.json").write_text(json.dumps(r.out, indent=2))
             say("seconds: " + json.dumps(t))
             keep = os.environ.get("FLEET_VM_KEEP")
             if keep:
@@ -293,8 +294,9 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
 
 
 def _jobs(r: Run) -> None:
-    idle = pxelab.wait_for(lambda: r.sh(SERVER, f"sinfo -h -n {WORKER} -o %t")
-                           .get("stdout", "").strip() == "idle", 300, step=5)
+    # idle in each of its partitions (tbox1, and miniray's preemptible one)
+    idle = pxelab.wait_for(lambda: set(r.sh(SERVER, f"sinfo -h -n {WORKER} -o %t")
+                                       .get("stdout", "").split()) == {"idle"}, 300, step=5)
     r.out["sinfo"] = r.sh(SERVER, f"sinfo -N -l -n {WORKER}; scontrol show node {WORKER}")[
         "stdout"] if not idle else "idle"
     srun = f"srun -w {WORKER} -J fleet-vm-%s --mem={JOB_MEM_MB}M "
