@@ -35,6 +35,7 @@ help:
 	@echo "make test-pxe      PXE end to end: BIOS/UEFI QEMU guests boot from pxe/ (docs/pxe.md)"
 	@echo "make test-reinstall-vm  only the reinstall VM test of test-pxe: fleet reinstall drives a QEMU guest behind a fake BMC"
 	@echo "make test-vm        fleet reinstall of a QEMU guest end to end: PXE, install, key, callback, disk boot, converge (docs/pxe.md)"
+	@echo "                   and two Ubuntu 24.04 guests: the NFS code export and a Slurm job killed by its cgroup v2 memory limit"
 	@echo "make page-screenshot  docs/fleet-page.png: the fleet page (fixture status) in headless Chromium"
 	@echo "make commission-image  the commissioning environment (kernel + initramfs, build/commission; docs/discovery.md)"
 	@echo "make clean         remove .venv and caches"

@@ -46,10 +46,11 @@ from support.pxelab import Netns, Proc
 
 ROOT = pxelab.ROOT
 ENABLED = os.environ.get("FLEET_VM") == "1"
-SKIP_REASON = ("FULL VM INSTALL TEST NOT RUN: set FLEET_VM=1 (as root, with the packages "
+SKIP_REASON = ("VM TESTS NOT RUN (the full install, and the compute tier's NFS export and "
+               "cgroup v2 memory limit): set FLEET_VM=1 (as root, with the packages "
                "of tools/install-pxe-deps.sh and tools/install-vm-deps.sh, and a host that "
-               "reaches deb.debian.org) or run `make test-vm`; it reinstalls a QEMU "
-               "guest under TCG, about 10 minutes")
+               "reaches deb.debian.org and archive.ubuntu.com) or run `make test-vm`; it "
+               "reinstalls a QEMU guest and boots two more under TCG")
 UPSTREAM = os.environ.get("FLEET_VM_UPSTREAM", "http://deb.debian.org")
 CACHE = Path(os.environ.get("FLEET_VM_CACHE", Path.home() / ".cache" / "fleet-vm-mirror"))
 # nginx's own: its cache loader deletes any file there that it did not write
