@@ -4,6 +4,13 @@
 {%- set c = salt['pillar.get']('compute:codesync') %}
 {%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
 {%- set nfs = s.nfs %}
+{#- defence in depth (fleet validate refuses these first): device and fs reach commands #}
+{%- if c.device and not c.device | regex_match('^(/dev/disk/by-(id|path|partuuid|uuid)/[A-Za-z0-9:._+-]+)$') %}
+{{- raise('codesync.server: compute:codesync:device ' ~ c.device | json ~ ' is not a /dev/disk/by-*/ name') }}
+{%- endif %}
+{%- if c.fs and c.fs not in s.mkfs %}
+{{- raise('codesync.server: compute:codesync:fs ' ~ c.fs | json ~ ' is not one of ' ~ s.mkfs | list | join(', ')) }}
+{%- endif %}
 {%- set units = [s.firewall_unit, s.unit, s.prune_unit ~ '.service', s.prune_unit ~ '.timer']
       | map('regex_replace', '^', s.unit_dir ~ '/') | join(' ') %}
 # codesync.server: the monorepo export ({{ c.export }}: xx/ the main checkout,
@@ -75,8 +82,8 @@ codesync-server-cmd-run-export-fs:
   cmd.run:
     - name: >-
         echo "codesync.server: {{ c.export }} is on $({{ s.findmnt }} -n -o FSTYPE --target
-        {{ c.export }}), but compute.codesync.fs is {{ c.fs }}: mount a {{ c.fs }} file system
-        there (or name a blank disk in compute.codesync.device)" >&2; exit 1
+        {{ c.export }}), but compute.codesync.fs is {{ c.fs }}: mount a file system of type
+        {{ c.fs }} there (or name a blank disk in compute.codesync.device)" >&2; exit 1
     - unless: test "$({{ s.findmnt }} -n -o FSTYPE --target {{ c.export }})" = {{ c.fs }}
     - require:
       - file: codesync-server-file-directory-export

@@ -34,10 +34,10 @@ def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _render(base: Path, tmp: Path, sync: dict[str, Any],
-            lab: bool = False) -> saltrender.Rendered:
+def _render(base: Path, tmp: Path, sync: dict[str, Any], lab: bool = False,
+            ok: bool = True) -> saltrender.Rendered:
     """``NODE`` rendered with ``sync`` merged into pillar compute:codesync (and, with
-    ``lab``, lab/pillar/lab.sls: fleet:container true)."""
+    ``lab``, lab/pillar/lab.sls: fleet:container true); ``ok``: without errors."""
     shutil.copytree(base / "pillar", tmp / "pillar")
     path = tmp / "pillar" / "compute.sls"
     data = yaml.safe_load(path.read_text())
@@ -51,7 +51,7 @@ def _render(base: Path, tmp: Path, sync: dict[str, Any],
         (tmp / "pillar" / "top.sls").write_text(yaml.safe_dump(top))
     res = saltrender.Renderer(harness.ROOT / "salt", tmp / "pillar", base / "secrets",
                               tmp / "cache").render(NODE)
-    assert not res.errors, res.errors
+    assert not ok or not res.errors, res.errors
     return res
 
 
@@ -252,3 +252,15 @@ def test_the_rendered_daemon_refuses_what_it_says(pillar_dir: Path, tmp_path: Pa
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
+
+
+@pytest.mark.parametrize("sync, says", [
+    ({"fs": "xfs", "device": "/dev/disk/by-id/x; reboot"}, "is not a /dev/disk/by-*/ name"),
+    ({"fs": "xfs", "device": "/dev/sda"}, "is not a /dev/disk/by-*/ name"),
+    ({"fs": "zfs"}, "is not one of xfs, btrfs, ext4"),
+])
+def test_a_hostile_device_or_fs_fails_the_render(pillar_dir: Path, tmp_path: Path,
+                                                 sync: dict[str, Any], says: str) -> None:
+    """Past `fleet validate` (the pillar edited by hand), the state refuses to render."""
+    res = _render(pillar_dir, tmp_path, sync, ok=False)
+    assert any(says in e for e in res.errors), res.errors
