@@ -29,6 +29,12 @@ synced), as for a submitter who pushes a checkout they work in.
 Runs where the lab may run (one lab per host): it reuses a lab that is up, or brings one
 up (and takes it down after, unless ``--keep``, and unmounts the loop file system).
 
+``--where local`` needs no lab (nor its lock): the same pushes on this host, to the real
+rsync daemon run with the site's rendered rsyncd.conf (head-01's, as
+tests/salt/snapshots/codesync.server.json holds it: update_snapshots.py renders it from
+salt/ and pillar/, test_highstate_render.py checks it) with only its address, port, path,
+pid file, uid/gid and hosts allow made local, over loopback; the export as above.
+
     .venv/bin/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
 """
 
@@ -115,6 +121,9 @@ def target(paths: Paths) -> Target:
 
 
 def on(t: Target, container: str, *argv: str, timeout: float = 900) -> str:
+    if not container:  # --where local
+        return subprocess.run(argv, capture_output=True, text=True, check=True,
+                              timeout=timeout).stdout
     return pm.exec_(t.paths, container, *argv, timeout=timeout).stdout
 
 
@@ -199,7 +208,7 @@ def _row(name: str, results: list[dict[str, Any]]) -> str:
 
 
 def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
-            os_name: str, export_fs: str) -> str:
+            setup: str, export_fs: str, where: str) -> str:
     copy = statistics.median(r["wall"] for r in m["main"])
     link = statistics.median(r["wall"] for r in m["link"])
     unlinked = sorted({r["unlinked"] for r in m["link"]})
@@ -207,24 +216,26 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         SECTION, "",
         "<!-- Written by benchmarks/bench_codesync.py (`make bench-codesync`); rerun it "
         "rather than editing this section. -->", "",
-        f"A generated tree of {files:,} files, {mb:.0f} MB (seed {SEED}) pushed from a lab "
-        "worker to the lab code sync host's rsync module `code_nfs` (the daemon as Salt "
-        "configures it: codesync.server) into a new per-job directory, with one file "
-        "changed since the reference copy. Seconds of the rsync process on the worker: "
+        f"A generated tree of {files:,} files, {mb:.0f} MB (seed {SEED}) pushed "
+        + ("from a lab worker to the lab code sync host's rsync module `code_nfs` (the "
+           "daemon as Salt configures it: codesync.server)" if where == "lab" else
+           "on this host to the rsync module `code_nfs` of the rsync daemon run with the "
+           "site's rendered rsyncd.conf (**`--where local`: not the lab**)")
+        + " into a new per-job directory, with one file "
+        "changed since the reference copy. Seconds of the rsync process on the client: "
         f"median of {runs} runs (min-max); the server runs `sync` before each push (untimed). "
         "Files and bytes sent are the last run's `--stats`.",
         "", "### Machine", "",
-        f"- CPU: {report.cpu_model()}, {os.cpu_count()} logical CPUs shared by the whole lab; "
+        f"- CPU: {report.cpu_model()}, {os.cpu_count()} logical CPUs shared with "
+        "other work; "
         "memory "
         f"{report.mem_total()}",
-        f"- OS: {report.os_name()}; podman with runc, systemd containers ({os_name}); "
-        "client and server are containers on one host, over the lab bridge; the export: "
-        f"{export_fs}",
+        f"- OS: {report.os_name()}; {setup}; the export: {export_fs}",
         f"- fleet at commit {report.commit()}",
         f"- load average after: {load} (other work on the machine inflates these figures)",
         f"- date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC", "",
         "### Reproduce", "", "```sh", "make bench-codesync",
-        f"# or: .venv/bin/python benchmarks/bench_codesync.py --runs {runs} "
+        f"# or: .venv/bin/python benchmarks/bench_codesync.py --runs {runs} --where {where} "
         "--write docs/benchmarks.md",
         "```", "",
         "### Results", "",
@@ -259,8 +270,8 @@ class ExportFs:
     fresh XFS of a sparse loop file there (before the lab's containers bind-mount it);
     ``host`` leaves it on this host's."""
 
-    def __init__(self, paths: Paths, kind: str, lab_up: bool) -> None:
-        self.dir = paths.lab / "code-export"
+    def __init__(self, directory: Path, kind: str, lab_up: bool) -> None:
+        self.dir = directory
         self.kind = kind
         self.mounted = False
         self.lab_up = lab_up
@@ -306,6 +317,62 @@ class ExportFs:
             LOOP_IMAGE.unlink(missing_ok=True)
 
 
+SNAPSHOT = report.ROOT / "tests" / "salt" / "snapshots" / "codesync.server.json"
+LOCAL = Path("/var/tmp/bench-codesync")
+
+
+def local_conf(export: Path, port: int) -> tuple[str, str]:
+    """The site's rendered rsyncd.conf, made local; returns it and its module name."""
+    snap = json.loads(SNAPSHOT.read_text())
+    (conf,) = [st["rendered"] for st in snap["states"]
+               if st["id"] == "codesync-server-file-managed-conf"]
+    local = {"port": str(port), "address": "127.0.0.1", "path": str(export),
+             "uid": "nobody", "gid": "nogroup", "pid file": str(LOCAL / "rsyncd.pid"),
+             "hosts allow": "127.0.0.1"}
+    lines, module = [], ""
+    for ln in conf:
+        key = ln.strip().split(" = ", 1)[0]
+        lines.append(f"{key} = {local[key]}" if key in local else ln)
+        module = ln.strip()[1:-1] if ln.startswith("[") else module
+    return "\n".join(lines) + "\n", module
+
+
+def local_daemon(export: Path) -> tuple[subprocess.Popen[bytes], Target]:
+    port = 18730
+    conf, module = local_conf(export, port)
+    (LOCAL / "rsyncd.conf").write_text(conf)
+    subprocess.run(["chown", "-R", "nobody:nogroup", str(export)], check=True)
+    daemon = subprocess.Popen(["rsync", "--daemon", "--no-detach",
+                               f"--config={LOCAL / 'rsyncd.conf'}"])
+    url = f"rsync://127.0.0.1:{port}/{module}"
+    for _ in range(100):
+        if subprocess.run(["rsync", f"{url}/"], capture_output=True,
+                          check=False).returncode == 0:
+            break
+        time.sleep(0.1)
+    return daemon, Target(Paths(report.ROOT), "", "", url, str(export))
+
+
+def main_local(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    export_dir = LOCAL / "export"
+    for sub in ("", "xx", "branches/caches"):
+        (export_dir / sub).mkdir(parents=True, exist_ok=True)
+    export = ExportFs(export_dir, args.export_fs, False)
+    export_fs = export.prepare()
+    try:
+        for sub in ("xx", "branches/caches"):
+            (export_dir / sub).mkdir(parents=True, exist_ok=True)
+        daemon, t = local_daemon(export_dir)
+        try:
+            m = measure(t, args.runs, args.files, args.mb)
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+    finally:
+        export.release()
+    return m, export_fs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="timed pushes per case (7)")
@@ -313,6 +380,10 @@ def main() -> int:
     parser.add_argument("--mb", type=float, default=300.0, help="MB in the tree")
     parser.add_argument("--keep", action="store_true", help="leave a lab it brought up up "
                         "(and its XFS export mounted)")
+    parser.add_argument("--where", choices=("lab", "local"), default="lab",
+                        help="lab: a worker pushes to the lab's code sync host (default); "
+                             "local: on this host, to the rsync daemon with the site's "
+                             "rendered rsyncd.conf, no lab")
     parser.add_argument("--export-fs", choices=("xfs", "host"), default="xfs",
                         help="the lab export's file system: a loop-mounted XFS (as the "
                              "site's compute.codesync.fs) or this host's (default xfs)")
@@ -320,8 +391,27 @@ def main() -> int:
                         help=f"write the results into the '{SECTION}' section of FILE")
     args = parser.parse_args()
     paths = Paths(report.ROOT)
+    if args.where == "local":
+        m, export_fs = main_local(args)
+        setup = ("client and server on this host, over loopback: the real rsync daemon with "
+                 "the site's rendered rsyncd.conf (module, chroot, refused options), its "
+                 "address, port, path, uid and hosts allow made local; no lab")
+    else:
+        m, export_fs = main_lab(args, paths)
+        setup = (f"podman with runc, systemd containers ({paths.os}); client and server "
+                 "are containers on one host, over the lab bridge")
+    text = section(m, args.runs, args.files, args.mb, report.load_average(), setup,
+                   export_fs, args.where)
+    print(text)
+    if args.write is not None:
+        report.replace_section(args.write, SECTION, text)
+        say(f"wrote the section of {args.write}")
+    return 0
+
+
+def main_lab(args: argparse.Namespace, paths: Paths) -> tuple[dict[str, Any], str]:
     was_up = bool(lab_master.pid(paths) or lab_nodes.all_lab_containers(paths))
-    export = ExportFs(paths, args.export_fs, was_up)
+    export = ExportFs(paths.lab / "code-export", args.export_fs, was_up)
     export_fs = export.prepare()
     try:
         if not was_up:
@@ -337,13 +427,7 @@ def main() -> int:
     finally:
         if was_up or not args.keep:
             export.release()
-    text = section(m, args.runs, args.files, args.mb, report.load_average(), paths.os,
-                   export_fs)
-    print(text)
-    if args.write is not None:
-        report.replace_section(args.write, SECTION, text)
-        say(f"wrote the section of {args.write}")
-    return 0
+    return m, export_fs
 
 
 if __name__ == "__main__":
