@@ -37,7 +37,7 @@ codesync-server-user-present:
     - home: {{ c.export }}
     - createhome: false
 
-{%- if c.device and mapdata.hardware %}
+{%- if c.device and not mapdata.container %}
 
 # formats only a device on which blkid finds nothing: blkid -p exits 2 for "no
 # signature" and 0 for a file system, RAID member or partition table, other codes for
@@ -72,7 +72,7 @@ codesync-server-file-directory-export{{ dir | replace('/', '-') }}:
     - makedirs: true
     - require:
       - user: codesync-server-user-present
-{%- if c.device and mapdata.hardware %}
+{%- if c.device and not mapdata.container %}
       - mount: codesync-server-mount-mounted-export
 {%- endif %}
 {%- endfor %}
@@ -88,7 +88,7 @@ codesync-server-cmd-run-export-fs:
     - require:
       - file: codesync-server-file-directory-export
 {%- endif %}
-{%- if (c.fs and mapdata.container) or (c.device and not mapdata.hardware) %}
+{%- if c.fs and mapdata.container %}
 
 # stand-in: the lab's export is its bind mount of a directory of the host
 codesync-server-test-show-notification-fs-standin:
@@ -96,7 +96,7 @@ codesync-server-test-show-notification-fs-standin:
     - text: >-
         codesync.server: stand-in: {{ c.export }} is not checked to be {{ c.fs }}
         {%- if c.device %} and {{ c.device }} is not formatted or mounted{% endif %} here
-        (no hardware, or a container's bind mount of a host directory)
+        (a container: the export is a bind mount of a directory of the host)
 {%- endif %}
 
 codesync-server-file-managed-conf:
