@@ -284,7 +284,7 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         "per-job copies). Files of each `--link-dest` copy that are not hard links, counted "
         f"on the server after each run (untimed): {', '.join(map(str, unlinked))} (the "
         "changed file).",
-        "", f"Generating the tree on the worker took {m['generate_s']:.1f} s (not part of "
+        "", f"Generating the tree on the client took {m['generate_s']:.1f} s (not part of "
         "any figure).", "",
         "### Target", "", "| target | measured | status |", "|---|--:|---|",
         f"| comma: code sync < {TARGET_S:.0f} s, miniray's `--copy-dest=/xx` | {copy:.2f} s "
@@ -296,8 +296,8 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         f"| the same, CPU seconds the push needs (client + server) | {link_cpu:.2f} s (median) "
         f"| {'within' if link_cpu <= GOAL_S else 'over'} {GOAL_S:.0f} s |", "",
         "CPU seconds are the rsync processes' own (user + system: the client's from "
-        "getrusage, the server's from the daemon's reaped children; median of the sum: "
-        "median client + median server), whatever else runs on the machine; the wall "
+        "getrusage, the server's from the daemon's reaped children: the median (min-max) of "
+        "their sum, then the median of each), whatever else runs on the machine; the wall "
         "seconds also hold the time they waited for a CPU, which the load average above "
         "says was shared. Client and server run at once, each on a core of its own where "
         "the machine has them free.", ""])
@@ -345,7 +345,7 @@ class ExportFs:
 
     def describe(self) -> str:
         fs = self.fstype()
-        where = (f"a {LOOP_SIZE} sparse loop file on this host's disk, mounted noatime"
+        where = (f"an {LOOP_SIZE} sparse loop file on this host's disk, mounted noatime"
                  if self.mounted else "a directory of this host's disk")
         return f"{fs} ({where})"
 
