@@ -166,10 +166,12 @@ bench-lab: lab-deps
 	$(BIN)/python benchmarks/bench_lab.py --runs 3 --cold --write docs/benchmarks.md
 
 # a lab that is up is reused (one it brings up goes down after)
-# xfsprogs: the export on a loop-mounted XFS, as the site's compute.codesync.fs
+# xfsprogs: the export on a loop-mounted XFS, as the site's compute.codesync.fs;
+# CODESYNC_WHERE=local: the same pushes on this host, no lab (benchmarks/bench_codesync.py)
+CODESYNC_WHERE ?= lab
 bench-codesync: lab-deps
 	bash tools/install-host-deps.sh xfsprogs
-	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
+	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --where $(CODESYNC_WHERE) --write docs/benchmarks.md
 
 
 # --- PXE end to end (docs/pxe.md) ------------------------------------------------------
