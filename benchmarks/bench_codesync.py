@@ -354,6 +354,7 @@ class ExportFs:
         if self.mounted:
             subprocess.run(["umount", str(self.dir)], check=True)
             LOOP_IMAGE.unlink(missing_ok=True)
+            self.mounted = False
 
 
 SNAPSHOT = report.ROOT / "tests" / "salt" / "snapshots" / "codesync.server.json"
@@ -448,6 +449,18 @@ def main() -> int:
     return 0
 
 
+def lab_down(paths: Paths, export: ExportFs) -> None:
+    """fleet lab down, which removes .lab/'s state but cannot remove a mount point: once its
+    containers are gone, the export is unmounted and the removal done again."""
+    try:
+        lab_mod.down(paths)
+    except OSError:
+        if not export.mounted:
+            raise
+        export.release()
+        lab_mod.down(paths)
+
+
 def main_lab(args: argparse.Namespace, paths: Paths) -> tuple[dict[str, Any], str]:
     was_up = bool(lab_master.pid(paths) or lab_nodes.all_lab_containers(paths))
     export = ExportFs(paths.lab / "code-export", args.export_fs, was_up)
@@ -462,7 +475,7 @@ def main_lab(args: argparse.Namespace, paths: Paths) -> tuple[dict[str, Any], st
             m = measure(target(paths), args.runs, args.files, args.mb)
         finally:
             if not was_up and not args.keep:
-                lab_mod.down(paths)
+                lab_down(paths, export)
     finally:
         if was_up or not args.keep:
             export.release()
