@@ -23,7 +23,7 @@ help:
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
 	@echo "make bench-status  fleet status of the site's 144 nodes: from the collector's cache; live and collected with real minions, fake BMCs -> docs/benchmarks.md"
-	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab -> docs/benchmarks.md"
+	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab, export on XFS -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
 	@echo "make bench-uv      uv sync --frozen --offline of a 50-package lock from the site's Python cache -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
@@ -175,8 +175,12 @@ bench-lab: lab-deps
 	$(BIN)/python benchmarks/bench_lab.py --runs 3 --cold --write docs/benchmarks.md
 
 # a lab that is up is reused (one it brings up goes down after)
+# xfsprogs: the export on a loop-mounted XFS, as the site's compute.codesync.fs;
+# CODESYNC_WHERE=local: the same pushes on this host, no lab (benchmarks/bench_codesync.py)
+CODESYNC_WHERE ?= lab
 bench-codesync: lab-deps
-	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
+	bash tools/install-host-deps.sh xfsprogs
+	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --where $(CODESYNC_WHERE) --write docs/benchmarks.md
 
 
 # --- PXE end to end (docs/pxe.md) ------------------------------------------------------

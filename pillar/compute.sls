@@ -5,8 +5,11 @@ compute:
   - 10.1.0.0/22
   codesync:
     bind: 10.1.0.10
+    device: null
     export: /srv/code
+    fs: xfs
     host: head-01
+    job_copy: hardlink
     nfs_port: 2049
     port: 1026
     prune_days: 7

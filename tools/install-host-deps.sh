@@ -25,6 +25,10 @@ command -v grub-script-check >/dev/null 2>&1 || need+=(grub-common)
 # xorriso builds and reads the stand-in ISO; apt-cacher-ng's parser checks the rendered
 # config and the daemon runs in the foreground on a scratch port (its service must not run)
 command -v xorriso >/dev/null 2>&1 || need+=(xorriso)
+# the code sync (tests/salt/test_codesync_export.py): the rendered rsyncd.conf under the
+# real rsync daemon, sfdisk for a partition table on a loop device the mkfs guard must spare
+command -v rsync >/dev/null 2>&1 || need+=(rsync)
+command -v sfdisk >/dev/null 2>&1 || need+=(fdisk)
 [[ -x /usr/sbin/apt-cacher-ng ]] || { need+=(apt-cacher-ng); FLEET_APT_NO_START=1; ACNG_NEW=1; }
 # the monitoring role's checks (tests/monitoring, tests/salt/test_monitoring_checks.py):
 # promtool checks and unit-tests the alert rules, amtool and the exporters check their

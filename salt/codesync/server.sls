@@ -4,6 +4,13 @@
 {%- set c = salt['pillar.get']('compute:codesync') %}
 {%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
 {%- set nfs = s.nfs %}
+{#- defence in depth (fleet validate refuses these first): device and fs reach commands #}
+{%- if c.device and not c.device | regex_match('^(/dev/disk/by-(id|path|partuuid|uuid)/[A-Za-z0-9:._+-]+)$') %}
+{{- raise('codesync.server: compute:codesync:device ' ~ c.device | json ~ ' is not a /dev/disk/by-*/ name') }}
+{%- endif %}
+{%- if c.fs and c.fs not in s.mkfs %}
+{{- raise('codesync.server: compute:codesync:fs ' ~ c.fs | json ~ ' is not one of ' ~ s.mkfs | list | join(', ')) }}
+{%- endif %}
 {%- set units = [s.firewall_unit, s.unit, s.prune_unit ~ '.service', s.prune_unit ~ '.timer']
       | map('regex_replace', '^', s.unit_dir ~ '/') | join(' ') %}
 # codesync.server: the monorepo export ({{ c.export }}: xx/ the main checkout,
@@ -14,10 +21,13 @@
 # networks (port {{ c.nfs_port }}, opened in the same firewall table as rsync's). In a
 # container (the lab: the host's kernel has no nfsd) the exports and nfs.conf are
 # rendered as on a site, and the server's start is a named stand-in.
+# The export's file system (compute.codesync.fs) is checked on every apply: job_copy
+# hardlink relies on it (docs/operations.md, The code sync); a named blank device is
+# formatted (never one on which blkid finds any signature) and mounted at the export.
 
 codesync-server-pkg-installed:
   pkg.installed:
-    - pkgs: {{ s.packages | json }}
+    - pkgs: {{ (s.packages + ([s.fs_packages[c.fs]] if c.device else [])) | json }}
 
 codesync-server-user-present:
   user.present:
@@ -26,6 +36,30 @@ codesync-server-user-present:
     - shell: /usr/sbin/nologin
     - home: {{ c.export }}
     - createhome: false
+
+{%- if c.device and not mapdata.container %}
+
+# formats only a device on which blkid finds nothing: blkid -p exits 2 for "no
+# signature" and 0 for a file system, RAID member or partition table, other codes for
+# an ambivalent or failed probe; mkfs is never given -f
+codesync-server-cmd-run-mkfs-export:
+  cmd.run:
+    - name: {{ s.mkfs[c.fs] }} {{ c.device }}
+    - onlyif: test -b {{ c.device }} && { {{ s.blkid }} -p {{ c.device }} >/dev/null; test $? -eq 2; }
+    - require:
+      - pkg: codesync-server-pkg-installed
+
+codesync-server-mount-mounted-export:
+  mount.mounted:
+    - name: {{ c.export }}
+    - device: {{ c.device }}
+    - fstype: {{ c.fs }}
+    - opts: {{ s.mount_opts | json }}
+    - mkmnt: true
+    - persist: true
+    - require:
+      - cmd: codesync-server-cmd-run-mkfs-export
+{%- endif %}
 
 {%- for dir in ['', '/xx', '/branches', '/' ~ s.caches] %}
 
@@ -38,7 +72,32 @@ codesync-server-file-directory-export{{ dir | replace('/', '-') }}:
     - makedirs: true
     - require:
       - user: codesync-server-user-present
+{%- if c.device and not mapdata.container %}
+      - mount: codesync-server-mount-mounted-export
+{%- endif %}
 {%- endfor %}
+{%- if c.fs and not mapdata.container %}
+
+codesync-server-cmd-run-export-fs:
+  cmd.run:
+    - name: >-
+        echo "codesync.server: {{ c.export }} is on $({{ s.findmnt }} -n -o FSTYPE --target
+        {{ c.export }}), but compute.codesync.fs is {{ c.fs }}: mount a file system of type
+        {{ c.fs }} there (or name a blank disk in compute.codesync.device)" >&2; exit 1
+    - unless: test "$({{ s.findmnt }} -n -o FSTYPE --target {{ c.export }})" = {{ c.fs }}
+    - require:
+      - file: codesync-server-file-directory-export
+{%- endif %}
+{%- if c.fs and mapdata.container %}
+
+# stand-in: the lab's export is its bind mount of a directory of the host
+codesync-server-test-show-notification-fs-standin:
+  test.show_notification:
+    - text: >-
+        codesync.server: stand-in: {{ c.export }} is not checked to be {{ c.fs }}
+        {%- if c.device %} and {{ c.device }} is not formatted or mounted{% endif %} here
+        (a container: the export is a bind mount of a directory of the host)
+{%- endif %}
 
 codesync-server-file-managed-conf:
   file.managed:
@@ -52,6 +111,7 @@ codesync-server-file-managed-conf:
         allow: {{ salt['pillar.get']('compute:allow') | json }}
         module: {{ s.module | json }}
         user: {{ s.user | json }}
+        refuse: {{ (s.refuse + ([] if c.job_copy == 'hardlink' else ['link-dest'])) | json }}
 
 codesync-server-file-managed-nft:
   file.managed:
@@ -113,6 +173,9 @@ codesync-server-service-running-rsyncd:
       - cmd: codesync-server-cmd-run-verify-units
       - service: codesync-server-service-running-firewall
       - file: codesync-server-file-directory-export-{{ s.caches | replace('/', '-') }}
+{%- if c.fs and not mapdata.container %}
+      - cmd: codesync-server-cmd-run-export-fs
+{%- endif %}
     - watch:
       - file: codesync-server-file-managed-conf
       - file: codesync-server-file-managed-unit-{{ s.unit }}

@@ -162,3 +162,14 @@ def test_workers_without_a_miniray_pin_are_refused(text: str) -> None:
     p = problems[0]
     assert p.code == "missing" and "gpu-01, gpu-02 are miniray workers" in p.message
     assert p.hint is not None and "git archive --prefix=miniray/" in p.hint
+
+
+def test_hardlink_job_copies_on_xfs_with_a_device_are_valid(text: str) -> None:
+    text, _ = edit(text, "codesync: {host: stor-1, prune_days: 3}",
+                   "codesync: {host: stor-1, prune_days: 3, fs: xfs, job_copy: hardlink, "
+                   "device: /dev/disk/by-id/nvme-code}")
+    comp = parse(text, FILE).raw.compute
+    assert comp is not None
+    sync = comp.codesync
+    assert (sync.fs, sync.job_copy, sync.device) == ("xfs", "hardlink",
+                                                     "/dev/disk/by-id/nvme-code")

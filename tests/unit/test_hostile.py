@@ -62,6 +62,8 @@ def _base() -> dict[str, Any]:
     data["compute"] = yaml.safe_load(COMPUTE.read_text())["compute"]  # its fields too
     data["compute"]["queue"] = "remote_v3"
     data["compute"]["codesync"]["export"] = "/srv/code"
+    data["compute"]["codesync"]["fs"] = "xfs"  # the device reaches mkfs and the mount
+    data["compute"]["codesync"]["device"] = "/dev/disk/by-id/nvme-code"
     data["nodes"]["gpu-03"]["boot_disk"] = {"serial": "SN-GPU3", "model": "Samsung 980"}
     data["nodes"]["stor-1"]["comment"] = "racked 2026-11"
     data["mkv"]["arrays"]["data"]["purpose"] = "training data"
@@ -120,6 +122,7 @@ FIELDS: dict[tuple[Any, ...], str | None] = {
     ("compute", "valkey", "artifact", "source"): "pillar",
     ("compute", "uv", "source"): "pillar",
     ("compute", "codesync", "export"): "pillar",
+    ("compute", "codesync", "device"): "pillar",
     ("compute", "queue"): "pillar",
 }
 FREE_TEXT = [f for f in FIELDS if f[0] in ("profiles", "nodes", "switches")

@@ -137,6 +137,7 @@ def check_compute(c: Ctx) -> Iterator[Problem]:
         if node is not None:
             servers.append((path, node, what))
     yield from _check_export_host(c, comp)
+    yield from _check_export_fs(c, comp)
     yield from _check_workers(c, comp, servers)
 
 
@@ -203,6 +204,27 @@ def _check_export_host(c: Ctx, comp: schema.Compute) -> Iterator[Problem]:
                         "host would mount its own NFS export", code="mismatch",
                         hint="name a node outside the worker groups (the head node, a "
                              "storage node)")
+
+
+# a hard link per job copy and unchanged file of xx/ until the prune: ext4 caps an inode at
+# 65,000 links and btrfs at 65,535, XFS at 2^31 (rsync copies the file once a link fails)
+HARDLINK_FS = ("xfs",)
+
+
+def _check_export_fs(c: Ctx, comp: schema.Compute) -> Iterator[Problem]:
+    sync = comp.codesync
+    if sync.job_copy == "hardlink" and sync.fs not in HARDLINK_FS:
+        yield c.problem(("compute", "codesync", "job_copy"), "job_copy hardlink needs the "
+                        f"export on {' or '.join(HARDLINK_FS)}, but compute.codesync.fs is "
+                        f"{sync.fs or 'null'}: every per-job copy adds a link to each "
+                        "unchanged file of xx/, past ext4's 65,000 and btrfs's 65,535 links "
+                        "per file", code="mismatch",
+                        hint="fs: xfs (with device: a blank disk, or an XFS volume mounted "
+                             "at the export), or job_copy: full")
+    if sync.device is not None and sync.fs is None:
+        yield c.problem(("compute", "codesync", "device"), "device names a disk to format "
+                        "but compute.codesync.fs is null: which file system to make?",
+                        code="missing", hint="fs: xfs (or btrfs, ext4)")
 
 
 def _check_workers(c: Ctx, comp: schema.Compute,

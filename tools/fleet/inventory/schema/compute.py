@@ -15,6 +15,9 @@ QueueName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,62}$")
 # a container image pinned by digest (registry/name@sha256:...)
 ImageRef = Annotated[str, StringConstraints(
     pattern=r"^[a-z0-9][a-z0-9._/:-]{0,200}@sha256:[0-9a-f]{64}$")]
+# a block device by a name that survives reboots and disk reordering (never /dev/sdX)
+StableDevice = Annotated[str, StringConstraints(
+    pattern=r"^/dev/disk/by-(id|path|partuuid|uuid)/[A-Za-z0-9][A-Za-z0-9:._+-]{0,200}$")]
 
 
 class Artifact(Model):
@@ -55,6 +58,19 @@ class CodeSync(Model):
     prune_days: StrictInt = Field(default=7, ge=1, le=3650)
     """per-job copies under branches/caches/ older than this many days are removed by a daily
     timer"""
+    fs: Literal["xfs", "btrfs", "ext4"] | None = None
+    """the file system that holds export: codesync.server checks it on every apply and fails
+    on any other (null: not checked; job_copy must then be full)"""
+    device: StableDevice | None = None
+    """a blank block device (/dev/disk/by-id/...) that codesync.server formats with fs and
+    mounts at export; formatted only while blkid finds no signature on it (never a disk that
+    holds a file system, RAID member or partition table); null: export is a directory of a
+    file system the operator mounted"""
+    job_copy: Literal["full", "hardlink"] = "full"
+    """how a push makes a per-job copy: full: rsync --copy-dest=/xx, the server writes every
+    unchanged file again; hardlink: --link-dest=/xx, unchanged files become hard links to
+    xx/'s (needs fs xfs; docs/operations.md, The code sync); the rsync daemon refuses
+    --link-dest unless hardlink"""
 
 
 class Triton(Model):
