@@ -15,6 +15,9 @@ suite=${2:-bookworm}
 mirror=${3:-http://deb.debian.org/debian}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(mktemp -d /var/tmp/fleet-commission.XXXXXX)
+# the initramfs's / is this directory: mktemp's 0700 would keep every unprivileged process
+# out of the whole tree (lldpd's privilege-separated half heard nothing)
+chmod 0755 "$root"
 trap 'rm -rf "$root"' EXIT
 
 # the tools the report is read with, and what boots them: nothing else

@@ -120,6 +120,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
     log = tmp_path / "log"
     full = {"PATH": f"{bin_}:{os.environ['PATH']}", "FLEET_CMDLINE": str(cmdline),
             "FLEET_SYS": str(sys_), "FLEET_PROC": str(proc), "FLEET_LLDP_WAIT": "2",
+            "FLEET_RUN": str(tmp_path / "run"),
             "FLEET_POWEROFF": "poweroff -f", "FLEET_LOG": str(log),
             "FLEET_CURL_OPTS": f"--interface {ADDR}",
             "FLEET_REPORT": str(tmp_path / "report.json")}

@@ -118,8 +118,12 @@ def fleet(d: Discovered | Path, *args: str, check: bool = True) -> subprocess.Co
 
 
 def lldpd_conf(tap: str) -> str:
+    # a frame each second, so that the guest need not wait a switch's 30 s, and a switch's
+    # TTL (about 100 s, not 1 s x the default hold of 4): a guest under TCG on a loaded
+    # host can miss frames for longer than 4 s, and its neighbour must not age out then
     return (f"configure system hostname {SWITCH}\n"
             "configure lldp tx-interval 1\n"
+            "configure lldp tx-hold 100\n"
             f"configure ports {tap} lldp portidsubtype local {PORT_ID} "
             f"description {PORT_ID}\n")
 
