@@ -21,7 +21,9 @@ added node in the lab's `only_nodes`):
   generated on the master side and accepted before its minion starts (what the
   reinstall's rotate_key does), then the reinstall's converge, a highstate of that node
   (``fleet apply NODE``); no drain or resume (it never ran a job);
-- ``fleet power off NODE``: a STAND-IN for its BMC: ``podman stop`` of its container;
+- ``fleet power off NODE``: its drain (scontrol on the controller: reason ``fleet power
+  off``, then ``drained`` in sinfo), then a STAND-IN for its BMC: ``podman stop`` of its
+  container;
 - ``salt-key``: the lab master's (``-c .lab/etc/salt``), answering its prompt ``y``;
 - ``scontrol``, ``sinfo``: on head-01, the controller;
 - ``git commit``: skipped (the lab render is not a checkout), said so.
@@ -165,6 +167,7 @@ class Follower:
             return self.install(step, args[1])
         if verb == "power":
             assert args[1:] == ["off", self.node], step.text
+            self.drain_as_power_does(step)
             pm.podman(self.lab.paths, "stop", "-t", "20", self.container)
             running = pm.inspect(self.lab.paths, self.container)["State"]["Running"]
             assert not running, f"{step.text}: {self.container} still running"
@@ -175,6 +178,21 @@ class Follower:
         assert check is not None, f"{step.text}: no check for fleet {verb}"
         check(step, proc)
         return proc
+
+    def drain_as_power_does(self, step: runbook.Step) -> None:
+        """What `fleet power off` does before its BMC call (fleet.ops.powerdrain, through
+        the one drain): the node drained with its reason, then no job left on it; here by
+        scontrol on the controller, as the drain's own commands are (STAND-IN: the real
+        verb needs the node's BMC, which a lab node has not)."""
+        proc = self.head("scontrol", "update", f"NodeName={self.node}", "State=DRAIN",
+                         "Reason=fleet power off")
+        assert proc.returncode == 0, (step.text, proc.stdout, proc.stderr)
+        def drained() -> str | None:
+            state = self.head("sinfo", "-h", "-N", "-n", self.node, "-o", "%T").stdout.strip()
+            return state if state.startswith("drained") else None
+
+        poll(f"{self.node} drained (no job left)", drained, 120)
+        self.seen.add("drained")
 
     def install(self, step: runbook.Step, node: str) -> subprocess.CompletedProcess[str]:
         """STAND-IN for `fleet reinstall NODE`'s PXE install (module docstring)."""
