@@ -20,7 +20,7 @@ import yaml
 
 from fleet import saltrender
 from support import harness
-from support.compute_fixture import write_pillar
+from support.compute_fixture import render_ready_pillar
 
 NODE = "stor-1"  # the code sync host of the fixture
 DEVICE = "/dev/disk/by-id/nvme-code-export"
@@ -28,10 +28,7 @@ DEVICE = "/dev/disk/by-id/nvme-code-export"
 
 @pytest.fixture(scope="module")
 def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = write_pillar(tmp_path_factory.mktemp("codesync"))
-    saltrender.quiet_salt_logging()
-    saltrender.enable_jinja_compile_cache()
-    return root
+    return render_ready_pillar(tmp_path_factory.mktemp("codesync"))
 
 
 def _render(base: Path, tmp: Path, sync: dict[str, Any], lab: bool = False,

@@ -20,15 +20,12 @@ import yaml
 
 from fleet import saltrender
 from support import harness
-from support.compute_fixture import write_pillar
+from support.compute_fixture import render_ready_pillar
 
 
 @pytest.fixture(scope="module")
 def pillar_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = write_pillar(tmp_path_factory.mktemp("compute"))
-    saltrender.quiet_salt_logging()
-    saltrender.enable_jinja_compile_cache()
-    return root
+    return render_ready_pillar(tmp_path_factory.mktemp("compute"))
 
 
 def _render(base: Path, tmp: Path, node: str,

@@ -30,3 +30,14 @@ def write_pillar(root: Path) -> Path:
             (root / path).write_text(text)
     harness.write_secrets_root(root / "secrets")
     return root
+
+
+def render_ready_pillar(root: Path) -> Path:
+    """write_pillar, with Salt's logging quiet and the Jinja compile cache on: what a
+    module of render tests sets up once."""
+    from fleet import saltrender
+
+    out = write_pillar(root)
+    saltrender.quiet_salt_logging()
+    saltrender.enable_jinja_compile_cache()
+    return out

@@ -36,7 +36,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -220,10 +219,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     from fleet.packages.highstates import write_secrets_root
     from support.saltkeys import salt_key_bin, salt_master_config
 
-    def interrupted(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")  # the cleanup below runs
-
-    old = {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = vmbed.raise_on_signals()  # the cleanup below runs on SIGINT/SIGTERM
     say = beds.progress(pytestconfig, "compute-vm")
     work = tmp_path_factory.mktemp("compute-vm")
     t: dict[str, float] = {}
@@ -292,8 +288,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             if keep:
                 shutil.copytree(work, keep, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("*.qcow2", "*.ipc"))
-    for signum, handler in old.items():
-        signal.signal(signum, handler)
+    vmbed.restore_signals(old)
     yield r
 
 

@@ -207,11 +207,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     from fleet.lab.paths import Paths
     from support.saltkeys import salt_key_bin, salt_master_config
 
-    def interrupted(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")  # the cleanup below runs
-
-    # a background job of a non-interactive shell inherits SIGINT ignored: take it back
-    old = {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = vmbed.raise_on_signals()  # the cleanup below runs on SIGINT/SIGTERM
 
     say = beds.progress(pytestconfig, "install-vm")
     salt_key_bin()
@@ -325,8 +321,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("disk.qcow2", "disk-*", "target",
                                                           "*.ipc"))
-    for signum, handler in old.items():
-        signal.signal(signum, handler)
+    vmbed.restore_signals(old)
     yield r
 
 

@@ -32,10 +32,12 @@ whole Debian install.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fleet.inventory.model import Inventory
 from fleet.lab import ntp
@@ -290,3 +292,21 @@ def salt_master(ns: Netns, conf: Path, work: Path) -> Proc:
                  "state_top_saltenv: base\nworker_threads: 2\nauto_accept: false\n")
     exe = Path(sys.executable).parent / "salt-master"  # the venv's (requirements.txt)
     return Proc(ns.cmd(exe, "-c", conf, "-l", "info"), conf.parent / "master.out")
+
+
+Handlers = dict[int, Any]
+
+
+def raise_on_signals() -> Handlers:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in a VM fixture, so that its cleanup
+    (guests, namespace) runs; a background job of a non-interactive shell inherits SIGINT
+    ignored, which this takes back. The old handlers: give them to restore_signals."""
+    def interrupted(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return {s: signal.signal(s, interrupted) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore_signals(old: Handlers) -> None:
+    for signum, handler in old.items():
+        signal.signal(signum, handler)
