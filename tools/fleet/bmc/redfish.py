@@ -370,6 +370,12 @@ class RedfishClient(ClientBase):
             self._system_path = path
         return self._system_path
 
+    @bounded
+    def get(self, link: str) -> JSON:
+        """The resource at ``link`` (a path, or a link the BMC gave: refused unless it is on
+        the BMC), its body as the BMC sent it: untrusted (fleet.bmc.facts reads it)."""
+        return self._request("GET", link).body
+
     def _system(self) -> _Response:
         return self._request("GET", self.system_path())
 

@@ -7,7 +7,15 @@ import argparse
 import sys
 from typing import Any
 
-from fleet.cliparts import Parents, add_actions, add_salt_config, add_salt_timeout, add_target
+from fleet.cliparts import (
+    Parents,
+    add_actions,
+    add_bmc_options,
+    add_salt_config,
+    add_salt_timeout,
+    add_target,
+    bmc_options,
+)
 from fleet.context import Context
 from fleet.exitcodes import Exit
 from fleet.output import node_entry
@@ -50,8 +58,13 @@ def _add_burnin(sp: Any) -> None:
     sp.add_argument("--hardware", action="store_true",
                     help="ask the minions' hardware grains (one salt call) and show every "
                          "fact that differs from the inventory, with both values")
+    sp.add_argument("--bmc", action="store_true",
+                    help="read each node's hardware facts from its Redfish BMC and show "
+                         "each beside the inventory's value (serial, MACs, BMC MAC, memory "
+                         "and DIMMs, CPUs, GPUs, drive serials, firmware versions)")
     add_salt_config(sp)
     add_salt_timeout(sp, 10.0, "--hardware")
+    add_bmc_options(sp)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -72,6 +85,8 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         _with_burnin(inv, records, args.burnin_results)
         if args.hardware and not _with_hardware(ctx, inv, records, args.salt_timeout):
             return Exit.IO
+        if args.bmc:
+            _with_bmc(args, inv, records)
     if args.json:
         ctx.out.emit({"target": args.target, "where": args.where,
                       "nodes": [node_entry(r["node"], r["state"], None, [], r)
@@ -107,7 +122,50 @@ def _show(r: dict[str, Any]) -> str:
                   ["  hardware   as the inventory says"] if not drifts else
                   [f"  hardware   {d['fact']}: inventory {d['inventory']}, found {d['found']}"
                    for d in drifts])
+    if "bmc" in r:
+        lines += _bmc_lines(r["bmc"])
     return "\n".join(lines)
+
+
+def _bmc_lines(b: dict[str, Any]) -> list[str]:
+    """The BMC's facts beside the inventory's, a drift marked ``!``; all of it escaped
+    already (fleet.bmc.facts)."""
+    if b.get("error"):
+        return [f"  bmc facts  not read: {b['error']}"]
+    out = [f"  bmc facts  {'fact':<17}{'inventory':<28}bmc"]
+    for row in b["facts"]:
+        mark = "!" if row["drift"] else " "
+        inv = "-" if row["inventory"] is None else row["inventory"]
+        seen = "(not told)" if row["bmc"] is None else row["bmc"]
+        out.append(f"           {mark}{row['fact']:<17}{inv:<28}{seen}")
+    for name, version in b["firmware"].items():
+        out.append(f"  firmware   {name}: {version}")
+    return out
+
+
+def _with_bmc(args: argparse.Namespace, inv: Any, records: list[dict[str, Any]]) -> None:
+    """Each record of an installed node gets its BMC's facts beside the inventory's
+    (fleet.bmc.facts), read one node at a time; a BMC not read says why."""
+    from fleet.bmc.base import BmcError
+    from fleet.bmc.connect import client_for
+    from fleet.bmc.facts import read, rows
+    from fleet.bmc.redfish import RedfishClient
+
+    for r in records:
+        node = inv.nodes.get(r["node"])
+        if node is None or node.state == "planned":
+            continue
+        try:
+            client = client_for(node, bmc_options(args, node.hostname))
+            if not isinstance(client, RedfishClient):
+                r["bmc"] = {"error": "an IPMI BMC tells no hardware facts (Redfish only)"}
+                continue
+            seen = read(client)
+        except BmcError as exc:
+            r["bmc"] = {"error": str(exc)}
+            continue
+        r["bmc"] = {"error": None, "facts": rows(node, seen),
+                    "firmware": seen.as_json()["firmware"], "unread": list(seen.unread)}
 
 
 def _with_hardware(ctx: Context, inv: Any, records: list[dict[str, Any]],

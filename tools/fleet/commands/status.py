@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from fleet.master.runner import Runner
 
 DESCRIPTION = """
-What state every node TARGET names is in. By default power, boot mode, key, minion, Slurm
-and alerts come from the collector on the master (fleet-status-collect.service, `fleet
+What state every node TARGET names is in. By default power, the BMCs' hardware facts
+against the inventory (Redfish, every 15 minutes), boot mode, key, minion, Slurm and
+alerts come from the collector on the master (fleet-status-collect.service, `fleet
 status --collect`), each with its age; a source the collector has not had an answer from
 for 3 of its intervals is unknown (stale), never its last value. --live asks every source
 now, once for all the nodes, side by side, each within its time: power (the BMCs, as
@@ -71,9 +72,10 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
     p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
     p.add_argument("--hardware", action="store_true",
-                   help="also ask each minion's hardware grains (one salt call) and compare "
-                        "them with the inventory and profile: serial, boot MAC, memory, GPUs, "
-                        "HCA GUID, boot disk")
+                   help="also ask each minion's hardware grains (one salt call) and each "
+                        "Redfish BMC's hardware facts now (not the collector's), and compare "
+                        "them with the inventory and profile: serial, MACs, memory, CPUs, "
+                        "GPUs, HCA GUID, boot disk")
     p.add_argument("--prometheus", metavar="URL",
                    help="Prometheus to ask for alerts (default: http://<site.monitoring "
                         "host>:9090)")
@@ -143,8 +145,9 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     if not args.live:
         from fleet.status.codec import COLLECTED
 
-        jobs = {k: v for k, v in jobs.items() if k not in COLLECTED}
-        cached = _cached(_cache(args), names, skipped)
+        now = {"bmc_hardware"} if args.hardware else set()  # --hardware: asked now
+        jobs = {k: v for k, v in jobs.items() if k not in COLLECTED or k in now}
+        cached = _cached(_cache(args), names, skipped | dict.fromkeys(now, "asked now"))
     ctx.progress(f"status of {len(names)} node(s): asking {', '.join(jobs)}"
                  + ("" if args.live else "; the rest from the collector"))
     cols, notes, master_down = _ask(jobs, skipped, ctx.progress, cached)
@@ -293,14 +296,14 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
     (--collect) minion is the master's view of its connections, its BMC round spread."""
     from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
-    from fleet.status.service import INTERVALS, POWER_SPREAD
+    from fleet.status.service import HARDWARE_SPREAD, INTERVALS, POWER_SPREAD
 
     jobs: dict[str, Callable[[], Any]] = {"stage": _stage_job(args, inv, names)}
     if args.hardware:
         jobs["hardware"] = _hardware_job(args, inv, names, runner)
     skipped: dict[str, str] = {}
     if args.no_power:
-        skipped["power"] = "--no-power"
+        skipped["power"] = skipped["bmc_hardware"] = "--no-power"
     else:
         from fleet.bmc.base import BmcClient
         from fleet.bmc.connect import client_for
@@ -313,6 +316,11 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
         jobs["power"] = lambda: sources.power(names, client, parallel=args.parallel,
                                               deadline=args.deadline, secrets=args.secrets,
                                               spread=spread)
+        if args.collect or args.hardware:
+            hw_spread = INTERVALS["bmc_hardware"] * HARDWARE_SPREAD if args.collect else 0.0
+            jobs["bmc_hardware"] = lambda: sources.bmc_hardware(
+                inv, names, client, parallel=args.parallel, spread=hw_spread,
+                secrets=args.secrets)
     store = boot_mode_store(args, inv)
     jobs["boot"] = lambda: sources.boot_modes(store, names)
     jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))

@@ -1,8 +1,8 @@
 """Hardware facts read later from a running node against the inventory and its profile:
 a missing DIMM (less memory), a missing GPU, another CPU count, a swapped board (serial,
 boot MAC), a changed HCA GUID, a swapped boot disk (its serial). Pure: the facts come from
-elsewhere (:func:`from_grains`: Salt grains, the minion's own word, so untrusted and
-bounded), and each drift carries both values.
+elsewhere (:func:`from_grains`: Salt grains, the minion's own word; fleet.bmc.facts: the
+BMC's Redfish answer; both untrusted and bounded), and each drift carries both values.
 
 A fact the source does not tell is ``None`` and is not compared (grains have no HCA GUID or
 disk serial unless the fleet grain gives them: ``fleet_ib_guids``, ``fleet_disk_serials``).
@@ -34,11 +34,13 @@ class Facts:
     cores_per_socket: int | None = None
     ib_guids: frozenset[str] | None = None  # lower case, 0x...
     disk_serials: frozenset[str] | None = None
+    bmc_mac: str | None = None  # the BMC's own NIC, normalised (only a BMC tells it)
 
 
 @dataclass(frozen=True, slots=True)
 class Drift:
-    fact: str  # serial, mac, memory, gpus, cpu_sockets, cores_per_socket, ib_guid, boot_disk
+    # serial, mac, bmc_mac, memory, gpus, cpu_sockets, cores_per_socket, ib_guid, boot_disk
+    fact: str
     inventory: str  # what the inventory (or its profile) says
     found: str  # what the node says, escaped
 
@@ -100,6 +102,9 @@ def compare(node: Node, facts: Facts) -> list[Drift]:
     if facts.macs is not None and node.mac and normalize_mac(node.mac) not in facts.macs:
         found = ", ".join(sorted(facts.macs)[:8]) or "no NIC"
         out.append(Drift("mac", normalize_mac(node.mac), f"not among {found}"))
+    if facts.bmc_mac is not None and node.bmc_mac and \
+            normalize_mac(node.bmc_mac) != facts.bmc_mac:
+        out.append(Drift("bmc_mac", normalize_mac(node.bmc_mac), shown(facts.bmc_mac, 40)))
     if facts.memory_mb is not None and facts.memory_mb < prof.memory_gb * 1024 * MEMORY_SHARE:
         out.append(Drift("memory", f"{prof.memory_gb} GB (profile {node.profile_name})",
                          f"{facts.memory_mb / 1024:.0f} GB"))

@@ -59,6 +59,7 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("key", "minion key"),
     (MINION, "minion"),
     ("hardware", "hardware against the inventory (fleet status --hardware)"),
+    ("bmc_hardware", "hardware from the BMC (Redfish) against the inventory"),
     ("slurm", "Slurm"),
     ("apply", "last apply"),
     ("health", "last health"),

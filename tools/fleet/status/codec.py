@@ -1,5 +1,5 @@
 """The collected sources' values as the collector's cache keeps them (JSON) and back: power,
-boot, key, minion (presence), slurm, alerts. A value that does not decode makes its whole
+bmc_hardware, boot, key, minion (presence), slurm, alerts. A value that does not decode makes its whole
 column unknown (:class:`ValueError`): the cache is this host's, but read as untrusted."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from fleet.status.sources import Power, Presence, Slurm
+from fleet.status.sources import BmcHardware, Power, Presence, Slurm
 
-COLLECTED = ("power", "boot", "key", "minion", "slurm", "alerts")
+COLLECTED = ("power", "bmc_hardware", "boot", "key", "minion", "slurm", "alerts")
 
 
 class UnreadableError(Exception):
@@ -19,6 +19,9 @@ class UnreadableError(Exception):
 def encode(source: str, values: dict[str, Any]) -> dict[str, Any]:
     if source == "power":
         return {n: {"state": p.state, "error": p.error} for n, p in values.items()}
+    if source == "bmc_hardware":
+        return {n: {"drifts": [d.as_json() for d in h.drifts], "observed": h.observed,
+                    "error": h.error} for n, h in values.items()}
     if source == "boot":
         return {n: {"error": str(v)} if isinstance(v, Exception) else v
                 for n, v in values.items()}
@@ -45,6 +48,8 @@ def decode(source: str, values: dict[str, Any]) -> dict[str, Any]:
         if source == "power":
             return {n: Power(_str(v["state"], True), _str(v["error"], True))
                     for n, v in values.items()}
+        if source == "bmc_hardware":
+            return {n: _bmc_hardware(v) for n, v in values.items()}
         if source == "boot":
             return {n: UnreadableError(_str(v["error"])) if isinstance(v, dict) else _str(v)
                     for n, v in values.items()}
@@ -62,3 +67,13 @@ def decode(source: str, values: dict[str, Any]) -> dict[str, Any]:
         return {n: _str(v) for n, v in values.items()}
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a {source} value the collector writes ({exc})") from None
+
+
+def _bmc_hardware(v: dict[str, Any]) -> BmcHardware:
+    from fleet.discover.drift import Drift
+
+    observed = v["observed"]
+    if not (observed is None or isinstance(observed, dict)):
+        raise ValueError("observed: not an object")
+    return BmcHardware([Drift(_str(d["fact"]), _str(d["inventory"]), _str(d["found"]))
+                        for d in v["drifts"]], observed, _str(v["error"], True))

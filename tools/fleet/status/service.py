@@ -14,11 +14,14 @@ from pathlib import Path
 from fleet.status.collector import Collector, Source
 
 # seconds between two refreshes of each collected source (fleet.status.codec.COLLECTED)
-INTERVALS = {"power": 60.0, "boot": 60.0, "key": 30.0, "minion": 15.0, "slurm": 30.0,
+INTERVALS = {"power": 60.0, "bmc_hardware": 900.0, "boot": 60.0, "key": 30.0, "minion": 15.0, "slurm": 30.0,
              "alerts": 30.0}
 # the BMC round (at most --parallel at once): its starts spread over this share of the
 # power interval (144 BMCs: one every 0.33 s)
 POWER_SPREAD = 0.8
+# the hardware facts change only when a part does: each BMC read (some 20 to 80 requests)
+# once every bmc_hardware interval, the reads spread over this share of it
+HARDWARE_SPREAD = 0.5
 CACHE_NAME = "collected.json"
 
 

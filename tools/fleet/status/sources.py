@@ -4,6 +4,8 @@ with the reason); one that answers gives a value per node (a node's own failure,
 that does not answer, is that node's value, not the source's).
 
 - power: the BMCs through ``fleet power``'s pool and per-node deadline (fleet.ops.power);
+- bmc_hardware: each Redfish BMC's hardware facts (fleet.bmc.facts) against the inventory
+  (fleet.discover.drift), at most ``parallel`` at once, their starts spread;
 - boot mode: the one boot-mode store (fleet.cliparts.boot_mode_store);
 - key: one ``salt-key -L --out=json``; minion: one ``salt -L NODES test.ping`` (live), or
   the master's own view of the connected minions, ``salt-run manage.alived`` (the
@@ -62,6 +64,54 @@ def power(names: Sequence[str], client_for: Callable[[str], Any], *, parallel: i
                             deadline=deadline, spread=spread)
     return {r.node: Power(r.power, "; ".join(r.problems) if r.status.bad else None)
             for r in results}
+
+
+# --- hardware from the BMCs -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BmcHardware:
+    """One BMC's hardware facts against the inventory: the drifts, what it said
+    (fleet.bmc.facts.Observed.as_json, escaped), or why it could not be read."""
+
+    drifts: list[Any]  # fleet.discover.drift.Drift
+    observed: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def bmc_hardware(inv: Any, names: Sequence[str], client_for: Callable[[str], Any], *,
+                 parallel: int, spread: float = 0.0, secrets: Path | None = None
+                 ) -> dict[str, BmcHardware]:
+    """Each installed node's BMC read (Redfish only: IPMI tells no such facts; a planned
+    node's BMC is not asked), at most ``parallel`` at once, the i-th of N starting
+    i*spread/N seconds in; each read bounded by its client's call deadline."""
+    import time
+
+    from fleet.bmc.base import BmcError
+    from fleet.bmc.facts import read
+    from fleet.bmc.redfish import RedfishClient
+    from fleet.discover.drift import compare
+
+    if secrets is not None and not (secrets / "bmc").is_dir():
+        raise SourceError(f"{secrets / 'bmc'}: no such directory: the BMC passwords are "
+                          "not here (--secrets DIR, or --no-power)")
+    asked = [n for n in names if inv.nodes[n].state != "planned"]
+    t0 = time.monotonic()
+
+    def one(i: int, name: str) -> tuple[str, BmcHardware | None]:
+        time.sleep(max(0.0, t0 + i * spread / max(1, len(asked)) - time.monotonic()))
+        try:
+            client = client_for(name)
+            if not isinstance(client, RedfishClient):
+                return name, None
+            seen = read(client)
+        except BmcError as exc:
+            return name, BmcHardware([], None, str(exc))
+        return name, BmcHardware(compare(inv.nodes[name], seen.facts), seen.as_json())
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(asked)))) as pool:
+        got = list(pool.map(one, range(len(asked)), asked))
+    return {n: v for n, v in got if v is not None}
 
 
 # --- boot mode ---------------------------------------------------------------------------

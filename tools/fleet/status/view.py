@@ -10,10 +10,10 @@ from typing import Any
 
 from fleet.lastrun import Last
 from fleet.master.text import age
-from fleet.status.sources import Power, Presence, Slurm, Work
+from fleet.status.sources import BmcHardware, Power, Presence, Slurm, Work
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
-SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "slurm", "apply", "health",
+SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "bmc_hardware", "slurm", "apply", "health",
            "work", "alerts")
 
 
@@ -60,8 +60,8 @@ def judge(node: str, state: str, slurm_node: bool, cols: dict[str, Column],
           now: float) -> Row:
     """One node's row: each source's value, and the problems they show."""
     j = _Judging(Row(node, state, slurm_node), cols, now)
-    for check in (_stage, _power, _boot, _key, _minion, _hardware, _slurm, _last_runs, _work,
-                  _alerts):
+    for check in (_stage, _power, _boot, _key, _minion, _hardware, _bmc_hardware, _slurm,
+                  _last_runs, _work, _alerts):
         check(j)
     return j.row
 
@@ -114,6 +114,18 @@ def _hardware(j: _Judging) -> None:
         j.row.problems += [f"hardware drift: {d.text}" for d in h]
     elif h is _MISSING:  # the minion did not answer, or a planned node (not asked)
         j.row.fields["hardware"] = None
+
+
+def _bmc_hardware(j: _Judging) -> None:
+    """fleet.status.sources.bmc_hardware: each fact the BMC contradicts, both values; a BMC
+    that could not be read is said (its power column names it as a problem)."""
+    h = j.value("bmc_hardware")
+    if isinstance(h, BmcHardware):
+        j.row.fields["bmc_hardware"] = {"drifts": [d.as_json() for d in h.drifts],
+                                        "observed": h.observed, "error": h.error}
+        j.row.problems += [f"hardware drift (BMC): {d.text}" for d in h.drifts]
+    elif h is _MISSING:  # a planned node, or an IPMI BMC (no such facts)
+        j.row.fields["bmc_hardware"] = None
 
 
 def _power(j: _Judging) -> None:
@@ -288,11 +300,14 @@ def _cell(row: Row, source: str) -> str:
         return str(v["summary"])
     if source == "hardware":
         return f"{len(v)} drift" if v else "ok"
+    if source == "bmc_hardware":
+        return "err" if v["error"] else f"{len(v['drifts'])} drift" if v["drifts"] else "ok"
     return str(v)
 
 
 COLUMNS = (("state", "state"), ("stage", "stage"), ("power", "power"), ("boot", "boot"),
-           ("key", "key"), ("minion", "minion"), ("hardware", "hardware"), ("slurm", "slurm"),
+           ("key", "key"), ("minion", "minion"), ("hardware", "hardware"), ("bmc_hardware", "bmc hw"),
+           ("slurm", "slurm"),
            ("apply", "last apply"), ("health", "last health"), ("work", "work"),
            ("alerts", "alerts"))
 
