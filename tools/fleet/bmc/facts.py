@@ -82,6 +82,10 @@ def _mac(value: Any) -> str | None:
     return None if m == "00:00:00:00:00:00" else m
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _absent(body: JSON) -> bool:
     status = body.get("Status")
     return isinstance(status, dict) and status.get("State") == "Absent"
@@ -188,8 +192,8 @@ def _drive_serials(r: _Reader, system: JSON) -> frozenset[str] | None:
     if controllers is None:
         return None
     serials: set[str] = set()
-    links = [link for c in controllers for d in (c.get("Drives") if isinstance(
-        c.get("Drives"), list) else []) if (link := _link(d)) is not None]
+    links = [link for c in controllers for d in _list(c.get("Drives"))
+             if (link := _link(d)) is not None]
     for link in links[:MAX_MEMBERS]:
         drive = r.get(link, "Drive")
         if drive is not None and not _absent(drive) and \

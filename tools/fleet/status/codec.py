@@ -1,6 +1,7 @@
 """The collected sources' values as the collector's cache keeps them (JSON) and back: power,
-bmc_hardware, boot, key, minion (presence), slurm, alerts. A value that does not decode makes its whole
-column unknown (:class:`ValueError`): the cache is this host's, but read as untrusted."""
+bmc_hardware, boot, key, minion (presence), slurm, alerts. A value that does not decode
+makes its whole column unknown (:class:`ValueError`): the cache is this host's, but read
+as untrusted."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from fleet.status.collector import Collector, Source
 
 # seconds between two refreshes of each collected source (fleet.status.codec.COLLECTED)
-INTERVALS = {"power": 60.0, "bmc_hardware": 900.0, "boot": 60.0, "key": 30.0, "minion": 15.0, "slurm": 30.0,
-             "alerts": 30.0}
+INTERVALS = {"power": 60.0, "bmc_hardware": 900.0, "boot": 60.0, "key": 30.0,
+             "minion": 15.0, "slurm": 30.0, "alerts": 30.0}
 # the BMC round (at most --parallel at once): its starts spread over this share of the
 # power interval (144 BMCs: one every 0.33 s)
 POWER_SPREAD = 0.8

@@ -13,8 +13,8 @@ from fleet.master.text import age
 from fleet.status.sources import BmcHardware, Power, Presence, Slurm, Work
 
 OK, PROBLEM, UNKNOWN = "ok", "problem", "unknown"
-SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "bmc_hardware", "slurm", "apply", "health",
-           "work", "alerts")
+SOURCES = ("stage", "power", "boot", "key", "minion", "hardware", "bmc_hardware", "slurm",
+           "apply", "health", "work", "alerts")
 
 
 @dataclass
@@ -306,10 +306,9 @@ def _cell(row: Row, source: str) -> str:
 
 
 COLUMNS = (("state", "state"), ("stage", "stage"), ("power", "power"), ("boot", "boot"),
-           ("key", "key"), ("minion", "minion"), ("hardware", "hardware"), ("bmc_hardware", "bmc hw"),
-           ("slurm", "slurm"),
-           ("apply", "last apply"), ("health", "last health"), ("work", "work"),
-           ("alerts", "alerts"))
+           ("key", "key"), ("minion", "minion"), ("hardware", "hardware"),
+           ("bmc_hardware", "bmc hw"), ("slurm", "slurm"), ("apply", "last apply"),
+           ("health", "last health"), ("work", "work"), ("alerts", "alerts"))
 
 
 def table(rs: list[Row], cols: dict[str, Column], seconds: float, notes: list[str]) -> str:
