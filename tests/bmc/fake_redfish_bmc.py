@@ -16,7 +16,11 @@ link value under those keys (``@odata.id``, ``target``...) in JSON answers with 
 that absolute links point wherever URL says.
 
 Run: python fake_redfish_bmc.py --port P --state-dir D --system NAME --power On|Off
-         [--auth-file F] [--cert C --key K] [--notify URL]
+         [--auth-file F] [--cert C --key K] [--notify URL] [--hardware FILE]
+
+``--hardware FILE`` (JSON: serial, model, dimms, drives, bmc_mac, macs) gives the fake
+system the parts sushy-tools does not model, changed later by ``POST /_fake/hardware``
+(tests/bmc/fake_redfish_parts.py).
 
 ``--notify URL`` turns on the fake driver's external notifier: on every change of the
 system (power, pending power, boot device) sushy-tools PUTs the system's JSON to URL,
@@ -30,6 +34,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -170,15 +175,24 @@ def main() -> None:
     ap.add_argument("--cert")
     ap.add_argument("--key")
     ap.add_argument("--notify", metavar="URL", help="the fake driver's external notifier")
+    ap.add_argument("--hardware", metavar="FILE", help="the FAKE hardware's parts (JSON)")
     args = ap.parse_args()
+    parts: dict[str, Any] = {}
+    if args.hardware:
+        parts = json.loads(Path(args.hardware).read_text(encoding="utf-8"))
     config: dict[str, Any] = {
         "SUSHY_EMULATOR_FAKE_DRIVER": True,
         "SUSHY_EMULATOR_STATE_DIR": args.state_dir,
         "SUSHY_EMULATOR_FAKE_SYSTEMS": [{
             "uuid": SYSTEM_UUID, "name": args.system,
             "power_state": args.power, "external_notifier": bool(args.notify),
-            "nics": [{"mac": "00:5c:52:31:3a:9c", "ip": "127.0.0.1"}]}],
+            "nics": [{"mac": m, "ip": "127.0.0.1"}
+                     for m in parts.pop("macs", ["00:5c:52:31:3a:9c"])], **parts}],
     }
+    if parts:
+        from fake_redfish_parts import storage_config
+
+        config |= storage_config(SYSTEM_UUID, parts.get("drives", {}))
     if args.notify:
         config["EXTERNAL_NOTIFICATION_URL"] = args.notify
     if args.auth_file:
@@ -187,8 +201,13 @@ def main() -> None:
     layer = EtagLayer(emulator.app.wsgi_app)
     # reading the system applies a pending change that is due, as a GET would
     layer.pending = lambda: emulator.app.systems._get(SYSTEM_UUID).get("pending_power")
+    served: Any = layer
+    if parts:
+        from fake_redfish_parts import HardwareLayer
+
+        served = HardwareLayer(layer, SYSTEM_UUID, lambda: emulator.app.systems)
     ssl_context = (args.cert, args.key) if args.cert else None
-    server = make_server("127.0.0.1", args.port, layer, threaded=True,
+    server = make_server("127.0.0.1", args.port, served, threaded=True,
                          ssl_context=ssl_context)
     print("ready", flush=True)
     server.serve_forever()

@@ -64,6 +64,15 @@ class FakeBmcProcess:
             raw = resp.read()
         return json.loads(raw) if raw else None
 
+    def change_hardware(self, **changes: Any) -> Any:
+        """Change the FAKE hardware's parts (tests/bmc/fake_redfish_parts.py): its serial,
+        DIMMs, drives, MACs, as a swapped part would under a real BMC."""
+        req = urllib.request.Request(self.url + "/_fake/hardware", method="POST",
+                                     data=json.dumps(changes).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return json.loads(resp.read())
+
     def redirect(self, path: str, to: str, *, status: int = 307, times: int = 1) -> None:
         """The next ``times`` requests for ``path`` get an HTTP ``status`` redirect to ``to``."""
         query = urllib.parse.urlencode({"path": path, "to": to, "status": status,
@@ -186,7 +195,8 @@ def self_signed(dirpath: Path) -> tuple[Path, Path]:
 
 def start_fake_redfish(tmp: Path, *, power: str = "Off", tls: bool = False,
                        system: str = "tbox-001", user: str = USER,
-                       password: str = PASSWORD) -> FakeBmcProcess:
+                       password: str = PASSWORD, hardware: dict[str, Any] | None = None
+                       ) -> FakeBmcProcess:
     pytest.importorskip("sushy_tools", reason="sushy-tools (the fake Redfish BMC) is not "
                         "installed; run `make deps`")
     port = free_port()
@@ -195,6 +205,9 @@ def start_fake_redfish(tmp: Path, *, power: str = "Off", tls: bool = False,
     argv = [sys.executable, str(HERE / "fake_redfish_bmc.py"), "--port", str(port),
             "--state-dir", str(tmp / "sushy-state"), "--system", system, "--power", power,
             "--auth-file", str(auth)]
+    if hardware is not None:  # the FAKE hardware's parts (fake_redfish_parts.py)
+        (tmp / "hardware.json").write_text(json.dumps(hardware), encoding="utf-8")
+        argv += ["--hardware", str(tmp / "hardware.json")]
     ca = None
     if tls:
         cert, key = self_signed(tmp)

@@ -147,7 +147,7 @@ def _read(r: _Reader) -> Observed:
                   gpus=gpus, cpu_sockets=sockets, cores_per_socket=cores,
                   disk_serials=_drive_serials(r, system), bmc_mac=bmc_mac)
     return Observed(facts, model=_text(system.get("Model")), dimms=dimms, firmware=firmware,
-                    unread=tuple(clean(u, 200) for u in r.unread[:MAX_MEMBERS]))
+                    unread=tuple(clean(u, 300) for u in r.unread[:MAX_MEMBERS]))
 
 
 def _nic_macs(r: _Reader, system: JSON) -> frozenset[str] | None:
