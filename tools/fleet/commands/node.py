@@ -122,8 +122,8 @@ def _show(r: dict[str, Any]) -> str:
                   ["  hardware   as the inventory says"] if not drifts else
                   [f"  hardware   {d['fact']}: inventory {d['inventory']}, found {d['found']}"
                    for d in drifts])
-    if "bmc" in r:
-        lines += _bmc_lines(r["bmc"])
+    if "bmc_facts" in r:  # "bmc" is the record's BMC interface
+        lines += _bmc_lines(r["bmc_facts"])
     return "\n".join(lines)
 
 
@@ -158,13 +158,13 @@ def _with_bmc(args: argparse.Namespace, inv: Any, records: list[dict[str, Any]])
         try:
             client = client_for(node, bmc_options(args, node.hostname))
             if not isinstance(client, RedfishClient):
-                r["bmc"] = {"error": "an IPMI BMC tells no hardware facts (Redfish only)"}
+                r["bmc_facts"] = {"error": "an IPMI BMC tells no hardware facts (Redfish only)"}
                 continue
             seen = read(client)
         except BmcError as exc:
-            r["bmc"] = {"error": str(exc)}
+            r["bmc_facts"] = {"error": str(exc)}
             continue
-        r["bmc"] = {"error": None, "facts": rows(node, seen),
+        r["bmc_facts"] = {"error": None, "facts": rows(node, seen),
                     "firmware": seen.as_json()["firmware"], "unread": list(seen.unread)}
 
 

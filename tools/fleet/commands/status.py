@@ -317,7 +317,9 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
                                               deadline=args.deadline, secrets=args.secrets,
                                               spread=spread)
         if args.collect or args.hardware:
-            hw_spread = INTERVALS["bmc_hardware"] * HARDWARE_SPREAD if args.collect else 0.0
+            # the collector's round is spread; --once and --live read every BMC now
+            hw_spread = INTERVALS["bmc_hardware"] * HARDWARE_SPREAD \
+                if args.collect and not args.once else 0.0
             jobs["bmc_hardware"] = lambda: sources.bmc_hardware(
                 inv, names, client, parallel=args.parallel, spread=hw_spread,
                 secrets=args.secrets)
