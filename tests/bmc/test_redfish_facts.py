@@ -220,3 +220,27 @@ def test_a_link_to_another_host_is_not_followed(hostile: Hostile) -> None:
     seen = _read(hostile)
     assert seen.facts.memory_mb is None
     assert any("203.0.113.9" in u and "refused" in u for u in seen.unread)
+
+
+def test_processors_give_sockets_cores_and_a_missing_gpu(hostile: Hostile) -> None:
+    """A FAKE BMC that lists its GPUs among its Processors (as GPU servers' BMCs do): one of
+    the profile's GPUs gone, and an absent socket not counted."""
+    node = _node()
+    cpu, gpus = node.profile.cpu, node.profile.gpu
+    assert gpus is not None
+    procs = [{"ProcessorType": "CPU", "TotalCores": cpu.cores_per_socket}] * cpu.sockets
+    procs += [{"ProcessorType": "CPU", "Status": {"State": "Absent"}}]
+    procs += [{"ProcessorType": "GPU", "Model": "RTX 4090"}] * (gpus.count - 1)
+    hostile.pages |= {SYSTEM: _system(Processors={"@odata.id": f"{SYSTEM}/Processors"}),
+                      f"{SYSTEM}/Processors": {"Members": [
+                          {"@odata.id": f"{SYSTEM}/Processors/{i}"}
+                          for i in range(len(procs))]},
+                      f"{SYSTEM}/EthernetInterfaces": {"Members": []}}
+    hostile.pages |= {f"{SYSTEM}/Processors/{i}": p for i, p in enumerate(procs)}
+    seen = _read(hostile)
+    f = seen.facts
+    assert (f.cpu_sockets, f.cores_per_socket, f.gpus) == (cpu.sockets, cpu.cores_per_socket,
+                                                           gpus.count - 1)
+    (gpu,) = [d for d in compare(node, f) if d.fact == "gpus"]
+    assert (gpu.inventory, gpu.found) == (f"{gpus.count} (profile {node.profile_name})",
+                                          str(gpus.count - 1))
