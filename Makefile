@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-machines qemu-deps test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-startup bench-codesync bench-uv page-screenshot commission-image
+	test-swarm bench-fanout bench-monitoring bench-status bench-bmc-facts bench-startup bench-codesync bench-uv page-screenshot commission-image
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-lab     lab benchmarks (cold image, 3 bring-ups) -> docs/benchmarks.md"
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
+	@echo "make bench-bmc-facts one node's hardware facts over Redfish from a fake BMC: time and requests per read -> docs/benchmarks.md"
 	@echo "make bench-status  fleet status of the site's 144 nodes: from the collector's cache; live and collected with real minions, fake BMCs -> docs/benchmarks.md"
 	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab, export on XFS -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
@@ -117,6 +118,9 @@ bench-fanout: $(STAMP)
 
 bench-monitoring: $(STAMP)
 	$(BIN)/python benchmarks/bench_monitoring.py --runs 3 --write docs/benchmarks.md
+
+bench-bmc-facts: $(STAMP)
+	$(BIN)/python benchmarks/bench_bmc_facts.py --runs 20 --write docs/benchmarks.md
 
 bench-status: $(STAMP)
 	$(BIN)/python benchmarks/bench_status.py --read-only --runs 7 --write docs/benchmarks.md
