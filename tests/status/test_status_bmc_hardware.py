@@ -12,6 +12,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bmc.test_redfish_facts import OTHER_NIC, _parts
 from discover.sites import ROOT
 from ops.helpers import INVENTORY, secrets
@@ -71,3 +73,27 @@ def test_collected_drift_in_status_and_both_values_in_node_show(tmp_path: Path) 
     assert f"            serial           {inv.nodes[GOOD].serial:<28}" \
            f"{inv.nodes[GOOD].serial}" in out, out
     assert "  firmware   BMC: 1.00" in out
+
+
+
+def test_the_cache_keeps_drifts_as_they_were() -> None:
+    from fleet.discover.drift import Drift
+    from fleet.status import codec
+    from fleet.status.sources import BmcHardware
+
+    value = {"n1": BmcHardware([Drift("serial", "A", "B")], {"dimms": 11}),
+             "n2": BmcHardware([], None, "redfish http://x: no answer")}
+    assert codec.decode("bmc_hardware", codec.encode("bmc_hardware", value)) == value
+
+
+@pytest.mark.parametrize("bad", [
+    {"drifts": [{"fact": 1, "inventory": "A", "found": "B"}], "observed": None,
+     "error": None},
+    {"drifts": [], "observed": ["x"], "error": None},
+    {"drifts": [], "observed": None},
+], ids=["fact-not-text", "observed-not-object", "no-error-key"])
+def test_the_cache_refuses_what_the_collector_never_wrote(bad: dict[str, object]) -> None:
+    from fleet.status import codec
+
+    with pytest.raises(ValueError, match=r"not a string|not an object|not a bmc_hardware"):
+        codec.decode("bmc_hardware", {"n1": bad})
