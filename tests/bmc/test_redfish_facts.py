@@ -244,3 +244,20 @@ def test_processors_give_sockets_cores_and_a_missing_gpu(hostile: Hostile) -> No
     (gpu,) = [d for d in compare(node, f) if d.fact == "gpus"]
     assert (gpu.inventory, gpu.found) == (f"{gpus.count} (profile {node.profile_name})",
                                           str(gpus.count - 1))
+
+
+def test_a_missing_drive_and_an_absent_one(hostile: Hostile) -> None:
+    """The profile's disks against the drives present: one pulled (Absent), none left."""
+    node = _node()
+    want = sum(d.count for d in node.profile.disks)
+    hostile.pages |= {SYSTEM: _system(Storage={"@odata.id": f"{SYSTEM}/Storage"}),
+                      f"{SYSTEM}/Storage": {"Members": [{"@odata.id": f"{SYSTEM}/Storage/1"}]},
+                      f"{SYSTEM}/Storage/1": {"Drives": [{"@odata.id": "/d/0"}]},
+                      "/d/0": {"SerialNumber": BOOT, "Status": {"State": "Absent"}},
+                      f"{SYSTEM}/EthernetInterfaces": {"Members": []}}
+    seen = _read(hostile)
+    assert (seen.facts.disks, seen.facts.disk_serials) == (0, frozenset())
+    drifts = {d.fact: d for d in compare(node, seen.facts)}
+    assert (drifts["disks"].inventory, drifts["disks"].found) == (
+        f"{want} (profile {node.profile_name})", "0")
+    assert drifts["boot_disk"].found == "not among no disk"

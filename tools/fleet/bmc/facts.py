@@ -51,6 +51,7 @@ class Observed:
                 "bmc_mac": f.bmc_mac, "memory_mb": f.memory_mb, "dimms": self.dimms,
                 "cpu_sockets": f.cpu_sockets, "cores_per_socket": f.cores_per_socket,
                 "gpus": f.gpus,
+                "disks": f.disks,
                 "disk_serials": None if f.disk_serials is None else
                 [shown(s, TEXT) for s in sorted(f.disk_serials)],
                 "firmware": {k: shown(v, TEXT) for k, v in self.firmware.items()},
@@ -143,9 +144,10 @@ def _read(r: _Reader) -> Observed:
         found = [m for n in nics or [] if (m := _mac(n.get("PermanentMACAddress"))
                                           or _mac(n.get("MACAddress")))]
         bmc_mac = found[0] if len(found) == 1 else None  # several: which one is not said
+    serials, disks = _drives(r, system)
     facts = Facts(serial=_text(system.get("SerialNumber")), macs=macs, memory_mb=memory_mb,
                   gpus=gpus, cpu_sockets=sockets, cores_per_socket=cores,
-                  disk_serials=_drive_serials(r, system), bmc_mac=bmc_mac)
+                  disk_serials=serials, bmc_mac=bmc_mac, disks=disks)
     return Observed(facts, model=_text(system.get("Model")), dimms=dimms, firmware=firmware,
                     unread=tuple(clean(u, 300) for u in r.unread[:MAX_MEMBERS]))
 
@@ -186,20 +188,24 @@ def _processors(r: _Reader, system: JSON) -> tuple[int | None, int | None, int |
             cores.pop() if len(cores) == 1 else None, len(gpus) if gpus else None)
 
 
-def _drive_serials(r: _Reader, system: JSON) -> frozenset[str] | None:
-    """Every drive's serial under Storage (SimpleStorage's devices carry none)."""
+def _drives(r: _Reader, system: JSON) -> tuple[frozenset[str] | None, int | None]:
+    """Every drive's serial under Storage (SimpleStorage's devices carry none), and how
+    many drives are present."""
     controllers = r.members(_link(system.get("Storage")), "Storage")
     if controllers is None:
-        return None
+        return None, None
     serials: set[str] = set()
+    present = 0
     links = [link for c in controllers for d in _list(c.get("Drives"))
              if (link := _link(d)) is not None]
     for link in links[:MAX_MEMBERS]:
         drive = r.get(link, "Drive")
-        if drive is not None and not _absent(drive) and \
-                (s := _text(drive.get("SerialNumber"))) is not None:
+        if drive is None or _absent(drive):
+            continue
+        present += 1
+        if (s := _text(drive.get("SerialNumber"))) is not None:
             serials.add(s)
-    return frozenset(serials)
+    return frozenset(serials), present
 
 
 def _manager(r: _Reader, system: JSON) -> JSON | None:
@@ -252,6 +258,7 @@ def rows(node: Node, seen: Observed) -> list[dict[str, Any]]:
         ("cpu_sockets", str(prof.cpu.sockets), _opt(f.cpu_sockets)),
         ("cores_per_socket", str(prof.cpu.cores_per_socket), _opt(f.cores_per_socket)),
         ("gpus", str(gpus), _opt(f.gpus)),
+        ("disks", str(sum(d.count for d in prof.disks)), _opt(f.disks)),
         ("boot_disk", f"serial {boot}" if boot else None, None if f.disk_serials is None else
          ", ".join(shown(s, 40) for s in sorted(f.disk_serials)[:8]) or "no disk"),
         ("model", str(prof.model), None if seen.model is None else shown(seen.model, TEXT)),

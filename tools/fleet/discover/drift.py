@@ -35,11 +35,13 @@ class Facts:
     ib_guids: frozenset[str] | None = None  # lower case, 0x...
     disk_serials: frozenset[str] | None = None
     bmc_mac: str | None = None  # the BMC's own NIC, normalised (only a BMC tells it)
+    disks: int | None = None  # the drives present (a BMC's Storage)
 
 
 @dataclass(frozen=True, slots=True)
 class Drift:
-    # serial, mac, bmc_mac, memory, gpus, cpu_sockets, cores_per_socket, ib_guid, boot_disk
+    # serial, mac, bmc_mac, memory, gpus, cpu_sockets, cores_per_socket, disks, ib_guid,
+    # boot_disk
     fact: str
     inventory: str  # what the inventory (or its profile) says
     found: str  # what the node says, escaped
@@ -121,6 +123,10 @@ def compare(node: Node, facts: Facts) -> list[Drift]:
             str(node.ib_guid).lower() not in facts.ib_guids:
         found = ", ".join(shown(g, 40) for g in sorted(facts.ib_guids)[:8]) or "no HCA"
         out.append(Drift("ib_guid", str(node.ib_guid), f"not among {found}"))
+    want_disks = sum(d.count for d in prof.disks)
+    if facts.disks is not None and facts.disks < want_disks:  # more: a USB stick, a spare
+        out.append(Drift("disks", f"{want_disks} (profile {node.profile_name})",
+                         str(facts.disks)))
     boot = node.boot_disk.serial if node.boot_disk is not None else None
     if facts.disk_serials is not None and boot and boot not in facts.disk_serials:
         found = ", ".join(shown(s, 40) for s in sorted(facts.disk_serials)[:8]) or "no disk"
