@@ -97,3 +97,39 @@ def test_the_cache_refuses_what_the_collector_never_wrote(bad: dict[str, object]
 
     with pytest.raises(ValueError, match=r"not a string|not an object|not a bmc_hardware"):
         codec.decode("bmc_hardware", {"n1": bad})
+
+
+def test_the_source_asks_redfish_bmcs_only_of_installed_nodes(tmp_path: Path) -> None:
+    """One FAKE BMC for tbox-001; tbox-002's BMC cannot be reached (its error is its value,
+    not the source's), tbox-003's is IPMI (no such facts: no value), and a planned node's
+    BMC is never asked."""
+    from fleet.bmc.base import BmcUnreachableError
+    from fleet.bmc.ipmi import IpmiClient
+    from fleet.bmc.redfish import RedfishClient
+    from fleet.inventory.load import parse
+    from fleet.status.sources import bmc_hardware
+    from support.bmcfakes import PASSWORD, USER
+
+    inv = parse(INVENTORY.read_text(encoding="utf-8"), str(INVENTORY))
+    planned = "tbox-004"
+    object.__setattr__(inv.nodes[planned], "state", "planned")
+    fake = start_fake_redfish(tmp_path, power="On", system=GOOD,
+                              hardware=_parts(inv.nodes[GOOD]))
+    asked: list[str] = []
+
+    def client_for(name: str) -> object:
+        asked.append(name)
+        if name == GOOD:
+            return RedfishClient(fake.url, USER, PASSWORD)
+        if name == BAD:
+            raise BmcUnreachableError(f"redfish https://{name}-bmc: connection refused")
+        return IpmiClient("127.0.0.1", USER, PASSWORD, port=9)
+
+    try:
+        got = bmc_hardware(inv, [GOOD, BAD, "tbox-003", planned], client_for, parallel=2)
+    finally:
+        fake.stop()
+    assert sorted(asked) == [GOOD, BAD, "tbox-003"]
+    assert set(got) == {GOOD, BAD}
+    assert got[GOOD].drifts == [] and got[GOOD].observed is not None
+    assert got[BAD].error == f"redfish https://{BAD}-bmc: connection refused"
