@@ -33,7 +33,15 @@ up (and takes it down after, unless ``--keep``, and unmounts the loop file syste
 rsync daemon run with the site's rendered rsyncd.conf (head-01's, as
 tests/salt/snapshots/codesync.server.json holds it: update_snapshots.py renders it from
 salt/ and pillar/, test_highstate_render.py checks it) with only its address, port, path,
-pid file, uid/gid and hosts allow made local, over loopback; the export as above.
+pid file, uid/gid and hosts allow made local, over loopback; the export as above. It also
+measures, in the same run:
+
+- *snapshot*: miniray's ``--copy-dest=/xx`` command to a second daemon with the same conf
+  plus the ``pre-xfer exec`` that codesync.server adds for ``compute.codesync.job_copy:
+  snapshot`` (salt/codesync/files/snapshot-hook.sh, as user nobody), its export a fresh
+  btrfs of a second sparse loop file (mkfs.btrfs: btrfs-progs) with ``xx/`` a subvolume:
+  the job's directory is a snapshot of ``xx/`` made inside the timed push (checked to be
+  one after each run, untimed).
 
     .venv/bin/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
 """
