@@ -327,7 +327,8 @@ def test_the_hook_snapshots_xx_for_a_push_and_refuses_hostile_paths(
     chroot, uid nobody: its address, port, path and hook made local) on a real btrfs: a
     push with miniray's --copy-dest=/xx lands in a snapshot of xx/ owned by the module's
     user and sends only the changed file; a push elsewhere is plain rsync; a job name
-    with a shell or path character is no snapshot; a symbolic link on the way is refused."""
+    with a shell or path character is no snapshot; a symbolic link on the way is refused;
+    the prune's rm -rf as the module's user removes a snapshot copy."""
     res = _render(pillar_dir, tmp_path, {"fs": "btrfs", "job_copy": "snapshot"})
     export, src = btrfs_export, tmp_path / "src"
     subprocess.run(["btrfs", "subvolume", "create", str(export / "xx")], check=True,
@@ -396,6 +397,13 @@ def test_the_hook_snapshots_xx_for_a_push_and_refuses_hostile_paths(
         p = push("branches/caches/evil/xx/")
         assert p.returncode != 0 and "symbolic link" in p.stderr, p.stderr
         assert not list(outside.iterdir())
+        # the prune's `rm -rf`, as the module's user, removes a snapshot copy whole
+        prune = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                                "--clear-groups", "rm", "-rf", "--", "job-1"],
+                               cwd=export / "branches/caches", capture_output=True,
+                               text=True, check=False)
+        assert prune.returncode == 0, prune.stderr
+        assert not (export / "branches/caches/job-1").exists()
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
