@@ -24,7 +24,7 @@ help:
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
 	@echo "make bench-bmc-facts one node's hardware facts over Redfish from a fake BMC: time and requests per read -> docs/benchmarks.md"
 	@echo "make bench-status  fleet status of the site's 144 nodes: from the collector's cache; live and collected with real minions, fake BMCs -> docs/benchmarks.md"
-	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, in the lab, export on XFS -> docs/benchmarks.md"
+	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, export on XFS, and on btrfs snapshots -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
 	@echo "make bench-uv      uv sync --frozen --offline of a 50-package lock from the site's Python cache -> docs/benchmarks.md"
 	@echo "make test-swarm    40 real minions against the master as rendered (tests/swarm)"
@@ -180,10 +180,12 @@ bench-lab: lab-deps
 
 # a lab that is up is reused (one it brings up goes down after)
 # xfsprogs: the export on a loop-mounted XFS, as the site's compute.codesync.fs;
-# CODESYNC_WHERE=local: the same pushes on this host, no lab (benchmarks/bench_codesync.py)
-CODESYNC_WHERE ?= lab
+# btrfs-progs: job_copy snapshot's export on a loop-mounted btrfs, measured in the same run
+# with CODESYNC_WHERE=local (the default: on this host, no lab; lab: the lab's containers,
+# without the snapshot case) (benchmarks/bench_codesync.py)
+CODESYNC_WHERE ?= local
 bench-codesync: lab-deps
-	bash tools/install-host-deps.sh xfsprogs
+	bash tools/install-host-deps.sh xfsprogs btrfs-progs
 	$(BIN)/python benchmarks/bench_codesync.py --runs 7 --where $(CODESYNC_WHERE) --write docs/benchmarks.md
 
 

@@ -33,7 +33,15 @@ up (and takes it down after, unless ``--keep``, and unmounts the loop file syste
 rsync daemon run with the site's rendered rsyncd.conf (head-01's, as
 tests/salt/snapshots/codesync.server.json holds it: update_snapshots.py renders it from
 salt/ and pillar/, test_highstate_render.py checks it) with only its address, port, path,
-pid file, uid/gid and hosts allow made local, over loopback; the export as above.
+pid file, uid/gid and hosts allow made local, over loopback; the export as above. It also
+measures, in the same run:
+
+- *snapshot*: miniray's ``--copy-dest=/xx`` command to a second daemon with the same conf
+  plus the ``pre-xfer exec`` that codesync.server adds for ``compute.codesync.job_copy:
+  snapshot`` (salt/codesync/files/snapshot-hook.sh, as user nobody), its export a fresh
+  btrfs of a second sparse loop file (mkfs.btrfs: btrfs-progs) with ``xx/`` a subvolume:
+  the job's directory is a snapshot of ``xx/`` made inside the timed push (checked to be
+  one after each run, untimed).
 
     .venv/bin/python benchmarks/bench_codesync.py --runs 7 --write docs/benchmarks.md
 """
@@ -68,7 +76,7 @@ from fleet.lab.plan import load as load_plan
 SECTION = "## Code sync: a large tree with one changed file"
 TARGET_S = 2.0  # comma: "< 2 s" for a code sync of the monorepo
 GOAL_S = 1.0  # issue 33: the per-job copy of the site's method at most 1 s
-LOOP_IMAGE = Path("/var/tmp/fleet-bench-codesync-export.img")  # sparse
+LOOP_IMAGE = Path("/var/tmp/fleet-bench-codesync-export.img")  # sparse; .btrfs.img
 LOOP_SIZE = "8G"
 TREE = "/var/tmp/bench-codesync/tree"  # on the worker
 SEED = 1
@@ -175,11 +183,20 @@ def drop_jobs(t: Target, jobs: list[str]) -> None:
         on(t, t.server, "rm", "-rf", *(f"{t.export}/branches/caches/{j}" for j in jobs))
 
 
-CASES = ("main", "previous", "link")
+def is_snapshot(t: Target, job: str) -> bool:
+    """Whether the job's copy is a btrfs subvolume (the hook's snapshot of xx/)."""
+    return subprocess.run(["btrfs", "subvolume", "show",
+                           f"{t.export}/branches/caches/{job}/xx"], capture_output=True,
+                          check=False).returncode == 0
 
 
-def one_run(t: Target, i: int, previous: str, series: dict[str, list[dict[str, Any]]]) -> str:
-    """The three pushes of run ``i``; returns this run's "previous job" copy."""
+CASES = ("main", "previous", "link", "snapshot")
+
+
+def one_run(t: Target, snap: Target | None, i: int, previous: str,
+            series: dict[str, list[dict[str, Any]]]) -> str:
+    """The pushes of run ``i`` (``snapshot`` only with ``snap``, the daemon of job_copy
+    snapshot on btrfs); returns this run's "previous job" copy."""
     change_one_file(t, i)
     jobs = {case: f"bench-{uuid.uuid4().hex[:12]}" for case in CASES}
     series["main"].append(push(t, f"branches/caches/{jobs['main']}/xx", "/xx"))
@@ -188,11 +205,17 @@ def one_run(t: Target, i: int, previous: str, series: dict[str, list[dict[str, A
     series["link"].append(push(t, f"branches/caches/{jobs['link']}/xx", "/xx", "link"))
     series["link"][-1]["unlinked"] = unlinked_files(t, jobs["link"])
     drop_jobs(t, [jobs["main"], jobs["link"], previous])
-    say(f"run {i + 1}: " + ", ".join(f"{c} {series[c][-1]['wall']:.2f}s" for c in CASES))
+    if snap is not None:  # miniray's own command, to the snapshot daemon
+        series["snapshot"].append(push(snap, f"branches/caches/{jobs['snapshot']}/xx", "/xx"))
+        series["snapshot"][-1]["is_snapshot"] = is_snapshot(snap, jobs["snapshot"])
+        drop_jobs(snap, [jobs["snapshot"]])
+    say(f"run {i + 1}: " + ", ".join(f"{c} {series[c][-1]['wall']:.2f}s" for c in CASES
+                                     if series[c]))
     return jobs["previous"]
 
 
-def measure(t: Target, runs: int, files: int, mb: float) -> dict[str, Any]:
+def measure(t: Target, runs: int, files: int, mb: float,
+            snap: Target | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     on(t, t.worker, "python3", "-c", GENERATE, TREE, str(files), str(mb), str(SEED))
     generate_s = time.monotonic() - t0
@@ -200,14 +223,17 @@ def measure(t: Target, runs: int, files: int, mb: float) -> dict[str, Any]:
     on(t, t.server, "find", f"{t.export}/xx", "-mindepth", "1", "-delete")
     initial = push(t, "xx", None)
     say(f"initial sync of the tree into xx/: {initial['wall']:.2f}s")
+    if snap is not None:
+        say(f"initial sync into the btrfs xx/: {push(snap, 'xx', None)['wall']:.2f}s")
     series: dict[str, list[dict[str, Any]]] = {case: [] for case in CASES}
     previous = f"bench-{uuid.uuid4().hex[:12]}"
     push(t, f"branches/caches/{previous}/xx", "/xx")  # the first "previous job"
     for i in range(runs):
-        previous = one_run(t, i, previous, series)
+        previous = one_run(t, snap, i, previous, series)
     drop_jobs(t, [previous])
     on(t, t.worker, "rm", "-rf", TREE)
-    on(t, t.server, "find", f"{t.export}/xx", "-mindepth", "1", "-delete")
+    for each in (t, snap) if snap is not None else (t,):
+        on(each, each.server, "find", f"{each.export}/xx", "-mindepth", "1", "-delete")
     return {"generate_s": generate_s, "initial": initial, **series}
 
 
@@ -238,6 +264,8 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
     copy = statistics.median(r["wall"] for r in m["main"])
     link = statistics.median(r["wall"] for r in m["link"])
     link_cpu = statistics.median(_cpu(r) for r in m["link"])
+    snap = statistics.median(r["wall"] for r in m["snapshot"]) if m["snapshot"] else 0.0
+    snap_cpu = statistics.median(_cpu(r) for r in m["snapshot"]) if m["snapshot"] else 0.0
     unlinked = sorted({r["unlinked"] for r in m["link"]})
     return "\n".join([
         SECTION, "",
@@ -278,13 +306,23 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         _row("one changed file, `--copy-dest` = the previous job's copy", m["previous"]),
         _row("one changed file, `--link-dest=/xx` (hard links: `job_copy: hardlink`, the "
              "site's)", m["link"]),
+        *([_row("one changed file, `--copy-dest=/xx` (miniray's) into a btrfs snapshot of "
+                "`xx/` (`job_copy: snapshot`)", m["snapshot"])] if m["snapshot"] else []),
         "", "Only the changed file and the file list cross the network; with `--copy-dest` "
         "the server still writes a full copy of every unchanged file into the new per-job "
         "directory, which is the time above; `--link-dest` makes them hard links to `xx/`'s "
         "instead (docs/operations.md, *The code sync*, says why that is safe for miniray's "
         "per-job copies). Files of each `--link-dest` copy that are not hard links, counted "
         f"on the server after each run (untimed): {', '.join(map(str, unlinked))} (the "
-        "changed file).",
+        "changed file)."
+        + (" With `job_copy: snapshot` the rsync daemon's pre-xfer exec "
+           "(salt/codesync/files/snapshot-hook.sh) makes the job's directory a btrfs "
+           "snapshot of the subvolume `xx/` before the transfer (inside the timed push), "
+           "and rsync then writes the changed file only; each run's copy was checked to be "
+           "a subvolume (untimed): "
+           + ", ".join(sorted({str(r["is_snapshot"]) for r in m["snapshot"]})) + "."
+           if m["snapshot"] else " `job_copy: snapshot` (btrfs) is measured with "
+           "`--where local` only."),
         "", f"Generating the tree on the client took {m['generate_s']:.1f} s (not part of "
         "any figure).", "",
         "### Target", "", "| target | measured | status |", "|---|--:|---|",
@@ -295,7 +333,13 @@ def section(m: dict[str, Any], runs: int, files: int, mb: float, load: str,
         f"| issue 33: at most {GOAL_S:.0f} s, the site's `--link-dest=/xx` | {link:.2f} s "
         f"(median) | {'met' if link <= GOAL_S else 'NOT met'} |",
         f"| the same, CPU seconds the push needs (client + server) | {link_cpu:.2f} s (median) "
-        f"| {'within' if link_cpu <= GOAL_S else 'over'} {GOAL_S:.0f} s |", "",
+        f"| {'within' if link_cpu <= GOAL_S else 'over'} {GOAL_S:.0f} s |",
+        *([f"| issue 33: at most {GOAL_S:.0f} s, `job_copy: snapshot` (btrfs) | {snap:.2f} s "
+           f"(median) | {'met' if snap <= GOAL_S else 'NOT met'} |",
+           f"| the same, CPU seconds the push needs (client + server) | {snap_cpu:.2f} s "
+           f"(median) | {'within' if snap_cpu <= GOAL_S else 'over'} {GOAL_S:.0f} s |"]
+          if m["snapshot"] else []),
+        "",
         "CPU seconds are the rsync processes' own (user + system: the client's from "
         "getrusage, the server's from the daemon's reaped children: the median (min-max) of "
         "their sum, then the median of each), whatever else runs on the machine; the wall "
@@ -314,6 +358,7 @@ class ExportFs:
         self.kind = kind
         self.mounted = False
         self.lab_up = lab_up
+        self.image = LOOP_IMAGE if kind != "btrfs" else LOOP_IMAGE.with_suffix(".btrfs.img")
 
     def fstype(self) -> str:
         p = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", str(self.dir)],
@@ -328,20 +373,20 @@ class ExportFs:
             raise SystemExit(f"bench-codesync: the lab is up with its export {self.dir} on "
                              f"{self.fstype()}, not {self.kind}: bring it down (fleet lab "
                              "down) or run with --export-fs host")
-        missing = [t for t in ("mkfs.xfs", "losetup") if shutil.which(t) is None]
+        missing = [t for t in (f"mkfs.{self.kind}", "losetup") if shutil.which(t) is None]
         if os.geteuid() != 0 or missing:
-            raise SystemExit("bench-codesync: CANNOT make the XFS export here ("
+            raise SystemExit(f"bench-codesync: CANNOT make the {self.kind} export here ("
                              + ("not root" if os.geteuid() else f"no {', '.join(missing)}: "
-                                "apt-get install xfsprogs")
+                                "apt-get install xfsprogs btrfs-progs")
                              + "): run with --export-fs host to measure on this host's "
                                "file system instead, and say so")
-        LOOP_IMAGE.unlink(missing_ok=True)
-        subprocess.run(["truncate", "-s", LOOP_SIZE, str(LOOP_IMAGE)], check=True)
-        subprocess.run(["mkfs.xfs", "-q", str(LOOP_IMAGE)], check=True)
-        subprocess.run(["mount", "-o", "loop,noatime", str(LOOP_IMAGE), str(self.dir)],
+        self.image.unlink(missing_ok=True)
+        subprocess.run(["truncate", "-s", LOOP_SIZE, str(self.image)], check=True)
+        subprocess.run([f"mkfs.{self.kind}", "-q", str(self.image)], check=True)
+        subprocess.run(["mount", "-o", "loop,noatime", str(self.image), str(self.dir)],
                        check=True)
         self.mounted = True
-        say(f"export: a new XFS of the loop file {LOOP_IMAGE} mounted at {self.dir}")
+        say(f"export: a new {self.kind} of the loop file {self.image} mounted at {self.dir}")
         return self.describe()
 
     def describe(self) -> str:
@@ -353,7 +398,7 @@ class ExportFs:
     def release(self) -> None:
         if self.mounted:
             subprocess.run(["umount", str(self.dir)], check=True)
-            LOOP_IMAGE.unlink(missing_ok=True)
+            self.image.unlink(missing_ok=True)
             self.mounted = False
 
 
@@ -361,55 +406,73 @@ SNAPSHOT = report.ROOT / "tests" / "salt" / "snapshots" / "codesync.server.json"
 LOCAL = Path("/var/tmp/bench-codesync")
 
 
-def local_conf(export: Path, port: int) -> tuple[str, str]:
-    """The site's rendered rsyncd.conf, made local; returns it and its module name."""
+HOOK = report.ROOT / "salt" / "codesync" / "files" / "snapshot-hook.sh"
+
+
+def local_conf(export: Path, port: int, hook: bool = False) -> tuple[str, str]:
+    """The site's rendered rsyncd.conf, made local (``hook``: with the pre-xfer exec that
+    codesync.server adds for job_copy snapshot, the repository's hook as the module's user
+    nobody); returns it and its module name."""
     snap = json.loads(SNAPSHOT.read_text())
     (conf,) = [st["rendered"] for st in snap["states"]
                if st["id"] == "codesync-server-file-managed-conf"]
     local = {"port": str(port), "address": "127.0.0.1", "path": str(export),
-             "uid": "nobody", "gid": "nogroup", "pid file": str(LOCAL / "rsyncd.pid"),
+             "uid": "nobody", "gid": "nogroup", "pid file": str(LOCAL / f"rsyncd-{port}.pid"),
              "hosts allow": "127.0.0.1"}
     lines, module = [], ""
     for ln in conf:
         key = ln.strip().split(" = ", 1)[0]
         lines.append(f"{key} = {local[key]}" if key in local else ln)
         module = ln.strip()[1:-1] if ln.startswith("[") else module
+    if hook:
+        lines.append(f"    pre-xfer exec = {HOOK} nobody branches/caches")
     return "\n".join(lines) + "\n", module
 
 
-def local_daemon(export: Path) -> tuple[subprocess.Popen[bytes], Target]:
-    port = 18730
-    conf, module = local_conf(export, port)
-    (LOCAL / "rsyncd.conf").write_text(conf)
+def local_daemon(export: Path, port: int = 18730,
+                 hook: bool = False) -> tuple[subprocess.Popen[bytes], Target]:
+    conf, module = local_conf(export, port, hook)
+    (LOCAL / f"rsyncd-{port}.conf").write_text(conf)
     subprocess.run(["chown", "-R", "nobody:nogroup", str(export)], check=True)
     daemon = subprocess.Popen(["rsync", "--daemon", "--no-detach",
-                               f"--config={LOCAL / 'rsyncd.conf'}"])
+                               f"--config={LOCAL / f'rsyncd-{port}.conf'}"])
     url = f"rsync://127.0.0.1:{port}/{module}"
     for _ in range(100):
         if subprocess.run(["rsync", f"{url}/"], capture_output=True,
                           check=False).returncode == 0:
             break
         time.sleep(0.1)
-    return daemon, Target(Paths(report.ROOT), "", "", url, str(export), str(daemon.pid))
+    pid = str(daemon.pid)
+    (LOCAL / f"rsyncd-{port}.pid").unlink(missing_ok=True)  # the conf's pid file, per daemon
+    return daemon, Target(Paths(report.ROOT), "", "", url, str(export), pid)
 
 
 def main_local(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    export_dir = LOCAL / "export"
+    export_dir, snap_dir = LOCAL / "export", LOCAL / "export-btrfs"
     for sub in ("", "xx", "branches/caches"):
         (export_dir / sub).mkdir(parents=True, exist_ok=True)
     export = ExportFs(export_dir, args.export_fs, False)
+    snap_fs = ExportFs(snap_dir, "btrfs", False)
     export_fs = export.prepare()
     try:
         for sub in ("xx", "branches/caches"):
             (export_dir / sub).mkdir(parents=True, exist_ok=True)
+        export_fs += "; for `job_copy: snapshot`: " + snap_fs.prepare()
+        if not (snap_dir / "xx").exists():
+            subprocess.run(["btrfs", "subvolume", "create", str(snap_dir / "xx")],
+                           check=True, capture_output=True)
+        (snap_dir / "branches/caches").mkdir(parents=True, exist_ok=True)
         daemon, t = local_daemon(export_dir)
+        snap_daemon, snap = local_daemon(snap_dir, 18731, hook=True)
         try:
-            m = measure(t, args.runs, args.files, args.mb)
+            m = measure(t, args.runs, args.files, args.mb, snap)
         finally:
-            daemon.terminate()
-            daemon.wait(timeout=30)
+            for d in (daemon, snap_daemon):
+                d.terminate()
+                d.wait(timeout=30)
     finally:
         export.release()
+        snap_fs.release()
     return m, export_fs
 
 

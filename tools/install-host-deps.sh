@@ -11,6 +11,8 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 command -v dnsmasq >/dev/null 2>&1 || need+=(dnsmasq-base)   # `dnsmasq --test` in the tests
 command -v make >/dev/null 2>&1 || need+=(make)
 command -v ipmitool >/dev/null 2>&1 || need+=(ipmitool)   # the IPMI fallback of fleet reinstall (tests/bmc)
+# job_copy snapshot's hook, run for real on a loop-mounted btrfs (tests/salt/test_codesync_export.py)
+command -v mkfs.btrfs >/dev/null 2>&1 || need+=(btrfs-progs)
 # burn-in's checks, run for real at short durations (tests/burnin, tests/swarm/test_burnin.py);
 # smartctl's package would start smartd on this host: its service is kept from starting
 for bin in stress-ng memtester fio; do command -v "$bin" >/dev/null 2>&1 || need+=("$bin"); done

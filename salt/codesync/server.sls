@@ -4,6 +4,10 @@
 {%- set c = salt['pillar.get']('compute:codesync') %}
 {%- set nft_file = s.nft_dir ~ '/codesync.nft' %}
 {%- set nfs = s.nfs %}
+{%- set snapshot = c.job_copy == 'snapshot' %}
+{%- if snapshot and c.fs != 'btrfs' %}
+{{- raise('codesync.server: compute:codesync:job_copy snapshot needs fs btrfs, not ' ~ c.fs | json) }}
+{%- endif %}
 {#- defence in depth (fleet validate refuses these first): device and fs reach commands #}
 {%- if c.device and not c.device | regex_match('^(/dev/disk/by-(id|path|partuuid|uuid)/[A-Za-z0-9:._+-]+)$') %}
 {{- raise('codesync.server: compute:codesync:device ' ~ c.device | json ~ ' is not a /dev/disk/by-*/ name') }}
@@ -24,10 +28,12 @@
 # The export's file system (compute.codesync.fs) is checked on every apply: job_copy
 # hardlink relies on it (docs/operations.md, The code sync); a named blank device is
 # formatted (never one on which blkid finds any signature) and mounted at the export.
+# job_copy snapshot: xx/ is a btrfs subvolume, and the daemon's pre-xfer exec makes each
+# push's branches/caches/<job>/xx a snapshot of it, as the module's user.
 
 codesync-server-pkg-installed:
   pkg.installed:
-    - pkgs: {{ (s.packages + ([s.fs_packages[c.fs]] if c.device else [])) | json }}
+    - pkgs: {{ (s.packages + ([s.fs_packages[c.fs]] if c.device or snapshot else [])) | json }}
 
 codesync-server-user-present:
   user.present:
@@ -75,7 +81,37 @@ codesync-server-file-directory-export{{ dir | replace('/', '-') }}:
 {%- if c.device and not mapdata.container %}
       - mount: codesync-server-mount-mounted-export
 {%- endif %}
+{%- if dir == '/xx' and snapshot and not mapdata.container %}
+      - cmd: codesync-server-cmd-run-subvolume-xx
+{%- endif %}
 {%- endfor %}
+{%- if snapshot and not mapdata.container %}
+
+# xx/ as a btrfs subvolume (what each per-job snapshot copies), made once on the checked
+# btrfs; an xx/ that exists as a plain directory is never moved or removed: the apply fails
+codesync-server-cmd-run-subvolume-xx:
+  cmd.run:
+    - name: >-
+        if test -e {{ c.export }}/xx; then echo "codesync.server: {{ c.export }}/xx exists
+        but is not a btrfs subvolume (job_copy snapshot needs one): move it aside, then
+        apply again (the next push of the main checkout fills the new one)" >&2; exit 1; fi;
+        {{ s.btrfs }} subvolume create {{ c.export }}/xx
+    - unless: {{ s.btrfs }} subvolume show {{ c.export }}/xx
+    - require:
+      - pkg: codesync-server-pkg-installed
+      - cmd: codesync-server-cmd-run-export-fs
+{%- endif %}
+{%- if snapshot %}
+
+codesync-server-file-managed-snapshot-hook:
+  file.managed:
+    - name: {{ s.snapshot_hook }}
+    - source: salt://codesync/files/snapshot-hook.sh
+    - makedirs: true
+    - user: root
+    - group: root
+    - mode: '0755'
+{%- endif %}
 {%- if c.fs and not mapdata.container %}
 
 codesync-server-cmd-run-export-fs:
@@ -112,6 +148,7 @@ codesync-server-file-managed-conf:
         module: {{ s.module | json }}
         user: {{ s.user | json }}
         refuse: {{ (s.refuse + ([] if c.job_copy == 'hardlink' else ['link-dest'])) | json }}
+        pre_xfer: {{ ([s.snapshot_hook, s.user, s.caches] if snapshot else []) | json }}
 
 codesync-server-file-managed-nft:
   file.managed:
@@ -179,6 +216,9 @@ codesync-server-service-running-rsyncd:
     - watch:
       - file: codesync-server-file-managed-conf
       - file: codesync-server-file-managed-unit-{{ s.unit }}
+{%- if snapshot %}
+      - file: codesync-server-file-managed-snapshot-hook
+{%- endif %}
 
 codesync-server-service-running-prune-timer:
   service.running:

@@ -261,3 +261,150 @@ def test_a_hostile_device_or_fs_fails_the_render(pillar_dir: Path, tmp_path: Pat
     """Past `fleet validate` (the pillar edited by hand), the state refuses to render."""
     res = _render(pillar_dir, tmp_path, sync, ok=False)
     assert any(says in e for e in res.errors), res.errors
+
+
+# --- job_copy snapshot: the per-job copy is a btrfs snapshot of xx/ ----------------------
+
+HOOK = "/usr/local/libexec/fleet/codesync-snapshot"
+
+
+def test_snapshot_copies_make_xx_a_subvolume_and_hook_the_daemon(pillar_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, {"fs": "btrfs", "job_copy": "snapshot"})
+    assert _refused(res) == ["inplace", "append", "append-verify", "link-dest"]
+    conf = res.files["codesync-server-file-managed-conf"]
+    assert f"pre-xfer exec = {HOOK} codesync branches/caches" in conf
+    ids = _ids(res)
+    sub = ids["codesync-server-cmd-run-subvolume-xx"]
+    assert sub["unless"] == "/usr/bin/btrfs subvolume show /srv/code/xx"
+    assert "exit 1" in sub["name"] and "is not a btrfs subvolume" in sub["name"]
+    assert {"cmd": "codesync-server-cmd-run-export-fs"} in sub["require"]
+    assert {"cmd": "codesync-server-cmd-run-subvolume-xx"} in \
+        ids["codesync-server-file-directory-export-xx"]["require"]
+    hook = ids["codesync-server-file-managed-snapshot-hook"]
+    assert (hook["name"], hook["mode"], hook["user"]) == (HOOK, "0755", "root")
+    assert "btrfs-progs" in ids["codesync-server-pkg-installed"]["pkgs"]
+    assert {"file": "codesync-server-file-managed-snapshot-hook"} in \
+        ids["codesync-server-service-running-rsyncd"]["watch"]
+
+
+def test_without_snapshot_copies_there_is_no_hook(pillar_dir: Path, tmp_path: Path) -> None:
+    res = _render(pillar_dir, tmp_path, {"fs": "xfs", "job_copy": "hardlink"})
+    assert "pre-xfer exec" not in res.files["codesync-server-file-managed-conf"]
+    ids = _ids(res)
+    assert "codesync-server-file-managed-snapshot-hook" not in ids
+    assert "codesync-server-cmd-run-subvolume-xx" not in ids
+
+
+def test_snapshot_copies_on_another_fs_fail_the_render(pillar_dir: Path,
+                                                       tmp_path: Path) -> None:
+    """Past `fleet validate` (the pillar edited by hand), the state refuses to render."""
+    res = _render(pillar_dir, tmp_path, {"fs": "xfs", "job_copy": "snapshot"}, ok=False)
+    assert any("snapshot needs fs btrfs" in e for e in res.errors), res.errors
+
+
+@pytest.fixture
+def btrfs_export(tmp_path: Path) -> Iterator[Path]:
+    """A fresh btrfs of a sparse loop file, mounted (the export of job_copy snapshot)."""
+    missing = [t for t in ("mkfs.btrfs", "btrfs", "losetup", "setpriv") if not shutil.which(t)]
+    if os.geteuid() != 0 or missing or "btrfs" not in Path("/proc/filesystems").read_text():
+        pytest.skip("NOT RUN: the snapshot hook needs root, a kernel with btrfs and "
+                    f"btrfs-progs, util-linux (missing: {', '.join(missing) or 'none'})")
+    image, mnt = tmp_path / "btrfs.img", tmp_path / "export"
+    subprocess.run(["truncate", "-s", "256M", str(image)], check=True)
+    subprocess.run(["mkfs.btrfs", "-q", str(image)], check=True, capture_output=True)
+    mnt.mkdir()
+    subprocess.run(["mount", "-o", "loop,noatime", str(image), str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_the_hook_snapshots_xx_for_a_push_and_refuses_hostile_paths(
+        pillar_dir: Path, tmp_path: Path, rsync_bin: str, btrfs_export: Path) -> None:
+    """The rendered rsyncd.conf with its pre-xfer exec, under the real rsync daemon (root,
+    chroot, uid nobody: its address, port, path and hook made local) on a real btrfs: a
+    push with miniray's --copy-dest=/xx lands in a snapshot of xx/ owned by the module's
+    user and sends only the changed file; a push elsewhere is plain rsync; a job name
+    with a shell or path character is no snapshot; a symbolic link on the way is refused;
+    the prune's rm -rf as the module's user removes a snapshot copy."""
+    res = _render(pillar_dir, tmp_path, {"fs": "btrfs", "job_copy": "snapshot"})
+    export, src = btrfs_export, tmp_path / "src"
+    subprocess.run(["btrfs", "subvolume", "create", str(export / "xx")], check=True,
+                   capture_output=True)
+    (export / "branches/caches").mkdir(parents=True)
+    src.mkdir()
+    for i in range(20):
+        (src / f"m{i}.py").write_text(f"{i}\n")
+    subprocess.run([rsync_bin, "-a", f"{src}/", f"{export}/xx/"], check=True)
+    subprocess.run(["chown", "-R", "nobody:nogroup", str(export)], check=True)
+    (src / "m3.py").write_text("changed\n")
+    port = _free_port()
+    hook = harness.ROOT / "salt/codesync/files/snapshot-hook.sh"
+    local = {"port": str(port), "address": "127.0.0.1", "path": str(export),
+             "uid": "nobody", "gid": "nogroup", "pid file": str(tmp_path / "pid"),
+             "hosts allow": "127.0.0.1",
+             "pre-xfer exec": f"{hook} nobody branches/caches"}
+    lines = []
+    for ln in res.files["codesync-server-file-managed-conf"].splitlines():
+        key = ln.strip().split(" = ", 1)[0]
+        lines.append(f"    {key} = {local[key]}" if key in local else ln)
+    (tmp_path / "rsyncd.conf").write_text("\n".join(lines) + "\n")
+    daemon = subprocess.Popen([rsync_bin, "--daemon", "--no-detach",
+                               f"--config={tmp_path / 'rsyncd.conf'}"])
+    try:
+        url = f"rsync://127.0.0.1:{port}/code_nfs"
+        for _ in range(100):
+            if subprocess.run([rsync_bin, f"{url}/"], capture_output=True,
+                              check=False).returncode == 0:
+                break
+            time.sleep(0.05)
+
+        def push(dest: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([rsync_bin, "-a", "--mkpath", "--stats", "--copy-dest=/xx",
+                                   f"{src}/", f"{url}/{dest}"],
+                                  capture_output=True, text=True, check=False)
+
+        p = push("branches/caches/job-1/xx/")
+        assert p.returncode == 0, p.stderr
+        assert "Number of regular files transferred: 1" in p.stdout, p.stdout
+        job = export / "branches/caches/job-1/xx"
+        show = subprocess.run(["btrfs", "subvolume", "show", str(job)], capture_output=True,
+                              text=True, check=False)
+        assert show.returncode == 0, show.stderr  # a subvolume: the snapshot
+        assert (job / "m3.py").read_text() == "changed\n"
+        assert (export / "xx/m3.py").read_text() == "3\n"  # xx/ untouched
+        assert sorted(p.name for p in job.iterdir()) == sorted(p.name for p in src.iterdir())
+        assert {(p.stat().st_uid, p.stat().st_nlink) for p in job.iterdir()} == \
+            {(export.stat().st_uid, 1)}
+        # a second push to the same job: no new snapshot, rsync's own way
+        assert push("branches/caches/job-1/xx/").returncode == 0
+        # elsewhere (not <caches>/<job>/xx): plain rsync, no snapshot
+        assert push("branches/caches/job-2/other/").returncode == 0
+        assert subprocess.run(["btrfs", "subvolume", "show",
+                               str(export / "branches/caches/job-2/other")],
+                              capture_output=True, check=False).returncode != 0
+        # a job name rsync takes but the hook does not: a plain copy, never a snapshot
+        assert push("branches/caches/j$x/xx/").returncode == 0
+        assert subprocess.run(["btrfs", "subvolume", "show",
+                               str(export / "branches/caches/j$x/xx")],
+                              capture_output=True, check=False).returncode != 0
+        # a symbolic link where the job's directory goes: refused, nothing made outside
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (export / "branches/caches/evil").symlink_to(outside)
+        p = push("branches/caches/evil/xx/")
+        assert p.returncode != 0 and "symbolic link" in p.stderr, p.stderr
+        assert not list(outside.iterdir())
+        # the prune's `rm -rf`, as the module's user, removes a snapshot copy whole
+        prune = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                                "--clear-groups", "rm", "-rf", "--", "job-1"],
+                               cwd=export / "branches/caches", capture_output=True,
+                               text=True, check=False)
+        assert prune.returncode == 0, prune.stderr
+        assert not (export / "branches/caches/job-1").exists()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+        subprocess.run(["rm", "-rf", str(export / "branches")], check=False)

@@ -478,3 +478,34 @@ def test_a_broken_config_fails_the_states_check(head: saltrender.Rendered,
     bad.write_text(good.read_text() + "maxmemory-policy keep-everything\n")
     assert subprocess.run(f"{check} {good}", shell=True, timeout=30).returncode == 0
     assert subprocess.run(f"{check} {bad}", shell=True, timeout=30).returncode != 0
+
+
+def test_the_site_fetches_every_compute_artifact_from_its_cache(tmp_path: Path) -> None:
+    """The site's own rendered pillar (pillar/): Valkey's, uv's, miniray's and Triton's
+    pinned files come from the site's cache (the provisioning host's /pypi/artifacts/),
+    never from upstream, each with its sha256; and every http(s) source of the compute and
+    code sync states that head-01 (the Valkey host) and a worker render is one of them."""
+    root = harness.ROOT
+    site = yaml.safe_load((root / "pillar" / "compute.sls").read_text())["compute"]
+    cache = site["python_cache"]["url"] + "/artifacts/"
+    pins = {"valkey": site["valkey"]["artifact"], "uv": site["uv"],
+            "miniray": site["worker"]["miniray"], "triton": site["triton"]["artifact"]}
+    for what, pin in pins.items():
+        assert pin["source"].startswith(cache), (what, pin["source"])
+        assert re.fullmatch(r"[0-9a-f]{64}", pin["sha256"]), what
+    harness.write_secrets_root(tmp_path / "secrets")
+    renderer = saltrender.Renderer(root / "salt", root / "pillar", tmp_path / "secrets",
+                                   tmp_path / "cache")
+    fetched = []
+    for node in ("head-01", "tbox-001"):
+        res = renderer.render(node)
+        assert not res.errors, res.errors
+        for chunk in res.lowstate:
+            source = chunk.get("source")
+            if chunk["__sls__"].split(".")[0] in ("compute", "codesync") and \
+                    isinstance(source, str) and re.match(r"https?://", source):
+                fetched.append(source)
+                pin = next(p for p in pins.values() if p["source"] == source)
+                assert chunk["source_hash"] == f"sha256={pin['sha256']}", chunk["__id__"]
+    assert {pins["valkey"]["source"], pins["uv"]["source"], pins["miniray"]["source"]} \
+        <= set(fetched)

@@ -173,3 +173,11 @@ def test_hardlink_job_copies_on_xfs_with_a_device_are_valid(text: str) -> None:
     sync = comp.codesync
     assert (sync.fs, sync.job_copy, sync.device) == ("xfs", "hardlink",
                                                      "/dev/disk/by-id/nvme-code")
+
+
+def test_snapshot_job_copies_on_btrfs_are_valid(text: str) -> None:
+    text, _ = edit(text, "codesync: {host: stor-1, prune_days: 3}",
+                   "codesync: {host: stor-1, prune_days: 3, fs: btrfs, job_copy: snapshot}")
+    comp = parse(text, FILE).raw.compute  # raises on any problem
+    assert comp is not None
+    assert (comp.codesync.fs, comp.codesync.job_copy) == ("btrfs", "snapshot")

@@ -221,6 +221,13 @@ def _check_export_fs(c: Ctx, comp: schema.Compute) -> Iterator[Problem]:
                         "per file", code="mismatch",
                         hint="fs: xfs (with device: a blank disk, or an XFS volume mounted "
                              "at the export), or job_copy: full")
+    if sync.job_copy == "snapshot" and sync.fs != "btrfs":
+        yield c.problem(("compute", "codesync", "job_copy"), "job_copy snapshot needs the "
+                        f"export on btrfs, but compute.codesync.fs is {sync.fs or 'null'}: "
+                        "each per-job copy is a btrfs snapshot of the subvolume xx/",
+                        code="mismatch",
+                        hint="fs: btrfs (with device: a blank disk, or a btrfs volume "
+                             "mounted at the export), or job_copy: hardlink on xfs")
     if sync.device is not None and sync.fs is None:
         yield c.problem(("compute", "codesync", "device"), "device names a disk to format "
                         "but compute.codesync.fs is null: which file system to make?",

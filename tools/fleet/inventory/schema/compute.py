@@ -66,11 +66,14 @@ class CodeSync(Model):
     mounts at export; formatted only while blkid finds no signature on it (never a disk that
     holds a file system, RAID member or partition table); null: export is a directory of a
     file system the operator mounted"""
-    job_copy: Literal["full", "hardlink"] = "full"
+    job_copy: Literal["full", "hardlink", "snapshot"] = "full"
     """how a push makes a per-job copy: full: rsync --copy-dest=/xx, the server writes every
     unchanged file again; hardlink: --link-dest=/xx, unchanged files become hard links to
-    xx/'s (needs fs xfs; docs/operations.md, The code sync); the rsync daemon refuses
-    --link-dest unless hardlink"""
+    xx/'s (needs fs xfs); snapshot: xx/ is a btrfs subvolume and a push to
+    branches/caches/<job>/xx/ finds a snapshot of it there, then rsync writes only what
+    differs (needs fs btrfs; files the push lacks but xx/ has stay in the copy;
+    docs/operations.md, The code sync); the rsync daemon refuses --link-dest unless
+    hardlink"""
 
 
 class Triton(Model):
