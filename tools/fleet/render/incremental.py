@@ -187,9 +187,10 @@ def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
     """What to render; ``prefetch`` (of this ``root``): the store and its files'
     identities, already read."""
     context, keys = input_hashes(inv)
-    if prefetch is not None and prefetch.root == root:
-        store, now = prefetch.result()
-    else:
+    # joined whatever its directory: the render may fork workers next, and a fork must not
+    # copy a thread in the middle of its work
+    store, now = prefetch.result() if prefetch is not None else (None, {})
+    if prefetch is None or prefetch.root != root:
         store, now = load(root), {}
     if store is None:
         return Plan(context, keys, None, {}, f"no usable {STORE}")
