@@ -190,6 +190,28 @@ def test_a_kept_file_changed_by_hand_gives_a_full_render(
     assert output(out) == full(inv_file, out.parent / "full")
 
 
+def test_the_prefetched_identities_are_judged_like_the_plans_own(
+        rendered_once: tuple[Path, Path]) -> None:
+    """`fleet render` reads the store's files (Prefetch) while it validates: a kept file
+    edited by hand, or gone, still gives a full render, as when the plan reads them."""
+    out, inv_file = rendered_once
+    inv = load_inventory(inv_file)
+    unchanged = incremental.plan(out, inv, incremental.Prefetch(out))
+    assert unchanged.nodes == [] and unchanged.why == incremental.plan(out, inv).why
+    (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
+    plan = incremental.plan(out, inv, incremental.Prefetch(out))
+    assert plan.nodes is None and "gpu-03's files changed since" in plan.why
+    (out / "pillar" / "nodes" / "gpu-03.sls").unlink()
+    plan = incremental.plan(out, inv, incremental.Prefetch(out))
+    assert plan.nodes is None and "gpu-03.sls is gone" in plan.why
+    # a prefetch of another output directory is not used
+    elsewhere = out.parent / "elsewhere"
+    elsewhere.mkdir()
+    assert incremental.plan(out, inv, incremental.Prefetch(elsewhere)).why == plan.why
+    render(inv_file, out)
+    assert output(out) == full(inv_file, out.parent / "full")
+
+
 def test_a_kept_site_file_changed_by_hand_gives_a_full_render(
         rendered_once: tuple[Path, Path]) -> None:
     out, inv_file = rendered_once

@@ -14,6 +14,7 @@ from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
+    from fleet.render import incremental
     from fleet.render.tree import Changes
 
 DESCRIPTION = """
@@ -35,7 +36,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.render import volumes
+    from fleet.render import incremental, volumes
 
     if args.diff:
         return show_diff(args, ctx)
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
     if args.check:  # exact: a full render compared with every file, never the store
         _inv, files = rendered(ctx)
         return _check(args, ctx, root, files)
+    prefetch = incremental.Prefetch(root)  # the store's files, read while validating
     inv = ctx.inventory()
     removals = volumes.removals(inv, root)
     refused = [r for r in removals if not r.acknowledged]
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"{len(refused)} error{'s' if len(refused) != 1 else ''}; nothing was written",
               file=sys.stderr)
         return Exit.INVALID
-    return _write(args, ctx, inv, root, [r.text() for r in removals])
+    return _write(args, ctx, inv, root, [r.text() for r in removals], prefetch)
 
 
 def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, str]) -> Exit:
@@ -79,13 +81,14 @@ def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, 
     return Exit.DIFFERS if changes.any else Exit.OK
 
 
-def _incremental(ctx: Context, inv: Inventory, root: Path) -> Changes:
+def _incremental(ctx: Context, inv: Inventory, root: Path,
+                 prefetch: incremental.Prefetch | None = None) -> Changes:
     """Render the nodes whose inputs changed (all of them where the store beside the
     output cannot tell: :mod:`fleet.render.incremental`), write, record the inputs."""
     from fleet.render import incremental, tree
 
     ctx.progress(f"rendering for {len(inv.nodes)} nodes")
-    r = incremental.render(root, inv)
+    r = incremental.render(root, inv, prefetch)
     ctx.progress(f"{len(r.files)} files rendered, {len(r.keep)} kept ({r.plan.why})")
     ctx.progress(f"writing into {root.resolve()}")
     try:
@@ -99,10 +102,10 @@ def _incremental(ctx: Context, inv: Inventory, root: Path) -> Changes:
 
 
 def _write(args: argparse.Namespace, ctx: Context, inv: Inventory, root: Path,
-           notes: list[str]) -> Exit:
+           notes: list[str], prefetch: incremental.Prefetch | None = None) -> Exit:
     from fleet.render.summary import format_summary, summarize
 
-    changes = _incremental(ctx, inv, root)
+    changes = _incremental(ctx, inv, root, prefetch)
     for note in notes:  # acknowledged removals: what to run next
         print(f"note: {note}", file=sys.stderr)
     ctx.progress("done")

@@ -7,9 +7,13 @@ every field of ``inventory.yaml`` with its type, default, constraints and descri
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
+import inspect
+import itertools
 import operator
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Iterator, Sequence
@@ -176,10 +180,35 @@ def rows(model: type[BaseModel] = schema.Inventory, prefix: str = "") -> Iterato
         tp = info.annotation
         constraints = _constraints(info.metadata) + _strip(tp)[1] + _inner_constraints(tp)
         yield Row(path, type_name(tp), _default(info), "; ".join(constraints),
-                  " ".join((info.description or "").split()))
+                  " ".join((info.description or _field_doc(model, name)).split()))
         nested, suffix = _nested(tp)
         if nested is not None:
             yield from rows(nested, f"{path}{suffix}.")
+
+
+def _field_doc(model: type[BaseModel], name: str) -> str:
+    """The docstring under field ``name`` in the class that declares it (the schema's
+    models leave pydantic's ``use_attribute_docstrings`` off: it parses their source at
+    every import)."""
+    for klass in model.__mro__:
+        if name in vars(klass).get("__annotations__", {}):
+            return _attribute_docs(klass).get(name, "")
+    return ""
+
+
+@functools.cache
+def _attribute_docs(klass: type) -> dict[str, str]:
+    """``{attribute: docstring}`` of a class: a string literal right under an annotated
+    assignment of its body."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef)).body
+    docs = {}
+    for stmt, after in itertools.pairwise(body):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            docs[stmt.target.id] = inspect.cleandoc(after.value.value)
+    return docs
 
 
 def _cell(text: str) -> str:

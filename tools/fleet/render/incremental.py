@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from array import array
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -141,9 +142,56 @@ def _paths_ok(paths: Any) -> bool:
             and "/..\n" not in joined)
 
 
-def plan(root: Path, inv: Inventory) -> Plan:
+class Prefetch:
+    """The store and the identities of every file it lists, read by a thread while this
+    one validates the inventory (80,000 ``lstat`` at 10,000 nodes: system calls, which
+    run beside the validation on a second CPU). Only a head start: :func:`plan` judges
+    what it read exactly as it judges what it reads itself."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._store: dict[str, Any] | None = None
+        self._ids: dict[str, str | OSError] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, name="render-prefetch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            store = load(self.root)
+            if store is not None:
+                owners = [(SITE, store["site"][1]),
+                          *((h, entry[1]) for h, entry in store["nodes"].items())]
+                self._ids = {owner: _identity_or_error(self.root, files)
+                             for owner, files in owners}
+            self._store = store
+        except BaseException as exc:  # raised again in the caller's thread
+            self._error = exc
+
+    def result(self) -> tuple[dict[str, Any] | None, dict[str, str | OSError]]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._store, self._ids
+
+
+def _identity_or_error(root: Path, files: list[str]) -> str | OSError:
+    try:
+        return identity(root, files)
+    except OSError as exc:
+        return exc
+
+
+def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
+    """What to render; ``prefetch`` (of this ``root``): the store and its files'
+    identities, already read."""
     context, keys = input_hashes(inv)
-    store = load(root)
+    # joined whatever its directory: the render may fork workers next, and a fork must not
+    # copy a thread in the middle of its work
+    store, now = prefetch.result() if prefetch is not None else (None, {})
+    if prefetch is None or prefetch.root != root:
+        store, now = load(root), {}
     if store is None:
         return Plan(context, keys, None, {}, f"no usable {STORE}")
     if store["context"] != context:
@@ -166,12 +214,12 @@ def plan(root: Path, inv: Inventory) -> Plan:
     for owner, files, digest in ((SITE, site, site_id),
                                  *((h, keep[h], ids[h]) for h in keep)):
         whose = "the site's" if owner == SITE else f"{owner}'s"
-        try:
-            if identity(root, files) != digest:
-                return Plan(context, keys, None, {}, f"{whose} files changed since the last "
-                            "render")
-        except OSError as exc:
-            return Plan(context, keys, None, {}, f"{whose} file {exc.filename} is gone")
+        found = now[owner] if owner in now else _identity_or_error(root, files)
+        if isinstance(found, OSError):
+            return Plan(context, keys, None, {}, f"{whose} file {found.filename} is gone")
+        if found != digest:
+            return Plan(context, keys, None, {}, f"{whose} files changed since the last "
+                        "render")
     return Plan(context, keys, changed, keep, f"{len(changed)} of {len(keys)} nodes changed",
                 site, {**ids, SITE: site_id}, {h: old[h][1] for h in changed})
 
@@ -190,9 +238,9 @@ def _owns(host: str, rel: str) -> bool:
     return host in parts or parts[-1] == f"{host}.sls"
 
 
-def render(root: Path, inv: Inventory) -> Rendered:
+def render(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Rendered:
     """The files to write and the paths to keep as they are (see :func:`plan`)."""
-    p = plan(root, inv)
+    p = plan(root, inv, prefetch)
     if p.nodes is None:
         return full(inv, p)
     site, by_host = render_parts(inv, [inv.nodes[h] for h in p.nodes], context=False)

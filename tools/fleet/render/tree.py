@@ -91,11 +91,23 @@ def _split(files: dict[str, str]) -> dict[str, dict[str, bytes]]:
     return by_top
 
 
+def _split_keep(keep: Collection[str], files: dict[str, str]) -> dict[str, list[str]]:
+    """The ``keep`` paths not in ``files``, by owned directory."""
+    by_top: dict[str, list[str]] = {top: [] for top in OWNED}
+    for rel in keep:
+        if rel not in files:
+            top = rel.partition("/")[0]
+            if top not in by_top:
+                raise ValueError(f"a kept file {rel!r} is outside {', '.join(OWNED)}")
+            by_top[top].append(rel)
+    return by_top
+
+
 def _classify(old: dict[str, str], wanted: dict[str, bytes],
               keep: Collection[str] = ()) -> tuple[Changes, set[str]]:
     """Sort ``wanted`` against the files on disk; also return the unchanged paths. The
-    ``keep`` paths (in ``wanted``, with any data) are unchanged without being read."""
-    items = sorted((rel, data) for rel, data in wanted.items() if rel not in keep)
+    ``keep`` paths (none of them in ``wanted``) are unchanged without being read."""
+    items = sorted(wanted.items())
 
     def sort(chunk: list[tuple[str, bytes]], stop: threading.Event) -> tuple[
             list[str], list[str], list[str]]:
@@ -112,16 +124,16 @@ def _classify(old: dict[str, str], wanted: dict[str, bytes],
         return added, changed, unchanged
 
     changes = Changes()
-    kept = {rel for rel in keep if rel in wanted}
-    missing = [rel for rel in kept if rel not in old]
+    kept = set(keep)
+    missing = kept.difference(old)  # set operations: 80,000 kept paths at 10,000 nodes
     if missing:
-        raise KeptFileMissingError(f"{missing[0]} is gone from the output: render it whole")
+        raise KeptFileMissingError(f"{min(missing)} is gone from the output: render it whole")
     for added, changed, unchanged in parallel(deal(items, workers(len(items))), sort):
         changes.added += added
         changes.changed += changed
         kept.update(unchanged)
     changes.unchanged = len(kept)
-    changes.removed = sorted(set(old) - set(wanted))
+    changes.removed = sorted(old.keys() - wanted.keys() - kept)
     return changes, kept
 
 
@@ -168,19 +180,22 @@ def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
     incremental render did not render again); :class:`KeptFileMissingError` if one is gone,
     or if a file not in ``removable`` (None: any) would be removed."""
     total = Changes()
-    keep = frozenset(keep).difference(files)
+    kept_by_top = _split_keep(keep, files)
     root.mkdir(parents=True, exist_ok=True)
     with _lock(root):
         journal.recover(root)
         commits: list[stage.Commit] = []
         try:
-            for top, wanted in _split({**dict.fromkeys(keep, ""), **files}).items():
+            for top, rendered in _split(files).items():
                 old = existing(root, top)
-                changes, kept = _classify(old, wanted, keep)
+                changes, kept = _classify(old, rendered, kept_by_top[top])
                 if removable is not None and not set(changes.removed) <= set(removable):
                     raise KeptFileMissingError(f"{top}/ has files no node owns: render it whole")
                 total.merge(changes)
                 if changes.any:
+                    # staging sees every path of the new tree: a kept one's data is unread
+                    wanted = dict.fromkeys(kept_by_top[top], b"")
+                    wanted.update(rendered)
                     commits.append(stage.prepare(root, top, wanted, old, changes, kept))
             _commit_all(root, commits)
         finally:

@@ -110,8 +110,11 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
                 yield c.problem(origin, f"{addr} is {what} ({c.src.pos(rpath)})", shown=shown,
                                 code="duplicate_ip")
                 continue
-            yield from claim(c, seen, addr, f"{node.hostname} ({nic})", origin, str(addr),
-                              shown=shown, code="duplicate_ip")
+            if addr in seen:  # claim()'s rule, with the address's text made only here
+                yield from claim(c, seen, addr, "", origin, str(addr), shown=shown,
+                                  code="duplicate_ip")
+            else:
+                seen[addr] = (f"{node.hostname} ({nic})", origin)
 
 
 def _max_mtu(net: schema.Network) -> tuple[int, str, str | None]:
@@ -226,6 +229,9 @@ def check_switch_ports(c: Ctx) -> Iterator[Problem]:
                                 f"({iface.switch} has {sw.ports} ports)", shown=shown,
                                 code="port_range")
                 continue
-            yield from claim(c, seen, (iface.switch, iface.port), f"{node.hostname} ({nic})",
-                              origin, f"{iface.switch} port {iface.port}", shown=shown,
-                              code="duplicate_port")
+            key = (iface.switch, iface.port)
+            if key in seen:  # claim()'s rule, with the message's text made only here
+                yield from claim(c, seen, key, "", origin, f"{iface.switch} port {iface.port}",
+                                  shown=shown, code="duplicate_port")
+            else:
+                seen[key] = (f"{node.hostname} ({nic})", origin)

@@ -48,8 +48,10 @@ class Model(BaseModel):
     # Strict ints: YAML `yes` must not pass as 1. No inf/nan anywhere.
     # defer_build: one schema is built for the whole document when it is first validated,
     # instead of one per model at import time (start-up is most of a small render).
-    # use_attribute_docstrings: a field's description is the docstring under it
-    # (docs/inventory-reference.md's column)
+    # A field's description is the docstring under it, read by
+    # fleet.inventory.reference for docs/inventory-reference.md's column, not by pydantic
+    # (use_attribute_docstrings parses every model's source at import: a quarter of the
+    # schema's import time, on every run of every verb)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
-                              defer_build=True, use_attribute_docstrings=True)
+                              defer_build=True)
 
