@@ -27,7 +27,9 @@ minions stay with the standby (no failback) and do not answer head-01, and `flee
 on head-01, now the standby, refuses: no node is driven by both.
 
 Restored in ``finally``: the lab master running, FAILED_OVER's lab fleet.conf back and
-their minions answering it, the standby stopped, the address removed, .lab/standby gone.
+their minions answering it, APPLIED's highstate again from the lab master (the standby's
+render adds head-02 to /etc/hosts), the standby stopped, the address removed,
+.lab/standby gone.
 Not shown here: the sync's timer and its ssh transport (tests/salt/test_standby.py
 renders them), and a master that vanishes without closing its connections (only the
 alive-interval check notices that one).
@@ -56,6 +58,7 @@ from reinstall_rig import CONTROLLER, PODMAN
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
+from fleet.lab import highstate
 from fleet.lab import master as lab_master
 from fleet.lab import podman as pm
 from fleet.lab.run import live_pid, run, stop_daemon, wait_for
@@ -101,12 +104,11 @@ def _bridge(gateway: str) -> str:
 
 
 def _overlays(lab: Lab, tmp: Path) -> tuple[Path, Path]:
-    """The standby overlay (derived from the lab's: its nodes plus head-02) and the
+    """The standby overlay (the lab's nodes plus head-02, a standby) and the
     promotion on top of it (the two names swapped, as docs/operations.md says)."""
-    only = yaml.safe_load(lab.paths.overlay.read_text())["only_nodes"]
     standby = tmp / "standby.yaml"
     standby.write_text(yaml.safe_dump({
-        "only_nodes": [*only, STANDBY],
+        "only_nodes": [*(n.hostname for n in lab.nodes), STANDBY],
         "site": {"salt": {"standby": {"host": STANDBY, "alive_interval_s": ALIVE_S}}}}))
     promoted = tmp / "promoted.yaml"
     active = lab.plan.inventory.raw.site.salt.master
@@ -222,6 +224,10 @@ def standby(lab: Lab) -> Iterator[Standby]:
                      partial(_answers_lab, lab, node), timeout=300)
             except BaseException as e:  # report every node, then fail
                 problems.append(str(e))
+        if not problems:  # APPLIED back as the lab's render has it (/etc/hosts: head-02)
+            (back,), took = highstate.apply(paths, [APPLIED])
+            print(f"[standby] {APPLIED} re-applied by the lab master in {took:.1f}s")
+            problems += [f"{APPLIED}: {p}" for p in back.problems()]
         shutil.rmtree(root, ignore_errors=True)
         assert not problems, problems
 
