@@ -131,10 +131,12 @@ def test_grub_commissions_with_the_one_kernel_line(files: dict[str, str]) -> Non
     grub = kernel_words(linux, "linux")
     assert ipxe == ["initrd=initrd", *boot.cmdline(inv), "fleet.boot_mac=${mac}"]
     assert grub == [*boot.cmdline(inv), "fleet.boot_mac=${net_default_mac}"]
-    # it installs nothing and touches no disk; a failed load powers off, never boots a disk
+    # it installs nothing and touches no disk; a failed load reboots to PXE (a fresh GRUB),
+    # never boots the disk nor the kernel without its initrd
     for word in ("autoinstall", "chainloader", "state/", "preseed", "search"):
         assert word not in cfg
-    assert cfg.rstrip().endswith("halt\n}")
+    assert cfg.rstrip().endswith("reboot\n}")
+    assert cfg.index("initrd (tftp") < cfg.index("boot\n") < cfg.index("reboot\n")
 
 
 def test_nothing_from_the_unknown_machine_reaches_the_grub_configs(

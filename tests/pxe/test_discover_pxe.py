@@ -302,7 +302,9 @@ def lease_of(leases: Path, mac: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def found_uefi(found: Discovered, pytestconfig: pytest.Config) -> Iterator[UefiDiscovered]:
-    """The UEFI machine on the BIOS machine's bed, after it (its tests come last)."""
+    """The UEFI machine on the BIOS machine's bed, after it (its tests come last). It may
+    reboot (GRUB's config reboots to PXE after a failed TFTP load): QEMU exits only when
+    it powers off."""
     say = beds.progress(pytestconfig, "discover")
     work = found.work
     disk = work / "uefi-disk.img"
@@ -310,7 +312,7 @@ def found_uefi(found: Discovered, pytestconfig: pytest.Config) -> Iterator[UefiD
     disk_sum = hashlib.sha256(disk.read_bytes()).hexdigest()
     start = time.monotonic()
     guest = pxelab.start_guest(found.ns, work, "commission-uefi", UEFI_MAC, "uefi",
-                               found.accel, disk=disk, memory_mb=2048,
+                               found.accel, disk=disk, memory_mb=2048, reboots=True,
                                extra=("-smbios", f"type=1,serial={UEFI_SERIAL}"))
     tap = found.ns.taps[-1]
     lldpd = start_lldpd(found.ns, tap, found.sockdir, "lldpd-uefi", UEFI_PORT_ID,
