@@ -58,6 +58,7 @@ SWITCH = "sw1"
 UEFI_MAC = "52:54:00:fe:00:2f"  # the UEFI machine: in no node's entry either
 UEFI_PORT_ID = "ethernet1/1/31"  # a port no node is planned on: it stays unmatched
 UEFI_SERIAL = "FLEETQEMU0002"
+KNOWN = "gpu-04"  # a node of the small inventory, never armed: its UEFI boot must not commission
 BOOT_TIMEOUT = float(os.environ.get("FLEET_DISCOVER_TIMEOUT", "900"))
 
 PROFILE = """\
@@ -129,6 +130,8 @@ class UefiDiscovered:
     tftp: list[str]  # what dnsmasq's TFTP sent it, in order (paths under the TFTP root)
     report: dict[str, Any] | None  # the report the endpoint kept for its MAC
     disk_unchanged: bool
+    known_tftp: list[str]  # what TFTP sent the known UEFI machine, beside it
+    known_missed: bool  # it asked for its own /state/ link (none: never armed)
 
 
 def fleet(d: Discovered | Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -315,6 +318,12 @@ def found_uefi(found: Discovered, pytestconfig: pytest.Config) -> Iterator[UefiD
                                found.accel, disk=disk, memory_mb=2048, reboots=True,
                                extra=("-smbios", f"type=1,serial={UEFI_SERIAL}"))
     tap = found.ns.taps[-1]
+    known = load_inventory(found.work / "inventory.yaml", work / "overlay.yaml").nodes[KNOWN]
+    # beside it, on the same network: a known machine, which the site's grub.cfg (with the
+    # commissioning check) must send to its own /state/ link as before
+    other = pxelab.start_guest(found.ns, work, "known-uefi", known.mac, "uefi", found.accel)
+    miss = re.compile(rf"dnsmasq-tftp\[\d+\]: file \S+/state/grub\.cfg-{re.escape(known.mac)} "
+                      rf"not found for {re.escape(str(known.address))}$", re.M)
     lldpd = start_lldpd(found.ns, tap, found.sockdir, "lldpd-uefi", UEFI_PORT_ID,
                         work / "lldpd-uefi.out")
     say(f"UEFI commissioning guest {UEFI_MAC} booting (OVMF, {found.accel}); the switch "
@@ -324,18 +333,24 @@ def found_uefi(found: Discovered, pytestconfig: pytest.Config) -> Iterator[UefiD
         seconds = time.monotonic() - start
         rc = guest.proc.p.poll()
         say(f"UEFI commissioning guest ended after {seconds:.0f} s (qemu exit {rc})")
+        missed = pxelab.wait_for(lambda: bool(miss.search(found.dns_log.read_text(
+            errors="replace"))), 300, step=2)
+        other.proc.stop()
         addr = lease_of(found.leases, UEFI_MAC)
         tftp_root = str(work / "pxe" / "tftp")
-        sent = re.findall(r"dnsmasq-tftp\[\d+\]: sent (\S+) to (\S+)",
-                          found.dns_log.read_text(errors="replace"))
+        sent = [(path.removeprefix(tftp_root), client) for path, client in
+                re.findall(r"dnsmasq-tftp\[\d+\]: sent (\S+) to (\S+)",
+                           found.dns_log.read_text(errors="replace"))]
         kept = [json.loads(f.read_text())["report"] for f in (work / "reports").glob("*.json")]
         yield UefiDiscovered(
             rc, seconds, guest.console(),
-            [path.removeprefix(tftp_root) for path, client in sent if client == addr],
+            [path for path, client in sent if client == addr],
             next((r for r in kept if r["boot_mac"] == UEFI_MAC), None),
-            hashlib.sha256(disk.read_bytes()).hexdigest() == disk_sum)
+            hashlib.sha256(disk.read_bytes()).hexdigest() == disk_sum,
+            [path for path, client in sent if client == str(known.address)], missed)
     finally:
         guest.proc.stop()
+        other.proc.stop()
         lldpd.stop()
 
 
@@ -364,3 +379,13 @@ def test_the_uefi_machine_reports_its_facts_and_leaves_its_disk(
     assert boot["lldp"]["chassis_name"] == SWITCH, boot
     assert boot["lldp"]["port_id"] == UEFI_PORT_ID, boot
     assert found_uefi.disk_unchanged, "the commissioning environment wrote to the disk"
+
+
+def test_a_known_uefi_machine_beside_it_is_not_commissioned(
+        found_uefi: UefiDiscovered) -> None:
+    """The site's grub.cfg with the commissioning check: a known MAC has no DHCP mark
+    (GRUB says so) and goes on to its own /state/ link, as on a site without a pool."""
+    assert found_uefi.known_missed, f"{KNOWN} never asked for its /state/ link: " \
+        f"{found_uefi.known_tftp}"
+    assert "/grub/grub.cfg" in found_uefi.known_tftp, found_uefi.known_tftp
+    assert not [p for p in found_uefi.known_tftp if "commission" in p], found_uefi.known_tftp
