@@ -115,7 +115,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
     sys_, proc = machine(tmp_path)
     cmdline = tmp_path / "cmdline"
     cmdline.write_text(f"BOOT_IMAGE=vmlinuz initrd=initrd fleet.report={server.url}/v1/"
-                       f"discover/{BOOT_MAC.replace(':', '-')} fleet.boot_mac={BOOT_MAC} "
+                       f"discover/ fleet.boot_mac={BOOT_MAC} "
                        "console=ttyS0\n")
     log = tmp_path / "log"
     full = {"PATH": f"{bin_}:{os.environ['PATH']}", "FLEET_CMDLINE": str(cmdline),

@@ -5,6 +5,8 @@
     pxe/dnsmasq/hosts/<host>              dhcp-hostsdir: boot NIC and BMC leases
     pxe/http/boot.ipxe                    iPXE entry point -> /state/<mac>.ipxe
     pxe/tftp/grub/grub.cfg                GRUB entry point -> /state/grub.cfg-<mac>
+    pxe/http/commission.ipxe, pxe/tftp/grub/commission.cfg   unknown MACs (a dhcp_pool):
+                                          the commissioning environment (fleet discover)
     pxe/http/hosts/<host>/install.ipxe    the installer, with this host's autoinstall seed
     pxe/http/hosts/<host>/local.ipxe      boot from the local disk
     pxe/http/hosts/<host>/grub-install.cfg, grub-local.cfg   the same for UEFI GRUB
@@ -114,16 +116,33 @@ def context_files(inv: Inventory) -> dict[str, str]:
         dns_servers=",".join(str(a) for a in site.dns_servers),
         upstream_dns=[str(a) for a in site.upstream_dns],
         commission=commission.pool_network(inv) is not None,
+        commission_option=commission.DHCP_OPTION, commission_value=commission.DHCP_VALUE,
+        commission_config=commission.GRUB_CONFIG,
     )
     out["pxe/dnsmasq/dns-hosts"] = _dns_hosts(inv)
     out["pxe/http/boot.ipxe"] = _t("boot.ipxe.j2").render(**common)
-    if commission.pool_network(inv) is not None:
-        out["pxe/http/commission.ipxe"] = _t("commission.ipxe.j2").render(
-            **common, kernel=commission.KERNEL, initrd=commission.INITRD,
-            report_url=commission.report_url(inv))
+    pool = commission.pool_network(inv) is not None
+    if pool:
+        out |= _commission_files(inv, common)
     out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(
-        **common, http_host=http.removeprefix("http://"))
+        **common, http_host=http.removeprefix("http://"), commission=pool,
+        option=commission.DHCP_OPTION, value=commission.DHCP_VALUE,
+        config=commission.GRUB_CONFIG)
     return out
+
+
+def _commission_files(inv: Inventory, common: dict[str, str]) -> dict[str, str]:
+    """The commissioning boot of unknown MACs: iPXE's script and GRUB's config, one kernel
+    line (:func:`fleet.discover.boot.cmdline`), each loader's boot MAC its own."""
+    words = commission.cmdline(inv)
+    ctx = {**common, "kernel": commission.KERNEL, "initrd": commission.INITRD}
+    return {
+        "pxe/http/commission.ipxe": _t("commission.ipxe.j2").render(
+            **ctx, cmdline=_words(words, grub=False), boot_mac=commission.BOOT_MAC["ipxe"]),
+        f"pxe/tftp/{commission.GRUB_CONFIG}": _t("grub-commission.cfg.j2").render(
+            **ctx, grub_cmdline=_words(words, grub=True), boot_mac=commission.BOOT_MAC["grub"],
+            option=commission.DHCP_OPTION, value=commission.DHCP_VALUE),
+    }
 
 
 def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
