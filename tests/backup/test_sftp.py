@@ -166,3 +166,13 @@ def test_a_key_the_server_does_not_authorize_cannot_back_up(
     assert "cannot be opened" in str(doc), doc
     assert not (tmp_path / "repo").exists()
 
+
+
+def test_why_not_passes_on_only_printable_characters_of_what_ssh_said(tmp_path: Path) -> None:
+    """ssh's stderr carries the server's banner: escape codes in it never reach the
+    operator's terminal; a command that succeeds has nothing to say."""
+    said = tmp_path / "said"
+    said.write_text("#!/bin/sh\nprintf 'banner\\n\\033[2Jwiped\\a\\n' >&2\nexit 255\n")
+    said.chmod(0o755)
+    assert sftp.why_not(str(said)) == "?[2Jwiped?"
+    assert sftp.why_not("true") == ""

@@ -97,3 +97,20 @@ def ssh_command(user: str, host: str, key: Path, known_hosts: Path,
         raise SftpKeyError(f"cannot hand restic an ssh command with {odd[0]!r}: keep the "
                            "key, known_hosts and config paths to plain characters")
     return " ".join(words)
+
+
+def why_not(command: str, timeout: float = 40.0) -> str:
+    """ssh's own last word on ``command`` (``ssh_command``'s), run once with nothing to
+    say: restic kills its ssh when the sftp session fails, often before ssh has written why
+    (a changed host key, a refused login), so the reason is asked again here."""
+    try:
+        proc = subprocess.run(command.split(), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"no answer ({exc.__class__.__name__})"
+    if proc.returncode == 0:
+        return ""
+    # the server's banner reaches stderr too: only printable characters are passed on
+    lines = ["".join(c if c.isprintable() else "?" for c in line.strip())
+             for line in proc.stderr.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else f"exit {proc.returncode}"

@@ -62,6 +62,7 @@ def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
     secrets = args.secrets or Path(site.checkout) / "secrets"
     pxe_state = args.pxe_state or Path(site.pxe_state)
     ssh: tuple[str, ...] = ()
+    command = ""
     if dest.type == "sftp" and dest.user and dest.host:
         key = args.ssh_key or sftp.key_path(secrets)
         if not key.is_file():
@@ -79,7 +80,8 @@ def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
         items=paths.items(pki, secrets, pxe_state, AUDIT.path().parent),
         inventory=args.inventory,
         local_destination=Path(dest.path) if dest.type == "path" and dest.path else None,
-        keep=(site.backup.keep_daily, site.backup.keep_weekly))
+        keep=(site.backup.keep_daily, site.backup.keep_weekly),
+        ssh_command=command)
 
 
 def run(verb: str, args: argparse.Namespace, ctx: Context,
@@ -100,6 +102,12 @@ def run(verb: str, args: argparse.Namespace, ctx: Context,
         opens = setup is not None and setup.restic.exists()
         hint = "" if opens else (" (the repository cannot be opened: an unreachable "
                                  "destination, or a wrong key)")
+        if not opens and setup is not None and setup.ssh_command:
+            from fleet import backupsftp as sftp
+
+            said = sftp.why_not(setup.ssh_command)
+            hint += f"; ssh says: {said}" if said else ""
+
         return fail(ctx, verb, f"{restic_failed}{exc}{hint}",
                     Exit.FAILED if opens else Exit.IO)
 

@@ -31,6 +31,7 @@ class Setup:
     inventory: Path
     local_destination: Path | None = None  # a path destination: the key may not be in it
     keep: tuple[int, int] = (14, 8)
+    ssh_command: str = ""  # an sftp destination: the command restic runs, to ask ssh why
 
 
 @dataclass
