@@ -83,12 +83,14 @@ def child_env() -> dict[str, str]:
 
 def serve_boot(ns: pxelab.Netns, work: Path, prov: Node,
                start_dnsmasq: Callable[..., tuple[pxelab.Proc, Path]] = pxelab.start_dnsmasq,
-               ) -> tuple[pxelab.Proc, Path, pxelab.Proc, Path]:
+               site_repo: Path | None = None) -> tuple[pxelab.Proc, Path, pxelab.Proc, Path]:
     """dnsmasq (the rendered config) and nginx (the role's site, on the provisioning
-    host's address) in ``ns``: (dnsmasq, its log, nginx, its access log)."""
+    host's address; ``site_repo``: the site package repository it serves, if any) in
+    ``ns``: (dnsmasq, its log, nginx, its access log)."""
     dns, dns_log = start_dnsmasq(ns, work / "pxe/dnsmasq/dnsmasq.conf", work)
     web, web_log = pxelab.start_nginx(ns, work, root=work / "pxe/http", state=work / "state",
-                                      images=work / "images", listen=str(prov.address))
+                                      images=work / "images", listen=str(prov.address),
+                                      site_repo=site_repo)
     return dns, dns_log, web, web_log
 
 

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 import jinja2
 import yaml
 
+from fleet.render import bootstrap
+
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "salt" / "provisioning"
 OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
@@ -140,10 +142,13 @@ def start_dnsmasq(ns: Netns, conf: Path, work: Path,
 
 
 def start_nginx(ns: Netns, work: Path, *, root: Path, state: Path, images: Path,
-                listen: str) -> tuple[Proc, Path]:
-    """nginx with the role's own site (files/pxe-nginx.conf.jinja) in a minimal main config."""
+                listen: str, site_repo: Path | None = None) -> tuple[Proc, Path]:
+    """nginx with the role's own site (files/pxe-nginx.conf.jinja) in a minimal main config;
+    ``site_repo``: a site package repository's directory, served as the role serves it."""
+    repo = None if site_repo is None else {"dir": str(site_repo),
+                                           "http_path": bootstrap.SITE_REPO_HTTP}
     site = jinja2.Template((ROLE / "files" / "pxe-nginx.conf.jinja").read_text()).render(
-        root=root, state=state, images=images, port=f"{listen}:80",
+        root=root, state=state, images=images, port=f"{listen}:80", site_repo=repo,
         # the fleet page's server (provisioning.page): served from work/page, on its port
         page=root.parent / "page", page_port=8080, management=listen,
         management_cidrs=[f"{listen}/32"])

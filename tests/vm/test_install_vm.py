@@ -26,7 +26,11 @@ script chainloads the disk's shim, the installed system boots and its first-boot
 prints the key's fingerprint (compared with the key the master accepted); its minion
 connects with the rotated key -> converge (highstate: the real base.time, with base.apt,
 and the test's own state) -> health (the gate of `fleet health`: chrony synchronised, to
-the bed's NTP server) -> done.
+the bed's NTP server) -> done. The site package repository is the site's too
+(site.apt.repo): filled by fleet's fill for stor-1's highstate (its held kernel) from the
+mirror's cache while the guest boots, signed by the test's secrets store's key, served at
+the rendered /repo/ (vmbed.fill_site_repo); the rendered late_command trusts and pins it,
+and apt on the installed guest takes the held kernel from it.
 
 Test-only changes, each said here: the overlay points the image and site.apt at the
 mirror, site.ntp_servers at the bed's NTP server, and site.salt.repo at a path that 404s
@@ -75,6 +79,8 @@ from fleet.render.preseed import CURL  # noqa: E402
 from support.bmcfakes import wait_ready  # noqa: E402
 
 NODE = "stor-1"
+SITE_REPO = "/srv/fleet/repo"  # site.apt.repo on the provisioning host (the site's value)
+HELD = "linux-image-amd64"  # base.apt holds it on Debian: the repository holds it
 ROOT = pxelab.ROOT
 BMC_PORT, HW_PORT = 8410, 8411  # on the namespace's loopback
 # bounded well above what the tier takes (callback about 300-380 s, converge about 150 s
@@ -102,6 +108,8 @@ class Run:
     pending_keys: list[str] = field(default_factory=list)
     mirror_files: int = 0
     udeb_404: str = ""  # the first installer component the mirror did not have
+    repo: Any = None  # fleet.repo.fill.Report of the site repository's fill
+    guest: dict[str, Any] = field(default_factory=dict)  # read on the guest after converge
     standin_rc: int | None = None  # the late_command's exit status, if the stand-in ran
     standin_error: str = ""
 
@@ -180,7 +188,7 @@ def _overlay(work: Path, mirror: str) -> dict[str, Any]:
     o["site"]["salt"] = {"repo": f"{mirror}/no-salt-repo-here"}  # unreachable: see vmbed
     # what the site gives a node, in the bed: base.apt's sources and the NTP server
     o["site"]["apt"] = {"mirror": f"{mirror}/debian",
-                        "security_mirror": f"{mirror}/debian-security"}
+                        "security_mirror": f"{mirror}/debian-security", "repo": SITE_REPO}
     o["site"]["ntp_servers"] = [vmbed.NTP_NAME]
     o["node_groups"]["storage"] = {"image": DEBIAN_IMAGE, "roles": [], "mkv_array": None}
     o["node_groups"]["head"] = {"roles": ["provisioning", "slurm.controller"]}
@@ -221,6 +229,9 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     node = inv.nodes[NODE]
     beds.render_pxe(inv, work)
     vmbed.render_pillar(inv, work)
+    repo_facts = vmbed.repo_facts(work, NODE)
+    secrets = work / "secrets"
+    secrets.mkdir(mode=0o700)
     preseed = work / "pxe" / "http" / "hosts" / NODE / "preseed.cfg"
     preseed.write_text(vmbed.insert_before_callback(
         preseed.read_text(), installkey.callback(inv, node, CURL),
@@ -244,7 +255,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     with Netns(ns_name, prov.boot_nic, f"{prov.address}/{net.cidr.prefixlen}") as ns, \
             vmbed.Mirror(ns, work, standin_dir) as mirror, \
             vmbed.TimeSource(ns, work, ntp_ip, str(net.cidr)), \
-            ThreadPoolExecutor(1) as pool:
+            ThreadPoolExecutor(2) as pool:
         release = pxelab.sh(*ns.cmd("curl", "-sS", "-m", "60", "-o", "/dev/null", "-w",
                                     "%{http_code}",
                                     f"{mirror.url}/debian/dists/bookworm/InRelease"),
@@ -258,9 +269,12 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
         say("installer stand-in: building the Debian image (debootstrap and Salt cached) and "
             "the installer kernel's disk drivers while the guest boots")
         image = pool.submit(_prepare_stand_in, work, inv, standin_dir, wheels, salt_version, say)
+        repo = pool.submit(vmbed.fill_site_repo, work, NODE, repo_facts, secrets,
+                           work / "siterepo")
         dns, dns_log, web, web_log = beds.serve_boot(
-            ns, work, prov, functools.partial(vmbed.start_dnsmasq, ntp_ip=ntp_ip))
-        master = vmbed.salt_master(ns, conf, work)
+            ns, work, prov, functools.partial(vmbed.start_dnsmasq, ntp_ip=ntp_ip),
+            site_repo=work / "siterepo")
+        master = vmbed.salt_master(ns, conf, work, secrets)
         r = Run(work, inv, accel, web_log, dns_log, ntp_ip)
         hw, bmc = beds.start_fake_bmc(ns, work, NODE, bmc_port=BMC_PORT, hw_port=HW_PORT,
                                       hardware=[ROOT / "tests/support/fake_bmc_hardware.py",
@@ -283,7 +297,9 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             with (work / "cli.err").open("w") as err:
                 cli = subprocess.Popen(ns.cmd(*argv), stdout=subprocess.PIPE, stderr=err,
                                        text=True, env=env, cwd=ROOT, start_new_session=True)
-            _watch(r, cli, mirror, image, say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900)
+            _watch(r, cli, mirror, [image, repo], say, INSTALL_TIMEOUT + CONVERGE_TIMEOUT + 900)
+            if r.repo is None:  # the installer ran on its own: no stand-in waited for it
+                r.repo = repo.result()
             out = cli.stdout.read() if cli.stdout is not None else ""
             r.rc, r.stderr = cli.returncode, (work / "cli.err").read_text()
             r.report = json.loads(out) if out.strip() else {}
@@ -294,6 +310,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
                                      capture_output=True, text=True, timeout=300)
                 with contextlib.suppress(ValueError):
                     r.converged_file = str(json.loads(got.stdout or "{}").get(NODE, ""))
+                r.guest = _read_guest(ns, salt)
             r.pending_keys = sorted(p.name for p in (pki / "minions_pre").iterdir())
         finally:
             if cli is not None and cli.poll() is None:
@@ -325,6 +342,26 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     yield r
 
 
+def _read_guest(ns: Netns, salt: list[str]) -> dict[str, str]:
+    """What apt on the installed guest says of the site repository: one call through its
+    minion (each costs seconds under TCG), one section per name."""
+    from fleet.render import bootstrap
+
+    files = {"sources": bootstrap.SITE_REPO_SOURCES, "pin": bootstrap.SITE_REPO_PIN,
+             "key": bootstrap.SITE_REPO_KEYRING}
+    script = "".join(f"echo '=== {k}'; cat {path}; " for k, path in files.items()) + (
+        f"echo '=== policy'; apt-cache policy {HELD}; "
+        f"echo '=== kernel'; dpkg-query -W -f '${{Version}}' {HELD}")
+    got = subprocess.run(ns.cmd(*salt, NODE, "cmd.run", script, "--out=json", "--static",
+                                "-t", "120"), capture_output=True, text=True, timeout=300)
+    try:
+        out = str(json.loads(got.stdout or "{}").get(NODE, ""))
+    except ValueError:
+        return {"error": got.stdout + got.stderr}
+    parts = re.split(r"^=== (\w+)\n", out, flags=re.M)
+    return {"output": out, **dict(zip(parts[1::2], parts[2::2], strict=True))}
+
+
 def _late_command(preseed: Path) -> str:
     prefix = "d-i preseed/late_command string "
     return next(ln[len(prefix):] for ln in preseed.read_text().splitlines()
@@ -353,7 +390,7 @@ def _prepare_stand_in(work: Path, inv: Inventory, out: Path, wheels: Path, salt:
 
 # complexity 21: one watcher of every event of an install run
 def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror,  # noqa: C901
-           image: Future[None], say: Any, limit: float) -> None:
+           ready: list[Future[Any]], say: Any, limit: float) -> None:
     """Follow the run until the CLI exits, recording when each event is first seen; let
     the installer stand-in go on when the mirror has no installer components (see
     standin.py), and stop the run if it fails."""
@@ -387,7 +424,10 @@ def _watch(r: Run, cli: subprocess.Popen[str], mirror: vmbed.Mirror,  # noqa: C9
                 say(f"THE INSTALLER CANNOT INSTALL HERE: the mirror has no {missing[0]} "
                     "(HTTP 404: the reachable deb.debian.org serves no .udeb); the installer "
                     "stand-in in the guest takes over (tests/vm/standin.py)")
-                image.result()  # raises what the build raised
+                got = [f.result() for f in ready]  # raises what the build or fill raised
+                r.repo = got[1]
+                say(f"{r.repo.summary()}: "
+                    + ", ".join(f"{e.name} {e.version}" for e in r.repo.entries))
                 go = r.work / "standin" / "go"
                 go.with_suffix(".new").write_text(missing[0] + "\n")
                 go.with_suffix(".new").rename(go)
@@ -567,3 +607,62 @@ def test_the_health_gate_found_the_clock_synchronised_to_the_beds_ntp_server(run
 
 def _hex_ip(ip: str) -> str:
     return "".join(f"{int(x):02X}" for x in ip.split("."))
+
+
+def test_fleets_fill_made_the_site_repository_of_the_nodes_held_kernel(run: Run) -> None:
+    """fleet.repo.fill, for stor-1's highstate, from the mirror: the held kernel and its
+    image (locked to it), signed; nothing a stand-in (the site has none)."""
+    from fleet.repo import reprepro
+
+    entries = {e.name: e for e in run.repo.entries}
+    assert HELD in entries and "linux-headers-amd64" in entries, run.repo.entries
+    image = [n for n in entries if re.fullmatch(r"linux-image-[0-9.]+-[0-9]+-amd64", n)]
+    assert image and entries[image[0]].version == entries[HELD].version, run.repo.entries
+    assert not run.repo.stand_ins
+    repo = run.work / "siterepo"
+    index = reprepro.packages_index(repo, vmbed.REPO_CODENAME).read_text()
+    assert f"Package: {HELD}\n" in index
+    assert (repo / "dists" / vmbed.REPO_CODENAME / "InRelease").read_text().startswith(
+        "-----BEGIN PGP SIGNED MESSAGE-----")
+
+
+def test_the_late_command_trusted_the_site_repository_before_its_apt_update(run: Run) -> None:
+    """The rendered late_command fetched the repository's key and read its signed index
+    from the boot nginx (/repo/), as a node does on the site."""
+    from fleet.render import bootstrap
+
+    got = [x.path for x in pxelab.http_log(run.http_log)
+           if x.client == run.ip() and x.status == 200]
+    key = f"{bootstrap.SITE_REPO_HTTP}/{bootstrap.SITE_REPO_KEY_FILE}"
+    release = f"{bootstrap.SITE_REPO_HTTP}/dists/{vmbed.REPO_CODENAME}/InRelease"
+    assert key in got and release in got, got
+    # the key before the index; both before the install token's key fetch (the callback)
+    assert got.index(key) < got.index(release), got
+    assert not [x for x in pxelab.http_log(run.http_log)
+                if x.path.startswith(f"{bootstrap.SITE_REPO_HTTP}/.")]
+
+
+def test_apt_on_the_installed_guest_takes_the_held_kernel_from_the_site_repository(
+        run: Run) -> None:
+    from fleet.render import bootstrap
+
+    g = run.guest
+    assert g.get("sources") == bootstrap.site_repo_sources(run.inv, vmbed.REPO_CODENAME), g
+    assert g.get("pin") == bootstrap.site_repo_pin(), g
+    assert g.get("key", "").startswith("-----BEGIN PGP PUBLIC KEY BLOCK-----"), g
+    held = {e.name: e.version for e in run.repo.entries}[HELD]
+    # apt-cache policy: the repository's version is the candidate, at 1001, from the
+    # repository. It is the installed one too where the installer stand-in's image (cached
+    # per machine) was built from the archive the fill read (every run so far, docs/pxe.md);
+    # an image older than the archive's kernel keeps its own (docs/repo.md: the installed
+    # kernel is the mirror's), which base.apt's hold does not replace
+    policy = g.get("policy", "")
+    assert re.search(rf"^  Candidate: {re.escape(held)}$", policy, re.M), policy
+    m = re.search(rf"^ (?:\*\*\*|   ) {re.escape(held)} (\d+)\n((?:        ?.*\n?)*)", policy,
+                  re.M)
+    assert m and m.group(1) == "1001", policy
+    url = bootstrap.site_repo_url(run.inv)
+    assert re.search(rf"^\s+1001 {re.escape(url)} {vmbed.REPO_CODENAME}/main amd64 Packages$",
+                     m.group(2), re.M), policy
+    if g.get("kernel") == held:  # the installed version's table is the one above
+        assert f" *** {held} 1001\n" in policy, policy

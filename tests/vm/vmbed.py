@@ -24,6 +24,13 @@ whole Debian install.
   stratum 8``, ``allow`` the subnet, no command port or socket), named by dnsmasq as the
   inventory's NTP server (NTP_NAME), so the guest's chrony, configured by the real
   ``base.time`` state, synchronises for real and the health gate's time check can pass.
+- The site package repository (docs/repo.md), as a site has one: a secrets store of the
+  test's with the repository's signing key (fleet.repo.signing), filled by fleet's own
+  fill (fleet.repo.fill, as ``fleet repo fill`` and ``fleet lab up`` do) for the node's
+  highstate (its held kernel and what is locked to it), through the mirror's caching proxy
+  (the files the installer stand-in's image already fetched), and served by the boot
+  nginx at the rendered ``/repo/``: the preseed's late_command trusts its key and pins it
+  (fleet.render.bootstrap), the converge's base.apt does the same from the pillar.
 - A Salt master in the namespace (the real salt-master, the test's pki dir) for `fleet
   reinstall`'s converge step: the real ``base.time`` state (with its ``base.apt``) from
   salt/ and the rendered pillar, plus a state of the test's own; see :func:`salt_master`.
@@ -39,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fleet.apt.facts import NodeFacts
 from fleet.inventory.model import Inventory
 from fleet.lab import ntp
 from fleet.render import render_all
@@ -229,6 +237,47 @@ def render_pillar(inv: Inventory, work: Path) -> None:
             (work / rel).write_text(text)
 
 
+REPO_OS = "debian-12"  # the bed's Debian image (support.pxebed.DEBIAN_IMAGE)
+REPO_CODENAME = "bookworm"
+
+
+def repo_facts(work: Path, node: str) -> NodeFacts:
+    """The apt facts of ``node``'s whole highstate (salt/'s top, the pillar rendered under
+    ``work``), as ``fleet repo fill`` renders them: what the repository must hold."""
+    import tempfile
+
+    from fleet.apt.facts import from_lowstate
+    from fleet.packages.highstates import saltrender, write_secrets_root
+
+    with tempfile.TemporaryDirectory() as tmp:
+        write_secrets_root(Path(tmp) / "secrets")
+        renderer = saltrender().Renderer(ROOT / "salt", work / "pillar", Path(tmp) / "secrets",
+                                         Path(tmp) / "cache")
+        rendered = renderer.render(node, REPO_OS)
+    if rendered.errors:
+        raise RuntimeError(f"{node}'s highstate does not render: {rendered.errors}")
+    return from_lowstate(rendered.lowstate, rendered.files)
+
+
+def fill_site_repo(work: Path, node: str, facts: NodeFacts, secrets: Path, repo: Path
+                   ) -> Any:
+    """Fill ``repo`` for ``node`` with fleet's fill (fleet.repo.fill.Report), signed by the
+    key of ``secrets`` (made here), from the archive as the node's rendered sources name
+    it, reached through the host side of :class:`Mirror` (its package cache)."""
+    from fleet.apt.archive import OSES, ScratchApt, keyring
+    from fleet.repo import fill, signing
+
+    signing.ensure(secrets)
+    release = OSES[REPO_OS]
+    proxy = f"http://{VETH_NET[0]}:3142"
+    apt = ScratchApt(work / "repo-apt", release, keyring(release.distro, work / "repo-keyring"))
+    apt.write_sources({f: text.replace(f"http://{MIRROR_IP}", proxy)
+                       for f, text in facts.sources.items()}, keep_uris=True)
+    apt.update()
+    return fill.fill(apt, [(node, facts)], fill.Target(repo, secrets, REPO_CODENAME),
+                     work / "repo-incoming")
+
+
 def salt_late_commands() -> list[str]:
     """Test-only stand-ins for the rendered `apt-get install salt-minion` (Salt's apt
     repository is unreachable here): a salt-minion unit for the Salt that the image
@@ -267,7 +316,7 @@ def insert_before_callback(preseed: str, callback: str, extra: list[str]) -> str
     raise AssertionError("the rendered preseed's late_command does not end with the callback")
 
 
-def salt_master(ns: Netns, conf: Path, work: Path) -> Proc:
+def salt_master(ns: Netns, conf: Path, work: Path, secrets: Path | None = None) -> Proc:
     """The real salt-master in the namespace, on the test's config (tests/reinstall's
     salt_master_config). Its highstate is the real ``base.time`` (chrony, which the health
     gate checks; it includes ``base.apt``) from salt/, and a state of the test's own, on
@@ -275,7 +324,9 @@ def salt_master(ns: Netns, conf: Path, work: Path) -> Proc:
     ``base:lookup:apt:salt_repo:enabled`` false, as in the lab (lab/pillar/lab.sls): the
     minion comes from a wheelhouse (salt_late_commands), Salt's repository is unreachable
     here, and its source would fail ``base.apt``'s ``apt-get update``. Not the other
-    base states or roles: ``base.minion`` would install salt-minion from that repository."""
+    base states or roles: ``base.minion`` would install salt-minion from that repository.
+    ``secrets``: the test's secrets store, whose pillar (the site repository's public key,
+    ``secrets.siterepo``) joins the rendered one, as on the site's master."""
     states, pillar = work / "states", work / "pillar-vm"
     states.mkdir(parents=True, exist_ok=True)
     pillar.mkdir(parents=True, exist_ok=True)
@@ -288,7 +339,9 @@ def salt_master(ns: Netns, conf: Path, work: Path) -> Proc:
     with (conf / "master").open("a") as fh:
         # the test's top.sls first: it is the one the master reads
         fh.write(f"file_roots:\n  base:\n    - {states}\n    - {ROOT / 'salt'}\n"
-                 f"pillar_roots:\n  base:\n    - {work / 'pillar'}\n  vm:\n    - {pillar}\n"
+                 f"pillar_roots:\n  base:\n    - {work / 'pillar'}\n"
+                 + (f"    - {secrets / 'pillar'}\n" if secrets is not None else "")
+                 + f"  vm:\n    - {pillar}\n"
                  "state_top_saltenv: base\nworker_threads: 2\nauto_accept: false\n")
     exe = Path(sys.executable).parent / "salt-master"  # the venv's (requirements.txt)
     return Proc(ns.cmd(exe, "-c", conf, "-l", "info"), conf.parent / "master.out")
