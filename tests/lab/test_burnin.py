@@ -137,7 +137,7 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
                               *(f"--{d}-state-dir={tmp_path / d}"
                                 for d in ("apply", "health", "reinstall", "rollout", "status")))
         (row,) = doc["nodes"]
-        assert row["stage"]["summary"] == "burn-in 3/3", row
+        assert row["stage"]["summary"] == "burn-in 3/3 passed", row
         guid = load_inventory(inventory, []).nodes[NODE].ib_guid
         found = ", ".join(sorted(g.lower() for g in grains["fleet_ib_guids"])) or "no HCA"
         drift = {"fact": "ib_guid", "inventory": str(guid), "found": f"not among {found}"}
