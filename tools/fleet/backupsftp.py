@@ -110,7 +110,7 @@ def why_not(command: str, timeout: float = 40.0) -> str:
         return f"no answer ({exc.__class__.__name__})"
     if proc.returncode == 0:
         return ""
-    # the server's banner reaches stderr too: only printable characters are passed on
-    lines = ["".join(c if c.isprintable() else "?" for c in line.strip())
-             for line in proc.stderr.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else f"exit {proc.returncode}"
+    # the server's banner reaches stderr too: fleet.master.text cleans it
+    from fleet.master.text import last_line
+
+    return last_line(proc.stderr) or f"exit {proc.returncode}"
