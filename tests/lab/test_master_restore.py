@@ -2,8 +2,11 @@
 Backup and restore), with the real restic and the real minions of the lab.
 
 The lab's master runs on this host (fleet.lab.master): its keys under .lab/master/pki,
-its secrets store .lab/secrets. Its "disk dies": the master is stopped and its keys, its
-secrets and fleet's state (a reinstall journal left interrupted) are deleted; the
+its secrets store .lab/secrets. Before the backup, a real `fleet reinstall` of a node is
+left interrupted: its preflight fails (its BMC, a FAKE one's address with nobody there,
+does not answer), which leaves the run unfinished in the journal, as the flow writes it.
+Its "disk dies": the master is stopped and its keys, its secrets and fleet's state are
+deleted; the
 "freshly installed" master starts once and makes a new key of its own, as a new install
 does. Then:
 
@@ -12,7 +15,11 @@ does. Then:
 - the master started again: every minion answers test.ping, with no key accepted again
   (the accepted keys are the same files, none pending);
 - `fleet keys finger --check` holds (the minions' pinned master_finger);
-- the secrets store and the journal are identical, modes and owners included."""
+- the secrets store and the journal are identical, modes and owners included;
+- the interrupted reinstall is the restored master's to end: `fleet reinstall --resume`
+  continues the same run (at preflight, which fails again: the BMC still does not
+  answer), and `--abort` ends it, the node left as reported (boot mode local, its key
+  accepted, Slurm not drained)."""
 
 from __future__ import annotations
 
@@ -26,9 +33,13 @@ from typing import Any
 
 import yaml
 from labtools import ROOT, Lab
+from reinstall_rig import Rig
 
 from fleet.lab import highstate
 from fleet.lab import master as lab_master
+from support.bmcfakes import free_port
+
+NODE = "tbox-001"  # its reinstall is left interrupted before the backup
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
@@ -48,7 +59,7 @@ def _keys(lab: Lab) -> dict[str, Any]:
 
 
 class Backup:
-    def __init__(self, lab: Lab, tmp: Path) -> None:
+    def __init__(self, lab: Lab, tmp: Path, reinstall_state: Path) -> None:
         self.lab, self.tmp = lab, tmp
         self.key = tmp / "operator" / "backup.key"
         self.key.parent.mkdir()
@@ -59,8 +70,8 @@ class Backup:
             "type": "path", "path": str(tmp / "repo")}}}}))
         (tmp / "pxe-state").mkdir()
         self.env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
+                    "FLEET_REINSTALL_STATE": str(reinstall_state),
                     **{env: str(tmp / sub) for env, sub in (
-                        ("FLEET_REINSTALL_STATE", "state/reinstall"),
                         ("FLEET_ROLLOUT_STATE", "state/rollout"),
                         ("FLEET_HEALTH_STATE", "state/health"),
                         ("FLEET_APPLY_STATE", "state/apply"),
@@ -87,21 +98,21 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     paths = lab.paths
     pki = paths.master_root / "pki"
     minions = [n.hostname for n in lab.nodes]
-    b = Backup(lab, tmp_path)
-    journal = tmp_path / "state" / "reinstall" / "tbox-001" / "journal.jsonl"
-    journal.parent.mkdir(parents=True)
-    journal.write_text('{"step": "power-off", "at": "2026-12-05T02:00:00+00:00"}\n')
+    rig = interrupted_reinstall(lab, tmp_path / "reinstall")
+    b = Backup(lab, tmp_path, rig.state)
+    run_id = rig.journal(NODE)[0]["run"]
     keys_before = _keys(lab)
     assert sorted(keys_before["minions"]) == sorted(minions)
     before = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
-              "state": _tree(tmp_path / "state" / "reinstall")}
+              "state": _tree(rig.state)}
 
     code, doc = b.fleet("backup")
     assert code == 0, doc
     # the disk dies; the head node is installed again and its master starts once
     lab_master.stop(paths)
-    for gone in (pki, paths.secrets, tmp_path / "state"):
+    for gone in (pki, paths.secrets, rig.state):
         shutil.rmtree(gone)
+    shutil.rmtree(tmp_path / "state", ignore_errors=True)  # the other state roots, if made
     (pki / "minions").mkdir(parents=True)
     try:
         lab_master.start(paths, lab.plan)
@@ -115,7 +126,7 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     lab_master.start(paths, lab.plan)
 
     after = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
-             "state": _tree(tmp_path / "state" / "reinstall")}
+             "state": _tree(rig.state)}
     assert after == before
     # the fresh master's own key is kept aside, not deleted
     assert [p.name.split("-", 2)[:2] for p in pki.parent.glob("pki.before-restore-*")] == \
@@ -125,3 +136,38 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     assert keys_after == keys_before  # every key accepted as before, none pending
     code, doc = b.fleet("keys", "finger", "--check")
     assert code == 0 and doc["finger"] == doc["recorded"], doc
+
+    # the interrupted reinstall, resumed then aborted by the restored master
+    rc, report = rig.run(NODE, "--resume", "--timeout", "60", bmc_port=free_port(),
+                         timeout=300)
+    assert rc == 5 and report["mode"] == "resume" and report["run"] == run_id, \
+        (rc, report, rig.stderr(NODE))
+    assert [s["step"] for s in report["steps"]] == ["preflight"], report
+    rc, report = rig.run(NODE, "--abort", bmc_port=free_port(), timeout=300)
+    assert rc == 0 and report["outcome"] == "aborted" and report["run"] == run_id, \
+        (rc, report, rig.stderr(NODE))
+    left = report["left"]
+    assert left["boot_mode"] == "local" and left["token"] == "none outstanding", report
+    assert left["key"] == "accepted" and left["slurm"].startswith("idle"), report
+    end = rig.journal(NODE)[-1]
+    assert (end["event"], end["outcome"], end["run"]) == ("finish", "aborted", run_id), end
+
+
+def interrupted_reinstall(lab: Lab, work: Path) -> Rig:
+    """A reinstall of NODE left unfinished by the real flow: its preflight fails (the
+    address given for its BMC, a FAKE one's, has nobody listening), which leaves the run
+    failed at preflight: unfinished until resumed or aborted. The Rig (reinstall_rig.py)
+    runs the CLI against the lab; no BMC of it is started."""
+    rig = Rig(lab, work, {})
+    bmc = lab.plan.inventory.nodes[NODE].profile.bmc
+    secret = work / "secrets" / "bmc" / bmc.password_secret
+    secret.parent.mkdir(parents=True, mode=0o700)
+    secret.write_text("lab-bmc-password\n")
+    secret.chmod(0o600)
+    rc, report = rig.run(NODE, "--timeout", "60", bmc_port=free_port(), timeout=300)
+    assert rc == 5 and report["outcome"] == "failed", (rc, report, rig.stderr(NODE))
+    assert report["message"].startswith("preflight failed"), report
+    assert report["left"]["boot_mode"].startswith("local"), report
+    finish = rig.journal(NODE)[-1]
+    assert finish["event"] == "finish" and finish["outcome"] == "failed", finish
+    return rig
