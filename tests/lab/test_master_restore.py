@@ -1,19 +1,26 @@
-"""The lab's Salt master lost and brought back by `fleet restore` (docs/operations.md,
+"""The lab's head node lost and brought back by `fleet restore` (docs/operations.md,
 Backup and restore), with the real restic and the real minions of the lab.
 
 The lab's master runs on this host (fleet.lab.master): its keys under .lab/master/pki,
-its secrets store .lab/secrets. Before the backup, a real `fleet reinstall` of a node is
-left interrupted: its preflight fails (its BMC, a FAKE one's address with nobody there,
-does not answer), which leaves the run unfinished in the journal, as the flow writes it.
-Its "disk dies": the master is stopped and its keys, its secrets and fleet's state are
-deleted; the
-"freshly installed" master starts once and makes a new key of its own, as a new install
-does. Then:
+its secrets store .lab/secrets. head-01 is a container (dnsmasq, nginx, Slurm's
+controller...) whose /etc/salt/pki, its own minion key, is a host directory
+(.lab/head-pki, fleet.lab.paths): on a real head both sit on the one disk that dies.
+Before the backup, a real `fleet reinstall` of a node is left interrupted: its preflight
+fails (its BMC, a FAKE one's address with nobody there, does not answer), which leaves the
+run unfinished in the journal, as the flow writes it.
+
+The disk dies: the master is stopped and its keys, its secrets and fleet's state are
+deleted; head-01's container and its volume (.lab/head-pki) are removed and head-01 is
+created again from its image as a fresh install: its minion config in place, no key
+(its salt-minion makes a new one, which the restored master would refuse). The
+"freshly installed" master starts once and makes a new key of its own. Then:
 
 - `fleet restore` refuses while that master runs (exit 6), and restores once it is
-  stopped (exit 0, the restored key's fingerprint is the backup's);
-- the master started again: every minion answers test.ping, with no key accepted again
-  (the accepted keys are the same files, none pending);
+  stopped (exit 0, the restored key's fingerprint is the backup's); head-01's minion key
+  is back too: its minion restarted, then the master;
+- a highstate of head-01 converges it again;
+- every minion answers test.ping, head-01's included, with no key accepted again (the
+  accepted keys are the same files, none pending or denied);
 - `fleet keys finger --check` holds (the minions' pinned master_finger);
 - the secrets store and the journal are identical, modes and owners included;
 - the interrupted reinstall is the restored master's to end: `fleet reinstall --resume`
@@ -32,14 +39,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from labtools import ROOT, Lab
+from labtools import ROOT, Lab, podman_exec, poll
 from reinstall_rig import Rig
 
 from fleet.lab import highstate
 from fleet.lab import master as lab_master
+from fleet.lab import nodes as lab_nodes
+from fleet.lab import podman as pm
+from fleet.master.highstate import Status
+from fleet.render import bootstrap
 from support.bmcfakes import free_port
 
 NODE = "tbox-001"  # its reinstall is left interrupted before the backup
+HEAD = "head-01"
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
@@ -86,7 +98,8 @@ class Backup:
             argv += ["--overlay", str(self.overlay), "--password-file", str(self.key),
                      "--secrets", str(self.lab.paths.secrets),
                      "--pxe-state", str(self.tmp / "pxe-state"),
-                     "--pki-dir", str(self.lab.paths.master_root / "pki")]
+                     "--pki-dir", str(self.lab.paths.master_root / "pki"),
+                     "--minion-pki-dir", str(self.lab.paths.head_pki / "minion")]
         argv += ["--salt-config", str(self.lab.paths.salt_etc)]
         proc = subprocess.run(argv, cwd=ROOT, env=self.env, capture_output=True, text=True,
                               timeout=900, check=False)
@@ -105,14 +118,19 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     assert sorted(keys_before["minions"]) == sorted(minions)
     before = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
               "state": _tree(rig.state)}
+    head_key = _tree(paths.head_pki / "minion")
+    assert str(paths.head_pki / "minion" / "minion.pem") in head_key
 
     code, doc = b.fleet("backup")
     assert code == 0, doc
-    # the disk dies; the head node is installed again and its master starts once
+    # the disk dies: the master's and head-01's; the head node is installed again
     lab_master.stop(paths)
-    for gone in (pki, paths.secrets, rig.state):
+    image = pm.inspect(paths, lab.plan.node(HEAD).container)["ImageName"]
+    lab_nodes.remove(paths, [lab.plan.node(HEAD).container])
+    for gone in (pki, paths.secrets, rig.state, paths.head_pki):
         shutil.rmtree(gone)
     shutil.rmtree(tmp_path / "state", ignore_errors=True)  # the other state roots, if made
+    fresh_head(lab, image)
     (pki / "minions").mkdir(parents=True)
     try:
         lab_master.start(paths, lab.plan)
@@ -123,7 +141,17 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
         lab_master.stop(paths)
     code, doc = b.fleet("restore")
     assert code == 0 and doc["finger_holds"] is True, doc
+    assert "salt-minion-pki" in doc["items"], doc
+    assert _tree(paths.head_pki / "minion") == head_key
+    # head-01's minion loads its restored key before the master is back: with the fresh
+    # key it would meet the restored master, which denies a changed key
+    pm.exec_(paths, lab.plan.node(HEAD).container, "systemctl", "restart", "--no-block",
+             "salt-minion")
     lab_master.start(paths, lab.plan)
+    highstate.ping(paths, [HEAD], timeout=300)
+    results, took = highstate.apply(paths, [HEAD])
+    assert [(r.node, r.status) for r in results] == [(HEAD, Status.CHANGED)], \
+        highstate.format_results(results, took)
 
     after = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
              "state": _tree(rig.state)}
@@ -133,9 +161,13 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
         [["pki.before", "restore"]]
     highstate.ping(paths, minions, timeout=300)
     keys_after = _keys(lab)
-    assert keys_after == keys_before  # every key accepted as before, none pending
+    assert keys_after == keys_before  # every key accepted as before, none pending or denied
     code, doc = b.fleet("keys", "finger", "--check")
     assert code == 0 and doc["finger"] == doc["recorded"], doc
+
+    # Slurm's controller on the new head-01 has every node back (the later tests and the
+    # abort's report read it)
+    poll("every Slurm node idle on the new head-01", lambda: _slurm_idle(lab), timeout=300)
 
     # the interrupted reinstall, resumed then aborted by the restored master
     rc, report = rig.run(NODE, "--resume", "--timeout", "60", bmc_port=free_port(),
@@ -171,3 +203,26 @@ def interrupted_reinstall(lab: Lab, work: Path) -> Rig:
     finish = rig.journal(NODE)[-1]
     assert finish["event"] == "finish" and finish["outcome"] == "failed", finish
     return rig
+
+
+def fresh_head(lab: Lab, image: str) -> None:
+    """head-01 as a fresh install leaves it: its container created again from its image
+    (fleet.lab.nodes, without the key the lab seeds), its minion config in place (as the
+    install writes it), no minion key: its salt-minion makes a new one at start."""
+    node = lab.plan.node(HEAD)
+    lab_nodes.create(lab.paths, lab.plan, node, image, identity=False)
+    conf = lab.paths.head_pki.parent / "head-fleet.conf"
+    inv = lab.plan.inventory
+    conf.write_text(bootstrap.minion_conf(inv, inv.nodes[HEAD]))
+    pm.podman(lab.paths, "cp", str(conf), f"{node.container}:/etc/salt/minion.d/fleet.conf")
+    conf.unlink()
+    pm.podman(lab.paths, "start", node.container)
+    poll(f"a new minion key on {HEAD}",
+         lambda: (lab.paths.head_pki / "minion" / "minion.pub").exists(), timeout=180)
+
+
+def _slurm_idle(lab: Lab) -> bool:
+    res = podman_exec(lab, HEAD, "sinfo", "-h", "-N", "-o", "%N %T")
+    states = {line.split()[1] for line in res.stdout.splitlines()
+              if len(line.split()) == 2}
+    return res.returncode == 0 and bool(states) and states <= {"idle"}
