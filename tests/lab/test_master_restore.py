@@ -42,7 +42,8 @@ import yaml
 from labtools import ROOT, Lab, podman_exec, poll
 from reinstall_rig import Rig
 
-from fleet.lab import highstate
+from fleet.lab import headtools, highstate
+from fleet.lab import lab as lab_mod
 from fleet.lab import master as lab_master
 from fleet.lab import nodes as lab_nodes
 from fleet.lab import podman as pm
@@ -152,6 +153,7 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     results, took = highstate.apply(paths, [HEAD])
     assert [(r.node, r.status) for r in results] == [(HEAD, Status.CHANGED)], \
         highstate.format_results(results, took)
+    lab_mod.settle(paths, lab.plan)  # base.minion's restart of a changed minion config
 
     after = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
              "state": _tree(rig.state)}
@@ -219,6 +221,7 @@ def fresh_head(lab: Lab, image: str) -> None:
     pm.podman(lab.paths, "start", node.container)
     poll(f"a new minion key on {HEAD}",
          lambda: (lab.paths.head_pki / "minion" / "minion.pub").exists(), timeout=180)
+    headtools.install(lab.paths, node)  # fleet on the head (`fleet-lab pxe`), as make deps
 
 
 def _slurm_idle(lab: Lab) -> bool:
