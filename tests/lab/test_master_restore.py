@@ -144,6 +144,9 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     assert code == 0 and doc["finger_holds"] is True, doc
     assert "salt-minion-pki" in doc["items"], doc
     assert _tree(paths.head_pki / "minion") == head_key
+    after = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
+             "state": _tree(rig.state)}
+    assert after == before, _differ(before, after)
     # head-01's minion loads its restored key before the master is back: with the fresh
     # key it would meet the restored master, which denies a changed key
     pm.exec_(paths, lab.plan.node(HEAD).container, "systemctl", "restart", "--no-block",
@@ -155,9 +158,6 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
         highstate.format_results(results, took)
     lab_mod.settle(paths, lab.plan)  # base.minion's restart of a changed minion config
 
-    after = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
-             "state": _tree(rig.state)}
-    assert after == before
     # the fresh master's own key is kept aside, not deleted
     assert [p.name.split("-", 2)[:2] for p in pki.parent.glob("pki.before-restore-*")] == \
         [["pki.before", "restore"]]
@@ -229,3 +229,10 @@ def _slurm_idle(lab: Lab) -> bool:
     states = {line.split()[1] for line in res.stdout.splitlines()
               if len(line.split()) == 2}
     return res.returncode == 0 and bool(states) and states <= {"idle"}
+
+
+def _differ(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
+            ) -> list[str]:
+    """The paths whose mode, owner or content differ (or that are only on one side)."""
+    return sorted(p for item in before for p in set(before[item]) | set(after[item])
+                  if before[item].get(p) != after[item].get(p))
