@@ -148,9 +148,11 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
              "state": _tree(rig.state)}
     assert after == before, _differ(before, after)
     # head-01's minion loads its restored key before the master is back: with the fresh
-    # key it would meet the restored master, which denies a changed key
-    pm.exec_(paths, lab.plan.node(HEAD).container, "systemctl", "restart", "--no-block",
-             "salt-minion")
+    # key it would meet the restored master, which denies a changed key: stopped (gone when
+    # systemctl returns), then started
+    head = lab.plan.node(HEAD).container
+    pm.exec_(paths, head, "systemctl", "stop", "salt-minion", timeout=120)
+    pm.exec_(paths, head, "systemctl", "start", "--no-block", "salt-minion")
     lab_master.start(paths, lab.plan)
     highstate.ping(paths, [HEAD], timeout=300)
     results, took = highstate.apply(paths, [HEAD])
