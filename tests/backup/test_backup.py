@@ -53,7 +53,7 @@ def test_a_backup_restored_onto_a_fresh_head_is_the_master_again(
     code, doc = run(master.argv("restore"), capsys)
     assert code == Exit.OK, doc
     assert doc["finger_holds"] is True
-    assert "manifest" in doc["items"] and "salt-pki" in doc["items"]
+    assert {"manifest", "salt-pki", "salt-minion-pki"} <= set(doc["items"])
     after = {str(p): snapshot_of(p) for p in master.items()}
     for item in before:
         assert sorted(after[item]) == sorted(before[item]), item

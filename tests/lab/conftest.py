@@ -36,8 +36,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if ENABLED:
         # the reinstall tests recreate nodes: they run after every test that reads the
         # lab as the first highstate left it
-        # (the parallel ones last: they reinstall the nodes that test_reinstall.py leaves)
-        last = {"test_reinstall.py": 1, "test_reinstall_parallel.py": 2}
+        # (the parallel ones last: they reinstall the nodes that test_reinstall.py leaves);
+        # before them the master's restore, which recreates head-01
+        last = {"test_master_restore.py": 1, "test_reinstall.py": 2,
+                "test_reinstall_parallel.py": 3}
         items.sort(key=lambda item: last.get(Path(str(item.path)).name, 0))
     beds.skip_unless(ENABLED, SKIP_REASON, Path(__file__).resolve().parent, items)
 

@@ -24,6 +24,7 @@ class Master:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.conf, self.pki = salt_master_config(tmp)
+        self.minion_pki = tmp / "minion-pki"  # the head's own minion key
         self.secrets = tmp / "checkout" / "secrets"
         self.pxe = tmp / "pxe-state"
         self.repo = tmp / "backup-repo"
@@ -33,10 +34,12 @@ class Master:
     def argv(self, verb: str, *extra: str) -> list[str]:
         return [verb, *extra, "-i", str(SMALL), "--overlay", str(self.overlay),
                 "--password-file", str(self.key), "--secrets", str(self.secrets),
-                "--pxe-state", str(self.pxe), "--salt-config", str(self.conf)]
+                "--pxe-state", str(self.pxe), "--salt-config", str(self.conf),
+                "--minion-pki-dir", str(self.minion_pki)]
 
     def items(self) -> list[Path]:
-        return [self.pki, self.secrets, self.pxe, self.tmp / "state", self.tmp / "am"]
+        return [self.pki, self.minion_pki, self.secrets, self.pxe, self.tmp / "state",
+                self.tmp / "am"]
 
 
 def make_master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Master:
@@ -46,6 +49,8 @@ def make_master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Master:
     subprocess.run([salt_key_bin(), "-c", str(m.conf), "--gen-keys=master",
                     f"--gen-keys-dir={m.pki}"], check=True, capture_output=True)
     shutil.copy(m.pki / "master.pub", m.pki / "minions" / "gpu-01")  # an accepted key
+    subprocess.run([salt_key_bin(), "-c", str(m.conf), "--gen-keys=minion",
+                    f"--gen-keys-dir={m.minion_pki}"], check=True, capture_output=True)
     store.init(m.secrets)
     bmc = m.secrets / "bmc" / "bmc-gpu"
     bmc.write_text("Sup3r-S3cret-BMC\n")

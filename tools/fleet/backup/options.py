@@ -43,6 +43,9 @@ def add(p: argparse.ArgumentParser) -> None:
                         "(default: ssh's own)")
     p.add_argument("--pki-dir", type=Path, metavar="DIR",
                    help="the master's pki_dir (default: as the master's config says)")
+    p.add_argument("--minion-pki-dir", type=Path, default=paths.MINION_PKI, metavar="DIR",
+                   help="the head node's own salt-minion pki_dir: its key, which the "
+                        f"master accepted (default {paths.MINION_PKI})")
     add_salt_config(p)
 
 
@@ -77,7 +80,8 @@ def setup_of(args: argparse.Namespace, inv: Inventory) -> Setup:
             raise BackupRefusedError(str(exc)) from None
     return Setup(
         restic=Restic(repository(dest), args.password_file, options=ssh),
-        items=paths.items(pki, secrets, pxe_state, AUDIT.path().parent),
+        items=paths.items(pki, secrets, pxe_state, AUDIT.path().parent,
+                          args.minion_pki_dir),
         inventory=args.inventory,
         local_destination=Path(dest.path) if dest.type == "path" and dest.path else None,
         keep=(site.backup.keep_daily, site.backup.keep_weekly),

@@ -17,6 +17,9 @@ STATE = StateDir("FLEET_BACKUP_STATE", "/var/lib/fleet/backup", "manifest, last 
 # alertmanager.storage (tests/backup/test_backup.py checks they agree)
 ALERTMANAGER = StateDir("FLEET_ALERTMANAGER_STATE", "/var/lib/prometheus/alertmanager",
                         "silences")
+# the head node's own salt-minion keys (Salt's default minion pki_dir): the master holds
+# their public half as accepted, so a fresh install's new minion key would be refused
+MINION_PKI = Path("/etc/salt/pki/minion")
 MANIFEST = "manifest.json"
 LAST = "last.json"
 
@@ -28,11 +31,13 @@ class Item:
     required: bool = False  # a master without it is no master: the backup refuses
 
 
-def items(pki_dir: Path, secrets: Path, pxe_state: Path, audit_log: Path) -> list[Item]:
+def items(pki_dir: Path, secrets: Path, pxe_state: Path, audit_log: Path,
+          minion_pki: Path = MINION_PKI) -> list[Item]:
     """Every item a backup holds, the manifest's directory first."""
     return [
         Item("manifest", STATE.path()),
         Item("salt-pki", pki_dir, required=True),  # master key, accepted minion keys
+        Item("salt-minion-pki", minion_pki),  # the head's own minion key
         Item("secrets", secrets, required=True),  # munge, apt cache, BMC, repo-gnupg
         Item("reinstall", REINSTALL.path()),  # journals, locks, tokens, keys
         Item("rollout", ROLLOUT.path()),

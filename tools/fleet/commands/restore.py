@@ -22,7 +22,8 @@ refuse over a running salt-master unless --force, verify every byte of the repos
 (a damaged backup is refused before anything is written), then put every item back where
 it was, whole, with its modes and owners (what a fresh install put there is renamed
 aside to PATH.before-restore-TIME, never deleted): the master's key (the minions'
-master_finger holds), the accepted minion keys (no key is accepted again), the secrets,
+master_finger holds), the accepted minion keys (no key is accepted again), the head's
+own minion key (restart salt-minion before salt-master starts), the secrets,
 the reinstall and rollout journals and locks (an interrupted reinstall can be resumed or
 aborted), the boot modes, Alertmanager's silences, the audit log. Then start salt-master
 and check `fleet keys finger --check`. See docs/operations.md, Backup and restore.

@@ -51,6 +51,9 @@ def create(paths: Paths, plan: Plan, node: LabNode, image: str, *,
         args += headtools.mounts(paths)
         # the site package repository, filled on the host (fleet.lab.siterepo)
         args += siterepo.mount_args(paths, plan)
+        # its own minion key, on the master's disk as on a real head (paths.head_pki)
+        (paths.head_pki / "minion").mkdir(mode=0o700, parents=True, exist_ok=True)
+        args += ["-v", f"{paths.head_pki}:/etc/salt/pki:rw"]
     args += ["--cap-add", ",".join(caps)]
     compute_roles = compute.roles(plan.inventory.raw, plan.inventory.nodes[node.hostname])
     if "mkv.master" in node.roles or compute_roles:

@@ -107,6 +107,10 @@ class Paths:
     salt_etc = _Below("lab", "etc", "salt")
     master_root = _Below("lab", "master")
     keys = _Below("lab", "keys")
+    # head-01's /etc/salt/pki (its own minion key in minion/): a host directory, so that
+    # the master's backup, which runs on this host, reaches it as it reaches a real
+    # head's (fleet.backup.paths.MINION_PKI), and it dies with head-01's container
+    head_pki = _Below("lab", "head-pki")
     image_dir = _Below("lab", "image")
     bin = _Below("lab", "bin")
     containers_conf = _Below("lab", "containers.conf")
