@@ -109,9 +109,11 @@ def test_a_gpu_check_without_its_tool_is_not_run_never_passed(check: str, tool: 
     assert rc == 1 and not r.passed and r.reason == f"not run: {tool} not installed"
 
 
-# STAND-IN outputs in the form of gpu_burn's and all_reduce_perf's (no GPU here)
+# STAND-IN outputs in the form of gpu_burn's (its progress redrawn with a carriage return)
+# and all_reduce_perf's (no GPU here)
 GPU_BURN = """GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)
 GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)
+50.0%  proc'd: 2260 (51000 Gflop/s) - 2205 (10 Gflop/s)   errors: 0 - 6   temps: 60 C - 62 C\r\
 100.0%  proc'd: 4520 (51234 Gflop/s) - 4410 (49876 Gflop/s)   errors: 0 - 12   temps: 61 C - 63 C
 Tested 2 GPUs:
 \tGPU 0: OK
