@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-machines qemu-deps test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-bmc-facts bench-startup bench-codesync bench-uv page-screenshot commission-image
+	test-swarm bench-fanout bench-monitoring bench-status bench-bmc-facts bench-startup bench-codesync bench-uv bench-gpu-burnin page-screenshot commission-image
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -131,6 +131,10 @@ bench-startup: $(STAMP)
 
 bench-uv: $(STAMP)
 	$(BIN)/python benchmarks/bench_uv_sync.py --runs 5 --write docs/benchmarks.md
+
+# on a machine with NVIDIA GPUs only (the burn-in's GPU checks; no venv needed there)
+bench-gpu-burnin:
+	python3 benchmarks/gpu_burnin.py --seconds 60
 
 # the README's screenshot of the fleet page: the real inventory, the tests' fixture status
 page-screenshot: $(STAMP)

@@ -48,16 +48,16 @@ def test_the_command_line_carries_the_runner_and_runs_it() -> None:
     result = parse(proc.stdout.strip().splitlines()[-1].encode())
     assert result.check == "smart" and "disks" in result.figures
     gpu = next(r for r in runs if r.check == "gpu-present")
-    assert gpu.argv[-2:] == ["--expect-gpus", "8"]
+    assert gpu.argv[-4:] == ["--expect-gpus", "8", "--expect-memory-gb", "24"]
 
 
 def test_checks_without_a_runner_are_named_and_only_narrows() -> None:
     profile = _tinybox(**{"cpu-stress": BurninTest(seconds=5),
-                          "nccl-allreduce": BurninTest(),
+                          "ib-write-bw": BurninTest(),
                           "memtester": BurninTest(seconds=0, mb=32)})
     runs, missing = remote.plan(profile)
     assert [r.check for r in runs] == ["cpu-stress", "memtester"]
-    assert missing == ["nccl-allreduce"]
+    assert missing == ["ib-write-bw"]
     assert runs[0].argv[-2:] == ["--seconds", "5"] and runs[1].argv[-2:] == ["--mb", "32"]
     only, _ = remote.plan(profile, ["memtester"])
     assert [r.check for r in only] == ["memtester"]

@@ -60,15 +60,18 @@ def test_burnin_runs_on_the_node_through_salt_and_is_judged(swarm: Swarm,
 
 
 # A STAND-IN nvidia-smi (this host has no GPU): the answer of a TinyBox with one of its 8
-# GPUs gone from the bus, in the real tool's CSV of runner.GPU_QUERY
+# GPUs gone from the bus and another (GPU 2) trained at PCIe x8 of its x16, in the real
+# tool's CSV of runner.GPU_QUERY
 SEVEN_GPUS = "#!/bin/sh\n" + "".join(
-    f"echo '{i}, 00000000:{0x41 + i:02X}:00.0, 16, 4, 24564, [N/A]'\n" for i in range(7))
+    f"echo '{i}, 00000000:{0x41 + i:02X}:00.0, {8 if i == 2 else 16}, 16, 4, 4, 24564, [N/A]'\n"
+    for i in range(7))
 
 
 def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
         swarm: Swarm, tmp_path: Path) -> None:
     """The real runner on a real minion: gpu-present against a STAND-IN nvidia-smi that
-    lists 7 GPUs, and the real stress-ng, whose figure is judged against a baseline of
+    lists 7 GPUs, one at x8; link-speed on this host's real sysfs, which has no NIC of the
+    node's planned MAC; and the real stress-ng, whose figure is judged against a baseline of
     three other nodes of the profile whose results are STAND-INS (recorded through
     `fleet burnin record`, as the runner's JSON, at a rate no machine reaches). Both fail
     the node; `fleet burnin finish` moves it to maintenance with the first failing check
@@ -85,7 +88,7 @@ def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
         "nodes": {h: {"state": "burn-in"} for h in (node, *peers)},
         "profiles": {profile: {"burnin": {
             "cpu-stress": {"seconds": 3, "tolerance_percent": 10},
-            "gpu-present": {"seconds": 0}}}}}))
+            "link-speed": {"seconds": 0}, "gpu-present": {"seconds": 0}}}}}))
     common = ["-i", str(inventory), "--overlay", str(overlay), "--results",
               str(tmp_path / "results")]
     shim = swarm.root / "shim" / "nvidia-smi"  # on the minions' PATH (support.swarm)
@@ -99,14 +102,20 @@ def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
             rec = fleet("burnin", "record", h, "--result", str(tmp_path / f"{h}.json"),
                         *common)
             assert rec.returncode == 0, rec.stderr
-        run = fleet("burnin", "run", node, "--checks", "cpu-stress,gpu-present", "--json",
+        run = fleet("burnin", "run", node, "--checks", "cpu-stress,link-speed,gpu-present",
+                    "--json",
                     *common, "--salt-config", str(swarm.config_dir))
     finally:
         shim.unlink()
     (row,) = json.loads(run.stdout)["nodes"]
     ran = {r["check"]: r for r in row["ran"]}
     assert ran["gpu-present"]["passed"] is False, ran
-    assert "7 GPUs of 8" in ran["gpu-present"]["reason"], ran
+    assert "7 GPUs of 8; GPU 2 (00000000:43:00.0) PCIe x8 of x16" in \
+        ran["gpu-present"]["reason"], ran
+    assert ran["gpu-present"]["figures"]["pcie_width_min"] == 8.0, ran
+    assert ran["link-speed"]["passed"] is False, ran
+    assert f"prov: no ethernet port with {inv.nodes[node].mac}" in \
+        ran["link-speed"]["reason"], ran
     assert ran["cpu-stress"]["passed"] is True, ran  # stress-ng itself verified its work
     status = fleet("burnin", "status", node, "--json", *common)
     (st,) = json.loads(status.stdout)["nodes"]
@@ -121,5 +130,5 @@ def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
     assert (h, to) == (node, "maintenance"), done.stdout + done.stderr
     entry = next(line for line in inventory.read_text().splitlines()
                  if line.startswith(f"  {node}:"))
-    assert "state: maintenance" in entry and ("gpu-present" in entry or "cpu-stress" in entry), \
-        (entry, why)
+    assert "state: maintenance" in entry and any(
+        c in entry for c in ("gpu-present", "cpu-stress", "link-speed")), (entry, why)

@@ -14,6 +14,7 @@ from pathlib import Path
 from fleet.burnin import results
 from fleet.burnin.results import Result, ResultError
 from fleet.burnin.runner import CHECKS
+from fleet.inventory.model import Node
 from fleet.inventory.schema.hardware import BurninTest, Profile
 from fleet.master.salt import Salt
 
@@ -29,9 +30,11 @@ class Planned:
     timeout: float
 
 
-def plan(profile: Profile, only: list[str] | None = None) -> tuple[list[Planned], list[str]]:
+def plan(profile: Profile, only: list[str] | None = None, node: Node | None = None
+         ) -> tuple[list[Planned], list[str]]:
     """The profile's checks the runner can run, in the profile's order (``only``: these of
-    them), and those it cannot here (GPU stress, NCCL, the links: not yet written)."""
+    them), and those it cannot here (ib-write-bw: two nodes, not yet written). ``node``
+    gives link-speed the node's MAC and HCA GUID (None: each NIC found by name or kind)."""
     code = _runner_code()
     runs: list[Planned] = []
     missing: list[str] = []
@@ -41,7 +44,8 @@ def plan(profile: Profile, only: list[str] | None = None) -> tuple[list[Planned]
         if check not in CHECKS:
             missing.append(check)
             continue
-        runs.append(Planned(check, ["python3", "-c", code, check, *_args(check, test, profile)],
+        runs.append(Planned(check, ["python3", "-c", code, check,
+                                         *_args(check, test, profile, node)],
                             test.seconds * 2 + MARGIN_S))
     return runs, missing
 
@@ -53,12 +57,31 @@ def _runner_code() -> str:
             f"'{base64.b64encode(RUNNER.read_bytes()).decode()}'),'fleet-burnin','exec'))")
 
 
-def _args(check: str, test: BurninTest, profile: Profile) -> list[str]:
+def links(profile: Profile, node: Node | None) -> list[str]:
+    """link-speed's ``--link NIC,KIND,GBPS,ID`` per NIC of the profile: ID the node's
+    MAC of that NIC (the inventory has the boot NIC's), its HCA GUID for an InfiniBand NIC
+    (one ib_guid per node: the first), else ``-``."""
+    out, guid = [], node.ib_guid if node else None
+    for name, nic in profile.nics.items():
+        iface = node.interfaces.get(name) if node else None
+        ident = iface.mac if iface is not None and iface.mac else "-"
+        if nic.kind == "infiniband" and guid:
+            ident, guid = guid, None
+        out += ["--link", f"{name},{nic.kind},{nic.speed_gbps},{ident}"]
+    return out
+
+
+def _args(check: str, test: BurninTest, profile: Profile, node: Node | None) -> list[str]:
     mb = str(test.mb or DEFAULT_MB)
+    gpus = ["--expect-gpus", str(profile.gpu.count if profile.gpu else 0)]
     return {"cpu-stress": ["--seconds", str(test.seconds)],
             "memtester": ["--mb", mb],
             "disk-verify": ["--seconds", str(test.seconds), "--mb", mb],
-            "gpu-present": ["--expect-gpus", str(profile.gpu.count if profile.gpu else 0)],
+            "link-speed": links(profile, node),
+            "gpu-present": [*gpus, "--expect-memory-gb",
+                            str(profile.gpu.memory_gb if profile.gpu else 0)],
+            "gpu-stress": ["--seconds", str(test.seconds), *gpus],
+            "nccl-allreduce": ["--seconds", str(test.seconds), *gpus],
             }.get(check, [])
 
 

@@ -10,7 +10,19 @@ fleet.burnin.results checks on the master (``fleet burnin record NODE --result -
                                                     carries no data (no partition table or
                                                     file system signature, not mounted)
     python3 runner.py smart                         smartctl -H on every disk
-    python3 runner.py gpu-present --expect-gpus 8   nvidia-smi: count, PCIe link, memory, ECC
+    python3 runner.py link-speed --link prov,ethernet,100,MAC --link ib,infiniband,200,GUID
+                                                    each planned NIC's kernel link (sysfs) at
+                                                    its profile speed or faster, and up
+    python3 runner.py gpu-present --expect-gpus 8 --expect-memory-gb 80
+                                                    nvidia-smi: count, PCIe link width and
+                                                    generation (current against max), memory,
+                                                    ECC
+    python3 runner.py gpu-stress --seconds 600      gpu_burn (correctness-checked GEMM), TFLOPS
+    python3 runner.py nccl-allreduce --expect-gpus 8
+                                                    nccl-tests' all_reduce_perf over the node's
+                                                    GPUs, bus bandwidth and its own check
+
+A check whose tool is not on the node fails as "not run: TOOL not installed" (never a pass).
 
 The tool's own verdict is ``passed``; the master judges the figures against the profile's
 baseline (fleet.burnin.verdict).
@@ -21,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -107,27 +120,183 @@ def smart(args: argparse.Namespace) -> Outcome:
     return not bad, {"disks": float(len(disks))}, "; ".join(bad)[:180] or None
 
 
-GPU_QUERY = ("index,pci.bus_id,pcie.link.width.current,pcie.link.gen.current,memory.total,"
-             "ecc.mode.current")
+GPU_QUERY = ("index,pci.bus_id,pcie.link.width.current,pcie.link.width.max,"
+             "pcie.link.gen.current,pcie.link.gen.max,memory.total,ecc.mode.current")
+MEMORY_SLACK = 0.95  # a card reports a little less than its nominal GiB (24564 MiB: "24 GB")
+
+
+def _num(text: str) -> float | None:
+    return float(text) if re.fullmatch(r"[0-9]{1,7}", text) else None
 
 
 def gpu_present(args: argparse.Namespace) -> Outcome:
+    """Every GPU on the bus with its PCIe link at its full width, its memory and ECC.
+    A link narrower than the card's max (x8 of x16) fails; the generation is kept as a
+    figure only: a GPU lowers it at idle to save power, so current < max is no fault."""
+    if shutil.which("nvidia-smi") is None:
+        return False, {}, "not run: nvidia-smi not installed"
     r = _run(["nvidia-smi", f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"], 60)
     if r.returncode != 0:
         return False, {"gpus": 0.0}, _tail(r.stderr + r.stdout)
     rows = [[c.strip() for c in ln.split(",")] for ln in r.stdout.strip().splitlines()]
-    width = [float(x[2]) for x in rows if x[2].isdigit()]
-    mem = [float(x[4]) / 1024 for x in rows if x[4].isdigit()]
-    figures = {"gpus": float(len(rows)), "pcie_width_min": min(width, default=0.0),
-               "memory_gb_min": min(mem, default=0.0)}
+    rows = [x for x in rows if len(x) == 8]
     problems = [f"{len(rows)} GPUs of {args.expect_gpus}"] if len(rows) != args.expect_gpus \
         else []
-    problems += [f"GPU {x[0]} ECC {x[5]}" for x in rows if x[5] not in ("Enabled", "[N/A]")]
-    return not problems, figures, "; ".join(problems) or None
+    widths, gens, mems = [], [], []
+    for idx, bus, w_cur, w_max, g_cur, _g_max, mem, ecc in rows:
+        name = f"GPU {_tail(idx)[:3]} ({_tail(bus)[:16]})"
+        wc, wm, gc, mib = _num(w_cur), _num(w_max), _num(g_cur), _num(mem)
+        if wc is not None:
+            widths.append(wc)
+            if wm is not None and wc < wm:
+                problems.append(f"{name} PCIe x{wc:g} of x{wm:g}")
+        if gc is not None:
+            gens.append(gc)
+        if mib is not None:
+            mems.append(mib / 1024)
+            if args.expect_memory_gb and mib / 1024 < args.expect_memory_gb * MEMORY_SLACK:
+                problems.append(f"{name} memory {mib / 1024:.1f} GiB of "
+                                f"{args.expect_memory_gb} GB")
+        if ecc not in ("Enabled", "[N/A]"):  # N/A: a card without ECC (GeForce)
+            problems.append(f"{name} ECC {_tail(ecc)[:16]}")
+    figures = {"gpus": float(len(rows)), "pcie_width_min": min(widths, default=0.0),
+               "pcie_gen_min": min(gens, default=0.0), "memory_gb_min": min(mems, default=0.0)}
+    return not problems, figures, "; ".join(problems)[:180] or None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:  # a down link's speed: EINVAL; a missing attribute
+        return None
+
+
+def _net_links(sysfs: Path) -> dict[str, tuple[str, float | None, bool]]:
+    """Physical Ethernet interfaces: name -> (MAC, speed in Gb/s or None, up)."""
+    links = {}
+    base = sysfs / "class" / "net"
+    for d in sorted(base.iterdir()) if base.is_dir() else []:
+        if not (d / "device").exists() or _read(d / "type") != "1":  # 1: ARPHRD_ETHER
+            continue
+        speed = _read(d / "speed")
+        gbps = int(speed) / 1000 if speed and re.fullmatch(r"[0-9]{1,9}", speed) else None
+        links[d.name] = ((_read(d / "address") or "").lower(), gbps,
+                         _read(d / "operstate") == "up")
+    return links
+
+
+def _ib_ports(sysfs: Path) -> dict[str, tuple[str, float | None, bool]]:
+    """InfiniBand ports: "<hca>/<port>" -> (the HCA's GUID as 0x..., rate Gb/s, ACTIVE)."""
+    ports = {}
+    base = sysfs / "class" / "infiniband"
+    for hca in sorted(base.iterdir()) if base.is_dir() else []:
+        guid = "0x" + (_read(hca / "node_guid") or "").replace(":", "").lower()
+        for port in sorted((hca / "ports").iterdir()) if (hca / "ports").is_dir() else []:
+            rate = re.match(r"([0-9]+(?:\.[0-9]+)?) Gb/sec", _read(port / "rate") or "")
+            state = _read(port / "state") or ""
+            ports[f"{hca.name}/{port.name}"] = (guid, float(rate.group(1)) if rate else None,
+                                                state.endswith("ACTIVE"))
+    return ports
+
+
+def link_speed(args: argparse.Namespace) -> Outcome:
+    """Each planned NIC (``--link NIC,KIND,GBPS,ID``; ID the inventory's MAC or HCA GUID,
+    or ``-``) against the kernel's view: found by ID, else by a kernel interface of the
+    NIC's name, else the fastest of the kind's ports no other NIC took. Slower than
+    planned, or down, fails, naming the NIC, the port and both figures."""
+    sysfs = Path(args.sysfs)
+    found = {"ethernet": _net_links(sysfs), "infiniband": _ib_ports(sysfs)}
+    taken: set[str] = set()
+    planned = [ln.split(",") for ln in args.link]
+    problems: list[str] = []
+    figures: dict[str, float] = {"links": float(len(planned))}
+    # by ID, then by name, then the free ports: a fallback never takes a port another owns
+    order = sorted(planned, key=lambda x: (x[3] == "-", x[0] not in
+                                           {p.split("/")[0] for p in found.get(x[1], {})}))
+    for nic, kind, want, ident in order:
+        ports = found.get(kind, {})
+        how = ""
+        if ident != "-":
+            mine = [p for p, (i, _, _) in ports.items() if i == ident.lower()]
+            if not mine:
+                problems.append(f"{nic}: no {kind} port with {ident}")
+                continue
+        else:
+            mine = [p for p in ports if p.split("/")[0] == nic and p not in taken]
+            if not mine:
+                how = " (no MAC or GUID planned: the fastest free port)"
+                mine = [p for p in ports if p not in taken]
+            if not mine:
+                problems.append(f"{nic}: no {kind} port left")
+                continue
+        best = max(mine, key=lambda p: (ports[p][2], ports[p][1] or 0.0))
+        taken.add(best)
+        _, gbps, up = ports[best]
+        figures[f"{re.sub('[^a-z0-9]', '_', nic)}_gbps"[:40]] = gbps or 0.0
+        if not up:
+            problems.append(f"{nic} ({best}) down, planned {want} Gb/s{how}")
+        elif gbps is None or gbps < float(want):
+            problems.append(f"{nic} ({best}) at {gbps or 0:g} Gb/s, planned {want} Gb/s{how}")
+    speeds = [v for k, v in figures.items() if k.endswith("_gbps")]
+    figures["link_gbps_min"] = min(speeds, default=0.0)
+    return not problems, figures, "; ".join(problems)[:180] or None
+
+
+def _missing(tool: str) -> Outcome | None:
+    return None if shutil.which(tool) else (False, {}, f"not run: {tool} not installed")
+
+
+def gpu_stress(args: argparse.Namespace) -> Outcome:
+    """gpu_burn (github.com/wilicc/gpu-burn, built on the node: no distribution packages
+    it): GEMMs on every GPU for ``--seconds``, each result compared with the first; a GPU
+    with a wrong result is FAULTY. Figure: the slowest GPU's last Gflop/s, as TFLOPS."""
+    if (no := _missing("gpu_burn")) is not None:
+        return no
+    r = _run(["gpu_burn", "-tc", str(args.seconds)], args.seconds + 300)
+    text = r.stdout + r.stderr
+    verdicts = re.findall(r"GPU (\d+): (OK|FAULTY)", text)
+    last = text.strip().splitlines()
+    rates = []
+    for ln in reversed(last):
+        if "Gflop/s" in ln:
+            rates = [float(x) for x in re.findall(r"\(([0-9.]+) Gflop/s\)", ln)]
+            break
+    figures = {"gpus": float(len(verdicts))}
+    if rates:
+        figures["gpu_tflops"] = min(rates) / 1000
+    bad = [f"GPU {i} FAULTY" for i, v in verdicts if v != "OK"]
+    if not verdicts:
+        bad.append(f"gpu_burn gave no verdict (exit {r.returncode}): {_tail(text)}")
+    elif len(verdicts) != args.expect_gpus and args.expect_gpus:
+        bad.append(f"{len(verdicts)} GPUs tested of {args.expect_gpus}")
+    return not bad and r.returncode == 0, figures, "; ".join(bad)[:180] or None
+
+
+def nccl_allreduce(args: argparse.Namespace) -> Outcome:
+    """all_reduce_perf of nccl-tests (github.com/NVIDIA/nccl-tests, built on the node
+    against the archive's libnccl-dev and CUDA: no distribution packages nccl-tests) over
+    the node's GPUs, 8 MiB to 1 GiB, with its own data check (-c 1). Figure: its average
+    bus bandwidth."""
+    if (no := _missing("all_reduce_perf")) is not None:
+        return no
+    gpus = max(args.expect_gpus, 1)
+    r = _run(["all_reduce_perf", "-b", "8M", "-e", "1G", "-f", "2", "-g", str(gpus),
+              "-c", "1"], max(args.seconds, 60) + 600)
+    text = r.stdout + r.stderr
+    bw = re.search(r"Avg bus bandwidth\s*:\s*([0-9.]+)", text)
+    oob = re.search(r"Out of bounds values\s*:\s*([0-9]+)", text)
+    figures = {"busbw_gb_s": float(bw.group(1))} if bw else {}
+    bad = []
+    if bw is None or r.returncode != 0:
+        bad.append(f"all_reduce_perf (exit {r.returncode}): {_tail(text)}")
+    if oob is not None and int(oob.group(1)) > 0:
+        bad.append(f"{oob.group(1)} wrong values")
+    return not bad, figures, "; ".join(bad)[:180] or None
 
 
 CHECKS = {"cpu-stress": cpu_stress, "memtester": memtester, "disk-verify": disk_verify,
-          "smart": smart, "gpu-present": gpu_present}
+          "smart": smart, "link-speed": link_speed, "gpu-present": gpu_present,
+          "gpu-stress": gpu_stress, "nccl-allreduce": nccl_allreduce}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mb", type=int, default=256, help="memtester's and fio's size")
     p.add_argument("--target", default=str(Path(tempfile.gettempdir()) / "fleet-burnin.fio"))
     p.add_argument("--expect-gpus", type=int, default=0)
+    p.add_argument("--expect-memory-gb", type=int, default=0, help="of one GPU (0: any)")
+    p.add_argument("--link", action="append", default=[], metavar="NIC,KIND,GBPS,ID",
+                   help="a planned NIC (link-speed); ID its MAC or HCA GUID, or -")
+    p.add_argument("--sysfs", default="/sys", help="where sysfs is (a test's fake tree)")
     args = p.parse_args(argv)
     started = time.time()
     try:

@@ -120,7 +120,8 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
     salt = Salt(runner)
     rows: list[dict[str, Any]] = []
     for h in names:
-        runs, missing = remote.plan(inv.raw.profiles[inv.nodes[h].profile_name], only)
+        runs, missing = remote.plan(inv.raw.profiles[inv.nodes[h].profile_name], only,
+                                     inv.nodes[h])
         row: dict[str, Any] = {"node": h, "ran": [], "not_run": missing, "error": None}
         rows.append(row)
         try:
