@@ -6,12 +6,15 @@ installs them); its JSON answer is untrusted like any report (fleet.burnin.resul
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from fleet.burnin import results
+from fleet.burnin.pairs import PAIR_CHECKS, Partner
 from fleet.burnin.results import Result, ResultError
 from fleet.burnin.runner import CHECKS
 from fleet.inventory.model import Node
@@ -20,6 +23,7 @@ from fleet.master.salt import Salt
 
 RUNNER = Path(__file__).with_name("runner.py")
 DEFAULT_MB = 256  # memtester's and fio's size where the profile names none
+MAX_REASON = 180  # a result's reason, as the runner cuts its own
 MARGIN_S = 300  # beyond a check's own duration: tool start, the salt round trip
 
 
@@ -32,14 +36,16 @@ class Planned:
 
 def plan(profile: Profile, only: list[str] | None = None, node: Node | None = None
          ) -> tuple[list[Planned], list[str]]:
-    """The profile's checks the runner can run, in the profile's order (``only``: these of
-    them), and those it cannot here (ib-write-bw: two nodes, not yet written). ``node``
-    gives link-speed the node's MAC and HCA GUID (None: each NIC found by name or kind)."""
+    """The profile's checks of one node the runner can run, in the profile's order
+    (``only``: these of them), and those it cannot (none today). The checks between two
+    nodes (:data:`fleet.burnin.pairs.PAIR_CHECKS`) are in neither: :func:`pair_plan`.
+    ``node`` gives link-speed the node's MAC and HCA GUID (None: each NIC found by name or
+    kind)."""
     code = _runner_code()
     runs: list[Planned] = []
     missing: list[str] = []
     for check, test in profile.burnin.items():
-        if only is not None and check not in only:
+        if (only is not None and check not in only) or check in PAIR_CHECKS:
             continue
         if check not in CHECKS:
             missing.append(check)
@@ -83,6 +89,68 @@ def _args(check: str, test: BurninTest, profile: Profile, node: Node | None) -> 
             "gpu-stress": ["--seconds", str(test.seconds), *gpus],
             "nccl-allreduce": ["--seconds", str(test.seconds), *gpus],
             }.get(check, [])
+
+
+CONNECT_S = 60  # how long the two sides of a pair wait for each other
+
+
+def pair_plan(profile: Profile, node: Node, partner: Partner, check: str = "ib-write-bw"
+              ) -> tuple[Planned, Planned]:
+    """The server side (on ``partner``) and the client side (on ``node``) of a pair
+    check: ib_write_bw on each node's planned HCA (its ib_guid), the client pointed at
+    the partner's IPoIB address and judged against the profile's first InfiniBand NIC's
+    rate less the check's tolerance. Both bounded: the server waits ``CONNECT_S`` for
+    its client, the client retries as long, then each runs the check's seconds."""
+    test = profile.burnin[check]  # type: ignore[index]  # a BurninCheck by its caller
+    code = _runner_code()
+    rate = next((n.speed_gbps for n in profile.nics.values() if n.kind == "infiniband"), 0)
+    common = [check, "--seconds", str(max(test.seconds, 1)),
+              "--connect-seconds", str(CONNECT_S)]
+    timeout = CONNECT_S + test.seconds + MARGIN_S
+    server = Planned(check, ["python3", "-c", code, *common, "--role", "server",
+                             "--ib-guid", partner.ib_guid or "-"], timeout)
+    client = Planned(check, ["python3", "-c", code, *common, "--role", "client",
+                             "--peer", str(partner.address), "--ib-guid", node.ib_guid or "-",
+                             "--expect-gbps", str(rate),
+                             "--tolerance-percent", str(test.tolerance_percent)], timeout)
+    return server, client
+
+
+def run_pair(salt: Salt, node: str, partner: str, server: Planned, client: Planned
+             ) -> Result:
+    """One pair check: the server started on ``partner``, the client on ``node`` at the
+    same time (the client retries its connection until the server listens). The
+    client's result is the node's; the server's answer (untrusted too) only adds its
+    reason to a failed client's."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        served = pool.submit(run, salt, partner, server)
+        try:
+            got = run(salt, node, client)
+        finally:
+            try:
+                other: Result | str = served.result()
+            except ResultError as exc:
+                other = str(exc)
+    if got.check != client.check:
+        raise ResultError(f"{node} answered {got.check} for {client.check}")
+    if got.passed:
+        return got
+    why = got.reason or "failed"
+    said = other if isinstance(other, str) else None if other.passed else other.reason
+    if said:
+        why += f"; partner {partner}: {said}"
+    return Result.model_validate({**got.model_dump(), "reason": _clean(f"with {partner}: {why}")})
+
+
+def _clean(text: str) -> str:
+    """A reason made of a node's words: printable ASCII, cut."""
+    return re.sub(r"[^\x20-\x7e]", "?", text)[:MAX_REASON]
+
+
+def no_partner(check: str, why: str) -> Result:
+    """The failed result kept for a node that had no partner (never a pass)."""
+    return Result.model_validate({"check": check, "passed": False, "reason": _clean(why),
+                                  "started": results.now(), "seconds": 0.0})
 
 
 def run(salt: Salt, node: str, planned: Planned) -> Result:

@@ -21,6 +21,12 @@ fleet.burnin.results checks on the master (``fleet burnin record NODE --result -
     python3 runner.py nccl-allreduce --expect-gpus 8
                                                     nccl-tests' all_reduce_perf over the node's
                                                     GPUs, bus bandwidth and its own check
+    python3 runner.py ib-write-bw --role server --ib-guid GUID --seconds 10
+    python3 runner.py ib-write-bw --role client --peer ADDR --ib-guid GUID --seconds 10 \
+                              --expect-gbps 200 --tolerance-percent 10
+                                                    perftest's ib_write_bw between two nodes
+                                                    (the server on the partner first), BW
+                                                    average in Gb/s against the IB rate
 
 A check whose tool is not on the node fails as "not run: TOOL not installed" (never a pass).
 
@@ -31,6 +37,7 @@ baseline (fleet.burnin.verdict).
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import re
 import shutil
@@ -294,9 +301,94 @@ def nccl_allreduce(args: argparse.Namespace) -> Outcome:
     return not bad, figures, "; ".join(bad)[:180] or None
 
 
+SLACK_S = 60  # beyond a pair's seconds: perftest's start and its exchange
+IB_WRITE_BW_PORT = 18515  # perftest's own default TCP port for its out-of-band exchange
+CONNECT_RETRY_S = 2.0
+# the report's header and data lines (perftest 4.5: " %-7lu    %-10lu       %-7.2lf
+# %-7.2lf\t\t   %-7.6lf"): bytes, iterations, BW peak, BW average, MsgRate
+BW_HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[([A-Za-z/]{1,8})\]\s+"
+                       r"BW average\[([A-Za-z/]{1,8})\]")
+BW_LINE = re.compile(r"\s*([0-9]{1,12})\s+([0-9]{1,15})\s+([0-9]{1,7}\.[0-9]{1,6})\s+"
+                     r"([0-9]{1,7}\.[0-9]{1,6})\s+([0-9]{1,7}\.[0-9]{1,6})\s*")
+
+
+def _ib_device(sysfs: Path, guid: str) -> tuple[str, str] | None:
+    """The HCA and port to test: the port of the node's planned GUID (``-``: none
+    planned, the first ACTIVE port), as (device, port number)."""
+    ports = _ib_ports(sysfs)
+    if guid != "-":
+        mine = [p for p, (g, _, _) in ports.items() if g == guid.lower()]
+    else:
+        mine = [p for p, (_, _, up) in ports.items() if up]
+    if not mine:
+        return None
+    dev, port = max(mine, key=lambda p: ports[p][2]).split("/")
+    return dev, port
+
+
+def parse_ib_write_bw(text: str) -> float | None:
+    """BW average in Gb/s of an ib_write_bw report (``--report_gbits``; a report in any
+    other unit, or none, is None): the last data line under the header."""
+    header = None
+    value = None
+    for line in text.splitlines():
+        h = BW_HEADER.search(line)
+        if h:
+            header = h.group(2)
+            continue
+        m = BW_LINE.fullmatch(line)
+        if header is not None and m:
+            value = float(m.group(4)) if header == "Gb/sec" else None
+    return value
+
+
+def ib_write_bw(args: argparse.Namespace) -> Outcome:
+    """One side of perftest's ib_write_bw between two nodes. The server (on the partner)
+    waits for one client at most ``--connect-seconds``; the client (on the node under
+    test) retries its connection for as long, runs ``--seconds`` and is judged: BW
+    average under ``--expect-gbps`` less ``--tolerance-percent`` fails."""
+    if (no := _missing("ib_write_bw")) is not None:
+        return no
+    found = _ib_device(Path(args.sysfs), args.ib_guid)
+    if found is None:
+        return False, {}, (f"no InfiniBand port with {args.ib_guid}" if args.ib_guid != "-"
+                           else "no ACTIVE InfiniBand port")
+    dev, port = found
+    argv = ["ib_write_bw", "-d", dev, "-i", port, "-F", "--report_gbits",
+            "-D", str(max(args.seconds, 1)), "-p", str(args.tcp_port)]
+    bound = args.seconds + SLACK_S
+    if args.role == "server":
+        r = _run(argv, args.connect_seconds + bound)
+        bw = parse_ib_write_bw(r.stdout)
+        return (r.returncode == 0, {"bw_gb_s": bw} if bw is not None else {},
+                None if r.returncode == 0 else _tail(r.stderr + r.stdout))
+    try:
+        ipaddress.ip_address(args.peer or "")
+    except ValueError:
+        return False, {}, f"no partner address ({_tail(args.peer or 'none')[:40]})"
+    deadline = time.monotonic() + args.connect_seconds
+    while True:
+        r = _run([*argv, args.peer], bound)
+        text = r.stdout + r.stderr
+        if r.returncode == 0 or "Couldn't connect to" not in text \
+                or time.monotonic() + CONNECT_RETRY_S > deadline:
+            break
+        time.sleep(CONNECT_RETRY_S)  # the partner's server not listening yet
+    bw = parse_ib_write_bw(r.stdout)
+    if r.returncode != 0 or bw is None:
+        return False, {}, f"ib_write_bw (exit {r.returncode}) to {args.peer}: {_tail(text)}"
+    floor = args.expect_gbps * (100 - args.tolerance_percent) / 100
+    if bw < floor:
+        return False, {"bw_gb_s": bw}, (f"{dev}/{port} to {args.peer}: {bw:g} Gb/s, planned "
+                                        f"{args.expect_gbps:g} Gb/s less "
+                                        f"{args.tolerance_percent}%")
+    return True, {"bw_gb_s": bw}, None
+
+
 CHECKS = {"cpu-stress": cpu_stress, "memtester": memtester, "disk-verify": disk_verify,
           "smart": smart, "link-speed": link_speed, "gpu-present": gpu_present,
-          "gpu-stress": gpu_stress, "nccl-allreduce": nccl_allreduce}
+          "gpu-stress": gpu_stress, "nccl-allreduce": nccl_allreduce,
+          "ib-write-bw": ib_write_bw}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,6 +403,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--link", action="append", default=[], metavar="NIC,KIND,GBPS,ID",
                    help="a planned NIC (link-speed); ID its MAC or HCA GUID, or -")
     p.add_argument("--sysfs", default="/sys", help="where sysfs is (a test's fake tree)")
+    p.add_argument("--role", choices=["server", "client"], default="client",
+                   help="ib-write-bw: the partner's side (server) or the node's (client)")
+    p.add_argument("--peer", help="ib-write-bw client: the partner's address")
+    p.add_argument("--ib-guid", default="-", help="ib-write-bw: the HCA's GUID (-: any)")
+    p.add_argument("--tcp-port", type=int, default=IB_WRITE_BW_PORT)
+    p.add_argument("--connect-seconds", type=int, default=60,
+                   help="ib-write-bw: how long the two sides wait for each other")
+    p.add_argument("--expect-gbps", type=float, default=0.0, help="ib-write-bw: the rate")
+    p.add_argument("--tolerance-percent", type=int, default=10)
     args = p.parse_args(argv)
     started = time.time()
     try:

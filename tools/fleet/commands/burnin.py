@@ -60,6 +60,10 @@ def register(sub: Any, parents: Parents) -> None:
                                  "resumed if it passes, left drained if it fails")
             sp.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S",
                             help="seconds to wait for a drained node's jobs (default 3600)")
+            sp.add_argument("--partners-in-service", action="store_true",
+                            help="ib-write-bw: an active node may be a node's partner "
+                                 "(its jobs share the link; default: nodes under test or "
+                                 "in burn-in only)")
             add_salt_config(sp)
             add_slurm_command(sp)
         elif name == "status":
@@ -132,6 +136,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
                                      force=False, timeout=args.drain_timeout, poll=5.0,
                                      say=ctx.progress)
             done = remote.run_node(salt, args.results, h, runs, ctx.progress)
+            done += _run_pairs(salt, args, ctx, inv, names, h, only)
         except (ResultError, MasterError, slurm.DrainWaitError) as exc:
             row["error"] = str(exc)
             continue
@@ -143,6 +148,33 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
         elif h in in_service:  # left out of service, the failing check its reason
             slurm.drain(runner, h, f"{DRAIN_REASON}: {failed[0]} failed")
     return _report_run(rows, ctx)
+
+
+def _run_pairs(salt: Any, args: argparse.Namespace, ctx: Context, inv: Any,
+               names: list[str], h: str, only: list[str] | None) -> list[Any]:
+    """The node's checks between two nodes (fleet.burnin.pairs), each kept: against its
+    first partner, then its second if that failed; no partner is a failed result."""
+    from fleet.burnin import pairs, remote, results
+
+    node = inv.nodes[h]
+    profile = inv.raw.profiles[node.profile_name]
+    done = []
+    for check in pairs.PAIR_CHECKS:
+        if check not in profile.burnin or (only is not None and check not in only):
+            continue
+        found = pairs.partners(inv, h, testing=names, in_service=args.partners_in_service)
+        result = remote.no_partner(check, pairs.why_none(
+            inv, h, in_service=args.partners_in_service))
+        for partner in found:
+            ctx.progress(f"{h}: {check} with {partner.host} ...")
+            server, client = remote.pair_plan(profile, node, partner, check)
+            result = remote.run_pair(salt, h, partner.host, server, client)
+            if result.passed:
+                break
+        results.record(args.results, h, result)
+        ctx.progress(f"{h}: {check} {'passed' if result.passed else 'FAILED'}")
+        done.append(result)
+    return done
 
 
 def _report_run(rows: list[dict[str, Any]], ctx: Context) -> Exit:
