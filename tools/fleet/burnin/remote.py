@@ -147,6 +147,21 @@ def _clean(text: str) -> str:
     return re.sub(r"[^\x20-\x7e]", "?", text)[:MAX_REASON]
 
 
+def pair_check(salt: Salt, profile: Profile, node: Node, partners: list[Partner],
+               check: str, why_none: str, say: Callable[[str], None]) -> Result:
+    """``check`` of ``node`` with its first partner, then the next if that pair failed
+    (one bad partner does not fail a good node); no partner: a failed result saying
+    ``why_none``."""
+    result = no_partner(check, why_none)
+    for partner in partners:
+        say(f"{node.hostname}: {check} with {partner.host} ...")
+        server, client = pair_plan(profile, node, partner, check)
+        result = run_pair(salt, node.hostname, partner.host, server, client)
+        if result.passed:
+            break
+    return result
+
+
 def no_partner(check: str, why: str) -> Result:
     """The failed result kept for a node that had no partner (never a pass)."""
     return Result.model_validate({"check": check, "passed": False, "reason": _clean(why),

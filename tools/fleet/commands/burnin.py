@@ -162,15 +162,11 @@ def _run_pairs(salt: Any, args: argparse.Namespace, ctx: Context, inv: Any,
     for check in pairs.PAIR_CHECKS:
         if check not in profile.burnin or (only is not None and check not in only):
             continue
-        found = pairs.partners(inv, h, testing=names, in_service=args.partners_in_service)
-        result = remote.no_partner(check, pairs.why_none(
-            inv, h, in_service=args.partners_in_service))
-        for partner in found:
-            ctx.progress(f"{h}: {check} with {partner.host} ...")
-            server, client = remote.pair_plan(profile, node, partner, check)
-            result = remote.run_pair(salt, h, partner.host, server, client)
-            if result.passed:
-                break
+        # a node in service under test is drained only in its own turn: not a partner before
+        testing = [n for n in names if inv.nodes[n].state != "active"]
+        found = pairs.partners(inv, h, testing=testing, in_service=args.partners_in_service)
+        result = remote.pair_check(salt, profile, node, found, check, pairs.why_none(
+            inv, h, in_service=args.partners_in_service), ctx.progress)
         results.record(args.results, h, result)
         ctx.progress(f"{h}: {check} {'passed' if result.passed else 'FAILED'}")
         done.append(result)
