@@ -227,6 +227,8 @@ class _Minions:
         answer = self.answers[node]
         if isinstance(answer, list):  # one per call, in turn
             answer = answer.pop(0)
+        if answer is None:  # the salt CLI failed outright
+            return Result(tuple(argv), 2, "", "Salt request timed out")
         return Result(tuple(argv), 0, json.dumps({node: answer}), "")
 
 
@@ -266,6 +268,14 @@ def test_a_failed_pair_names_the_partner_and_its_hostile_words_are_cleaned() -> 
     assert r.reason.startswith("with tbox-002: ib_write_bw (exit 1) to 10.2.0.2: x; partner "
                                "tbox-002: ib-write-bw: tbox-002 printed no result (exit 1): ")
     assert "\x1b" not in r.reason and "?]0;pwned?" in r.reason
+
+
+def test_the_partners_salt_call_failing_leaves_the_clients_outcome() -> None:
+    server, client = _planned()
+    salt = _Minions({"tbox-002": None, "tbox-001": _answer(False, "no server")})
+    r = remote.run_pair(Salt(salt), "tbox-001", "tbox-002", server, client)
+    assert r.reason == ("with tbox-002: no server; partner tbox-002: `salt` exited 2: Salt "
+                        "request timed out")
 
 
 def test_a_wrong_or_missing_client_answer_is_refused() -> None:

@@ -19,7 +19,7 @@ from fleet.burnin.results import Result, ResultError
 from fleet.burnin.runner import CHECKS
 from fleet.inventory.model import Node
 from fleet.inventory.schema.hardware import BurninTest, Profile
-from fleet.master.salt import Salt
+from fleet.master.salt import MasterError, Salt
 
 RUNNER = Path(__file__).with_name("runner.py")
 DEFAULT_MB = 256  # memtester's and fio's size where the profile names none
@@ -129,7 +129,7 @@ def run_pair(salt: Salt, node: str, partner: str, server: Planned, client: Plann
         finally:
             try:
                 other: Result | str = served.result()
-            except ResultError as exc:
+            except (ResultError, MasterError) as exc:  # the client's own outcome stands
                 other = str(exc)
     if got.check != client.check:
         raise ResultError(f"{node} answered {got.check} for {client.check}")
