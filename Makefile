@@ -9,7 +9,7 @@ INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
 	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-machines qemu-deps test-reinstall-vm test-vm \
-	test-swarm bench-fanout bench-monitoring bench-status bench-bmc-facts bench-startup bench-codesync bench-uv bench-gpu-burnin page-screenshot commission-image
+	test-swarm bench-fanout bench-monitoring bench-status bench-bmc-facts bench-validation-cache bench-startup bench-codesync bench-uv bench-gpu-burnin page-screenshot commission-image
 
 help:
 	@echo "make render        validate $(INVENTORY) and render pillar/, pxe/ and pictures/"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-fanout  one master, one real minion per node (144 at once, then more) -> docs/benchmarks.md"
 	@echo "make bench-monitoring  a real Prometheus scraping the site's node targets with fleet's rules -> docs/benchmarks.md"
 	@echo "make bench-bmc-facts one node's hardware facts over Redfish from a fake BMC: time and requests per read -> docs/benchmarks.md"
+	@echo "make bench-validation-cache  where a one-node edit's validation goes at 10,000 nodes, and what a per-node cache would cost (prints)"
 	@echo "make bench-status  fleet status of the site's 144 nodes: from the collector's cache; live and collected with real minions, fake BMCs -> docs/benchmarks.md"
 	@echo "make bench-codesync the code sync of a 50,000-file tree with one change, export on XFS, and on btrfs snapshots -> docs/benchmarks.md"
 	@echo "make bench-startup fleet --help, validate, render: old commit against new, one run -> docs/benchmarks.md"
@@ -118,6 +119,12 @@ bench-fanout: $(STAMP)
 
 bench-monitoring: $(STAMP)
 	$(BIN)/python benchmarks/bench_monitoring.py --runs 3 --write docs/benchmarks.md
+
+# where a one-node edit's validation goes, and what a per-node cache of it would cost
+# (issue 37's measurement; prints, writes nothing)
+bench-validation-cache: $(STAMP)
+	$(BIN)/python benchmarks/gen_inventory.py --nodes 10000 -o build/inv10k.yaml
+	$(BIN)/python benchmarks/probe_validation_cache.py build/inv10k.yaml --runs 5
 
 bench-bmc-facts: $(STAMP)
 	$(BIN)/python benchmarks/bench_bmc_facts.py --runs 20 --write docs/benchmarks.md
