@@ -123,6 +123,7 @@ bench-monitoring: $(STAMP)
 # where a one-node edit's validation goes, and what a per-node cache of it would cost
 # (issue 37's measurement; prints, writes nothing)
 bench-validation-cache: $(STAMP)
+	mkdir -p build
 	$(BIN)/python benchmarks/gen_inventory.py --nodes 10000 -o build/inv10k.yaml
 	$(BIN)/python benchmarks/probe_validation_cache.py build/inv10k.yaml --runs 5
 
