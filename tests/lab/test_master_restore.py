@@ -18,8 +18,9 @@ with one more overlay naming the backup's destination, a path in the test's dire
 fleet's state directories there too, the reinstall's the Rig's):
 
 - ``install -m 0600 /dev/stdin /etc/fleet/backup.key``: the real install, the operator's
-  passphrase on its stdin, into the test's operator directory (never the master's: the
-  key is the operator's);
+  passphrase on its stdin, into the test's operator directory, which stands for the key's
+  place on the master but is not lost with it (the restore's stop step runs `fleet
+  restore` once before its own key step); the step writes it again, same passphrase;
 - ``git commit``: skipped (the lab render is not a checkout), said so;
 - ``fleet render``: into a directory of the test's (the lab master keeps serving the
   lab's own render: the backup runs on this host, not on head-01);
@@ -48,7 +49,7 @@ fleet's state directories there too, the reinstall's the Rig's):
   until every lab minion answers.
 
 Between the two procedures the disk dies (the restore's premise): the master is stopped,
-its keys, its secrets, fleet's state and the operator's key on it are deleted; head-01's
+its keys, its secrets and fleet's state are deleted; head-01's
 container and its volume (.lab/head-pki) are removed and head-01 is created again from its
 image as a fresh install (the restore's step 1, before its command): its minion config in
 place, no key (its salt-minion makes a new one, which the restored master would refuse);
@@ -372,7 +373,6 @@ class Restorer:
         for gone in (self.pki, paths.secrets, self.rig.state, paths.head_pki):
             shutil.rmtree(gone)
         shutil.rmtree(self.tmp / "state", ignore_errors=True)  # the other state roots
-        self.key.unlink()  # the operator's key on the master
         fresh_head(self.lab, image)
         (self.pki / "minions").mkdir(parents=True)
         lab_master.start(paths, self.lab.plan)

@@ -388,9 +388,15 @@ class Follower:
              *overlays, "-o", str(out)], cwd=ROOT, capture_output=True, text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT / "tools")}, timeout=300, check=False)
         assert proc.returncode == 0, (step.text, proc.stdout[-2000:], proc.stderr[-2000:])
-        if promoted:  # every minion's list now starts with head-02
+        if promoted:  # every minion's list: the active master first, head-01 the standby
+            paths = self.lab.paths
+            inv = load_inventory(paths.inventory, [*paths.overlays, self.sb.overlay,
+                                                   self.sb.promoted])
             conf = yaml.safe_load(_minion_conf(out, APPLIED))
-            assert conf["master"] == [self.sb.address, str(self.lab.plan.gateway)], conf
+            assert inv.standby_address == inv.nodes["head-01"].address
+            # (the lab's site.salt.master_address, the host, stays first; at the site,
+            # with none, head-02's address is)
+            assert conf["master"] == [str(inv.master_address), str(inv.standby_address)], conf
             self.seen.add("promoted render")
         else:  # the sync key recorded reaches head-01's keysource
             assert self.sync_key and any(
