@@ -1,32 +1,69 @@
-"""The lab's head node lost and brought back by `fleet restore` (docs/operations.md,
-Backup and restore), with the real restic and the real minions of the lab.
+"""The lab's head node lost and brought back by `fleet restore`, following docs/operations.md's
+"Set up and run the backup" and "Restore head-01 onto a fresh install" step by step, in
+the order written there (tests/support/runbook.py reads them: each `$` line a command,
+the output lines shown under a command required in its output), with the real restic and
+the real minions of the lab. Nothing here restates a step: a step the doc drops, reorders
+or gets wrong fails the checks below.
 
 The lab's master runs on this host (fleet.lab.master): its keys under .lab/master/pki,
 its secrets store .lab/secrets. head-01 is a container (dnsmasq, nginx, Slurm's
 controller...) whose /etc/salt/pki, its own minion key, is a host directory
 (.lab/head-pki, fleet.lab.paths): on a real head both sit on the one disk that dies.
-Before the backup, a real `fleet reinstall` of a node is left interrupted: its preflight
-fails (its BMC, a FAKE one's address with nobody there, does not answer), which leaves the
-run unfinished in the journal, as the flow writes it.
+Before the first step, a real `fleet reinstall` of a node (NODE: tbox-001) is left
+interrupted: its preflight fails (its BMC, a FAKE one's address with nobody there, does
+not answer), which leaves the run unfinished in the journal, as the flow writes it.
 
-The disk dies: the master is stopped and its keys, its secrets and fleet's state are
-deleted; head-01's container and its volume (.lab/head-pki) are removed and head-01 is
-created again from its image as a fresh install: its minion config in place, no key
-(its salt-minion makes a new one, which the restored master would refuse). The
-"freshly installed" master starts once and makes a new key of its own. Then:
+The lab form of each step (every fleet run is this checkout's CLI on the lab's inventory
+with one more overlay naming the backup's destination, a path in the test's directory;
+fleet's state directories there too, the reinstall's the Rig's):
 
-- `fleet restore` refuses while that master runs (exit 6), and restores once it is
-  stopped (exit 0, the restored key's fingerprint is the backup's); head-01's minion key
-  is back too: its minion restarted, then the master;
-- a highstate of head-01 converges it again;
-- every minion answers test.ping, head-01's included, with no key accepted again (the
-  accepted keys are the same files, none pending or denied);
-- `fleet keys finger --check` holds (the minions' pinned master_finger);
-- the secrets store and the journal are identical, modes and owners included;
-- the interrupted reinstall is the restored master's to end: `fleet reinstall --resume`
-  continues the same run (at preflight, which fails again: the BMC still does not
-  answer), and `--abort` ends it, the node left as reported (boot mode local, its key
-  accepted, Slurm not drained)."""
+- ``install -m 0600 /dev/stdin /etc/fleet/backup.key``: the real install, the operator's
+  passphrase on its stdin, into the test's operator directory, which stands for the key's
+  place on the master but is not lost with it (the restore's stop step runs `fleet
+  restore` once before its own key step); the step writes it again, same passphrase;
+- ``git commit``: skipped (the lab render is not a checkout), said so;
+- ``fleet render``: into a directory of the test's (the lab master keeps serving the
+  lab's own render: the backup runs on this host, not on head-01);
+- ``fleet secrets init``: on the lab's store (.lab/secrets); after the restore it must
+  change nothing there;
+- ``salt stor-050 state.apply``: NOT RUN (the lab's destination is a path: no sftp host);
+  ``salt head-01 state.apply`` while setting up: NOT RUN (the lab's head-01 is applied by
+  the bring-up; its backup timer would back up the container, not the lab master on
+  this host); both said so;
+- ``fleet backup [list|check]``, ``fleet restore``, ``fleet keys ...``: the real CLI with
+  the lab master's paths (``--pki-dir``, ``--minion-pki-dir`` head-01's volume,
+  ``--secrets``, ``--salt-config``); ``fleet status``: without ``--live`` (the lab has no
+  collector: the node columns are unknown; what the steps read, the last backup and the
+  reinstall's journal, is the master's own files);
+- ``fleet reinstall NODE ...``: NODE is the node left interrupted, run by the Rig
+  (reinstall_rig.py: the lab's PXE state through head-01, a BMC address with nobody
+  listening), after Slurm's controller on the new head-01 has every node back (the
+  abort's report reads it);
+- ``systemctl stop|start salt-master``: the lab master on this host (fleet.lab.master);
+  the stop is first shown to be needed: `fleet restore` with the fresh master running is
+  refused (exit 6);
+- ``systemctl restart salt-minion``: in head-01's container, stopped (gone when
+  systemctl returns), then started without waiting;
+- ``salt head-01 state.apply`` after the restore: the lab master's highstate of head-01
+  once its minion answers (fleet.lab.highstate); ``salt '*' test.ping``: the lab master's,
+  until every lab minion answers.
+
+Between the two procedures the disk dies (the restore's premise): the master is stopped,
+its keys, its secrets and fleet's state are deleted; head-01's
+container and its volume (.lab/head-pki) are removed and head-01 is created again from its
+image as a fresh install (the restore's step 1, before its command): its minion config in
+place, no key (its salt-minion makes a new one, which the restored master would refuse);
+the "freshly installed" master starts once and makes a new key of its own.
+
+What the steps must show: the restore restores the backup's fingerprint, head-01's
+minion key and the secrets store, the keys and the journal identical, modes and owners
+included, the fresh master's own key kept aside; head-01's highstate converges it again;
+every minion answers test.ping with no key accepted again (the accepted keys are the same
+files, none pending or denied); `fleet keys finger --check` holds; `fleet status` shows
+the interrupted reinstall; it is the restored master's to end: `--resume` continues the
+same run (at preflight, which fails again: the BMC still does not answer), and `--abort`
+ends it, the node left as reported (boot mode local, its key accepted, Slurm not
+drained)."""
 
 from __future__ import annotations
 
@@ -35,6 +72,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +88,19 @@ from fleet.lab import nodes as lab_nodes
 from fleet.lab import podman as pm
 from fleet.master.highstate import Status
 from fleet.render import bootstrap
+from support import runbook
 from support.bmcfakes import free_port
 
 NODE = "tbox-001"  # its reinstall is left interrupted before the backup
 HEAD = "head-01"
+PASSPHRASE = "the lab operator's passphrase\n"
+# what following the two procedures must have shown: a step the runbook drops leaves one
+# of these unseen
+OUTCOMES = {"key installed", "secrets made", "backed up", "status: last backup",
+            "listed", "checked", "restore refused over a running master", "master stopped",
+            "key back", "restored", "head minion restarted", "master started",
+            "head-01 converged", "finger holds", "every minion answers", "no key missing",
+            "status: journal", "resumed", "aborted", "secrets unchanged"}
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
@@ -71,122 +119,292 @@ def _keys(lab: Lab) -> dict[str, Any]:
     return keys
 
 
-class Backup:
-    def __init__(self, lab: Lab, tmp: Path, reinstall_state: Path) -> None:
-        self.lab, self.tmp = lab, tmp
-        self.key = tmp / "operator" / "backup.key"
+@dataclass
+class Restorer:
+    """Runs the runbook's steps on the lab and checks each; keeps what it saw."""
+    lab: Lab
+    tmp: Path
+    rig: Rig
+    seen: set[str] = field(default_factory=set)
+    before: dict[str, Any] = field(default_factory=dict)  # as the backup found them
+    restored: dict[str, Any] = field(default_factory=dict)  # as the restore left them
+
+    def __post_init__(self) -> None:
+        self.key = self.tmp / "operator" / "backup.key"
         self.key.parent.mkdir()
-        self.key.write_text("the lab operator's passphrase\n")
-        self.key.chmod(0o600)
-        self.overlay = tmp / "backup-overlay.yaml"
+        self.overlay = self.tmp / "backup-overlay.yaml"
         self.overlay.write_text(yaml.safe_dump({"site": {"backup": {"destination": {
-            "type": "path", "path": str(tmp / "repo")}}}}))
-        (tmp / "pxe-state").mkdir()
+            "type": "path", "path": str(self.tmp / "repo")}}}}))
+        (self.tmp / "pxe-state").mkdir()
         self.env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
-                    "FLEET_REINSTALL_STATE": str(reinstall_state),
-                    **{env: str(tmp / sub) for env, sub in (
+                    "FLEET_REINSTALL_STATE": str(self.rig.state),
+                    **{env: str(self.tmp / sub) for env, sub in (
                         ("FLEET_ROLLOUT_STATE", "state/rollout"),
                         ("FLEET_HEALTH_STATE", "state/health"),
                         ("FLEET_APPLY_STATE", "state/apply"),
+                        ("FLEET_STATUS_STATE", "state/status"),
                         ("FLEET_BACKUP_STATE", "state/backup"),
                         ("FLEET_ALERTMANAGER_STATE", "am"),
                         ("FLEET_AUDIT_LOG", "log/audit.jsonl"))}}
+        self.run_id = self.rig.journal(NODE)[0]["run"]
+        self.minions = [n.hostname for n in self.lab.nodes]
+        self.keys_before = _keys(self.lab)
+        assert sorted(self.keys_before["minions"]) == sorted(self.minions)
+        self.head_key = _tree(self.head_pki)
+        assert str(self.head_pki / "minion.pem") in self.head_key
 
-    def fleet(self, verb: str, *args: str) -> tuple[int, dict[str, Any]]:
-        argv = [sys.executable, "-m", "fleet", verb, *args, "--json",
-                "-i", str(ROOT / "inventory.yaml"), *self.lab.paths.overlay_args()]
-        if verb in ("backup", "restore"):
-            argv += ["--overlay", str(self.overlay), "--password-file", str(self.key),
-                     "--secrets", str(self.lab.paths.secrets),
-                     "--pxe-state", str(self.tmp / "pxe-state"),
-                     "--pki-dir", str(self.lab.paths.master_root / "pki"),
-                     "--minion-pki-dir", str(self.lab.paths.head_pki / "minion")]
-        argv += ["--salt-config", str(self.lab.paths.salt_etc)]
+    @property
+    def pki(self) -> Path:
+        return self.lab.paths.master_root / "pki"
+
+    @property
+    def head_pki(self) -> Path:
+        return self.lab.paths.head_pki / "minion"
+
+    def trees(self) -> dict[str, Any]:
+        return {"pki": _tree(self.pki), "secrets": _tree(self.lab.paths.secrets),
+                "state": _tree(self.rig.state)}
+
+    # --- commands -----------------------------------------------------------------------
+    def fleet(self, verb: str, *args: str, json_out: bool = True
+              ) -> tuple[int, dict[str, Any], subprocess.CompletedProcess[str]]:
+        paths = self.lab.paths
+        argv = [sys.executable, "-m", "fleet", verb, *args, *(["--json"] * json_out),
+                "-i", str(ROOT / "inventory.yaml"), *paths.overlay_args(),
+                "--overlay", str(self.overlay)]
+        kept = ["--password-file", str(self.key), "--secrets", str(paths.secrets),
+                "--pxe-state", str(self.tmp / "pxe-state"), "--pki-dir", str(self.pki),
+                "--minion-pki-dir", str(self.head_pki), "--salt-config", str(paths.salt_etc)]
+        argv += {
+            "backup": kept, "restore": kept,
+            "secrets": ["--secrets", str(paths.secrets)],
+            "render": ["-o", str(self.tmp / "render")],
+            "status": ["--no-power", "--no-alerts", "--salt-config", str(paths.salt_etc)],
+        }.get(verb, ["--salt-config", str(paths.salt_etc)])
         proc = subprocess.run(argv, cwd=ROOT, env=self.env, capture_output=True, text=True,
                               timeout=900, check=False)
-        assert proc.stdout.strip().startswith("{"), (proc.returncode, proc.stderr[-3000:])
-        return proc.returncode, json.loads(proc.stdout)
+        if not json_out:
+            return proc.returncode, {}, proc
+        assert proc.stdout.strip().startswith("{"), (verb, proc.returncode,
+                                                      proc.stderr[-3000:])
+        return proc.returncode, json.loads(proc.stdout), proc
+
+    # --- the steps ----------------------------------------------------------------------
+    def step(self, section: str, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        prog, args = step.argv[0], step.argv[1:]
+        if prog == "git":
+            print(f"{step.text}: skipped, the lab's render is not a checkout")
+            return subprocess.CompletedProcess(step.argv, 0, "", "")
+        if prog == "install":
+            return self.install_key(step)
+        if prog == "systemctl":
+            return self.systemctl(step)
+        if prog == "salt":
+            return self.salt(section, step)
+        if args[0] == "reinstall":
+            return self.reinstall(step)
+        check = getattr(self, f"check_{args[0]}")
+        return check(step)  # type: ignore[no-any-return]
+
+    def install_key(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        assert step.argv[1:3] == ["-m", "0600"] and step.argv[3] == "/dev/stdin", step.text
+        argv = [*step.argv[:-1], str(self.key)]  # the operator's directory in the lab
+        proc = subprocess.run(argv, input=PASSPHRASE, capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert proc.returncode == 0, (step.text, proc.stderr)
+        assert self.key.stat().st_mode & 0o777 == 0o600 and self.key.read_text() == PASSPHRASE
+        self.seen.add("key back" if "master stopped" in self.seen else "key installed")
+        return proc
+
+    def systemctl(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        paths = self.lab.paths
+        action, unit = step.argv[1:]
+        if (action, unit) == ("stop", "salt-master"):
+            # the step is needed: over the fresh install's running master, refused
+            code, doc, _ = self.fleet("restore")
+            assert code == 6, doc
+            self.seen.add("restore refused over a running master")
+            lab_master.stop(paths)
+            self.seen.add("master stopped")
+        elif (action, unit) == ("start", "salt-master"):
+            lab_master.start(paths, self.lab.plan)
+            self.seen.add("master started")
+        elif (action, unit) == ("restart", "salt-minion"):
+            # head-01's minion loads its restored key before the master is back: stopped
+            # (gone when systemctl returns), then started
+            head = self.lab.plan.node(HEAD).container
+            pm.exec_(paths, head, "systemctl", "stop", "salt-minion", timeout=120)
+            pm.exec_(paths, head, "systemctl", "start", "--no-block", "salt-minion")
+            self.seen.add("head minion restarted")
+        else:
+            raise AssertionError(f"{step.text}: no lab form for this systemctl step")
+        return subprocess.CompletedProcess(step.argv, 0, "", "")
+
+    def salt(self, section: str, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        paths = self.lab.paths
+        target, fun = step.argv[1:]
+        setting_up = section == runbook.BACKUP_SECTIONS[0]
+        if fun == "state.apply" and (setting_up or target != HEAD):
+            print(f"{step.text}: NOT RUN in the lab (its destination is a path on this host, "
+                  "where the lab master runs; head-01 is applied by the bring-up)")
+        elif fun == "state.apply":
+            highstate.ping(paths, [HEAD], timeout=300)
+            results, took = highstate.apply(paths, [HEAD])
+            assert [(r.node, r.status) for r in results] == [(HEAD, Status.CHANGED)], \
+                highstate.format_results(results, took)
+            lab_mod.settle(paths, self.lab.plan)  # base.minion's restart of a changed config
+            self.seen.add("head-01 converged")
+        elif (target, fun) == ("*", "test.ping"):
+            highstate.ping(paths, self.minions, timeout=300)
+            # every key accepted as before, none pending or denied
+            assert _keys(self.lab) == self.keys_before
+            self.seen.add("every minion answers")
+        else:
+            raise AssertionError(f"{step.text}: no lab form for this salt step")
+        return subprocess.CompletedProcess(step.argv, 0, "", "")
+
+    def check_render(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        code, _, proc = self.fleet(*step.argv[1:], json_out=False)
+        assert code == 0, (step.text, proc.stderr[-3000:])
+        return proc
+
+    def check_secrets(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        code, doc, proc = self.fleet(*step.argv[1:])
+        assert code == 0, (step.text, doc)
+        if self.restored:  # the secrets are back: it changes nothing
+            assert _tree(self.lab.paths.secrets) == self.restored["secrets"], \
+                _differ({"s": self.restored["secrets"]}, {"s": _tree(self.lab.paths.secrets)})
+            self.seen.add("secrets unchanged")
+        else:
+            self.seen.add("secrets made")
+        return proc
+
+    def check_backup(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        action = step.argv[2:]
+        if not action:
+            self.before = self.trees()
+        code, doc, proc = self.fleet(*step.argv[1:])
+        assert code == 0, (step.text, doc)
+        if not action:
+            assert doc["verified"] is True, doc
+            self.seen.add("backed up")
+        elif action == ["list"]:
+            assert len(doc["snapshots"]) == 1, doc
+            self.seen.add("listed")
+        else:
+            assert action == ["check"] and doc["ok"] is True, doc
+            self.seen.add("checked")
+        return proc
+
+    def check_status(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        if not self.restored:  # the last good backup, in the human report
+            code, _, proc = self.fleet(*step.argv[1:], json_out=False)
+            assert code in (0, 5), (step.text, code, proc.stderr[-3000:])
+            (line,) = [x for x in proc.stdout.splitlines() if x.startswith("master backup:")]
+            assert line.startswith("master backup: last good ") and ", verified" in line, line
+            self.seen.add("status: last backup")
+            return proc
+        code, doc, proc = self.fleet(*step.argv[1:])
+        assert code in (0, 5), (step.text, code, proc.stderr[-3000:])
+        (row,) = [r for r in doc["nodes"] if r["node"] == NODE]
+        unfinished = row["work"]["unfinished"] or ""
+        assert f"reinstall {self.run_id} unfinished at preflight" in unfinished, row["work"]
+        self.seen.add("status: journal")
+        return proc
+
+    def check_restore(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        code, doc, proc = self.fleet(*step.argv[1:])
+        assert code == 0 and doc["finger_holds"] is True, doc
+        assert "salt-minion-pki" in doc["items"], doc
+        assert _tree(self.head_pki) == self.head_key
+        self.restored = self.trees()
+        assert self.restored == self.before, _differ(self.before, self.restored)
+        # the fresh master's own key is kept aside, not deleted
+        assert [p.name.split("-", 2)[:2] for p in self.pki.parent.glob(
+            "pki.before-restore-*")] == [["pki.before", "restore"]]
+        self.seen.add("restored")
+        return proc
+
+    def check_keys(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        code, doc, proc = self.fleet(*step.argv[1:])
+        assert code == 0, (step.text, doc)
+        if step.argv[2:] == ["finger", "--check"]:
+            assert doc["finger"] == doc["recorded"], doc
+            self.seen.add("finger holds")
+        else:
+            assert step.argv[2:] == ["check"], step.text
+            self.seen.add("no key missing")
+        return proc
+
+    def reinstall(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
+        node, mode = step.argv[2:]
+        assert node == "NODE", step.text  # the node fleet status names: NODE here
+        if mode == "--resume":
+            poll("every Slurm node idle on the new head-01", lambda: _slurm_idle(self.lab),
+                 timeout=300)
+            rc, report = self.rig.run(NODE, "--resume", "--timeout", "60",
+                                      bmc_port=free_port(), timeout=300)
+            assert rc == 5 and report["mode"] == "resume" and report["run"] == self.run_id, \
+                (rc, report, self.rig.stderr(NODE))
+            assert [s["step"] for s in report["steps"]] == ["preflight"], report
+            self.seen.add("resumed")
+            return subprocess.CompletedProcess(step.argv, rc, "", "")
+        assert mode == "--abort", step.text
+        rc, report = self.rig.run(NODE, "--abort", bmc_port=free_port(), timeout=300)
+        assert rc == 0 and report["outcome"] == "aborted" and report["run"] == self.run_id, \
+            (rc, report, self.rig.stderr(NODE))
+        left = report["left"]
+        assert left["boot_mode"] == "local" and left["token"] == "none outstanding", report
+        assert left["key"] == "accepted" and left["slurm"].startswith("idle"), report
+        end = self.rig.journal(NODE)[-1]
+        assert (end["event"], end["outcome"], end["run"]) == ("finish", "aborted",
+                                                              self.run_id), end
+        self.seen.add("aborted")
+        return subprocess.CompletedProcess(step.argv, rc, "", "")
+
+    # --- the disk dies --------------------------------------------------------------------
+    def lose_the_head(self) -> None:
+        """The master's and head-01's disk dies; head-01 is installed again, its master
+        started once (a new key)."""
+        paths = self.lab.paths
+        lab_master.stop(paths)
+        image = pm.inspect(paths, self.lab.plan.node(HEAD).container)["ImageName"]
+        lab_nodes.remove(paths, [self.lab.plan.node(HEAD).container])
+        for gone in (self.pki, paths.secrets, self.rig.state, paths.head_pki):
+            shutil.rmtree(gone)
+        shutil.rmtree(self.tmp / "state", ignore_errors=True)  # the other state roots
+        fresh_head(self.lab, image)
+        (self.pki / "minions").mkdir(parents=True)
+        lab_master.start(paths, self.lab.plan)
+        assert (self.pki / "master.pub").read_bytes() != \
+            self.before["pki"][str(self.pki / "master.pub")][3]
 
 
 def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None:
-    paths = lab.paths
-    pki = paths.master_root / "pki"
-    minions = [n.hostname for n in lab.nodes]
     rig = interrupted_reinstall(lab, tmp_path / "reinstall")
-    b = Backup(lab, tmp_path, rig.state)
-    run_id = rig.journal(NODE)[0]["run"]
-    keys_before = _keys(lab)
-    assert sorted(keys_before["minions"]) == sorted(minions)
-    before = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
-              "state": _tree(rig.state)}
-    head_key = _tree(paths.head_pki / "minion")
-    assert str(paths.head_pki / "minion" / "minion.pem") in head_key
-
-    code, doc = b.fleet("backup")
-    assert code == 0, doc
-    # the disk dies: the master's and head-01's; the head node is installed again
-    lab_master.stop(paths)
-    image = pm.inspect(paths, lab.plan.node(HEAD).container)["ImageName"]
-    lab_nodes.remove(paths, [lab.plan.node(HEAD).container])
-    for gone in (pki, paths.secrets, rig.state, paths.head_pki):
-        shutil.rmtree(gone)
-    shutil.rmtree(tmp_path / "state", ignore_errors=True)  # the other state roots, if made
-    fresh_head(lab, image)
-    (pki / "minions").mkdir(parents=True)
+    r = Restorer(lab, tmp_path, rig)
+    setup, restore = runbook.BACKUP_SECTIONS
     try:
-        lab_master.start(paths, lab.plan)
-        assert (pki / "master.pub").read_bytes() != before["pki"][str(pki / "master.pub")][3]
-        code, doc = b.fleet("restore")
-        assert code == 6, doc  # a running master of this config: refused
+        for name in (setup, restore):
+            if name == restore:
+                t0 = time.monotonic()
+                r.lose_the_head()
+                print(f"[restore] head-01 lost and installed again: "
+                      f"{time.monotonic() - t0:.1f}s")
+            for step in runbook.steps(name):
+                why = runbook.unrunnable(step, runbook.MASTER_PROGRAMS, runbook.MASTER_VERBS)
+                assert why is None, why
+                t0 = time.monotonic()
+                proc = r.step(name, step)
+                out = proc.stdout + proc.stderr
+                for line in step.shown:  # the output the runbook shows is the output
+                    assert " ".join(line.split()) in " ".join(out.split()), \
+                        (step.text, line, out)
+                print(f"[restore] {step.text}: ok, {time.monotonic() - t0:.1f}s")
     finally:
-        lab_master.stop(paths)
-    code, doc = b.fleet("restore")
-    assert code == 0 and doc["finger_holds"] is True, doc
-    assert "salt-minion-pki" in doc["items"], doc
-    assert _tree(paths.head_pki / "minion") == head_key
-    after = {"pki": _tree(pki), "secrets": _tree(paths.secrets),
-             "state": _tree(rig.state)}
-    assert after == before, _differ(before, after)
-    # head-01's minion loads its restored key before the master is back: with the fresh
-    # key it would meet the restored master, which denies a changed key: stopped (gone when
-    # systemctl returns), then started
-    head = lab.plan.node(HEAD).container
-    pm.exec_(paths, head, "systemctl", "stop", "salt-minion", timeout=120)
-    pm.exec_(paths, head, "systemctl", "start", "--no-block", "salt-minion")
-    lab_master.start(paths, lab.plan)
-    highstate.ping(paths, [HEAD], timeout=300)
-    results, took = highstate.apply(paths, [HEAD])
-    assert [(r.node, r.status) for r in results] == [(HEAD, Status.CHANGED)], \
-        highstate.format_results(results, took)
-    lab_mod.settle(paths, lab.plan)  # base.minion's restart of a changed minion config
-
-    # the fresh master's own key is kept aside, not deleted
-    assert [p.name.split("-", 2)[:2] for p in pki.parent.glob("pki.before-restore-*")] == \
-        [["pki.before", "restore"]]
-    highstate.ping(paths, minions, timeout=300)
-    keys_after = _keys(lab)
-    assert keys_after == keys_before  # every key accepted as before, none pending or denied
-    code, doc = b.fleet("keys", "finger", "--check")
-    assert code == 0 and doc["finger"] == doc["recorded"], doc
-
-    # Slurm's controller on the new head-01 has every node back (the later tests and the
-    # abort's report read it)
-    poll("every Slurm node idle on the new head-01", lambda: _slurm_idle(lab), timeout=300)
-
-    # the interrupted reinstall, resumed then aborted by the restored master
-    rc, report = rig.run(NODE, "--resume", "--timeout", "60", bmc_port=free_port(),
-                         timeout=300)
-    assert rc == 5 and report["mode"] == "resume" and report["run"] == run_id, \
-        (rc, report, rig.stderr(NODE))
-    assert [s["step"] for s in report["steps"]] == ["preflight"], report
-    rc, report = rig.run(NODE, "--abort", bmc_port=free_port(), timeout=300)
-    assert rc == 0 and report["outcome"] == "aborted" and report["run"] == run_id, \
-        (rc, report, rig.stderr(NODE))
-    left = report["left"]
-    assert left["boot_mode"] == "local" and left["token"] == "none outstanding", report
-    assert left["key"] == "accepted" and left["slurm"].startswith("idle"), report
-    end = rig.journal(NODE)[-1]
-    assert (end["event"], end["outcome"], end["run"]) == ("finish", "aborted", run_id), end
+        if lab_master.pid(lab.paths) is None:  # a step failed with the master stopped
+            lab_master.start(lab.paths, lab.plan)
+    assert sorted(OUTCOMES - r.seen) == [], "the runbook's steps never showed these"
 
 
 def interrupted_reinstall(lab: Lab, work: Path) -> Rig:

@@ -1,7 +1,8 @@
-"""The runbook procedures that tests/lab/test_runbook.py follows on the lab, checked
-without one: every step is one the lab runs, and their render steps (the edits, `fleet
-validate`, `fleet diff` with the output the runbook shows, `fleet render`) hold on the
-lab's inventory rendered into a temporary directory."""
+"""The runbook procedures that tests/lab/test_runbook.py, test_master_restore.py and
+test_standby.py follow on the lab, checked without one: every step is one the lab runs,
+and the node procedures' render steps (the edits, `fleet validate`, `fleet diff` with the
+output the runbook shows, `fleet render`) hold on the lab's inventory rendered into a
+temporary directory."""
 
 from __future__ import annotations
 
@@ -35,6 +36,38 @@ def test_every_step_is_one_the_lab_runs(name: str) -> None:
     assert [s for s in steps if s.edit is not None], f"{name}: no inventory edit"
     assert [s for s in steps if s.argv], f"{name}: no command"
     assert [runbook.unrunnable(s) for s in steps if runbook.unrunnable(s)] == []
+
+
+@pytest.mark.parametrize("name", [*runbook.BACKUP_SECTIONS, runbook.FAILOVER_SECTION])
+def test_every_master_step_is_one_the_lab_runs(name: str) -> None:
+    steps = runbook.steps(name)
+    assert [s for s in steps if s.argv], f"{name}: no command"
+    assert [why for s in steps if (why := runbook.unrunnable(
+        s, runbook.MASTER_PROGRAMS, runbook.MASTER_VERBS))] == []
+
+
+def test_the_failover_is_in_its_parts_and_names_each_host() -> None:
+    """tests/lab/test_standby.py stops and starts head-01 at the parts' headings, and
+    runs each command on the host its comment names."""
+    steps = runbook.steps(runbook.FAILOVER_SECTION)
+    assert [p for i, p in enumerate(s.part for s in steps) if p not in
+            [s.part for s in steps[:i]]] == ["Set up the standby once", "When head-01 is lost",
+                                             "When head-01 comes back"]
+    hosts = {s.note.split(":")[0] for s in steps if s.note.startswith("on ")}
+    assert hosts == {"on head-01", "on head-02"}, hosts
+
+
+def test_the_parser_keeps_sudo_the_comment_and_the_part() -> None:
+    text = ("### A\n\n```console\n$ sudo fleet apply  # on head-02: it's refused\n```\n"
+            "#### Later\n\n1. step\n\n   ```yaml\n   site:\n     salt: {master: b}\n   ```\n"
+            "   ```console\n   $ salt '*' test.ping\n   n-1:\n   ```\n")
+    got = [(s.line, s.edit, s.argv, s.shown, s.sudo, s.note, s.part)
+           for s in runbook.steps("A", text)]
+    assert got == [
+        (4, None, ["fleet", "apply"], [], True, "on head-02: it's refused", ""),
+        (11, {"site": {"salt": {"master": "b"}}}, [], [], False, "", "Later"),
+        (15, None, ["salt", "*", "test.ping"], ["n-1:"], False, "", "Later")]
+    assert runbook.steps("A", text)[0].text.endswith("sudo fleet apply")
 
 
 def test_the_parser_reads_edits_commands_and_shown_output_in_order() -> None:
