@@ -190,6 +190,9 @@ def _put_conf(lab: Lab, node: str, text: str) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
         f.write(text)
         f.flush()
+        # the temporary file's 0600 would go with it: base.minion keeps 0644, and an apply
+        # that puts the mode back restarts the minion under the next test's job
+        Path(f.name).chmod(0o644)
         pm.podman(lab.paths, "cp", f.name,
                   f"{lab.plan.node(node).container}:/etc/salt/minion.d/fleet.conf")
     podman_exec(lab, node, "systemctl", "restart", "salt-minion", timeout=120)
