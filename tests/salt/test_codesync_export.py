@@ -181,6 +181,26 @@ def _free_port() -> int:
         return port
 
 
+def _daemon(rsync_bin: str, conf: str, local: dict[str, str], tmp_path: Path,
+            indent: str = "") -> tuple[subprocess.Popen[bytes], str]:
+    """The rendered rsyncd.conf with ``local``'s keys replaced, run as a daemon on loopback;
+    the daemon and its code_nfs URL, once it answers."""
+    lines = []
+    for ln in conf.splitlines():
+        key = ln.strip().split(" = ", 1)[0]
+        lines.append(f"{indent}{key} = {local[key]}" if key in local else ln)
+    (tmp_path / "rsyncd.conf").write_text("\n".join(lines) + "\n")
+    daemon = subprocess.Popen([rsync_bin, "--daemon", "--no-detach",
+                               f"--config={tmp_path / 'rsyncd.conf'}"])
+    url = f"rsync://127.0.0.1:{local['port']}/code_nfs"
+    for _ in range(100):
+        if subprocess.run([rsync_bin, f"{url}/"], capture_output=True,
+                          check=False).returncode == 0:
+            break
+        time.sleep(0.05)
+    return daemon, url
+
+
 @pytest.fixture
 def rsync_bin() -> str:
     found = shutil.which("rsync")
@@ -206,24 +226,12 @@ def test_the_rendered_daemon_refuses_what_it_says(pillar_dir: Path, tmp_path: Pa
     subprocess.run([rsync_bin, "-a", f"{src}/", f"{export}/xx/"], check=True)
     (src / "b.py").write_text("changed\n")
     port = _free_port()
-    conf = res.files["codesync-server-file-managed-conf"]
     local = {"port": str(port), "address": "127.0.0.1", "path": str(export),
              "uid": "root", "gid": "root", "pid file": str(tmp_path / "pid"),
              "use chroot": "no", "hosts allow": "127.0.0.1"}
-    lines = []
-    for ln in conf.splitlines():
-        key = ln.strip().split(" = ", 1)[0]
-        lines.append(f"{key} = {local[key]}" if key in local else ln)
-    (tmp_path / "rsyncd.conf").write_text("\n".join(lines) + "\n")
-    daemon = subprocess.Popen([rsync_bin, "--daemon", "--no-detach",
-                               f"--config={tmp_path / 'rsyncd.conf'}"])
+    daemon, url = _daemon(rsync_bin, res.files["codesync-server-file-managed-conf"], local,
+                          tmp_path)
     try:
-        url = f"rsync://127.0.0.1:{port}/code_nfs"
-        for _ in range(100):
-            if subprocess.run([rsync_bin, f"{url}/"], capture_output=True,
-                              check=False).returncode == 0:
-                break
-            time.sleep(0.05)
 
         def push(job: str, *opts: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([rsync_bin, "-a", "--mkpath", *opts, f"{src}/",
@@ -346,20 +354,9 @@ def test_the_hook_snapshots_xx_for_a_push_and_refuses_hostile_paths(
              "uid": "nobody", "gid": "nogroup", "pid file": str(tmp_path / "pid"),
              "hosts allow": "127.0.0.1",
              "pre-xfer exec": f"{hook} nobody branches/caches"}
-    lines = []
-    for ln in res.files["codesync-server-file-managed-conf"].splitlines():
-        key = ln.strip().split(" = ", 1)[0]
-        lines.append(f"    {key} = {local[key]}" if key in local else ln)
-    (tmp_path / "rsyncd.conf").write_text("\n".join(lines) + "\n")
-    daemon = subprocess.Popen([rsync_bin, "--daemon", "--no-detach",
-                               f"--config={tmp_path / 'rsyncd.conf'}"])
+    daemon, url = _daemon(rsync_bin, res.files["codesync-server-file-managed-conf"], local,
+                          tmp_path, indent="    ")
     try:
-        url = f"rsync://127.0.0.1:{port}/code_nfs"
-        for _ in range(100):
-            if subprocess.run([rsync_bin, f"{url}/"], capture_output=True,
-                              check=False).returncode == 0:
-                break
-            time.sleep(0.05)
 
         def push(dest: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([rsync_bin, "-a", "--mkpath", "--stats", "--copy-dest=/xx",
