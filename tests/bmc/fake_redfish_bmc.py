@@ -109,19 +109,14 @@ class EtagLayer:
 
     def relinked(self, env: Environ, start: StartResponse, base: str,
                  keys: set[str]) -> Iterable[bytes]:
-        held: list[Any] = []
+        from fake_redfish_parts import rewritten
 
-        def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            held[:] = [status, headers, exc_info]
-            return lambda _data: None
+        def change(_status: str, body: bytes) -> bytes:
+            with contextlib.suppress(ValueError):  # not JSON: as it is
+                return json.dumps(_prefix(json.loads(body), base, keys)).encode()
+            return body
 
-        body = b"".join(self.app(env, hold))
-        status, headers, exc_info = held
-        with contextlib.suppress(ValueError):  # not JSON: as it is
-            body = json.dumps(_prefix(json.loads(body), base, keys)).encode()
-        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
-        start(status, [*headers, ("Content-Length", str(len(body)))], exc_info)
-        return [body]
+        return rewritten(self.app, env, start, change)
 
     def reply(self, start: StartResponse, status: str, message: str) -> Iterable[bytes]:
         body = json.dumps({"error": {"code": "Base.1.0.GeneralError", "message": message}})

@@ -24,6 +24,24 @@ from typing import Any
 
 StartResponse = Callable[..., Any]
 Environ = dict[str, Any]
+
+
+def rewritten(app: Callable[..., Iterable[bytes]], env: Environ, start: StartResponse,
+              change: Callable[[str, bytes], bytes]) -> Iterable[bytes]:
+    """``app``'s answer with its body passed through ``change(status, body)``, its
+    Content-Length made to fit: one way for every FAKE layer over the emulator."""
+    held: list[Any] = []
+
+    def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        held[:] = [status, headers, exc_info]
+        return lambda _data: None
+
+    body = b"".join(app(env, hold))
+    status, headers, exc_info = held
+    body = change(status, body)
+    headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+    start(status, [*headers, ("Content-Length", str(len(body)))], exc_info)
+    return [body]
 App = Callable[[Environ, StartResponse], Iterable[bytes]]
 KEYS = ("serial", "model", "dimms", "drives", "bmc_mac")
 
@@ -88,19 +106,11 @@ class HardwareLayer:
 
     def edited(self, env: Environ, start: StartResponse, edit: dict[str, Any]
                ) -> Iterable[bytes]:
-        held: list[Any] = []
+        def change(status: str, body: bytes) -> bytes:
+            return json.dumps({**json.loads(body), **edit}).encode() \
+                if status.startswith("200") else body
 
-        def hold(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            held[:] = [status, headers, exc_info]
-            return lambda _data: None
-
-        body = b"".join(self.app(env, hold))
-        status, headers, exc_info = held
-        if status.startswith("200"):
-            body = json.dumps({**json.loads(body), **edit}).encode()
-        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
-        start(status, [*headers, ("Content-Length", str(len(body)))], exc_info)
-        return [body]
+        return rewritten(self.app, env, start, change)
 
     def json(self, start: StartResponse, doc: Any, status: str = "200 OK") -> Iterable[bytes]:
         body = json.dumps(doc).encode()
