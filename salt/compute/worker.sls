@@ -1,5 +1,6 @@
 {%- set tplroot = tpldir.split('/')[0] %}
 {%- from 'lib/map.jinja' import mapdata with context %}
+{%- from 'lib/macros.jinja' import pinned_tree %}
 {%- set w = mapdata.worker %}
 {%- set c = salt['pillar.get']('compute') %}
 {%- set me = salt['pillar.get']('node:compute') %}
@@ -142,25 +143,7 @@ compute-worker-file-managed-env:
 {%- if not m %}{{ raise('compute.worker: pillar compute:worker:miniray is null (fleet validate refuses workers without it)') }}{% endif %}
 {%- set tree = w.miniray_dir ~ '/' ~ m.sha256 %}
 
-compute-worker-file-managed-miniray-source:
-  file.managed:
-    - name: {{ w.cache }}/{{ m.sha256 }}.tar
-    - source: {{ m.source }}
-    - source_hash: sha256={{ m.sha256 }}
-    - makedirs: true
-    - mode: '0644'
-
-compute-worker-cmd-run-miniray-unpacked:
-  cmd.run:
-    - name: >-
-        rm -rf {{ tree }}.new && mkdir -p {{ tree }}.new &&
-        tar -xf {{ w.cache }}/{{ m.sha256 }}.tar -C {{ tree }}.new --strip-components=1
-        --no-same-owner &&
-        test -f {{ tree }}.new/worker.py -a -f {{ tree }}.new/uv.lock &&
-        rm -rf {{ tree }} && mv {{ tree }}.new {{ tree }}
-    - creates: {{ tree }}/worker.py
-    - require:
-      - file: compute-worker-file-managed-miniray-source
+{{ pinned_tree('compute-worker', 'miniray', m, w.cache, tree, ['worker.py', 'uv.lock'], 'worker.py') }}
 
 compute-worker-cmd-run-miniray-venv:
   cmd.run:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.cabling import role as lldp_role
-from fleet.inventory import aptcache, lifecycle, nvidia, roles, schema
+from fleet.inventory import aptcache, burnintools, lifecycle, nvidia, roles, schema
 from fleet.inventory.model import Interface, Inventory, Node
 from fleet.render import bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
@@ -155,7 +155,8 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "lldp": lldp_role.node_pillar(node),
     }
     if node.has("nvidia"):
-        d["nvidia"] = {"branches": nvidia.branches(site, p)}
+        d["nvidia"] = {"branches": nvidia.branches(site, p),
+                       "burnin_tools": burnintools.pillar(site)}
     if (reach := compute.node_pillar(inv, node)) is not None:
         d["compute"] = reach
     if node.hostname == roles.backup_host(inv.raw):

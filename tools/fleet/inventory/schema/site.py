@@ -10,6 +10,7 @@ from pydantic import Field, StrictInt, StringConstraints, field_validator
 
 from fleet.inventory.schema.backup import BackupSpec
 from fleet.inventory.schema.base import NVIDIA_BRANCHES, BranchSpec, Model, Name
+from fleet.inventory.schema.compute import Artifact
 from fleet.inventory.types import (
     DeployDir,
     DomainName,
@@ -247,6 +248,23 @@ class Monitoring(Model):
     """when each alert fires"""
 
 
+class BurninTools(Model):
+    """The burn-in's GPU tools that no OS archive packages: each a pinned source tree that
+    nvidia.burnin builds on every node of the nvidia role, with the archive's CUDA toolkit
+    (and NCCL), into its own directory per pin (docs/discovery.md, Burn-in tools). A null
+    pin builds nothing, and the check that needs the tool fails naming this field."""
+
+    gpu_burn: Artifact | None = None
+    """gpu-burn's source (github.com/wilicc/gpu-burn at one commit, a tar of its tree under one
+    top directory, from the site's cache): the gpu-stress check's gpu_burn (null: not built,
+    gpu-stress fails saying so)"""
+    nccl_tests: Artifact | None = None
+    """nccl-tests' source (github.com/NVIDIA/nccl-tests at one commit, a tar of its tree under
+    one top directory, from the site's cache): the nccl-allreduce check's all_reduce_perf,
+    built against the archive's libnccl-dev (null: not built, nccl-allreduce fails saying
+    so)"""
+
+
 class Site(Model):
     name: Name
     """short name of the site; carried into pillar site:name only"""
@@ -295,3 +313,6 @@ class Site(Model):
     """the NVIDIA driver branch the nvidia role pins and holds, one for every OS or one per OS
     release; profiles.*.gpu.driver_branch overrides it per profile; pillar
     node:nvidia:branches, shown by `fleet diff`, checked by `make check-packages`"""
+    burnin_tools: BurninTools = BurninTools()
+    """the pinned sources of the burn-in's GPU tools that nvidia.burnin builds (pillar
+    node:nvidia:burnin_tools)"""
