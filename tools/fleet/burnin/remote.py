@@ -17,8 +17,10 @@ from fleet.burnin import results
 from fleet.burnin.pairs import PAIR_CHECKS, Partner
 from fleet.burnin.results import Result, ResultError
 from fleet.burnin.runner import CHECKS
+from fleet.inventory.burnintools import TOOLS
 from fleet.inventory.model import Node
 from fleet.inventory.schema.hardware import BurninTest, Profile
+from fleet.inventory.schema.site import Site
 from fleet.master.salt import MasterError, Salt
 
 RUNNER = Path(__file__).with_name("runner.py")
@@ -32,15 +34,18 @@ class Planned:
     check: str
     argv: list[str]
     timeout: float
+    refused: str | None = None
+    """why it is not sent to the node: kept as its failed result (None: it is run)"""
 
 
-def plan(profile: Profile, only: list[str] | None = None, node: Node | None = None
-         ) -> tuple[list[Planned], list[str]]:
+def plan(profile: Profile, only: list[str] | None = None, node: Node | None = None,
+         site: Site | None = None) -> tuple[list[Planned], list[str]]:
     """The profile's checks of one node the runner can run, in the profile's order
     (``only``: these of them), and those it cannot (none today). The checks between two
     nodes (:data:`fleet.burnin.pairs.PAIR_CHECKS`) are in neither: :func:`pair_plan`.
     ``node`` gives link-speed the node's MAC and HCA GUID (None: each NIC found by name or
-    kind)."""
+    kind). ``site`` gives a check of a built tool (gpu-stress, nccl-allreduce) that
+    tool's path, or, its pin null, a refusal naming the pin (None: found on PATH)."""
     code = _runner_code()
     runs: list[Planned] = []
     missing: list[str] = []
@@ -51,9 +56,26 @@ def plan(profile: Profile, only: list[str] | None = None, node: Node | None = No
             missing.append(check)
             continue
         runs.append(Planned(check, ["python3", "-c", code, check,
-                                         *_args(check, test, profile, node)],
-                            test.seconds * 2 + MARGIN_S))
+                                    *_args(check, test, profile, node), *_tool(check, site)],
+                            test.seconds * 2 + MARGIN_S, _unpinned(check, site)))
     return runs, missing
+
+
+def _tool(check: str, site: Site | None) -> list[str]:
+    """The runner's ``--tool PATH --pinned-by FIELD`` of a check whose tool nvidia.burnin
+    builds (fleet.inventory.burnintools: the one definition of its path)."""
+    tool = TOOLS.get(check)
+    return [] if tool is None or site is None else ["--tool", tool.path,
+                                                    "--pinned-by", tool.pin]
+
+
+def _unpinned(check: str, site: Site | None) -> str | None:
+    """Why a check of a built tool cannot run anywhere: its pin is null."""
+    tool = TOOLS.get(check)
+    if tool is None or site is None or tool.artifact(site) is not None:
+        return None
+    return (f"not run: {tool.pin} is null (no pinned {tool.name} source: nvidia.burnin "
+            f"builds no {tool.binary.rsplit('/', 1)[-1]}; docs/discovery.md, Burn-in tools)")
 
 
 @cache
@@ -152,7 +174,7 @@ def pair_check(salt: Salt, profile: Profile, node: Node, partners: list[Partner]
     """``check`` of ``node`` with its first partner, then the next if that pair failed
     (one bad partner does not fail a good node); no partner: a failed result saying
     ``why_none``."""
-    result = no_partner(check, why_none)
+    result = not_run(check, why_none)
     for partner in partners:
         say(f"{node.hostname}: {check} with {partner.host} ...")
         server, client = pair_plan(profile, node, partner, check)
@@ -162,14 +184,18 @@ def pair_check(salt: Salt, profile: Profile, node: Node, partners: list[Partner]
     return result
 
 
-def no_partner(check: str, why: str) -> Result:
-    """The failed result kept for a node that had no partner (never a pass)."""
+def not_run(check: str, why: str) -> Result:
+    """The failed result kept for a check that could not run: a node that had no partner,
+    a tool whose pin is null (never a pass)."""
     return Result.model_validate({"check": check, "passed": False, "reason": _clean(why),
                                   "started": results.now(), "seconds": 0.0})
 
 
 def run(salt: Salt, node: str, planned: Planned) -> Result:
-    """One check on ``node``: its result, or :class:`ResultError` saying why none came."""
+    """One check on ``node``: its result, or :class:`ResultError` saying why none came; a
+    refused check is not sent, its failed result says why."""
+    if planned.refused is not None:
+        return not_run(planned.check, planned.refused)
     got = salt.run_argv(node, planned.argv, timeout=planned.timeout)
     if not isinstance(got, dict) or not isinstance(got.get("stdout"), str):
         raise ResultError(f"{planned.check}: no answer from {node} ({str(got)[:120]})")

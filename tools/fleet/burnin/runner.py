@@ -28,7 +28,9 @@ fleet.burnin.results checks on the master (``fleet burnin record NODE --result -
                                                     (the server on the partner first), BW
                                                     average in Gb/s against the IB rate
 
-A check whose tool is not on the node fails as "not run: TOOL not installed" (never a pass).
+A check whose tool is not on the node fails as "not run: TOOL not installed" (never a pass);
+gpu_burn and all_reduce_perf are built on the node (nvidia.burnin): ``--tool PATH`` names
+the build, ``--pinned-by FIELD`` the inventory's pin of it, said when it is missing.
 
 The tool's own verdict is ``passed``; the master judges the figures against the profile's
 baseline (fleet.burnin.verdict).
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import re
 import shutil
 import stat
@@ -52,8 +55,10 @@ from typing import Any
 Outcome = tuple[bool, dict[str, float], str | None]
 
 
-def _run(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+def _run(argv: list[str], timeout: float,
+         cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                          cwd=cwd)
 
 
 def _tail(text: str) -> str:
@@ -249,17 +254,30 @@ def link_speed(args: argparse.Namespace) -> Outcome:
     return not problems, figures, "; ".join(problems)[:180] or None
 
 
-def _missing(tool: str) -> Outcome | None:
-    return None if shutil.which(tool) else (False, {}, f"not run: {tool} not installed")
+def _built(args: argparse.Namespace, name: str) -> tuple[str, str | None] | str:
+    """The program of a check whose tool nvidia.burnin builds: ``--tool`` (the built
+    path, run in its own directory: gpu_burn reads compare.ptx from there), else ``name``
+    on PATH; as (program, working directory), or why the check is not run, naming the
+    inventory's pin the tool is built from (``--pinned-by``)."""
+    if args.tool is None:
+        return (name, None) if shutil.which(name) else f"not run: {name} not installed"
+    tool = Path(args.tool)
+    if tool.is_file() and os.access(tool, os.X_OK):
+        return str(tool), str(tool.parent)
+    by = f"; nvidia.burnin builds it from {args.pinned_by}: apply the node's highstate" \
+        if args.pinned_by else ""
+    return f"not run: {name} not installed (no {_tail(str(tool))[:80]}{by})"
 
 
 def gpu_stress(args: argparse.Namespace) -> Outcome:
     """gpu_burn (github.com/wilicc/gpu-burn, built on the node: no distribution packages
     it): GEMMs on every GPU for ``--seconds``, each result compared with the first; a GPU
     with a wrong result is FAULTY. Figure: the slowest GPU's last Gflop/s, as TFLOPS."""
-    if (no := _missing("gpu_burn")) is not None:
-        return no
-    r = _run(["gpu_burn", "-tc", str(args.seconds)], args.seconds + 300)
+    found = _built(args, "gpu_burn")
+    if isinstance(found, str):
+        return False, {}, found
+    prog, cwd = found
+    r = _run([prog, "-tc", str(args.seconds)], args.seconds + 300, cwd)
     text = r.stdout + r.stderr
     verdicts = re.findall(r"GPU (\d+): (OK|FAULTY)", text)
     last = text.strip().splitlines()
@@ -284,11 +302,13 @@ def nccl_allreduce(args: argparse.Namespace) -> Outcome:
     against the archive's libnccl-dev and CUDA: no distribution packages nccl-tests) over
     the node's GPUs, 8 MiB to 1 GiB, with its own data check (-c 1). Figure: its average
     bus bandwidth."""
-    if (no := _missing("all_reduce_perf")) is not None:
-        return no
+    found = _built(args, "all_reduce_perf")
+    if isinstance(found, str):
+        return False, {}, found
+    prog, cwd = found
     gpus = max(args.expect_gpus, 1)
-    r = _run(["all_reduce_perf", "-b", "8M", "-e", "1G", "-f", "2", "-g", str(gpus),
-              "-c", "1"], max(args.seconds, 60) + 600)
+    r = _run([prog, "-b", "8M", "-e", "1G", "-f", "2", "-g", str(gpus),
+              "-c", "1"], max(args.seconds, 60) + 600, cwd)
     text = r.stdout + r.stderr
     bw = re.search(r"Avg bus bandwidth\s*:\s*([0-9.]+)", text)
     oob = re.search(r"Out of bounds values\s*:\s*([0-9]+)", text)
@@ -347,8 +367,8 @@ def ib_write_bw(args: argparse.Namespace) -> Outcome:
     waits for one client at most ``--connect-seconds``; the client (on the node under
     test) retries its connection for as long, runs ``--seconds`` and is judged: BW
     average under ``--expect-gbps`` less ``--tolerance-percent`` fails."""
-    if (no := _missing("ib_write_bw")) is not None:
-        return no
+    if shutil.which("ib_write_bw") is None:
+        return False, {}, "not run: ib_write_bw not installed"
     found = _ib_device(Path(args.sysfs), args.ib_guid)
     if found is None:
         return False, {}, (f"no InfiniBand port with {args.ib_guid}" if args.ib_guid != "-"
@@ -412,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="ib-write-bw: how long the two sides wait for each other")
     p.add_argument("--expect-gbps", type=float, default=0.0, help="ib-write-bw: the rate")
     p.add_argument("--tolerance-percent", type=int, default=10)
+    p.add_argument("--tool", help="gpu-stress, nccl-allreduce: the built program (default: "
+                   "its name on PATH)")
+    p.add_argument("--pinned-by", help="the inventory field --tool is built from, named "
+                   "when it is missing")
     args = p.parse_args(argv)
     started = time.time()
     try:

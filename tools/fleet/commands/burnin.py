@@ -125,7 +125,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
     rows: list[dict[str, Any]] = []
     for h in names:
         runs, missing = remote.plan(inv.raw.profiles[inv.nodes[h].profile_name], only,
-                                     inv.nodes[h])
+                                     inv.nodes[h], inv.raw.site)
         row: dict[str, Any] = {"node": h, "ran": [], "not_run": missing, "error": None}
         rows.append(row)
         try:

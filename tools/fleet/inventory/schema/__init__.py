@@ -78,8 +78,9 @@ from fleet.inventory.types import HostName
 __all__ = [
     "HOST_PATTERN", "IMPLICIT_ROLES", "MAX_HEIGHT_U", "MAX_RACK_U", "NAME_PATTERN",
     "NODE_STATES", "NVIDIA_BRANCHES", "ROLES", "SSH_KEY", "WEEK_S",
-    "Admin", "AlertHolds", "AptSpec", "Artifact", "Bmc", "BranchSpec", "BurninTools", "CentralValkey",
-    "CodeSync", "Compute", "Cpu", "DebianImage", "Disk", "DiskMatch", "DriverBranch", "Gpu",
+    "Admin", "AlertHolds", "AptSpec", "Artifact", "Bmc", "BranchSpec", "BurninTools",
+    "CentralValkey", "CodeSync", "Compute", "Cpu", "DebianImage", "Disk", "DiskMatch",
+    "DriverBranch", "Gpu",
     "GroupPlace", "HardwareFacts", "HostPattern", "ImageRef", "InstallMedia", "Inventory",
     "IpPool", "Mkv", "MkvArray", "MkvArtifact", "Model", "Monitoring", "MonitoringThresholds",
     "Name", "Network", "Nic", "NicRule", "NodeFacts", "NodeGroup", "NodeState", "OsName",
