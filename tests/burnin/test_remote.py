@@ -18,8 +18,10 @@ import pytest
 from discover.sites import ROOT
 from fleet.burnin import remote
 from fleet.burnin.results import ResultError, parse
+from fleet.inventory import burnintools
 from fleet.inventory.load import load_inventory
-from fleet.inventory.schema.hardware import BurninTest, Profile
+from fleet.inventory.schema.hardware import BURNIN_CHECKS, BurninTest, Profile
+from fleet.inventory.schema.site import BurninTools
 from fleet.master.runner import Result
 from fleet.master.salt import Salt
 
@@ -108,3 +110,59 @@ def test_a_hostile_or_wrong_answer_is_refused_and_nothing_is_kept(
         remote.run_node(Salt(_Answers(answer)), tmp_path, "tbox-001", [smart], lambda m: None)
     assert why in str(err.value)
     assert not list(tmp_path.iterdir())  # no result recorded
+
+
+class _NoCall:
+    """A salt CLI that must not be called: a refused check is never sent to the node."""
+
+    def run(self, argv: Sequence[str], *, timeout: float = 120) -> Result:
+        raise AssertionError(f"sent to the node: {list(argv)[:6]}")
+
+
+GPU_CHECKS = {"gpu-stress": BurninTest(seconds=30), "nccl-allreduce": BurninTest(seconds=0)}
+
+
+def test_a_null_pin_fails_its_check_naming_the_field_without_sending_it(
+        tmp_path: Path) -> None:
+    """The site's inventory pins neither gpu-burn nor nccl-tests (no verified checksum):
+    both checks are failed results, kept like any, naming the inventory field."""
+    inv = load_inventory(SITE)
+    assert inv.raw.site.burnin_tools.gpu_burn is None
+    assert inv.raw.site.burnin_tools.nccl_tests is None
+    runs, missing = remote.plan(_tinybox(**GPU_CHECKS), None, inv.nodes["tbox-001"],
+                                inv.raw.site)
+    assert [r.check for r in runs] == ["gpu-stress", "nccl-allreduce"] and not missing
+    kept = remote.run_node(Salt(_NoCall()), tmp_path, "tbox-001", runs, lambda m: None)
+    assert [(r.check, r.passed) for r in kept] == [("gpu-stress", False),
+                                                   ("nccl-allreduce", False)]
+    assert kept[0].reason is not None and kept[0].reason.startswith(
+        "not run: site.burnin_tools.gpu_burn is null (no pinned gpu-burn source: "
+        "nvidia.burnin builds no gpu_burn")
+    assert kept[1].reason is not None and kept[1].reason.startswith(
+        "not run: site.burnin_tools.nccl_tests is null (no pinned nccl-tests source: "
+        "nvidia.burnin builds no all_reduce_perf")
+    assert (tmp_path / "tbox-001.json").exists()  # recorded: burn-in status shows it failed
+
+
+def test_a_pinned_tool_is_run_at_the_path_nvidia_burnin_builds_it_to() -> None:
+    inv = load_inventory(SITE)
+    art = {"source": "http://10.1.0.10/pypi/artifacts/t.tar", "sha256": "a" * 64}
+    site = inv.raw.site.model_copy(update={"burnin_tools": BurninTools.model_validate(
+        {"gpu_burn": art, "nccl_tests": art})})
+    runs, _ = remote.plan(_tinybox(**GPU_CHECKS), None, inv.nodes["tbox-001"], site)
+    assert [r.refused for r in runs] == [None, None]
+    assert runs[0].argv[-4:] == ["--tool", burnintools.TOOLS["gpu-stress"].path,
+                                 "--pinned-by", "site.burnin_tools.gpu_burn"]
+    assert runs[1].argv[-4:] == ["--tool", burnintools.TOOLS["nccl-allreduce"].path,
+                                 "--pinned-by", "site.burnin_tools.nccl_tests"]
+    assert burnintools.TOOLS["gpu-stress"].path == "/opt/fleet/burnin/gpu-burn/current/gpu_burn"
+    # the pillar nvidia.burnin builds from names the same directory and program
+    pillar = burnintools.pillar(site)
+    for tool in burnintools.TOOLS.values():
+        entry = pillar[tool.name]
+        assert f"{entry['dir']}/current/{entry['binary']}" == tool.path
+
+
+def test_every_built_tool_has_its_pin_in_the_schema() -> None:
+    assert {t.field for t in burnintools.TOOLS.values()} == set(BurninTools.model_fields)
+    assert set(burnintools.TOOLS) <= set(BURNIN_CHECKS)

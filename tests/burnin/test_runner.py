@@ -135,3 +135,39 @@ def test_nccl_allreduce_keeps_the_bus_bandwidth(tmp_path: Path) -> None:
     rc, r = run("nccl-allreduce", "--expect-gpus", "8",
                 path=_standin(tmp_path, "all_reduce_perf", ALL_REDUCE))
     assert rc == 0 and r.passed and r.figures == {"busbw_gb_s": 389.214}
+
+
+@pytest.mark.parametrize(("check", "tool", "pin"),
+                         [("gpu-stress", "gpu_burn", "site.burnin_tools.gpu_burn"),
+                          ("nccl-allreduce", "all_reduce_perf",
+                           "site.burnin_tools.nccl_tests")])
+def test_a_built_tool_not_built_names_its_pin(check: str, tool: str, pin: str,
+                                              tmp_path: Path) -> None:
+    """--tool the path nvidia.burnin builds to, nothing there (the pin set, the highstate
+    not applied yet): not run, naming the path and the inventory field; a program of the
+    same name on PATH is not taken instead."""
+    path = _standin(tmp_path, tool, ALL_REDUCE if tool == "all_reduce_perf" else GPU_BURN)
+    built = tmp_path / "opt" / "current" / tool
+    rc, r = run(check, "--expect-gpus", "2", "--tool", str(built), "--pinned-by", pin,
+                path=path)
+    assert rc == 1 and not r.passed and r.figures == {}
+    shown = str(built) if len(str(built)) <= 64 else "..." + str(built)[-61:]
+    assert r.reason == f"not run: {tool} not installed (no {shown}: nvidia.burnin builds it " \
+                       f"from {pin})"
+
+
+def test_the_built_gpu_burn_runs_in_its_own_directory(tmp_path: Path) -> None:
+    """gpu_burn loads compare.ptx from its working directory: the runner starts the
+    build (a STAND-IN that fails without compare.ptx beside it) where it lies."""
+    tree = tmp_path / "gpu-burn" / "current"
+    tree.mkdir(parents=True)
+    (tree / "compare.ptx").write_text("// stand-in\n")
+    fake = tree / "gpu_burn"
+    fake.write_text("#!/bin/sh\ntest -f compare.ptx || { echo 'no compare.ptx' >&2; exit 3; }\n"
+                    f"cat <<'EOF'\n{GPU_BURN.replace('FAULTY', 'OK')}\nEOF\n")
+    fake.chmod(0o755)
+    rc, r = run("gpu-stress", "--seconds", "1", "--expect-gpus", "2", "--tool", str(fake),
+                "--pinned-by", "site.burnin_tools.gpu_burn", path="/usr/bin:/bin",
+                cwd=tmp_path)
+    assert rc == 0 and r.passed, r.reason
+    assert r.figures == {"gpus": 2.0, "gpu_tflops": 49.876}

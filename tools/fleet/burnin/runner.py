@@ -264,9 +264,10 @@ def _built(args: argparse.Namespace, name: str) -> tuple[str, str | None] | str:
     tool = Path(args.tool)
     if tool.is_file() and os.access(tool, os.X_OK):
         return str(tool), str(tool.parent)
-    by = f"; nvidia.burnin builds it from {args.pinned_by}: apply the node's highstate" \
-        if args.pinned_by else ""
-    return f"not run: {name} not installed (no {_tail(str(tool))[:80]}{by})"
+    shown = _tail(str(tool))
+    shown = shown if len(shown) <= 64 else "..." + shown[-61:]
+    by = f": nvidia.burnin builds it from {_tail(args.pinned_by)[:48]}" if args.pinned_by else ""
+    return f"not run: {name} not installed (no {shown}{by})"
 
 
 def gpu_stress(args: argparse.Namespace) -> Outcome:
