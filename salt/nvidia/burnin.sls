@@ -28,10 +28,13 @@ nvidia-burnin-pkg-installed:
 {%-   set t = tools[name] %}
 {%-   set build = b.build.get(name) %}
 {%-   if not build %}
+{%-     set why = 'nvidia.burnin: ' ~ name ~ ' is pinned (site.burnin_tools), but this OS ('
+                  ~ grains.get('osfinger', '') ~ ') has no build of it: its archive lacks a'
+                  ~ ' package it needs (salt/nvidia/defaults.yaml burnin:build)' %}
 
 nvidia-burnin-test-fail-without-changes-{{ name }}:
   test.fail_without_changes:
-    - name: {{ ('nvidia.burnin: ' ~ name ~ ' is pinned (site.burnin_tools), but this OS (' ~ grains.get('osfinger', '') ~ ') has no build of it: its archive lacks a package it needs (salt/nvidia/defaults.yaml burnin:build)') | json }}
+    - name: {{ why | json }}
 {%-   else %}
 {%-     set tree = t.dir ~ '/' ~ t.sha256 %}
 

@@ -30,3 +30,17 @@ def test_every_role_verifies_its_units_through_verify_unit() -> None:
              for n in hand_written_unit_checks(p.read_text(encoding="utf-8"))]
     assert not found, ("a unit check written by hand: call verify_unit from "
                        "salt/lib/macros.jinja instead:\n  " + "\n  ".join(found))
+
+
+HAND_UNPACKED = re.compile(r"\btar\s+-?x")
+
+
+def test_every_pinned_tree_is_unpacked_through_pinned_tree() -> None:
+    """A source tar unpacked by a role's own cmd.run (compute.miniray, nvidia.burnin's
+    tools) goes through pinned_tree: one fetch-check-unpack-move, one way to get it wrong."""
+    assert HAND_UNPACKED.search("tar -xf x.tar -C t.new")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(SALT.rglob("*.sls"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if HAND_UNPACKED.search(line)]
+    assert not found, ("a source tree unpacked by hand: call pinned_tree from "
+                       "salt/lib/macros.jinja instead:\n  " + "\n  ".join(found))

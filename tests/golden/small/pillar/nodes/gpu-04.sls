@@ -79,6 +79,9 @@ node:
       debian-12: "535"
       ubuntu-22.04: "580"
       ubuntu-24.04: "580"
+    burnin_tools:
+      gpu-burn: null
+      nccl-tests: null
   os:
     distro: ubuntu
     release: "24.04"
