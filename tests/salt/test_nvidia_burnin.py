@@ -157,3 +157,17 @@ def test_the_build_command_leaves_the_program_where_creates_looks(
     run = subprocess.run(["/bin/sh", "-c", built["name"]], capture_output=True, text=True,
                          timeout=120, check=False)
     assert run.returncode != 0 and not tree.exists()
+
+
+def test_the_docs_say_where_each_tool_is_built_and_how() -> None:
+    """docs/discovery.md (Burn-in tools) names each program's path and make arguments:
+    checked against their one definitions (burnintools.py, nvidia/defaults.yaml)."""
+    import yaml
+
+    from support.cli import ROOT
+
+    text = " ".join((ROOT / "docs" / "discovery.md").read_text().split())
+    recipes = yaml.safe_load((ROOT / "salt" / "nvidia" / "defaults.yaml").read_text())
+    for tool in TOOLS.values():
+        assert tool.path in text and tool.pin in text
+        assert f"make {recipes['values']['burnin']['build'][tool.name]['make']}" in text
