@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fleet import saltrender
 from fleet.inventory.burnintools import TOOLS
+from support.cli import ROOT
 
 GPU_NODE = "tbox-001"
 OSES = ("ubuntu-24.04", "ubuntu-22.04", "debian-12")
@@ -162,10 +164,6 @@ def test_the_build_command_leaves_the_program_where_creates_looks(
 def test_the_docs_say_where_each_tool_is_built_and_how() -> None:
     """docs/discovery.md (Burn-in tools) names each program's path and make arguments:
     checked against their one definitions (burnintools.py, nvidia/defaults.yaml)."""
-    import yaml
-
-    from support.cli import ROOT
-
     text = " ".join((ROOT / "docs" / "discovery.md").read_text().split())
     recipes = yaml.safe_load((ROOT / "salt" / "nvidia" / "defaults.yaml").read_text())
     for tool in TOOLS.values():

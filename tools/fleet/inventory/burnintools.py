@@ -5,45 +5,39 @@ where each build lands, one definition for the state (pillar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleet.inventory import schema
 
 ROOT = "/opt/fleet/burnin"
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(NamedTuple):
+    """A tool built from its pin (``pin``: site.burnin_tools.<field>) into ``dir``
+    (ROOT/<name>: ``<sha256>/`` per pin, ``current`` the one in use; <name> is its build
+    recipe in salt/nvidia/defaults.yaml burnin:build too), ``binary`` its program in
+    that tree, ``path`` the program of the pin in use."""
+
     field: str
-    """its pin: ``site.burnin_tools.<field>``"""
     name: str
-    """its directory under ROOT (``<name>/<sha256>/`` per pin, ``<name>/current`` the one
-    in use) and its build recipe in salt/nvidia/defaults.yaml (burnin:build)"""
     binary: str
-    """the check's program, relative to the built tree"""
-
-    @property
-    def pin(self) -> str:
-        return f"site.burnin_tools.{self.field}"
-
-    @property
-    def dir(self) -> str:
-        return f"{ROOT}/{self.name}"
-
-    @property
-    def path(self) -> str:
-        """The program of the pin in use."""
-        return f"{self.dir}/current/{self.binary}"
+    pin: str
+    dir: str
+    path: str
 
     def artifact(self, site: schema.Site) -> schema.Artifact | None:
         return getattr(site.burnin_tools, self.field)  # type: ignore[no-any-return]
 
 
+def _tool(field: str, name: str, binary: str) -> Tool:
+    return Tool(field, name, binary, f"site.burnin_tools.{field}", f"{ROOT}/{name}",
+                f"{ROOT}/{name}/current/{binary}")
+
+
 # the burn-in check -> the built tool it runs
 TOOLS: dict[str, Tool] = {
-    "gpu-stress": Tool("gpu_burn", "gpu-burn", "gpu_burn"),
-    "nccl-allreduce": Tool("nccl_tests", "nccl-tests", "build/all_reduce_perf"),
+    "gpu-stress": _tool("gpu_burn", "gpu-burn", "gpu_burn"),
+    "nccl-allreduce": _tool("nccl_tests", "nccl-tests", "build/all_reduce_perf"),
 }
 
 
