@@ -309,7 +309,7 @@ def test_a_failed_pair_is_tried_again_with_the_next_partner() -> None:
 
 
 def test_no_partner_is_kept_as_a_failure() -> None:
-    r = remote.no_partner("ib-write-bw", "not run: no partner of profile p on rail r")
+    r = remote.not_run("ib-write-bw", "not run: no partner of profile p on rail r")
     assert not r.passed and r.reason == "not run: no partner of profile p on rail r"
 
 
