@@ -20,6 +20,7 @@ import yaml
 
 from fleet import saltrender
 from fleet.inventory.burnintools import TOOLS
+from fleet.packages.highstates import pillar_of, role_sets, with_pinned_sources
 from support.cli import ROOT
 
 GPU_NODE = "tbox-001"
@@ -169,3 +170,26 @@ def test_the_docs_say_where_each_tool_is_built_and_how() -> None:
     for tool in TOOLS.values():
         assert tool.path in text and tool.pin in text
         assert f"make {recipes['values']['burnin']['build'][tool.name]['make']}" in text
+
+
+def test_check_packages_checks_the_builds_packages_with_a_stand_in_pin(
+        renderer_and_key: tuple[Any, str]) -> None:
+    """`make check-packages` renders the GPU role set a second time with every null pin
+    set to a STAND-IN (never fetched), so the build's packages are proven real and
+    installable beside the held driver before an operator pins a source."""
+    renderer = renderer_and_key[0]
+    sets = role_sets(renderer)
+    found = list(with_pinned_sources(renderer, sets))
+    extra = [(roles, node, pillar) for roles, node, pillar in found if pillar is not None]
+    assert len(found) == len(sets) + len(extra)
+    ((roles, node, pillar),) = extra  # the site's one set with the nvidia role
+    assert roles[-1] == "burnin_tools pinned" and "nvidia" in roles
+    assert all(pillar["node"]["nvidia"]["burnin_tools"].values())
+    with pillar_of(renderer, node, pillar):
+        result = renderer.render(node, "ubuntu-24.04")
+    assert not result.errors
+    installed = {p for c in result.lowstate if c["__id__"] == "nvidia-burnin-pkg-installed"
+                 for p in c["pkgs"]}
+    assert installed == {"build-essential", "nvidia-cuda-toolkit", "libnccl-dev"}
+    assert renderer.pillar(node)["node"]["nvidia"]["burnin_tools"] == {
+        GPU_BURN.name: None, NCCL.name: None}  # the node's own pillar again

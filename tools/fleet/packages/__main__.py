@@ -15,7 +15,13 @@ from typing import Any
 from fleet.apt.archive import OSES, ArchiveError, ScratchApt, keyring
 from fleet.apt.facts import from_lowstate
 from fleet.packages.check import Result, check_node
-from fleet.packages.highstates import REPO, renderer, role_sets
+from fleet.packages.highstates import (
+    REPO,
+    pillar_of,
+    renderer,
+    role_sets,
+    with_pinned_sources,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,8 +68,9 @@ def _check_os(args: argparse.Namespace, renderer: Any, sets: dict[tuple[str, ...
         archive_errors.append(str(exc))
         return True
     updated = False
-    for roles, node in sets.items():
-        rendered = renderer.render(node, os_name)
+    for roles, node, pillar in with_pinned_sources(renderer, sets):
+        with pillar_of(renderer, node, pillar):
+            rendered = renderer.render(node, os_name)
         if rendered.errors:
             print("\n".join(rendered.errors), file=sys.stderr)
             return False

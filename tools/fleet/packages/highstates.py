@@ -5,6 +5,7 @@ fleet/saltrender.py (which imports Salt, so it is imported only when a renderer 
 from __future__ import annotations
 
 import base64
+import copy
 import secrets
 import tempfile
 from collections.abc import Iterator
@@ -66,3 +67,39 @@ def role_sets(renderer: Any) -> dict[tuple[str, ...], str]:
         roles = tuple(sorted(renderer.pillar(node)["node"]["roles"]))
         out.setdefault(roles, node)
     return out
+
+
+# a pin of a source-built tool: only its packages matter here, never fetched
+STAND_IN_PIN = {"source": "http://stand-in.invalid/source.tar", "sha256": "0" * 64}
+
+
+def with_pinned_sources(renderer: Any, sets: dict[tuple[str, ...], str]
+                        ) -> Iterator[tuple[tuple[str, ...], str, dict[str, Any] | None]]:
+    """Each role set as (roles, node, None: its own pillar), and again, pinned, a set
+    whose node builds tools from pinned sources the inventory leaves null
+    (node:nvidia:burnin_tools): their build's packages install only once an operator pins
+    one, so they are checked with a STAND-IN pin (roles + "burnin_tools pinned")."""
+    for roles, node in sets.items():
+        yield roles, node, None
+        data = renderer.pillar(node)
+        tools = data["node"].get("nvidia", {}).get("burnin_tools") or {}
+        if tools and not all(tools.values()):
+            pinned = copy.deepcopy(data)
+            for name, tool in tools.items():
+                pinned["node"]["nvidia"]["burnin_tools"][name] = tool or {
+                    **STAND_IN_PIN, "dir": f"/opt/stand-in/{name}", "binary": name}
+            yield (*roles, "burnin_tools pinned"), node, pinned
+
+
+@contextmanager
+def pillar_of(renderer: Any, node: str, pillar: dict[str, Any] | None) -> Iterator[None]:
+    """``renderer`` rendering ``node`` with ``pillar`` (None: its own) meanwhile."""
+    if pillar is None:
+        yield
+        return
+    original = renderer.pillar
+    renderer.pillar = lambda name: pillar if name == node else original(name)
+    try:
+        yield
+    finally:
+        renderer.pillar = original
