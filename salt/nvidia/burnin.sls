@@ -16,7 +16,7 @@
 # toolkit, after the driver, into its own directory per pin, `current` linked to it
 # last; built once per pin. A tool whose pin is null: nothing here, and its burn-in
 # check fails naming the inventory field (docs/discovery.md, Burn-in tools).
-{%- if pinned %}
+{%- if packages %}
 
 nvidia-burnin-pkg-installed:
   pkg.installed:

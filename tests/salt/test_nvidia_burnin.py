@@ -122,6 +122,9 @@ def test_nccl_tests_on_an_os_without_libnccl_fails_loudly(
     assert "nccl-tests is pinned (site.burnin_tools)" in fail["name"]
     assert "nvidia-burnin-cmd-run-gpu-burn-built" in states  # gpu_burn needs no NCCL
     assert "libnccl-dev" not in states["nvidia-burnin-pkg-installed"]["pkgs"]
+    alone = _render(renderer_and_key[0], os_name, {NCCL.name: _pin(NCCL)})
+    assert [i for i, c in alone.items() if c["__sls__"] == "nvidia.burnin"] == [
+        f"nvidia-burnin-test-fail-without-changes-{NCCL.name}"]  # no empty install
 
 
 def _source(path: Path, makefile: str) -> None:
