@@ -14,22 +14,33 @@ interrupted: its preflight fails (its BMC, a FAKE one's address with nobody ther
 not answer), which leaves the run unfinished in the journal, as the flow writes it.
 
 The lab form of each step (every fleet run is this checkout's CLI on the lab's inventory
-with one more overlay naming the backup's destination, a path in the test's directory;
-fleet's state directories there too, the reinstall's the Rig's):
+with one more overlay naming the backup's destination: the site's sftp one, on the lab's
+storage node TARGET (stor-002) instead of stor-050; fleet's state directories in the
+test's directory, the reinstall's the Rig's; `fleet backup` and `restore` reach TARGET
+with ``--ssh-config`` naming its address, where a head has head-01's DNS):
 
 - ``install -m 0600 /dev/stdin /etc/fleet/backup.key``: the real install, the operator's
   passphrase on its stdin, into the test's operator directory, which stands for the key's
   place on the master but is not lost with it (the restore's stop step runs `fleet
   restore` once before its own key step); the step writes it again, same passphrase;
 - ``git commit``: skipped (the lab render is not a checkout), said so;
-- ``fleet render``: into a directory of the test's (the lab master keeps serving the
-  lab's own render: the backup runs on this host, not on head-01);
-- ``fleet secrets init``: on the lab's store (.lab/secrets); after the restore it must
-  change nothing there;
-- ``salt stor-050 state.apply``: NOT RUN (the lab's destination is a path: no sftp host);
-  ``salt head-01 state.apply`` while setting up: NOT RUN (the lab's head-01 is applied by
+- ``fleet render``: into the lab's render, which the lab master serves (TARGET's pillar
+  gets role backup.target and its login); put back as the bring-up wrote it, byte for
+  byte, right after TARGET's apply;
+- ``fleet secrets init``: on the lab's store (.lab/secrets), which makes the backup ssh
+  key; its copy kept in the operator's directory (the runbook: with the restic key), for
+  ``fleet restore --ssh-key`` on the fresh head; after the restore it must change
+  nothing there;
+- ``salt stor-050 state.apply``: the lab master's highstate of TARGET, twice: the first
+  changes only backup.target's login (user, repository directory, key), the second
+  nothing; the login then shown: shell nologin, repository 0700 the login's; after the
+  backup, sftp from this host lists the repository, a command over the key runs nothing,
+  the same key from another node (stor-001) is refused, every file in the repository is
+  the login's and another user (nobody) cannot read its config; at the end the login and the key are removed from
+  TARGET and the lab's store (they were not there before);
+- ``salt head-01 state.apply`` while setting up: NOT RUN (the lab's head-01 is applied by
   the bring-up; its backup timer would back up the container, not the lab master on
-  this host); both said so;
+  this host), said so;
 - ``fleet backup [list|check]``, ``fleet restore``, ``fleet keys ...``: the real CLI with
   the lab master's paths (``--pki-dir``, ``--minion-pki-dir`` head-01's volume,
   ``--secrets``, ``--salt-config``); ``fleet status``: without ``--live`` (the lab has no
@@ -350,9 +361,15 @@ class Restorer:
             podman_exec(self.lab, OTHER, "rm", "-f", "/root/backup-key")
         assert other.returncode == 255 and "Permission denied" in other.stderr, other
         self.seen.add("login restricted")
-        found = podman_exec(self.lab, TARGET, "find", str(self.repo), "(",
-                            "-perm", "/o=rwx", "-o", "!", "-user", str(user), ")", "-print")
+        # the repository is the login's: every file its own, its directory 0700 (restic's
+        # files inside keep sftp's umask: the directory is what keeps others out)
+        found = podman_exec(self.lab, TARGET, "find", str(self.repo), "!", "-user", user)
         assert found.returncode == 0 and found.stdout == "", found
+        mode = podman_exec(self.lab, TARGET, "stat", "-c", "%a %U", str(self.repo)).stdout
+        assert mode.split() == ["700", user], mode
+        other = podman_exec(self.lab, TARGET, "runuser", "-u", "nobody", "--", "cat",
+                            str(self.repo / "config"))
+        assert other.returncode != 0 and "Permission denied" in other.stderr, other
         self.seen.add("repository private")
 
     def put_back_target(self) -> None:
