@@ -36,8 +36,8 @@ with ``--ssh-config`` naming its address, where a head has head-01's DNS):
   nothing; the login then shown: shell nologin, repository 0700 the login's; after the
   backup, sftp from this host lists the repository, a command over the key runs nothing,
   the same key from another node (stor-001) is refused, every file in the repository is
-  the login's and another user (nobody) cannot read its config; at the end the login and the key are removed from
-  TARGET and the lab's store (they were not there before);
+  the login's and another user (nobody) cannot read its config; at the end the login
+  and the key are removed from TARGET and the lab's store (they were not there before);
 - ``salt head-01 state.apply`` while setting up: NOT RUN (the lab's head-01 is applied by
   the bring-up; its backup timer would back up the container, not the lab master on
   this host), said so;
