@@ -14,22 +14,33 @@ interrupted: its preflight fails (its BMC, a FAKE one's address with nobody ther
 not answer), which leaves the run unfinished in the journal, as the flow writes it.
 
 The lab form of each step (every fleet run is this checkout's CLI on the lab's inventory
-with one more overlay naming the backup's destination, a path in the test's directory;
-fleet's state directories there too, the reinstall's the Rig's):
+with one more overlay naming the backup's destination: the site's sftp one, on the lab's
+storage node TARGET (stor-002) instead of stor-050; fleet's state directories in the
+test's directory, the reinstall's the Rig's; `fleet backup` and `restore` reach TARGET
+with ``--ssh-config`` naming its address, where a head has head-01's DNS):
 
 - ``install -m 0600 /dev/stdin /etc/fleet/backup.key``: the real install, the operator's
   passphrase on its stdin, into the test's operator directory, which stands for the key's
   place on the master but is not lost with it (the restore's stop step runs `fleet
   restore` once before its own key step); the step writes it again, same passphrase;
 - ``git commit``: skipped (the lab render is not a checkout), said so;
-- ``fleet render``: into a directory of the test's (the lab master keeps serving the
-  lab's own render: the backup runs on this host, not on head-01);
-- ``fleet secrets init``: on the lab's store (.lab/secrets); after the restore it must
-  change nothing there;
-- ``salt stor-050 state.apply``: NOT RUN (the lab's destination is a path: no sftp host);
-  ``salt head-01 state.apply`` while setting up: NOT RUN (the lab's head-01 is applied by
+- ``fleet render``: into the lab's render, which the lab master serves (TARGET's pillar
+  gets role backup.target and its login); put back as the bring-up wrote it, byte for
+  byte, right after TARGET's apply;
+- ``fleet secrets init``: on the lab's store (.lab/secrets), which makes the backup ssh
+  key; its copy kept in the operator's directory (the runbook: with the restic key), for
+  ``fleet restore --ssh-key`` on the fresh head; after the restore it must change
+  nothing there;
+- ``salt stor-050 state.apply``: the lab master's highstate of TARGET, twice: the first
+  changes only backup.target's login (user, repository directory, key), the second
+  nothing; the login then shown: shell nologin, repository 0700 the login's; after the
+  backup, sftp from this host lists the repository, a command over the key runs nothing,
+  the same key from another node (stor-001) is refused, every file in the repository is
+  the login's and another user (nobody) cannot read its config; at the end the login
+  and the key are removed from TARGET and the lab's store (they were not there before);
+- ``salt head-01 state.apply`` while setting up: NOT RUN (the lab's head-01 is applied by
   the bring-up; its backup timer would back up the container, not the lab master on
-  this host); both said so;
+  this host), said so;
 - ``fleet backup [list|check]``, ``fleet restore``, ``fleet keys ...``: the real CLI with
   the lab master's paths (``--pki-dir``, ``--minion-pki-dir`` head-01's volume,
   ``--secrets``, ``--salt-config``); ``fleet status``: without ``--live`` (the lab has no
@@ -67,6 +78,7 @@ drained)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -81,23 +93,31 @@ import yaml
 from labtools import ROOT, Lab, podman_exec, poll
 from reinstall_rig import Rig
 
+from fleet.inventory.load import load_inventory
 from fleet.lab import headtools, highstate
 from fleet.lab import lab as lab_mod
 from fleet.lab import master as lab_master
 from fleet.lab import nodes as lab_nodes
 from fleet.lab import podman as pm
+from fleet.lab.plan import render_all
 from fleet.master.highstate import Status
-from fleet.render import bootstrap
+from fleet.render import bootstrap, tree
 from support import runbook
 from support.bmcfakes import free_port
 
 NODE = "tbox-001"  # its reinstall is left interrupted before the backup
 HEAD = "head-01"
+# the lab's stand-in for the site's backup storage server (a storage node, mkv.volume, as
+# stor-050 is): the destination is the site's, on this host
+TARGET, OTHER = "stor-002", "stor-001"
+LOGIN_CHANGES = {"backup-target-user-present", "backup-target-file-directory-repository",
+                 "backup-target-ssh_auth-present"}  # openssh-server: base's already
 PASSPHRASE = "the lab operator's passphrase\n"
 # what following the two procedures must have shown: a step the runbook drops leaves one
 # of these unseen
 OUTCOMES = {"key installed", "secrets made", "backed up", "status: last backup",
-            "listed", "checked", "restore refused over a running master", "master stopped",
+            "listed", "checked", "target applied", "target unchanged", "login restricted",
+            "repository private", "restore refused over a running master", "master stopped",
             "key back", "restored", "head minion restarted", "master started",
             "head-01 converged", "finger holds", "every minion answers", "no key missing",
             "status: journal", "resumed", "aborted", "secrets unchanged"}
@@ -110,6 +130,12 @@ def _tree(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
         body = p.read_bytes() if p.is_file() and not p.is_symlink() else b""
         out[str(p)] = (st.st_mode, st.st_uid, st.st_gid, body)
     return out
+
+
+def _files(root: Path) -> dict[str, tuple[int, str]]:
+    """Every file and directory under ``root``: mode and content digest."""
+    return {str(p.relative_to(root)): (p.lstat().st_mode, hashlib.sha256(
+        p.read_bytes() if p.is_file() else b"").hexdigest()) for p in root.rglob("*")}
 
 
 def _keys(lab: Lab) -> dict[str, Any]:
@@ -133,8 +159,23 @@ class Restorer:
         self.key = self.tmp / "operator" / "backup.key"
         self.key.parent.mkdir()
         self.overlay = self.tmp / "backup-overlay.yaml"
-        self.overlay.write_text(yaml.safe_dump({"site": {"backup": {"destination": {
-            "type": "path", "path": str(self.tmp / "repo")}}}}))
+        site = load_inventory(ROOT / "inventory.yaml").raw.site.backup
+        assert site is not None and site.destination.type == "sftp", site
+        self.site_host = str(site.destination.host)  # the runbook's `salt HOST state.apply`
+        self.user, self.repo = str(site.destination.user), Path(str(site.destination.path))
+        dest = {**site.destination.model_dump(mode="json", exclude_none=True), "host": TARGET}
+        self.overlay.write_text(yaml.safe_dump({"site": {"backup": {"destination": dest}}}))
+        # what the state makes on the storage node: the test removes it at the end
+        self.made = next((p for p in [*reversed(self.repo.parents), self.repo]
+                          if podman_exec(self.lab, TARGET, "test", "-e", str(p)).returncode),
+                         None)
+        # how this host reaches the storage node (a head resolves it through head-01's DNS)
+        self.ssh_config = self.tmp / "ssh_config"
+        self.ssh_config.write_text(f"Host {TARGET}\n  HostName "
+                                   f"{self.lab.plan.node(TARGET).address}\n")
+        self.ssh_key = self.tmp / "operator" / "backup_ssh"  # the operator's copy
+        self.lab_render = _files(self.lab.paths.render)  # put back after the target's apply
+        self.lab_secrets = set(_files(self.lab.paths.secrets))
         (self.tmp / "pxe-state").mkdir()
         self.env = {**os.environ, "PYTHONPATH": str(ROOT / "tools"),
                     "FLEET_REINSTALL_STATE": str(self.rig.state),
@@ -174,11 +215,12 @@ class Restorer:
                 "--overlay", str(self.overlay)]
         kept = ["--password-file", str(self.key), "--secrets", str(paths.secrets),
                 "--pxe-state", str(self.tmp / "pxe-state"), "--pki-dir", str(self.pki),
-                "--minion-pki-dir", str(self.head_pki), "--salt-config", str(paths.salt_etc)]
+                "--minion-pki-dir", str(self.head_pki), "--salt-config", str(paths.salt_etc),
+                "--ssh-config", str(self.ssh_config)]
         argv += {
-            "backup": kept, "restore": kept,
+            "backup": kept, "restore": [*kept, "--ssh-key", str(self.ssh_key)],
             "secrets": ["--secrets", str(paths.secrets)],
-            "render": ["-o", str(self.tmp / "render")],
+            "render": ["-o", str(paths.render)],  # what the lab master serves
             "status": ["--no-power", "--no-alerts", "--salt-config", str(paths.salt_etc)],
         }.get(verb, ["--salt-config", str(paths.salt_etc)])
         proc = subprocess.run(argv, cwd=ROOT, env=self.env, capture_output=True, text=True,
@@ -244,9 +286,11 @@ class Restorer:
         paths = self.lab.paths
         target, fun = step.argv[1:]
         setting_up = section == runbook.BACKUP_SECTIONS[0]
-        if fun == "state.apply" and (setting_up or target != HEAD):
-            print(f"{step.text}: NOT RUN in the lab (its destination is a path on this host, "
-                  "where the lab master runs; head-01 is applied by the bring-up)")
+        if fun == "state.apply" and setting_up and target == self.site_host:
+            self.apply_target(step)
+        elif fun == "state.apply" and setting_up:
+            print(f"{step.text}: NOT RUN in the lab (head-01 is applied by the bring-up; its "
+                  "backup timer would back up the container, not the lab master)")
         elif fun == "state.apply":
             highstate.ping(paths, [HEAD], timeout=300)
             results, took = highstate.apply(paths, [HEAD])
@@ -263,6 +307,82 @@ class Restorer:
             raise AssertionError(f"{step.text}: no lab form for this salt step")
         return subprocess.CompletedProcess(step.argv, 0, "", "")
 
+    def apply_target(self, step: runbook.Step) -> None:
+        """The highstate of the storage node with the destination rendered: backup.target
+        makes the login, and changes nothing the second time; the lab's render is then put
+        back as the bring-up left it."""
+        paths = self.lab.paths
+        print(f"{step.text}: run as salt {TARGET} state.apply")
+        for seen, status in (("target applied", Status.CHANGED),
+                             ("target unchanged", Status.OK)):
+            highstate.ping(paths, [TARGET], timeout=120)
+            (res,), took = highstate.apply(paths, [TARGET])
+            assert res.status == status, highstate.format_results([res], took)
+            assert set(res.changes) == (LOGIN_CHANGES if status == Status.CHANGED else set()), \
+                res.changes
+            self.seen.add(seen)
+        self.put_back_render()
+        passwd = podman_exec(self.lab, TARGET, "getent", "passwd", self.user).stdout
+        assert passwd.strip().endswith(":/var/lib/fleet-backup:/usr/sbin/nologin"), passwd
+        mode = podman_exec(self.lab, TARGET, "stat", "-c", "%a %U %G", str(self.repo)).stdout
+        assert mode.split() == ["700", self.user, self.user], mode
+
+    def put_back_render(self) -> None:
+        """The lab's render as the bring-up wrote it (fleet.lab.plan.render), byte for byte."""
+        paths = self.lab.paths
+        tree.write(paths.render, render_all(self.lab.plan.inventory))
+        if ".render.inputs" not in self.lab_render:  # the CLI's record of its inputs
+            (paths.render / ".render.inputs").unlink(missing_ok=True)
+        assert _files(paths.render) == self.lab_render, \
+            sorted(set(_files(paths.render).items()) ^ set(self.lab_render.items()))
+
+    def check_login(self) -> None:
+        """What the login allows: sftp from the master, never a command, never from
+        another node; the repository is the login's alone."""
+        key, user = self.lab.paths.secrets / "backup" / "ssh_ed25519", self.user
+        ssh = ["ssh", "-F", str(self.ssh_config), "-i", str(key), "-o", "IdentitiesOnly=yes",
+               "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+               "-o", f"UserKnownHostsFile={self.tmp / 'known_hosts'}", f"{user}@{TARGET}"]
+        listed = subprocess.run(["sftp", "-b", "-", *ssh[1:]], input=f"ls {self.repo}\n",
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert listed.returncode == 0 and "config" in listed.stdout, listed
+        shell = subprocess.run([*ssh, "echo shell-$((6*7))"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert "shell-42" not in shell.stdout and "denied" not in shell.stderr, shell
+        # the same key from another node (not a master's address): refused
+        container = self.lab.plan.node(OTHER).container
+        pm.podman(self.lab.paths, "cp", str(key), f"{container}:/root/backup-key")
+        try:
+            other = podman_exec(self.lab, OTHER, "ssh", "-i", "/root/backup-key", "-o",
+                                "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                                "-o", "UserKnownHostsFile=/dev/null",
+                                f"{user}@{self.lab.plan.node(TARGET).address}", "true")
+        finally:
+            podman_exec(self.lab, OTHER, "rm", "-f", "/root/backup-key")
+        assert other.returncode == 255 and "Permission denied" in other.stderr, other
+        self.seen.add("login restricted")
+        # the repository is the login's: every file its own, its directory 0700 (restic's
+        # files inside keep sftp's umask: the directory is what keeps others out)
+        found = podman_exec(self.lab, TARGET, "find", str(self.repo), "!", "-user", user)
+        assert found.returncode == 0 and found.stdout == "", found
+        mode = podman_exec(self.lab, TARGET, "stat", "-c", "%a %U", str(self.repo)).stdout
+        assert mode.split() == ["700", user], mode
+        other = podman_exec(self.lab, TARGET, "runuser", "-u", "nobody", "--", "cat",
+                            str(self.repo / "config"))
+        assert other.returncode != 0 and "Permission denied" in other.stderr, other
+        self.seen.add("repository private")
+
+    def put_back_target(self) -> None:
+        """The storage node and the lab's secrets store without the login the test made."""
+        if podman_exec(self.lab, TARGET, "getent", "passwd", self.user).returncode == 0:
+            podman_exec(self.lab, TARGET, "userdel", "-r", self.user)
+        if self.made is not None:
+            podman_exec(self.lab, TARGET, "rm", "-rf", str(self.made))
+        for made in ("backup", "pillar/secrets/backupkey.sls"):
+            if made not in self.lab_secrets:
+                shutil.rmtree(self.lab.paths.secrets / made, ignore_errors=True)
+                (self.lab.paths.secrets / made).unlink(missing_ok=True)
+
     def check_render(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
         code, _, proc = self.fleet(*step.argv[1:], json_out=False)
         assert code == 0, (step.text, proc.stderr[-3000:])
@@ -277,6 +397,9 @@ class Restorer:
             self.seen.add("secrets unchanged")
         else:
             self.seen.add("secrets made")
+            # the copy of the backup ssh key the runbook keeps with the operator's restic
+            # key (a fresh head has no secrets store: the restore reaches the backup with it)
+            shutil.copy2(self.lab.paths.secrets / "backup" / "ssh_ed25519", self.ssh_key)
         return proc
 
     def check_backup(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
@@ -288,6 +411,7 @@ class Restorer:
         if not action:
             assert doc["verified"] is True, doc
             self.seen.add("backed up")
+            self.check_login()
         elif action == ["list"]:
             assert len(doc["snapshots"]) == 1, doc
             self.seen.add("listed")
@@ -404,6 +528,9 @@ def test_the_master_comes_back_from_its_backup(lab: Lab, tmp_path: Path) -> None
     finally:
         if lab_master.pid(lab.paths) is None:  # a step failed with the master stopped
             lab_master.start(lab.paths, lab.plan)
+        if _files(lab.paths.render) != r.lab_render:  # a step failed before the put-back
+            r.put_back_render()
+        r.put_back_target()
     assert sorted(OUTCOMES - r.seen) == [], "the runbook's steps never showed these"
 
 

@@ -48,6 +48,20 @@ def test_the_storage_server_makes_the_masters_sftp_login(site: Any) -> None:
     assert auth["user"] == backup.destination.user
 
 
+def test_a_master_address_of_its_own_is_one_of_the_masters(tmp_path: Path) -> None:
+    """site.salt.master_address names where the master is (a VIP, the lab's host): the
+    login is allowed from there too, once, besides the masters' nodes."""
+    from fleet.render.pillar import _backup_target
+
+    heads = [str(load_inventory(harness.ROOT / "inventory.yaml").nodes[n].address)
+             for n in ("head-01", "head-02")]
+    for address, masters in (("10.1.0.1", [*heads, "10.1.0.1"]), (heads[0], heads)):
+        overlay = tmp_path / "master-address.yaml"
+        overlay.write_text(f"site: {{salt: {{master_address: '{address}'}}}}\n")
+        inv = load_inventory(harness.ROOT / "inventory.yaml", overlay)
+        assert _backup_target(inv)["options"] == sftp.login_options(masters), address
+
+
 def test_only_the_storage_server_gets_the_login() -> None:
     top = (harness.ROOT / "pillar" / "top.sls").read_text()
     assert top.count("secrets.backupkey") == 1

@@ -166,14 +166,17 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
 
 def _backup_target(inv: Inventory) -> dict[str, Any]:
     """The master's backup login on an sftp destination's storage server (backup.target):
-    its user, the repository's directory, and its key's options (from the masters only)."""
+    its user, the repository's directory, and its key's options (from the masters only:
+    their nodes' addresses, and site.salt.master_address where it names another, the
+    lab's master on its host)."""
     from fleet import backupsftp as sftp
 
     site = inv.raw.site
     assert site.backup is not None and site.backup.destination.user is not None
     dest = site.backup.destination
     masters = [site.salt.master] + ([site.salt.standby.host] if site.salt.standby else [])
-    addresses = [str(inv.nodes[m].address) for m in masters if m in inv.nodes]
+    found = [str(inv.nodes[m].address) for m in masters if m in inv.nodes]
+    addresses = list(dict.fromkeys([*found, str(inv.master_address)]))
     return {"user": dest.user, "path": dest.path, "options": sftp.login_options(addresses)}
 
 
