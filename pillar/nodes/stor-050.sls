@@ -8,7 +8,7 @@ node:
     options:
     - restrict
     - "from=\"10.1.0.10,10.1.0.11\""
-    - "command=\"internal-sftp\""
+    - "command=\"internal-sftp -u 0077\""
     path: /srv/backup/fleet
     user: fleet-backup
   bmc:

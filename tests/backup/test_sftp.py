@@ -108,6 +108,8 @@ def test_a_backup_over_sftp_is_checked_and_restored(
     assert code == Exit.OK, doc
     assert doc["verified"] is True and doc["initialised"] is True
     assert (repo / "config").is_file()  # the repository is on the storage server's side
+    readable = [p for p in repo.rglob("*") if p.lstat().st_mode & 0o077]
+    assert not readable, readable  # internal-sftp -u 0077: the login's alone
     known = (master.tmp / "state" / "backup" / sftp.KNOWN_HOSTS).read_text()
     host_key = (tmp_path / "sshd" / "host_key.pub").read_text().split()[1]
     assert host_key in known  # the storage server's key is pinned at the first backup

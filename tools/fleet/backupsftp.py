@@ -74,8 +74,9 @@ def pillar_sls(public: str) -> str:
 def login_options(masters: list[str]) -> list[str]:
     """The key's ``authorized_keys`` options: no forwarding, terminal or rc, from the
     masters' addresses only, and sftp only (sshd's in-process sftp server, whatever the
-    client asks to run)."""
-    return ["restrict", f'from="{",".join(masters)}"', 'command="internal-sftp"']
+    client asks to run), which creates every file and directory for the login alone
+    (``-u 0077``: restic's own files would otherwise keep sshd's umask)."""
+    return ["restrict", f'from="{",".join(masters)}"', 'command="internal-sftp -u 0077"']
 
 
 def authorized_line(public: str, masters: list[str]) -> str:
