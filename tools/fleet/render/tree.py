@@ -31,7 +31,8 @@ such an unfinished commit (:func:`interrupted`).
 
 The parts: :mod:`~fleet.render.scan` reads the tree (never through a link),
 :mod:`~fleet.render.stage` stages the output aside, :mod:`~fleet.render.journal` commits it
-and recovers, :mod:`~fleet.render.parallel` runs work on a few threads.
+and recovers, :mod:`~fleet.render.parallel` runs work on a few threads. A first render at
+scale skips the comparing: :mod:`~fleet.render.cold`.
 """
 
 from __future__ import annotations
