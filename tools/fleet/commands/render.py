@@ -85,10 +85,17 @@ def _incremental(ctx: Context, inv: Inventory, root: Path,
                  prefetch: incremental.Prefetch | None = None) -> Changes:
     """Render the nodes whose inputs changed (all of them where the store beside the
     output cannot tell: :mod:`fleet.render.incremental`), write, record the inputs."""
-    from fleet.render import incremental, tree
+    from fleet.render import cold, incremental, tree
 
     ctx.progress(f"rendering for {len(inv.nodes)} nodes")
-    r = incremental.render(root, inv, prefetch)
+    p = incremental.plan(root, inv, prefetch)
+    if p.nodes is None:  # into an output not there yet, workers write what they render
+        written = cold.write(root, inv, p)
+        if written is not None:
+            ctx.progress(f"{len(written.added)} files rendered and written ({p.why})")
+            incremental.save(root, p)
+            return written
+    r = incremental.render(root, inv, p=p)
     ctx.progress(f"{len(r.files)} files rendered, {len(r.keep)} kept ({r.plan.why})")
     ctx.progress(f"writing into {root.resolve()}")
     try:

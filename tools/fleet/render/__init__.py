@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import os
 import pickle
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from fleet.inventory.model import Inventory, Node
 
@@ -19,7 +19,8 @@ MAX_WORKERS = 4
 
 Renderer = Callable[[Inventory], dict[str, str]]
 ByHost = dict[str, dict[str, str]]  # {hostname: {relative path: text}}
-Job = Callable[[], ByHost]
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def render_all(inv: Inventory) -> dict[str, str]:
@@ -44,9 +45,11 @@ def render_parts(inv: Inventory, nodes: list[Node], *,
     if workers == 1:
         return site(), node_files(inv, nodes)
     # the model is shared with the workers by the fork: nothing of it is sent
+    files, parts = forked([functools.partial(node_files, inv, batch)
+                           for batch in _batches(nodes, workers)], site)
     by_host: ByHost = {}
-    files = _forked([functools.partial(node_files, inv, batch)
-                     for batch in _batches(nodes, workers)], site, by_host)
+    for part in parts:
+        by_host.update(part)
     return files, by_host
 
 
@@ -89,6 +92,15 @@ def fact_files(inv: Inventory) -> dict[str, str]:
     return pxe.fact_files(inv)
 
 
+def workers(nodes: int) -> int:
+    """How many forked workers render ``nodes`` nodes (1: none, all in this process)."""
+    return _workers(nodes)
+
+
+def batches(nodes: list[Node], n: int) -> list[list[Node]]:
+    return _batches(nodes, n)
+
+
 def _workers(nodes: int) -> int:
     if nodes < PARALLEL_MIN_NODES:
         return 1
@@ -107,17 +119,17 @@ def _cpus() -> int:
         return 1
 
 
-def _forked(jobs: list[Job], here: Callable[[], dict[str, str]],
-            by_host: ByHost) -> dict[str, str]:
-    """``here()``, and ``by_host`` updated with every ``job()``, each job computed by a
-    forked process at the same time. A job's result (or its exception) comes back pickled
+def forked(jobs: Sequence[Callable[[], _R]], here: Callable[[], _T]) -> tuple[_T, list[_R]]:
+    """``here()`` and ``[job() for job in jobs]``, each job computed by a forked process
+    at the same time as ``here``. A job's result (or its exception) comes back pickled
     through a pipe; the same pure functions run on the same data, so the output is the
-    same."""
+    same. Every child has ended when this returns or raises."""
     children: list[tuple[int, int]] = []  # (pid, read end)
+    results: list[_R] = []
     try:
         for job in jobs:
             children.append(_fork(job, [fd for _pid, fd in children]))
-        files = here()
+        mine = here()
         for _pid, fd in children:
             with os.fdopen(fd, "rb", closefd=False) as reader:
                 data = reader.read()
@@ -126,16 +138,16 @@ def _forked(jobs: list[Job], here: Callable[[], dict[str, str]],
             ok, result = reply
             if not ok:
                 raise result
-            by_host.update(result)
+            results.append(result)
     finally:
         for _pid, fd in children:  # first: a child still writing gets EPIPE, not a wait
             os.close(fd)
         for pid, _fd in children:
             os.waitpid(pid, 0)
-    return files
+    return mine, results
 
 
-def _fork(job: Job, others: list[int]) -> tuple[int, int]:
+def _fork(job: Callable[[], Any], others: list[int]) -> tuple[int, int]:
     """Start ``job`` in a child; its pid and the read end of its reply. ``others``: the
     read ends of the children before it, which it closes (else, holding one, it would keep
     a sibling blocked on a reply this process no longer reads)."""

@@ -98,6 +98,11 @@ def identity(root: Path, files: list[str]) -> str:
     for rel in files:
         st = os.lstat(base + rel)
         ids.extend((st.st_ino, st.st_size, st.st_mtime_ns))
+    return digest(ids)
+
+
+def digest(ids: array[int]) -> str:
+    """:func:`identity` of the files whose (inode, size, mtime) are ``ids``, in order."""
     return hashlib.sha256(ids.tobytes()).hexdigest()
 
 
@@ -238,9 +243,12 @@ def _owns(host: str, rel: str) -> bool:
     return host in parts or parts[-1] == f"{host}.sls"
 
 
-def render(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Rendered:
-    """The files to write and the paths to keep as they are (see :func:`plan`)."""
-    p = plan(root, inv, prefetch)
+def render(root: Path, inv: Inventory, prefetch: Prefetch | None = None,
+           p: Plan | None = None) -> Rendered:
+    """The files to write and the paths to keep as they are (see :func:`plan`; ``p``:
+    that plan, already made)."""
+    if p is None:
+        p = plan(root, inv, prefetch)
     if p.nodes is None:
         return full(inv, p)
     site, by_host = render_parts(inv, [inv.nodes[h] for h in p.nodes], context=False)

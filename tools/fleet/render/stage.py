@@ -36,6 +36,15 @@ class Writer:
         self.chmod = umask & 0o044 != 0
 
     def __call__(self, dest: str, data: bytes) -> None:
+        self._create(dest, data, False)
+
+    def stamped(self, dest: str, data: bytes) -> os.stat_result:
+        """Create the file, and return its status (``fstat``: no second path lookup)."""
+        st = self._create(dest, data, True)
+        assert st is not None
+        return st
+
+    def _create(self, dest: str, data: bytes, status: bool) -> os.stat_result | None:
         fd = _open(dest, _CREATE, 0o644)
         try:
             view = memoryview(data)
@@ -43,6 +52,7 @@ class Writer:
                 view = view[os.write(fd, view):]
             if self.chmod:
                 os.fchmod(fd, 0o644)
+            return os.fstat(fd) if status else None
         finally:
             os.close(fd)
 
@@ -74,7 +84,7 @@ def _link(src: str, dest: str) -> None:
         shutil.copy2(src, dest)
 
 
-def _new_stage(root: Path, top: str) -> Path:
+def new_stage(root: Path, top: str) -> Path:
     stage = root / f".{top}.render-{os.getpid()}"
     stage.mkdir(mode=0o755)  # leftovers were removed by journal.recover
     return stage
@@ -103,7 +113,7 @@ def _build(base: str, entries: list[tuple[str, str, bytes]], old: dict[str, str]
                 return
             parent = os.path.dirname(dest)
             if parent not in made:
-                _makedirs(parent, base, made)
+                makedirs(parent, made)
             if rel in same:
                 _link(old[rel], dest)
             else:
@@ -113,9 +123,9 @@ def _build(base: str, entries: list[tuple[str, str, bytes]], old: dict[str, str]
     parallel(deal(entries, workers(len(entries))), make)
 
 
-def _makedirs(path: str, base: str, made: set[str]) -> None:
-    """``os.makedirs`` below ``base``, remembering what exists; another thread may have
-    created some of them already."""
+def makedirs(path: str, made: set[str]) -> None:
+    """``os.makedirs`` below a directory in ``made``, remembering what exists; another
+    thread (or a forked worker) may have created some of them already."""
     missing = []
     while path not in made:
         missing.append(path)
@@ -147,7 +157,7 @@ class Commit:
 def _stage_tree(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, str],
                 same: set[str]) -> Commit:
     """A complete new ``top`` built aside, to be swapped in whole."""
-    stage = _new_stage(root, top)
+    stage = new_stage(root, top)
     base = os.fspath(stage)
     try:
         _build(base, [(rel, os.path.join(base, rel.split("/", 1)[1]), data)
@@ -203,7 +213,7 @@ def _stage_files(root: Path, top: str, wanted: dict[str, bytes], old: dict[str, 
             return None  # something else is in the way: let the whole tree be rebuilt
         adds.setdefault(unit, []).append(rel)
 
-    stage = _new_stage(root, top)
+    stage = new_stage(root, top)
     base = os.fspath(stage)
     try:
         write = Writer()

@@ -31,7 +31,8 @@ such an unfinished commit (:func:`interrupted`).
 
 The parts: :mod:`~fleet.render.scan` reads the tree (never through a link),
 :mod:`~fleet.render.stage` stages the output aside, :mod:`~fleet.render.journal` commits it
-and recovers, :mod:`~fleet.render.parallel` runs work on a few threads.
+and recovers, :mod:`~fleet.render.parallel` runs work on a few threads. A first render at
+scale skips the comparing: :mod:`~fleet.render.cold`.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def unified_diff(root: Path, files: dict[str, str], changes: Changes) -> Iterato
 
 
 @contextmanager
-def _lock(root: Path) -> Iterator[None]:
+def lock(root: Path) -> Iterator[None]:
     """One render at a time per output directory (a lock on the directory itself)."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -182,7 +183,7 @@ def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
     total = Changes()
     kept_by_top = _split_keep(keep, files)
     root.mkdir(parents=True, exist_ok=True)
-    with _lock(root):
+    with lock(root):
         journal.recover(root)
         commits: list[stage.Commit] = []
         try:
@@ -197,14 +198,14 @@ def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
                     wanted = dict.fromkeys(kept_by_top[top], b"")
                     wanted.update(rendered)
                     commits.append(stage.prepare(root, top, wanted, old, changes, kept))
-            _commit_all(root, commits)
+            commit_all(root, commits)
         finally:
             for commit in commits:
                 commit.cleanup()
     return total
 
 
-def _commit_all(root: Path, commits: list[stage.Commit]) -> None:
+def commit_all(root: Path, commits: list[stage.Commit]) -> None:
     if not commits:
         return
     stage.sync(root)
