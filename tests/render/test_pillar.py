@@ -323,6 +323,6 @@ def test_driver_branch_per_profile_over_the_site_default(tmp_path: Path) -> None
     inv = load_inventory(SMALL, overlay)
     files = pillar_renderer.render(inv)
     gpu = load_yaml(files["pillar/nodes/gpu-01.sls"])["node"]
-    assert gpu["nvidia"] == {"branches": {"ubuntu-24.04": "590", "debian-12": "535"}}
+    assert gpu["nvidia"]["branches"] == {"ubuntu-24.04": "590", "debian-12": "535"}
     assert "driver_branch" not in gpu["hardware"]["gpu"]
     assert "nvidia" not in load_yaml(files["pillar/nodes/stor-1.sls"])["node"]
