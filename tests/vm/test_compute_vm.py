@@ -496,44 +496,6 @@ def _executor(run: Run) -> dict[str, Any]:
     return out
 
 
-def test_miniray_is_installed_from_its_pin_with_valkey(run: Run) -> None:
-    """compute.worker unpacked the pinned tar and synced its venv offline from the site
-    cache; compute.valkey runs the central Valkey on head-01."""
-    mr = _needs_miniray(run)
-    for name in STATES:
-        ret = run.applies.get(f"miniray:{name}")
-        assert _failed_states(ret) == [], (name, _failed_states(ret))
-    assert run.out["miniray_current"] == f"{miniray.MINIRAY_DIR}/{mr.sha256}", run.out
-    assert json.loads(run.out["miniray_warm"])["retcode"] == 0, run.out["miniray_warm"]
-
-
-def test_the_miniray_worker_is_the_rendered_job_script_under_slurm(run: Run) -> None:
-    _needs_miniray(run)
-    job, log = run.out["miniray_job"], run.out["miniray_log"]
-    assert job.isdigit(), run.out["miniray_submit"]
-    assert re.search(rf"^miniray-worker: job {job} restart 0 on {WORKER} ", log, re.M), log
-    assert "JobState=RUNNING" in run.out["miniray_job_state"], run.out["miniray_job_state"]
-
-
-def test_a_miniray_task_within_its_memory_succeeds(run: Run) -> None:
-    _needs_miniray(run)
-    out = _executor(run)
-    assert out["ok"] == {"result": [MINIRAY_OK_MB << 20, WORKER]}, (out, run.out["miniray_log"])
-
-
-def test_a_miniray_task_beyond_its_memory_is_killed_by_the_cgroup_v2_limit(run: Run) -> None:
-    """miniray reports the task killed (SIGKILL: ChildProcessError<-9>), and the kernel's
-    log says why: its memory cgroup's limit, the task cgroup miniray's worker made under
-    its Slurm job's cgroup."""
-    _needs_miniray(run)
-    hog = _executor(run)["hog"]
-    assert hog.get("type") == "ChildProcessError<-9>" and hog.get("worker") == WORKER, hog
-    job = run.out["miniray_job"]
-    kills = [ln for ln in run.out["miniray_oom"].splitlines() if "oom-kill:" in ln]
-    assert any("constraint=CONSTRAINT_MEMCG" in ln and f"/job_{job}/" in ln
-               and "/miniray-tasks/proc" in ln for ln in kills), run.out["miniray_oom"]
-
-
 def test_the_real_states_converged_both_guests(run: Run) -> None:
     for name in STATES:
         ret = run.applies.get(f"first:{name}")
@@ -595,3 +557,41 @@ def test_a_task_cgroup_made_as_miniray_makes_it_is_limited_and_killed(run: Run) 
         "memory.swap.max": "0", "kill": "0", "rmdir": "0"}, tasks
     assert steps.get("task-exit") == "137", tasks  # SIGKILL: the kernel's OOM killer
     assert int(steps.get("oom_kill") or 0) >= 1, tasks
+
+
+def test_miniray_is_installed_from_its_pin_with_valkey(run: Run) -> None:
+    """compute.worker unpacked the pinned tar and synced its venv offline from the site
+    cache; compute.valkey runs the central Valkey on head-01."""
+    mr = _needs_miniray(run)
+    for name in STATES:
+        ret = run.applies.get(f"miniray:{name}")
+        assert _failed_states(ret) == [], (name, _failed_states(ret))
+    assert run.out["miniray_current"] == f"{miniray.MINIRAY_DIR}/{mr.sha256}", run.out
+    assert json.loads(run.out["miniray_warm"])["retcode"] == 0, run.out["miniray_warm"]
+
+
+def test_the_miniray_worker_is_the_rendered_job_script_under_slurm(run: Run) -> None:
+    _needs_miniray(run)
+    job, log = run.out["miniray_job"], run.out["miniray_log"]
+    assert job.isdigit(), run.out["miniray_submit"]
+    assert re.search(rf"^miniray-worker: job {job} restart 0 on {WORKER} ", log, re.M), log
+    assert "JobState=RUNNING" in run.out["miniray_job_state"], run.out["miniray_job_state"]
+
+
+def test_a_miniray_task_within_its_memory_succeeds(run: Run) -> None:
+    _needs_miniray(run)
+    out = _executor(run)
+    assert out["ok"] == {"result": [MINIRAY_OK_MB << 20, WORKER]}, (out, run.out["miniray_log"])
+
+
+def test_a_miniray_task_beyond_its_memory_is_killed_by_the_cgroup_v2_limit(run: Run) -> None:
+    """miniray reports the task killed (SIGKILL: ChildProcessError<-9>), and the kernel's
+    log says why: its memory cgroup's limit, the task cgroup miniray's worker made under
+    its Slurm job's cgroup."""
+    _needs_miniray(run)
+    hog = _executor(run)["hog"]
+    assert hog.get("type") == "ChildProcessError<-9>" and hog.get("worker") == WORKER, hog
+    job = run.out["miniray_job"]
+    kills = [ln for ln in run.out["miniray_oom"].splitlines() if "oom-kill:" in ln]
+    assert any("constraint=CONSTRAINT_MEMCG" in ln and f"/job_{job}/" in ln
+               and "/miniray-tasks/proc" in ln for ln in kills), run.out["miniray_oom"]
