@@ -58,7 +58,6 @@ import json
 import os
 import re
 import secrets
-import shlex
 import shutil
 import subprocess
 import sys
@@ -370,7 +369,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             say("seconds: " + json.dumps(t))
             keep = os.environ.get("FLEET_VM_KEEP")
             if keep:
-                shutil.copytree(work, keep, dirs_exist_ok=True,
+                shutil.copytree(work, keep, dirs_exist_ok=True, symlinks=True,
                                 ignore=shutil.ignore_patterns("*.qcow2", "*.ipc"))
     vmbed.restore_signals(old)
     yield r
@@ -454,7 +453,12 @@ def _miniray(r: Run, mr: Miniray, say: Any, server_ip: str, port: int) -> None:
     r.out["miniray_current"] = r.sh(WORKER, f"readlink {miniray.MINIRAY_DIR}/current")["stdout"]
     codedir = f"/code.nfs/{MINIRAY_PUSH}/xx"
     t0 = time.monotonic()
-    r.ns.run("rsync", "-rlt", f"{mr.tree}", f"rsync://{server_ip}:{port}/code_nfs/{MINIRAY_PUSH}/")
+    # the executor's script beside the tree (not on salt's command line: a multi-line
+    # argument does not survive its parsing)
+    executor = mr.tree.parent / "fleet_vm_executor.py"
+    executor.write_text(EXECUTOR)
+    r.ns.run("rsync", "-rlt", f"{mr.tree}", f"{executor}",
+             f"rsync://{server_ip}:{port}/code_nfs/{MINIRAY_PUSH}/")
     pxelab.wait_for(lambda: r.sh(WORKER, f"test -f {codedir}/uv.lock")["retcode"] == 0, 120,
                     step=2)
     script = r.sh(WORKER, f"cat {miniray.SCRIPT}")["stdout"]
@@ -469,7 +473,8 @@ def _miniray(r: Run, mr: Miniray, say: Any, server_ip: str, port: int) -> None:
     r.out["miniray_job"] = job
     r.out["miniray_submit"] = json.dumps(sub)
     run = (f"cd /tmp && set -a && . {miniray.ENV} && set +a && PYTHONPATH={codedir} "
-           f"{miniray.MINIRAY_DIR}/current/.venv/bin/python -c {shlex.quote(EXECUTOR)} "
+           f"{miniray.MINIRAY_DIR}/current/.venv/bin/python /code.nfs/{MINIRAY_PUSH}/"
+           f"{executor.name} "
            f"{codedir} {MINIRAY_OK_MB} {MINIRAY_HOG_MB} {MINIRAY_LIMIT_GB}")
     t0 = time.monotonic()
     r.out["miniray_executor"] = json.dumps(r.sh(WORKER, run, timeout=900))
