@@ -23,6 +23,7 @@ from fleet.lab.plan import LabNode, Plan
 from fleet.lab.plan import load as load_plan
 from fleet.master.highstate import NodeResult
 from fleet.master.slurm import node_rows
+from support.miniray import fill_pycache
 
 ROOT = Path(__file__).resolve().parents[2]
 ENABLED = os.environ.get("FLEET_LAB") == "1"
@@ -146,12 +147,7 @@ def fill_site_cache(lab: Lab, *locks: Path, python: tuple[str, ...] = ()) -> str
     file already there is checked, not fetched again); that tree is copied into head-01's
     cache directory, where a site runs the fill itself."""
     host_dir = lab.paths.lab / "pycache"
-    fill = subprocess.run(
-        [sys.executable, "-m", "fleet.pycache", "add", "--dir", str(host_dir),
-         *(f"--python={v}" for v in python), *map(str, locks)],
-        env={**os.environ, "PYTHONPATH": str(ROOT / "tools")},
-        capture_output=True, text=True, timeout=600, check=False)
-    assert fill.returncode == 0, fill.stderr
+    fill_pycache(host_dir, *locks, python=python)
     cache = lab.pillar("provisioning")["provisioning"]["python_cache"]
     head = lab.plan.node("head-01").container
     pm.podman(lab.paths, "cp", f"{host_dir}/.", f"{head}:{cache['dir']}/", timeout=300)

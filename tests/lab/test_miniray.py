@@ -60,18 +60,11 @@ Stand-ins and test-only parts, named:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shlex
-import shutil
-import subprocess
-import sys
-import tarfile
-import tomllib
 import uuid
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,14 +75,22 @@ from labtools import ROOT, Lab, fill_site_cache, node_ids, podman_exec, poll
 from miniray_shim import SITECUSTOMIZE
 
 from fleet.lab import podman as pm
+from support import miniray
+from support.miniray import (
+    ENV,
+    MINIRAY_DIR,
+    PYTHON,
+    SCRIPT,
+    SKIP_REASON,
+    SRC_ENV,
+    WARM,
+    build_tree,
+    pack_miniray,
+    uv_from_wheel,
+    warm_task_cache,
+)
 
-SRC_ENV = "FLEET_MINIRAY_SRC"
 OPT = "/opt/fleet-test-miniray"
-ENV = "/etc/fleet/miniray/worker.env"  # compute.worker's env_dir (salt/compute/defaults.yaml)
-SCRIPT = "/etc/fleet/miniray/worker.sbatch"  # its job script, submitted unchanged
-MINIRAY_DIR = "/opt/fleet/miniray"  # compute.worker's miniray_dir
-WARM = ROOT / "salt" / "compute" / "files" / "fleet-uv-warm.sh.jinja"
-PYTHON = "3.12"  # the workers' CPython (salt/compute/defaults.yaml: python3.12)
 WORKERS = node_ids("slurm.compute")[:2]  # compute.worker and codesync.client too
 CONTROLLER = node_ids("slurm.controller")[0]
 # the test-only part of the submission (see the docstring): the cgroup shim's directory
@@ -97,9 +98,7 @@ CONTROLLER = node_ids("slurm.controller")[0]
 SHIM_ENV = f"PYTHONPATH={OPT}/shim PYTHONUNBUFFERED=1"
 
 if not os.environ.get(SRC_ENV):
-    pytest.skip(f"SKIPPED: miniray end to end needs a miniray checkout: set {SRC_ENV} "
-                "(e.g. git -C MINIRAY archive HEAD | tar -x -C /tmp/miniray; "
-                f"{SRC_ENV}=/tmp/miniray)", allow_module_level=True)
+    pytest.skip(SKIP_REASON, allow_module_level=True)
 
 # What the executor runs on the head (the venv's python, PYTHONPATH: the local tree):
 # argv[4] "all": a map, a raised error and a timeout; "map": the map only.
@@ -181,66 +180,12 @@ def copy_in(lab: Lab, node: str, src: Path, dest: str) -> None:
     pm.podman(lab.paths, "cp", str(src), f"{lab.plan.node(node).container}:{dest}")
 
 
-def miniray_deps(src: Path) -> list[str]:
-    project = tomllib.loads((src / "pyproject.toml").read_text())["project"]
-    return [str(d) for d in project["dependencies"]]
-
-
 def pinned_uv(lab: Lab, work: Path) -> Path:
-    """The uv binary of the lab's compute.uv wheel (.lab/artifacts), checked against the
-    inventory's sha256 as the role checks it: the uv the workers run."""
+    """The uv binary of the lab's compute.uv wheel (.lab/artifacts): the uv the workers
+    run."""
     pin = lab.pillar("compute")["compute"]["uv"]
     wheel = lab.paths.lab / "artifacts" / pin["source"].rsplit("/", 1)[1]
-    if hashlib.sha256(wheel.read_bytes()).hexdigest() != pin["sha256"]:
-        pytest.fail(f"{wheel}: not the inventory's sha256 {pin['sha256']}")
-    binary = work / "uv"
-    with zipfile.ZipFile(wheel) as z:
-        binary.write_bytes(z.read(next(n for n in z.namelist()
-                                       if n.endswith(".data/scripts/uv"))))
-    binary.chmod(0o755)
-    return binary
-
-
-def build_tree(src: Path, deps: list[str], dest: Path, uv: Path) -> None:
-    """A monorepo-like job tree: a virtual uv project with miniray's dependencies and the
-    miniray checkout as its ``miniray/``, locked here against PyPI with the pinned uv.
-    The lock is for Linux x86_64 CPython 3.12 (the workers'); requires-python admits this
-    host's CPython, which uv needs to lock (it downloads none)."""
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(src, dest / "miniray", symlinks=True,
-                    ignore=shutil.ignore_patterns(".git", ".venv", "__pycache__"))
-    marker = (f"sys_platform == 'linux' and platform_machine == 'x86_64' and "
-              f"python_full_version >= '{PYTHON}' and python_full_version < '3.13'")
-    (dest / "pyproject.toml").write_text("\n".join([
-        "# written by tests/lab/test_miniray.py: a stand-in for a monorepo with miniray",
-        "[project]", 'name = "fleet-lab-xx"', 'version = "0"',
-        f'requires-python = ">={sys.version_info.major}.{sys.version_info.minor}"',
-        f"dependencies = {json.dumps(deps)}", "", "[tool.uv]", "package = false",
-        f"environments = [{json.dumps(marker)}]", ""]))
-    env = {**os.environ, "UV_CACHE_DIR": str(dest.parent / "uv-cache"),
-           "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never"}
-    r = subprocess.run([str(uv), "lock", "--project", str(dest)], env=env,
-                       capture_output=True, text=True, timeout=600, check=False)
-    if r.returncode:
-        pytest.fail(f"uv lock of the job tree against PyPI failed: {r.stderr[-3000:]}")
-
-
-def pack_miniray(src: Path, dest: Path) -> str:
-    """The checkout as ``git archive --format=tar --prefix=miniray/`` packs it (its
-    ``miniray -> .`` link kept a link; no .git, .venv or __pycache__), at ``dest``: its
-    sha256."""
-    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        if {".git", ".venv", "__pycache__"} & set(Path(info.name).parts):
-            return None
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        if not info.issym():
-            info.mode = 0o755 if info.isdir() or info.mode & 0o100 else 0o644
-        return info
-
-    with tarfile.open(dest, "w", format=tarfile.GNU_FORMAT) as tar:
-        tar.add(src, arcname="miniray", filter=clean)
-    return hashlib.sha256(dest.read_bytes()).hexdigest()
+    return uv_from_wheel(wheel, pin["sha256"], work / "uv")
 
 
 def apply_worker(lab: Lab, pin: dict[str, str] | None) -> dict[str, Any]:
@@ -262,12 +207,8 @@ def apply_worker(lab: Lab, pin: dict[str, str] | None) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def rig(lab: Lab) -> Iterator[Rig]:
-    src = Path(os.environ[SRC_ENV]).resolve()
-    if not (src / "worker.py").is_file() or not (src / "executor.py").is_file():
-        pytest.fail(f"{SRC_ENV}={src} is not a miniray checkout (no worker.py, executor.py)")
-    if not (src / "uv.lock").is_file():
-        pytest.fail(f"{SRC_ENV}={src} has no uv.lock: compute.worker syncs miniray's venv "
-                    "with miniray's own lock")
+    src = miniray.source()
+    assert src is not None
     comp = lab.pillar("compute")["compute"]
     head = comp["codesync"]["host"]
     job = f"fleet-lab-{uuid.uuid4().hex[:12]}"
@@ -277,7 +218,7 @@ def rig(lab: Lab) -> Iterator[Rig]:
     work = lab.paths.lab / "miniray-test"
     work.mkdir(parents=True, exist_ok=True)
     uv = pinned_uv(lab, work)
-    build_tree(src, miniray_deps(src), work / "xx", uv)
+    build_tree(src, work / "xx", uv)
     r.pycache = fill_site_cache(lab, work / "xx" / "uv.lock", src / "uv.lock",
                                 python=(PYTHON,))
     tar = lab.paths.lab / "artifacts" / "miniray-test.tar"  # /srv/fleet/artifacts on nodes
@@ -340,13 +281,9 @@ def prepare_worker(r: Rig, node: str) -> None:
                       f"test -x {r.tree}/.venv/bin/python")
     script = run_on(lab, node, f"cat {SCRIPT}")
     assert "#SBATCH --requeue\n" in script and f"#SBATCH --nodelist={node}\n" in script, script
-    uv_cache = re.search(r"^export UV_CACHE_DIR=(\S+)$", script, re.MULTILINE)
-    assert uv_cache is not None, script
     # the task user: TASK_UID of worker.env, as whom miniray's worker syncs the task venvs
     user = run_on(lab, node, f". {ENV} && getent passwd $TASK_UID | cut -d: -f1").strip()
-    body = (f"set -a; . {ENV}; set +a; export UV_CACHE_DIR={uv_cache[1]}; "
-            f"fleet-uv-warm {r.codedir}")
-    run_on(lab, node, f"runuser -u {shlex.quote(user)} -- sh -c {shlex.quote(body)}")
+    run_on(lab, node, warm_task_cache(script, user, r.codedir))
     shim = ROOT / "tests" / "lab" / "miniray_shim.py"
     copy_in(lab, node, shim, f"{OPT}/shim/miniray_shim.py")
     run_on(lab, node, f"printf %s {shlex.quote(SITECUSTOMIZE)} > {OPT}/shim/sitecustomize.py")

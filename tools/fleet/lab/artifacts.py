@@ -71,16 +71,23 @@ def fetch(paths: Paths, inv: Inventory) -> None:
             log.warning("compute.miniray in the lab is a STAND-IN (lab/miniray-standin), "
                         "not miniray")
             continue
-        if (d / name).is_file():
-            continue
-        m = WHEEL.match(name)
-        if m is None:
-            raise ValueError(f"{IN_NODE}{name}: not a wheel file name; put the file into "
-                             f"{d} by hand")
-        log.info("fetching %s for the lab's compute nodes", name)
-        run([str(paths.venv_bin / "pip"), "download", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
-             "--platform", name.rsplit("-", 1)[1].removesuffix(".whl").split(".")[0],
-             "-d", str(d), f"{m['name']}=={m['version']}"], timeout=900)
-        if not (d / name).is_file():
-            raise FileNotFoundError(f"pip did not download {name} into {d}")
+        fetch_wheel(paths.venv_bin / "pip", d, name)
+
+
+def fetch_wheel(pip: Path, d: Path, name: str) -> Path:
+    """The wheel file ``name`` in ``d``, downloaded with ``pip`` (by the name and version in
+    the file name) where it is not there yet; the caller checks its sha256."""
+    if (d / name).is_file():
+        return d / name
+    m = WHEEL.match(name)
+    if m is None:
+        raise ValueError(f"{IN_NODE}{name}: not a wheel file name; put the file into "
+                         f"{d} by hand")
+    log.info("fetching %s for the lab's compute nodes", name)
+    run([str(pip), "download", "--quiet", "--disable-pip-version-check",
+         "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
+         "--platform", name.rsplit("-", 1)[1].removesuffix(".whl").split(".")[0],
+         "-d", str(d), f"{m['name']}=={m['version']}"], timeout=900)
+    if not (d / name).is_file():
+        raise FileNotFoundError(f"pip did not download {name} into {d}")
+    return d / name
