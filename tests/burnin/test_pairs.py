@@ -317,21 +317,11 @@ def test_run_keeps_no_partner_as_a_failure_without_asking_salt(tmp_path: Path) -
     """tbox-039 alone in burn-in on its rail (tbox2's others in service): `fleet burnin
     run` records the failure and exits 5; no Salt is reached (its config does not
     exist)."""
-    from discover.sites import SITE as TEXT
-    from discover.sites import entry_line
-    from fleet.burnin import results
-    from fleet.cli import main
+    from burnin.sitecase import run_without_salt
 
-    anchor = ("    bmc: {kind: ast2600, protocol: redfish, user: admin, "
-              "password_secret: bmc-tinybox}\n")
-    text = TEXT.replace(anchor, anchor + "    burnin:\n      ib-write-bw: {seconds: 10}\n", 1)
-    line = entry_line(text, "tbox-039")
-    inv = tmp_path / "inventory.yaml"
-    inv.write_text(text.replace(line, line.replace(": {", ": {state: burn-in, ", 1)))
-    res = tmp_path / "results"
-    assert main(["burnin", "run", "tbox-039", "-i", str(inv), "--results", str(res),
-                 "--salt-config", "/nonexistent"]) == 5
-    kept = results.load(res, "tbox-039")["ib-write-bw"]
+    code, kept_all = run_without_salt(tmp_path, "      ib-write-bw: {seconds: 10}\n")
+    assert code == 5
+    kept = kept_all["ib-write-bw"]
     assert not kept.passed and kept.reason == (
         "not run: no partner of profile tinybox-pro on rail ib2/ib-tbox2 (another node in "
         "burn-in on it)")

@@ -173,22 +173,11 @@ def test_burnin_run_keeps_a_null_pins_failure_without_asking_salt(tmp_path: Path
     nccl-allreduce with the site's null pins: both recorded as failed, naming the
     inventory field, exit 5 (a check failed); no Salt is reached (its config does not
     exist)."""
-    from discover.sites import SITE as TEXT
-    from discover.sites import entry_line
-    from fleet.burnin import results
-    from fleet.cli import main
+    from burnin.sitecase import run_without_salt
 
-    anchor = ("    bmc: {kind: ast2600, protocol: redfish, user: admin, "
-              "password_secret: bmc-tinybox}\n")
-    text = TEXT.replace(anchor, anchor + "    burnin:\n      gpu-stress: {seconds: 60}\n"
-                        "      nccl-allreduce: {seconds: 0}\n", 1)
-    line = entry_line(text, "tbox-039")
-    inv = tmp_path / "inventory.yaml"
-    inv.write_text(text.replace(line, line.replace(": {", ": {state: burn-in, ", 1)))
-    res = tmp_path / "results"
-    assert main(["burnin", "run", "tbox-039", "-i", str(inv), "--results", str(res),
-                 "--salt-config", "/nonexistent"]) == 5
-    kept = results.load(res, "tbox-039")
+    code, kept = run_without_salt(tmp_path, "      gpu-stress: {seconds: 60}\n"
+                                            "      nccl-allreduce: {seconds: 0}\n")
+    assert code == 5
     for check, pin in (("gpu-stress", "gpu_burn"), ("nccl-allreduce", "nccl_tests")):
         assert not kept[check].passed and kept[check].reason is not None
         assert kept[check].reason.startswith(f"not run: site.burnin_tools.{pin} is null")

@@ -5,6 +5,7 @@ store the next render trusts, and nothing written when a worker fails."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,20 @@ def _serial(root: Path, inv: Inventory, monkeypatch: pytest.MonkeyPatch) -> None
     with monkeypatch.context() as m:
         m.setattr(fleet.render, "PARALLEL_MIN_NODES", 10**9)
         tree.write(root, render_all(inv))
+
+
+def _in_a_later_worker(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
+    """``act`` in each worker but the first batch's (which writes its files) instead of
+    rendering its nodes; the parent renders as always."""
+    here = os.getpid()
+    real = fleet.render.node_files
+
+    def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
+        if os.getpid() != here and nodes[0].hostname != next(iter(inv.nodes)):
+            act()
+        return real(inv, nodes)
+
+    monkeypatch.setattr(fleet.render, "node_files", node_files)
 
 
 def test_workers_write_the_same_tree_as_the_serial_render(
@@ -66,15 +81,10 @@ def test_an_output_already_there_is_left_to_the_writer(
 
 def test_a_failing_worker_writes_nothing(tmp_path: Path, site_inv: Inventory, forked: None,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    here = os.getpid()
-    real = fleet.render.node_files
+    def fails() -> None:
+        raise ValueError("bad node in a worker")
 
-    def fails_in_a_worker(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
-        if os.getpid() != here and nodes[0].hostname != next(iter(inv.nodes)):
-            raise ValueError("bad node in a worker")
-        return real(inv, nodes)  # the first batch's worker writes its files
-
-    monkeypatch.setattr(fleet.render, "node_files", fails_in_a_worker)
+    _in_a_later_worker(monkeypatch, fails)
     p = incremental.plan(tmp_path, site_inv)
     with pytest.raises(ValueError, match="bad node in a worker"):
         cold.write(tmp_path, site_inv, p)
@@ -83,15 +93,7 @@ def test_a_failing_worker_writes_nothing(tmp_path: Path, site_inv: Inventory, fo
 
 def test_a_worker_that_dies_writes_nothing(tmp_path: Path, site_inv: Inventory, forked: None,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    here = os.getpid()
-    real = fleet.render.node_files
-
-    def dies(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
-        if os.getpid() != here and nodes[0].hostname != next(iter(inv.nodes)):
-            os._exit(9)
-        return real(inv, nodes)
-
-    monkeypatch.setattr(fleet.render, "node_files", dies)
+    _in_a_later_worker(monkeypatch, lambda: os._exit(9))
     p = incremental.plan(tmp_path, site_inv)
     with pytest.raises(RuntimeError, match="a render worker died"):
         cold.write(tmp_path, site_inv, p)
