@@ -23,14 +23,14 @@ def test_workers_render_the_same_files_as_one_process(
         site_inv: Inventory, site_files: dict[str, str], forked: None,
         monkeypatch: pytest.MonkeyPatch) -> None:
     batches: list[int] = []
-    real = fleet.render._batches
+    real = fleet.render.batches
 
     def spy(nodes: list[Node], n: int) -> list[list[Node]]:
         out = real(nodes, n)
         batches.extend(len(b) for b in out)
         return out
 
-    monkeypatch.setattr(fleet.render, "_batches", spy)
+    monkeypatch.setattr(fleet.render, "batches", spy)
     files = render_all(site_inv)
     # really forked: the site's nodes in three batches of near one size
     assert len(batches) == 3 and sum(batches) == len(site_inv.nodes) == 145

@@ -40,13 +40,13 @@ def render_parts(inv: Inventory, nodes: list[Node], *,
     """The site's files, and the own files of each of ``nodes`` by hostname (the
     incremental render asks for the changed nodes only, and leaves out the site's
     :func:`context_files` while its context is unchanged: :mod:`fleet.render.incremental`)."""
-    workers = _workers(len(nodes))
+    n = workers(len(nodes))
     site = functools.partial(site_files, inv, context=context)
-    if workers == 1:
+    if n == 1:
         return site(), node_files(inv, nodes)
     # the model is shared with the workers by the fork: nothing of it is sent
     files, parts = forked([functools.partial(node_files, inv, batch)
-                           for batch in _batches(nodes, workers)], site)
+                           for batch in batches(nodes, n)], site)
     by_host: ByHost = {}
     for part in parts:
         by_host.update(part)
@@ -94,20 +94,12 @@ def fact_files(inv: Inventory) -> dict[str, str]:
 
 def workers(nodes: int) -> int:
     """How many forked workers render ``nodes`` nodes (1: none, all in this process)."""
-    return _workers(nodes)
-
-
-def batches(nodes: list[Node], n: int) -> list[list[Node]]:
-    return _batches(nodes, n)
-
-
-def _workers(nodes: int) -> int:
     if nodes < PARALLEL_MIN_NODES:
         return 1
     return max(1, min(_cpus(), MAX_WORKERS))
 
 
-def _batches(nodes: list[Node], n: int) -> list[list[Node]]:
+def batches(nodes: list[Node], n: int) -> list[list[Node]]:
     size = -(-len(nodes) // n)
     return [nodes[i:i + size] for i in range(0, len(nodes), size)]
 
