@@ -349,9 +349,11 @@ def test_triton_from_the_ngc_container(pillar_dir: Path, tmp_path: Path) -> None
     assert "podman load" in ids["compute-triton-cmd-run-image-imported"]["name"]
     assert "nvidia-ctk cdi generate" in ids["compute-triton-cmd-run-cdi-spec"]["name"]
     assert not [i for i in ids if i.startswith("compute-triton") and ("wheel" in i or "stub" in i)]
-    # the unit as systemd reads it (the states check it the same way before a start)
+    # the unit as systemd reads it (the states check it the same way before a start, on a
+    # node where the state installed podman first); podman need not be on this host, and
+    # systemd-analyze refuses an ExecStart binary that is not: an existing one stands in
     path = tmp_path / "compute-tritonserver.service"
-    path.write_text(unit)
+    path.write_text(re.sub(r"^(Exec\w+=-?)/usr/bin/podman ", r"\1/bin/true ", unit, flags=re.M))
     verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(path)],
                             capture_output=True, text=True, timeout=60, check=False)
     assert verify.returncode == 0 and "tritonserver" not in verify.stderr, verify.stderr
