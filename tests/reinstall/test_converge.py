@@ -238,3 +238,8 @@ def test_the_cli_passes_boot_grace_to_the_flow(tmp_path: Path, inventory: Invent
 
     assert options("--boot-grace", "240").boot_grace == 240
     assert options().boot_grace is None
+
+
+def test_the_operations_doc_states_the_default_grace_the_code_has() -> None:
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert f"`--boot-grace` (default {bootguard.GRACE_SHARE:g} × `--converge-timeout`" in text
