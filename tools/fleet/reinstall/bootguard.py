@@ -5,7 +5,8 @@ on. A hard reset only: nothing arms PXE again (the boot mode is local since the 
 and the install's PXE-once override was spent on the install's boot), so it boots from its
 disk. At most once a run (the journal's ``boot-power-cycle`` note, read again on a resume);
 a BMC that cannot do it is said and not asked again. What the guard did is said to the
-operator, journaled, and named in the step's summary or failure."""
+operator, journaled, and named in the step's summary or failure. The grace is counted from
+the step's start: the callback (wait_install ends on it), or a resume's start."""
 
 from __future__ import annotations
 
