@@ -48,6 +48,18 @@ def test_powered_on_node_is_reset_not_powered_on() -> None:
     assert "boot flags a004" in out  # the flags went before the reset
 
 
+def test_reset_resets_a_powered_on_node_and_sets_no_boot_flags() -> None:
+    """What the reinstall's boot guard sends a node hung after its install: a reset alone,
+    no boot device (it boots from its disk)."""
+    fake = start_fake_ipmi(power="on")
+    try:
+        assert client(fake).reset() == "reset"
+    finally:
+        out = fake.output()
+    assert "power reset 1" in out
+    assert "boot flags" not in out and "power on" not in out
+
+
 def test_password_is_not_on_the_command_line(fake_ipmi: FakeBmcProcess,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import fleet.bmc.ipmi as ipmi

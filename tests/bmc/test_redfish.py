@@ -209,3 +209,14 @@ def test_no_proxy_from_the_environment(fake_redfish: FakeBmcProcess, catcher: Ca
 def test_a_base_url_with_more_than_scheme_host_and_port_is_refused(base: str) -> None:
     with pytest.raises(BmcError, match="not a BMC address"):
         RedfishClient(base, USER, PASSWORD)
+
+
+def test_reset_restarts_a_powered_on_system_and_leaves_its_boot_alone(
+        fake_redfish_on: FakeBmcProcess) -> None:
+    """What the reinstall's boot guard sends a node hung after its install: a reset alone,
+    no boot override (it boots from its disk)."""
+    assert client(fake_redfish_on).reset() == "ForceRestart"
+    posts = [r for r in fake_redfish_on.control("GET", "/_fake/requests")
+             if r["method"] == "POST"]
+    assert [r["body"] for r in posts] == [{"ResetType": "ForceRestart"}]
+    assert patches(fake_redfish_on) == []

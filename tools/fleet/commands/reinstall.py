@@ -48,6 +48,8 @@ left as after a failure; a second signal does not cut that short)
 
 
 def register(sub: Any, parents: Parents) -> None:
+    from fleet.reinstall.bootguard import GRACE_SHARE
+
     p = add_command(sub, parents, "reinstall", DESCRIPTION, EPILOG)
     p.add_argument("node", help="the node's hostname in the inventory, or several: "
                                 "comma-separated names, ranges (tbox-[001-010], the "
@@ -62,6 +64,12 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--power-timeout", type=float, default=120.0, metavar="S",
                    help="seconds for the BMC to report the node off after the power-off "
                         "(default 120)")
+    p.add_argument("--boot-grace", type=float, metavar="S",
+                   help="seconds after the installer's callback without an answer from "
+                        "the minion before converge power-cycles the node once through "
+                        "its BMC (a reset, booting from its disk; only when the BMC says "
+                        f"it is on) (default {GRACE_SHARE:g} x --converge-timeout; 0: "
+                        "never)")
     add_salt_config(p)
     p.add_argument("--callback", metavar="HOST:PORT",
                    help="where the installer's key/callback endpoint listens (default "
@@ -100,6 +108,7 @@ def _context(args: argparse.Namespace, ctx: Context, inv: Inventory, name: str,
                         power_timeout=args.power_timeout,
                         drain_timeout=args.drain_timeout,
                         converge_timeout=args.converge_timeout,
+                        boot_grace=args.boot_grace,
                         health_timeout=args.health_timeout, reason=args.reason),
         say=say)
 

@@ -24,6 +24,9 @@ class Options:
     power_timeout: float = 120.0  # power-off to the BMC reporting the node off
     drain_timeout: float = 3600.0
     converge_timeout: float = 1800.0
+    # the callback to the minion's first answer before converge power-cycles the node
+    # once; None: fleet.reinstall.bootguard's share of converge_timeout; 0: never
+    boot_grace: float | None = None
     health_timeout: float = 300.0  # checks are retried until they pass or this is spent
     poll: float = 5.0
     reason: str = "fleet reinstall"

@@ -18,6 +18,7 @@ from fleet.master import slurm
 from fleet.master.highstate import NodeResult, Status, describe, judge
 from fleet.master.runner import CommandError
 from fleet.master.salt import MasterError, NoJobError
+from fleet.reinstall.bootguard import BootGuard
 from fleet.reinstall.context import Context, SkipStepError, StepFailedError
 
 Step = Callable[[Context], str]
@@ -213,7 +214,18 @@ def check_claim(ctx: Context) -> None:
 
 
 def converge(ctx: Context) -> str:
-    deadline = time.monotonic() + ctx.options.converge_timeout
+    """The minion's first answer (a node silent after the boot grace is power-cycled once:
+    fleet.reinstall.bootguard), then the highstate; the detail names what the guard did."""
+    started = time.monotonic()
+    deadline = started + ctx.options.converge_timeout
+    guard = BootGuard(ctx, started)
+    try:
+        return _converge(ctx, deadline, guard) + guard.summary()
+    except StepFailedError as exc:
+        raise StepFailedError(f"{exc}{guard.summary()}") from None
+
+
+def _converge(ctx: Context, deadline: float, guard: BootGuard) -> str:
     check_claim(ctx)
     while (why := _answers(ctx)) is not None:
         check_claim(ctx)
@@ -222,6 +234,7 @@ def converge(ctx: Context) -> str:
                                   f"{ctx.options.converge_timeout:g}s (key accepted in "
                                   f"advance; is salt-minion running with the new key?); "
                                   f"last: {why}")
+        guard.check()
         time.sleep(ctx.options.poll)
     # the master accepts no other key for this id: the minion holds the new one (a run
     # that fails from here on keeps it; before, the failure withdraws it)
