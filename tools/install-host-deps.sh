@@ -72,29 +72,11 @@ echo "install-host-deps: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-if [[ ${ACNG_NEW:-0} == 1 ]]; then
-  # installed only for its parser and a foreground test run: never as the host's service
-  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
-    systemctl disable --now apt-cacher-ng >/dev/null 2>&1 || true
-  else
-    update-rc.d apt-cacher-ng disable >/dev/null 2>&1 || true
-  fi
-fi
-if [[ ${SSHD_NEW:-0} == 1 ]]; then
-  if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
-    systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
-  else
-    update-rc.d ssh disable >/dev/null 2>&1 || true
-  fi
-fi
+# installed only for their binaries, a parser or a foreground test run: never as services
+here=$(dirname "$0")
+if [[ ${ACNG_NEW:-0} == 1 ]]; then bash "$here/disable-host-service.sh" apt-cacher-ng; fi
+if [[ ${SSHD_NEW:-0} == 1 ]]; then bash "$here/disable-host-service.sh" ssh.service ssh.socket; fi
 if [[ ${PROM_NEW:-0} == 1 ]]; then
-  for svc in prometheus prometheus-alertmanager prometheus-node-exporter \
-      prometheus-blackbox-exporter; do
-    if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
-      systemctl disable --now "$svc" >/dev/null 2>&1 || true
-      systemctl mask "$svc" >/dev/null 2>&1 || true
-    else
-      update-rc.d "$svc" disable >/dev/null 2>&1 || true
-    fi
-  done
+  bash "$here/disable-host-service.sh" --mask prometheus prometheus-alertmanager \
+    prometheus-node-exporter prometheus-blackbox-exporter
 fi

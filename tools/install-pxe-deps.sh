@@ -13,6 +13,4 @@ pkgs=(qemu-system-x86 qemu-utils ipxe-qemu ipxe ovmf nginx-light iproute2
       debian-installer-12-netboot-amd64 grub-efi-amd64-signed shim-signed lldpd
       debootstrap cpio zstd)
 FLEET_APT_NO_START=1 bash "$(dirname "$0")/install-host-deps.sh" "${pkgs[@]}"
-if systemctl is-enabled --quiet lldpd.service 2>/dev/null; then
-  systemctl disable --now lldpd.service >/dev/null 2>&1
-fi
+bash "$(dirname "$0")/disable-host-service.sh" lldpd.service
