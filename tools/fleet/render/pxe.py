@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from fleet.discover import boot as commission
 from fleet.inventory.model import Inventory, Node
@@ -35,9 +34,16 @@ from fleet.render.bootstrap import http_base
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
 
+if TYPE_CHECKING:
+    import jinja2
+
 
 @cache
 def _env() -> jinja2.Environment:
+    # only the site's context files use templates: a render that keeps them (a one-node
+    # edit, nothing changed) never imports Jinja
+    import jinja2
+
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("fleet").joinpath("templates", name).read_text("utf-8")
     )
