@@ -14,7 +14,7 @@ import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.render import escape, pxe, render_all
+from fleet.render import bootscripts, escape, pxe, render_all
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -106,6 +106,34 @@ def test_every_template_value_is_one_line() -> None:
     assert template.render(v="ok") == "x=ok\n"
     with pytest.raises(escape.UnsafeValueError):
         template.render(v="ok\nmore=1")
+
+
+_BOOT = bootscripts.Boot(hostname="gpu-01", mac="02:00:00:00:00:01", os_name="Ubuntu 24.04",
+                         kernel="images/linux", initrd="images/initrd",
+                         http="http://10.1.0.10", tftp_server="10.1.0.11")
+_SCRIPTS = {
+    "install.ipxe": lambda b: bootscripts.install_ipxe(b, "ip=dhcp autoinstall"),
+    "local.ipxe": bootscripts.local_ipxe,
+    "grub-install.cfg": lambda b: bootscripts.install_grub(b, "ip=dhcp autoinstall"),
+    "grub-local.cfg": lambda b: bootscripts.local_grub(b, "ubuntu"),
+}
+# each script with each value it shows
+_SHOWN = [(script, f.name) for script, render in sorted(_SCRIPTS.items())
+          for f in dataclasses.fields(bootscripts.Boot)
+          if getattr(_BOOT, f.name) in render(_BOOT)]
+
+
+@pytest.mark.parametrize(("script", "field"), _SHOWN)
+def test_every_boot_script_value_is_one_line(script: str, field: str) -> None:
+    """A value in a node's boot script refuses a line break, as the templates' finalize did."""
+    value = getattr(_BOOT, field) + "\nreboot"
+    with pytest.raises(escape.UnsafeValueError):
+        _SCRIPTS[script](dataclasses.replace(_BOOT, **{field: value}))
+
+
+def test_the_boot_scripts_show_every_value() -> None:
+    assert {field for _script, field in _SHOWN} == {
+        f.name for f in dataclasses.fields(bootscripts.Boot)}
 
 
 @pytest.mark.parametrize("state", ["/srv/x;y", "/srv/x y", "/srv/${x}", "/srv/x{"])

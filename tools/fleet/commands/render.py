@@ -116,15 +116,14 @@ def _write(args: argparse.Namespace, ctx: Context, inv: Inventory, root: Path,
     for note in notes:  # acknowledged removals: what to run next
         print(f"note: {note}", file=sys.stderr)
     ctx.progress("done")
-    summary = summarize(inv)
     ctx.warn(inv)
     if ctx.out.json:
         ctx.out.emit({"written": len(changes.added) + len(changes.changed),
                       "added": changes.added, "changed": changes.changed,
                       "removed": changes.removed, "unchanged": changes.unchanged,
-                      "summary": summary, "warnings": [w.as_dict() for w in inv.warnings]})
+                      "summary": summarize(inv), "warnings": [w.as_dict() for w in inv.warnings]})
     elif not args.quiet:
-        print(format_summary(summary))
+        print(format_summary(summarize(inv)))
         print(f"files: {len(changes.added)} added, {len(changes.changed)} changed, "
               f"{len(changes.removed)} removed, {changes.unchanged} unchanged")
     return Exit.OK

@@ -17,6 +17,7 @@ files (the key for this repository only) are written.
 from __future__ import annotations
 
 import shlex
+from functools import lru_cache
 from typing import Any
 
 from fleet.inventory import aptcache
@@ -55,8 +56,12 @@ os.replace(path + ".new", path)
 """
 
 
+# cached: the late-commands write the same lines (the bootstrap's files) on every node
+_quote = lru_cache(maxsize=8192)(shlex.quote)
+
+
 def _sh(*words: str) -> str:
-    return " ".join(shlex.quote(w) for w in words)
+    return " ".join(map(_quote, words))
 
 
 def user_data(inv: Inventory, node: Node) -> dict[str, Any]:

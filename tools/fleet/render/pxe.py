@@ -23,21 +23,27 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from fleet.discover import boot as commission
 from fleet.inventory.model import Inventory, Node
 from fleet.pxe.modes import script_name
-from fleet.render import escape, installkey, preseed, yamlout
+from fleet.render import bootscripts, escape, installkey, preseed, yamlout
 from fleet.render.autoinstall import render_meta_data, render_user_data
 from fleet.render.bootstrap import http_base
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
 
+if TYPE_CHECKING:
+    import jinja2
+
 
 @cache
 def _env() -> jinja2.Environment:
+    # only the site's context files use templates: a render that keeps them (a one-node
+    # edit, nothing changed) never imports Jinja
+    import jinja2
+
     loader = jinja2.FunctionLoader(
         lambda name: resources.files("fleet").joinpath("templates", name).read_text("utf-8")
     )
@@ -180,27 +186,24 @@ def _node_boot_files(inv: Inventory, node: Node, common: dict[str, str],
     out: dict[str, str] = {}
     image = preseed.image_of(inv, node)
     if image is None:
-        ctx = {**common, "hostname": h, "mac": node.mac, "os_name": f"Ubuntu {site.os.release}",
-               "kernel": site.install.kernel, "initrd": site.install.initrd}
+        os_name = f"Ubuntu {site.os.release}"
+        kernel, initrd = site.install.kernel, site.install.initrd
         ipxe_line, grub_line = cmdline(inv, node, grub=False), cmdline(inv, node, grub=True)
         efi_dir: str = site.os.distro
         out[f"{d}/user-data"] = render_user_data(inv, node, memo)
         out[f"{d}/meta-data"] = render_meta_data(inv, node)
     else:
-        ctx = {**common, "hostname": h, "mac": node.mac, "os_name": f"Debian ({node.image})",
-               "kernel": image.kernel, "initrd": image.initrd}
+        os_name, kernel, initrd = f"Debian ({node.image})", image.kernel, image.initrd
         words = preseed.cmdline(inv, node, image).split(" ")
         ipxe_line, grub_line = _words(words, grub=False), _words(words, grub=True)
         efi_dir = "debian"
         out[f"{d}/preseed.cfg"] = preseed.render_preseed(inv, node, image)
-    http_host = common["http"].removeprefix("http://")
-    out[f"{d}/{script_name('install', 'ipxe')}"] = _t("install.ipxe.j2").render(
-        **ctx, cmdline=ipxe_line)
-    out[f"{d}/{script_name('local', 'ipxe')}"] = _t("local.ipxe.j2").render(**ctx)
-    out[f"{d}/{script_name('install', 'grub')}"] = _t("grub-install.cfg.j2").render(
-        **ctx, http_host=http_host, grub_cmdline=grub_line)
-    out[f"{d}/{script_name('local', 'grub')}"] = _t("grub-local.cfg.j2").render(
-        **ctx, efi_dir=efi_dir)
+    boot = bootscripts.Boot(h, node.mac, os_name, kernel, initrd, common["http"],
+                            common["tftp_server"])
+    out[f"{d}/{script_name('install', 'ipxe')}"] = bootscripts.install_ipxe(boot, ipxe_line)
+    out[f"{d}/{script_name('local', 'ipxe')}"] = bootscripts.local_ipxe(boot)
+    out[f"{d}/{script_name('install', 'grub')}"] = bootscripts.install_grub(boot, grub_line)
+    out[f"{d}/{script_name('local', 'grub')}"] = bootscripts.local_grub(boot, efi_dir)
     return out
 
 
