@@ -17,8 +17,8 @@ stated in the report: on a site each minion and each BMC has a machine of its ow
 the 144 minions, the BMC emulators and the master share this host's CPUs, and each
 ``test.ping`` costs a minion some 0.05 CPU seconds (Salt 3008 reloads its modules for
 every job), so the minions and the fake BMCs run niced (and, if asked, pinned to their own
-CPUs, the master and the CLI to the others) so that their load does not starve the master
-whose work is measured; and their jobs run as threads (``multiprocessing: False`` in the
+CPUs once every minion has signed in, the master and the CLI to the others) so that their
+load does not starve the master whose work is measured; and their jobs run as threads (``multiprocessing: False`` in the
 swarm's own minion file, not the site's), not a fork per job, which a hundred minions on
 one CPU pay one after another where real nodes pay it side by side.
 
@@ -125,8 +125,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
     ids = swarmconf.spread(conf.ids, n)
     sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
                minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
-               minion_nice=args.minion_nice, minion_cpus=args.minion_cpus,
-               master_cpus=args.master_cpus,
+               minion_nice=args.minion_nice,
                minion_opts={} if args.minion_processes else {"multiprocessing": False})
     sw.write()
     out: dict[str, Any] = {"n": len(ids), "runs": []}
@@ -136,8 +135,12 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
         sw.start_minions()
         out["ready_s"] = wait_pings(sw, args.ready_timeout, log)
         fakes, addresses, secrets = start_bmcs(ids, args.bmcs, work)
-        for f in fakes:  # other machines, as the minions
-            pin(f.proc.pid, args.minion_cpus, args.minion_nice)
+        # pinned once all have signed in (a hundred minions' start-up on one CPU outlasts
+        # their auth_timeout); the fake BMCs are other machines, as the minions
+        for pid in [p.pid for p in sw.minions.values()] + [f.proc.pid for f in fakes]:
+            pin(pid, args.minion_cpus, args.minion_nice)
+        for pid in sw.master_pids() if args.master_cpus else []:
+            pin(pid, args.master_cpus)
         out["bmcs"] = len(fakes)
         try:
             for d in ("pxe", "apply", "health", "reinstall", "rollout"):

@@ -77,7 +77,6 @@ class Swarm:
     minion_nice: int = 0
     # and/or pinned to these CPUs (taskset -c LIST, e.g. "1"), the rest left to the master
     minion_cpus: str | None = None
-    master_cpus: str | None = None   # the master pinned to these CPUs (taskset -c LIST)
     # minion options a caller sets for the swarm's sake, on top of the role's file (a
     # benchmark states them: e.g. multiprocessing False, a job a thread and not a fork,
     # when a hundred minions share one CPU)
@@ -146,9 +145,8 @@ class Swarm:
     # --- processes ----------------------------------------------------------------------
     def start_master(self, timeout: float = 120) -> None:
         with (self.master_dir / "log" / "stderr").open("ab") as err:
-            pin = ["taskset", "-c", self.master_cpus] if self.master_cpus else []
             self.master_proc = subprocess.Popen(
-                [*pin, os.fspath(self.bin_dir / "salt-master"), "-c", os.fspath(self.config_dir),
+                [os.fspath(self.bin_dir / "salt-master"), "-c", os.fspath(self.config_dir),
                  "-l", "quiet"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=err, start_new_session=True)
         deadline = time.monotonic() + timeout
