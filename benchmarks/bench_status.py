@@ -18,9 +18,10 @@ the 144 minions, the BMC emulators and the master share this host's CPUs, and ea
 ``test.ping`` costs a minion some 0.05 CPU seconds (Salt 3008 reloads its modules for
 every job), so the minions and the fake BMCs run niced (and, if asked, pinned to their own
 CPUs once every minion has signed in, the master and the CLI to the others) so that their
-load does not starve the master whose work is measured; and their jobs run as threads (``multiprocessing: False`` in the
-swarm's own minion file, not the site's), not a fork per job, which a hundred minions on
-one CPU pay one after another where real nodes pay it side by side.
+load does not starve the master whose work is measured; and their jobs run as threads
+(``multiprocessing: False`` in the swarm's own minion file, not the site's), not a fork
+per job, which a hundred minions on one CPU pay one after another where real nodes pay
+it side by side.
 
 ``--read-only``: no swarm: the collector's read path alone, the cache of the site's
 nodes written by the collector's own code (fleet.status.collector, values in
