@@ -17,7 +17,7 @@ stated in the report: on a site each minion and each BMC has a machine of its ow
 the 144 minions, the BMC emulators and the master share this host's CPUs, and each
 ``test.ping`` costs a minion some 0.05 CPU seconds (Salt 3008 reloads its modules for
 every job), so the minions and the fake BMCs run niced (and, if asked, pinned to their own
-CPUs once every minion has signed in, the master and the CLI to the others) so that their
+CPUs, the master and the CLI to the others), once every minion has signed in, so that their
 load does not starve the master whose work is measured; and their jobs run as threads
 (``multiprocessing: False`` in the swarm's own minion file, not the site's), not a fork
 per job, which a hundred minions on one CPU pay one after another where real nodes pay
@@ -126,7 +126,6 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
     ids = swarmconf.spread(conf.ids, n)
     sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
                minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
-               minion_nice=args.minion_nice,
                minion_opts={} if args.minion_processes else {"multiprocessing": False})
     sw.write()
     out: dict[str, Any] = {"n": len(ids), "runs": []}
@@ -136,8 +135,9 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
         sw.start_minions()
         out["ready_s"] = wait_pings(sw, args.ready_timeout, log)
         fakes, addresses, secrets = start_bmcs(ids, args.bmcs, work)
-        # pinned once all have signed in (a hundred minions' start-up on one CPU outlasts
-        # their auth_timeout); the fake BMCs are other machines, as the minions
+        # niced and pinned once all have signed in (a hundred minions starting on one CPU,
+        # or niced on a busy host, outlast their auth_timeout); the fake BMCs are other
+        # machines, as the minions
         for pid in [p.pid for p in sw.minions.values()] + [f.proc.pid for f in fakes]:
             pin(pid, args.minion_cpus, args.minion_nice)
         for pid in sw.master_pids() if args.master_cpus else []:
@@ -307,11 +307,13 @@ def main() -> int:
                     help="fake BMC processes per BMC user (default 8)")
     ap.add_argument("--minion-nice", type=int, default=19,
                     help="the minions' and the fake BMCs' nice value (default 19)")
-    ap.add_argument("--minion-cpus", metavar="LIST",
+    last = (os.cpu_count() or 1) - 1  # the nodes on the last CPU, the master on the rest
+    ap.add_argument("--minion-cpus", metavar="LIST", default=str(last) if last else None,
                     help="pin the minions and the fake BMCs to these CPUs (taskset -c "
-                         "LIST), e.g. 1")
-    ap.add_argument("--master-cpus", metavar="LIST",
-                    help="pin the master and the fleet CLI to these CPUs, e.g. 0")
+                         "LIST; default the last CPU, '' none)")
+    ap.add_argument("--master-cpus", metavar="LIST", default=f"0-{last - 1}" if last else None,
+                    help="pin the master and the fleet CLI to these CPUs (default the "
+                         "others, '' none)")
     ap.add_argument("--minion-processes", action="store_true",
                     help="a minion job a forked process, as Salt's default (default: a "
                          "thread, multiprocessing: False, stated in the report)")
