@@ -57,7 +57,7 @@ def plan(profile: Profile, only: list[str] | None = None, node: Node | None = No
             continue
         runs.append(Planned(check, ["python3", "-c", code, check,
                                     *_args(check, test, profile, node), *_tool(check, site)],
-                            test.seconds * 2 + MARGIN_S, _unpinned(check, site)))
+                            test.seconds * 2 + MARGIN_S, unpinned(check, site)))
     return runs, missing
 
 
@@ -69,7 +69,7 @@ def _tool(check: str, site: Site | None) -> list[str]:
                                                     "--pinned-by", tool.pin]
 
 
-def _unpinned(check: str, site: Site | None) -> str | None:
+def unpinned(check: str, site: Site | None) -> str | None:
     """Why a check of a built tool cannot run anywhere: its pin is null."""
     tool = TOOLS.get(check)
     if tool is None or site is None or tool.artifact(site) is not None:
