@@ -1,14 +1,15 @@
 """Burn-in on a lab node (docs/discovery.md, section 4), and the hardware grain there.
 
 - tbox-039 is put in ``burn-in`` (a copy of inventory.yaml, edited like `fleet discover
-  accept` edits it) and head-01, the Slurm controller, applied: Slurm drains it
-  (``fleet-inventory: burn-in``), so no job of its training partition lands on it.
-  `fleet burnin run` runs the real stress-ng, memtester and fio (short durations, an extra
-  overlay of this test) through the lab's Salt master on the node's installed OS, and
-  keeps the results; `fleet burnin status` and `fleet status --live --hardware` show them
-  (stage ``burn-in 3/3``). `fleet burnin finish` writes ``active`` into the copy; rendered
-  (the same render as the lab's own) and applied, the controller resumes the node into its
-  partition.
+  accept` edits it) and head-01, the Slurm controller, applied: the node is in the hidden
+  burn-in partition alone (fleet.inventory.lifecycle.BURNIN_PARTITION), idle, not
+  drained; a job of its training partition cannot name it, and a user other than root
+  cannot submit to the burn-in partition (RootOnly). `fleet burnin run` runs the real
+  stress-ng, memtester and fio (short durations, an extra overlay of this test) through
+  the lab's Salt master on the node's installed OS, and keeps the results; `fleet burnin
+  status` and `fleet status --live --hardware` show them (stage ``burn-in 3/3``). `fleet
+  burnin finish` writes ``active`` into the copy; rendered (the same render as the lab's
+  own) and applied, the controller puts the node back into its partition.
 - The same status call shows the fleet grain (salt/_grains/fleet_hw.py, synced by the
   lab's highstate, never by hand) reaching the drift: the inventory's HCA GUID against the
   GUIDs the node's own grain reports (a container has no HCA), with both values, also in
@@ -37,13 +38,14 @@ import yaml
 from labtools import ROOT, Lab, podman_exec, poll, sinfo_node
 
 from fleet.discover import edit
-from fleet.inventory.lifecycle import DRAIN_PREFIX
+from fleet.inventory.lifecycle import BURNIN_PARTITION
 from fleet.inventory.load import load_inventory
 from fleet.lab import highstate
 from fleet.render import render_all, tree
 
 HEAD = "head-01"  # the Slurm controller
 NODE = "tbox-039"  # the lab's one tbox2 node: burns in
+PARTITION = "tbox2"  # its training partition
 ACTIVE = "tbox-002"  # in service: re-run with --drain
 # the lab's short burn-in of the profile (the site names hours)
 BURNIN = {"profiles": {"tinybox-pro": {"burnin": {
@@ -109,15 +111,18 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
     try:
         _render(lab, inventory, extra)
         _apply_head(lab)
+        poll(f"{NODE} in the burn-in partition alone",
+             lambda: _partitions(lab, NODE) == [BURNIN_PARTITION] or None, timeout=120,
+             interval=2)
         state, reason = _slurm(lab, NODE).split("|", 1)
-        assert "drain" in state, state  # drained/draining: out of its partition
-        assert reason == DRAIN_PREFIX + "burn-in", reason
+        assert state.rstrip("*") == "idle" and reason == "none", (state, reason)  # no drain
+        _no_user_job(lab)
 
         rc, doc, err = _fleet(lab, inventory, extra, "burnin", "run", NODE,
                               "--results", str(results))
         assert rc == 0, (doc, err[-3000:])
         _passed(doc, NODE)
-        assert "drain" in _slurm(lab, NODE), "burn-in resumed the node before finish"
+        assert _partitions(lab, NODE) == [BURNIN_PARTITION], "in service before finish"
 
         rc, doc, err = _fleet(lab, inventory, extra, "burnin", "status", NODE,
                               "--results", str(results))
@@ -159,13 +164,32 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
         assert finished == render_all(load_inventory(lab.paths.inventory, lab.paths.overlays))
         tree.write(lab.paths.render, finished)
         _apply_head(lab)
-        poll(f"{NODE} resumed into its partition",
-             lambda: _slurm(lab, NODE).split("|")[0] == "idle" or None, timeout=120,
-             interval=2)
+        poll(f"{NODE} back in its partition",
+             lambda: _partitions(lab, NODE) == [PARTITION] or None, timeout=120, interval=2)
+        assert _slurm(lab, NODE).split("|")[0].rstrip("*") == "idle"
     finally:
         _render(lab, lab.paths.inventory)
-        if "drain" in _slurm(lab, NODE):
+        if _partitions(lab, NODE) != [PARTITION] or "drain" in _slurm(lab, NODE):
             _apply_head(lab)
+
+
+def _partitions(lab: Lab, node: str) -> list[str]:
+    """The partitions Slurm has the node in, hidden ones too (sinfo -a)."""
+    out = podman_exec(lab, HEAD, "sinfo", "-a", "-h", "-N", "-n", node, "-o", "%P",
+                      timeout=120).stdout
+    return sorted({p.strip().rstrip("*") for p in out.split()})
+
+
+def _no_user_job(lab: Lab) -> None:
+    """A node in burn-in takes no user job: its training partition does not have it, and
+    the burn-in partition takes root's jobs only."""
+    refused = podman_exec(lab, HEAD, "sbatch", f"--partition={PARTITION}", f"--nodelist={NODE}",
+                          "--output=/dev/null", "--wrap=true", timeout=120)
+    assert refused.returncode != 0, refused
+    nobody = podman_exec(lab, HEAD, "runuser", "-u", "nobody", "--", "sbatch",
+                         f"--partition={BURNIN_PARTITION}", "--output=/dev/null",
+                         "--chdir=/tmp", "--wrap=true", timeout=120)
+    assert nobody.returncode != 0 and "denied" in nobody.stderr.lower(), nobody
 
 
 def test_burnin_of_a_node_in_service_drains_it_first(lab: Lab, tmp_path: Path) -> None:

@@ -117,10 +117,11 @@ def script(job: PairJob) -> str:
 
 
 def sbatch_argv(job: PairJob) -> list[str]:
-    """``sbatch`` of the job: submitted and waited for (its exit is the job's)."""
+    """``sbatch`` of the job: submitted and waited for (its exit is the job's). A task is
+    a rank, bound to a GPU, not to a CPU: ``--overcommit`` (the nodes are whole anyway)."""
     return ["sbatch", "--parsable", "--wait", f"--partition={BURNIN_PARTITION}",
             "--nodes=2", f"--nodelist={job.node},{job.partner}", "--exclusive",
-            f"--ntasks-per-node={job.gpus}", f"--gres=gpu:{job.gpus}",
+            f"--ntasks-per-node={job.gpus}", "--overcommit", f"--gres=gpu:{job.gpus}",
             f"--time={job.minutes}", f"--job-name={JOB_NAME}", f"--output={OUTPUT}",
             f"--wrap={script(job)}"]
 
