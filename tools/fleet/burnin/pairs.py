@@ -29,6 +29,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
+from fleet.inventory.lifecycle import in_burnin_partition
 from fleet.inventory.model import Inventory, Node
 
 PAIR_CHECKS = ("ib-write-bw", "nccl-pair")
@@ -76,15 +77,18 @@ def partners(inv: Inventory, host: str, *, testing: Collection[str] = (),
     mine = rail(node)
     if mine is None:
         return []
-    if check in JOB_CHECKS:
-        if node.state != "burn-in":
-            return []
-        testing, in_service = (), False
     states = (*PARTNER_STATES, "active") if in_service else PARTNER_STATES
+
+    def eligible(n: Node) -> bool:
+        if check in JOB_CHECKS:
+            return in_burnin_partition(n)
+        return n.state in states or n.hostname in testing
+
+    if check in JOB_CHECKS and not in_burnin_partition(node):
+        return []
     ring = [n for n in inv.nodes.values()
             if n.hostname == host or (n.profile_name == node.profile_name
-                                      and rail(n) == mine
-                                      and (n.state in states or n.hostname in testing)
+                                      and rail(n) == mine and eligible(n)
                                       and _ib_address(n) is not None)]
     at = [n.hostname for n in ring].index(host)
     order = ring[at + 1:] + ring[:at]
@@ -99,7 +103,7 @@ def why_none(inv: Inventory, host: str, *, in_service: bool = False,
     mine = rail(node)
     if mine is None:
         return f"not run: profile {node.profile_name} has no InfiniBand NIC"
-    if check in JOB_CHECKS and node.state != "burn-in":
+    if check in JOB_CHECKS and not in_burnin_partition(node):
         return (f"not run: {host} is {node.state}, not in the burn-in partition its "
                 f"two-node job runs on (set nodes.{host}.state: burn-in, render and apply)")
     who = "burn-in or active" if in_service and check not in JOB_CHECKS else "burn-in"
