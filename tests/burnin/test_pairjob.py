@@ -261,7 +261,7 @@ def test_a_failed_pair_is_tried_again_with_the_next_partner() -> None:
     r = _check(inv, fake, said)
     assert not r.passed and r.reason == (  # type: ignore[attr-defined]
         "with tbox-003: no all_reduce_perf report; 0 ranks on no host, planned 16 on "
-        "tbox-001,tbox-003; job exit 1: ?[2Jgarbage")
+        "tbox-001,tbox-003; job exit 1: [2Jgarbage")
 
 
 def test_a_batch_host_outside_the_pair_or_no_job_fails_the_pair() -> None:
@@ -276,9 +276,14 @@ def test_a_batch_host_outside_the_pair_or_no_job_fails_the_pair() -> None:
             self.argv.append(list(argv))
             return Result(tuple(argv), 1, "", "sbatch: error: Invalid partition name specified")
 
-    r = _check(inv, _Refused([], [], {}), [])
+    refused = _Refused([], [], {})
+    r = _check(inv, refused, [])
     assert r.reason == ("with tbox-002: sbatch took no job (exit 1): sbatch: error: "  # type: ignore[attr-defined]
                         "Invalid partition name specified")
+    # no id (sbatch killed at its timeout prints none): a job of ours on the pair goes too
+    assert refused.argv[1] == ["scancel", "--partition=fleet-burnin",
+                               "--jobname=fleet-burnin-nccl-pair",
+                               "--nodelist=tbox-001,tbox-002"]
 
 
 def test_no_partner_a_null_pin_no_gpu_fail_without_a_job() -> None:

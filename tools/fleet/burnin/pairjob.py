@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fleet.burnin import results
-from fleet.burnin.pairs import Partner
+from fleet.burnin.pairs import Partner, rail_gbps
 from fleet.burnin.results import Result
 from fleet.inventory.burnintools import TOOLS
 from fleet.inventory.lifecycle import BURNIN_PARTITION
@@ -38,6 +38,7 @@ from fleet.inventory.schema.hardware import Profile
 from fleet.master.runner import Runner
 from fleet.master.salt import MasterError, Salt
 from fleet.master.slurm import JOB_ID
+from fleet.master.text import clean, last_line
 
 CHECK = "nccl-pair"
 JOB_NAME = "fleet-burnin-nccl-pair"
@@ -203,22 +204,25 @@ def submit(runner: Runner, salt: Salt, job: PairJob) -> tuple[int, str]:
     res = runner.run(sbatch_argv(job), timeout=job.minutes * 60 + QUEUE_S)
     first = (res.stdout.strip().splitlines() or [""])[0].split(";")[0].strip()
     if not JOB_ID.match(first):
+        # sbatch killed at its timeout prints no id: a job of ours still queued goes too
+        runner.run(["scancel", f"--partition={BURNIN_PARTITION}", f"--jobname={JOB_NAME}",
+                    f"--nodelist={job.node},{job.partner}"])
         raise JobError(f"sbatch took no job (exit {res.returncode}): "
-                       f"{_clean(res.stderr.strip() or res.stdout.strip())[-120:]}")
+                       f"{last_line(res.stderr) or last_line(res.stdout, 120) or 'no output'}")
     try:
         shown = runner.run(["scontrol", "show", "job", "-o", first]).stdout
     finally:  # a job sbatch stopped waiting for (its timeout) must not hold the nodes
         runner.run(["scancel", first])
     host = _batch_host(shown, first)
     if host not in (job.node, job.partner):
-        raise JobError(f"job {first}: its batch host {_clean(host or 'none')[:40]} is "
+        raise JobError(f"job {first}: its batch host {clean(host or 'none', 40)} is "
                        f"neither {job.node} nor {job.partner}")
     path = OUTPUT.replace("%j", first)
     got = salt.run_argv(host, ["head", "-c", str(READ_MAX), path], timeout=120)
     salt.run_argv(host, ["rm", "-f", path], timeout=120)
     if not isinstance(got, dict) or not isinstance(got.get("stdout"), str) \
             or got.get("retcode") != 0:
-        raise JobError(f"job {first}: no output on {host} ({_clean(str(got))[:100]})")
+        raise JobError(f"job {first}: no output on {host} ({clean(got, 100)})")
     return res.returncode, got["stdout"]
 
 
@@ -235,8 +239,7 @@ def judge(job: PairJob, rc: int, text: str, rate_gbps: float, tolerance: int) ->
     rep = parse_report(text, (job.node, job.partner), 2 * job.gpus)
     problems = list(rep.problems)
     if rc != 0:
-        tail = [ln for ln in text.splitlines() if ln.strip()][-1:] or ["no output"]
-        problems.append(f"job exit {rc}: {tail[0][:100]}")
+        problems.append(f"job exit {rc}: {last_line(text, 100) or 'no output'}")
     floor = rate_gbps / 8 * (100 - tolerance) / 100
     peak = rep.figures.get("busbw_peak_gb_s")
     if peak is not None and peak < floor:
@@ -250,12 +253,8 @@ def _result(passed: bool, figures: dict[str, float], reason: str | None,
     t0 = results.now() if started is None else started
     return Result.model_validate({
         "check": CHECK, "passed": passed, "figures": figures,
-        "reason": None if reason is None else _clean(reason),
+        "reason": None if reason is None else clean(reason, MAX_REASON),
         "started": t0, "seconds": round(max(results.now() - t0, 0.0), 3)})
-
-
-def _clean(text: str) -> str:
-    return re.sub(r"[^\x20-\x7e]", "?", text)[:MAX_REASON]
 
 
 def pair_job_check(runner: Runner, salt: Salt, profile: Profile, node: Node,
@@ -268,7 +267,7 @@ def pair_job_check(runner: Runner, salt: Salt, profile: Profile, node: Node,
     if why is not None:
         return _result(False, {}, why)
     test = profile.burnin[CHECK]  # type: ignore[index]
-    rate = next((n.speed_gbps for n in profile.nics.values() if n.kind == "infiniband"), 0)
+    rate = rail_gbps(profile)
     result = _result(False, {}, why_none)
     for partner in partners:
         say(f"{node.hostname}: {CHECK} with {partner.host} (Slurm job, {BURNIN_PARTITION}) ...")

@@ -31,6 +31,7 @@ from ipaddress import IPv4Address
 
 from fleet.inventory.lifecycle import in_burnin_partition
 from fleet.inventory.model import Inventory, Node
+from fleet.inventory.schema.hardware import Profile
 
 PAIR_CHECKS = ("ib-write-bw", "nccl-pair")
 JOB_CHECKS = ("nccl-pair",)  # a Slurm job of the two on the burn-in partition
@@ -60,6 +61,11 @@ def rail(node: Node) -> Rail | None:
         if nic.kind == "infiniband":
             return Rail(nic.switch, nic.network)
     return None
+
+
+def rail_gbps(profile: Profile) -> int:
+    """The rate a pair is judged against: the profile's first InfiniBand NIC's (0: none)."""
+    return next((n.speed_gbps for n in profile.nics.values() if n.kind == "infiniband"), 0)
 
 
 def _ib_address(node: Node) -> IPv4Address | None:

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from fleet.burnin import results
-from fleet.burnin.pairs import PAIR_CHECKS, Partner
+from fleet.burnin.pairs import PAIR_CHECKS, Partner, rail_gbps
 from fleet.burnin.results import Result, ResultError
 from fleet.burnin.runner import CHECKS
 from fleet.inventory.burnintools import TOOLS
@@ -125,7 +125,7 @@ def pair_plan(profile: Profile, node: Node, partner: Partner, check: str = "ib-w
     its client, the client retries as long, then each runs the check's seconds."""
     test = profile.burnin[check]  # type: ignore[index]  # a BurninCheck by its caller
     code = _runner_code()
-    rate = next((n.speed_gbps for n in profile.nics.values() if n.kind == "infiniband"), 0)
+    rate = rail_gbps(profile)
     common = [check, "--seconds", str(max(test.seconds, 1)),
               "--connect-seconds", str(CONNECT_S)]
     timeout = CONNECT_S + test.seconds + MARGIN_S
