@@ -42,8 +42,8 @@ def test_the_job_is_one_sbatch_of_both_nodes_on_the_burnin_partition() -> None:
     argv = pairjob.sbatch_argv(_job())
     assert argv[:-1] == [
         "sbatch", "--parsable", "--wait", "--partition=fleet-burnin", "--nodes=2",
-        "--nodelist=tbox-001,tbox-002", "--exclusive", "--ntasks-per-node=8",
-        "--overcommit", "--gres=gpu:8", "--time=15", "--job-name=fleet-burnin-nccl-pair",
+        "--nodelist=tbox-001,tbox-002", "--exclusive", "--gres=gpu:8", "--time=15",
+        "--job-name=fleet-burnin-nccl-pair",
         "--output=/var/tmp/fleet-burnin-nccl-pair-%j.out"]
     assert _job(seconds=0).minutes == 6  # at least a minute of work, and the slack
     words = shlex.split(argv[-1].removeprefix("--wrap="))

@@ -2,14 +2,15 @@
 
 - tbox-039 is put in ``burn-in`` (a copy of inventory.yaml, edited like `fleet discover
   accept` edits it) and head-01, the Slurm controller, applied: the node is in the hidden
-  burn-in partition alone (fleet.inventory.lifecycle.BURNIN_PARTITION), idle, not
-  drained; a job of its training partition cannot name it, and a user other than root
-  cannot submit to the burn-in partition (RootOnly). `fleet burnin run` runs the real
-  stress-ng, memtester and fio (short durations, an extra overlay of this test) through
-  the lab's Salt master on the node's installed OS, and keeps the results; `fleet burnin
-  status` and `fleet status --live --hardware` show them (stage ``burn-in 3/3``). `fleet
-  burnin finish` writes ``active`` into the copy; rendered (the same render as the lab's
-  own) and applied, the controller puts the node back into its partition.
+  burn-in partition alone (fleet.inventory.lifecycle.BURNIN_PARTITION), idle, not drained;
+  a job of its training partition naming it is not run, root's job of the burn-in
+  partition is, and a user other than root cannot submit to it (RootOnly). `fleet burnin
+  run` runs the real stress-ng, memtester and fio (short durations, an extra overlay of
+  this test) through the lab's Salt master on the node's installed OS, and keeps the
+  results; `fleet burnin status` and `fleet status --live --hardware` show them (stage
+  ``burn-in 3/3``). `fleet burnin finish` writes ``active`` into the copy; rendered (the
+  same render as the lab's own) and applied, the controller puts the node back into its
+  partition.
 - The same status call shows the fleet grain (salt/_grains/fleet_hw.py, synced by the
   lab's highstate, never by hand) reaching the drift: the inventory's HCA GUID against the
   GUIDs the node's own grain reports (a container has no HCA), with both values, also in
@@ -181,11 +182,15 @@ def _partitions(lab: Lab, node: str) -> list[str]:
 
 
 def _no_user_job(lab: Lab) -> None:
-    """A node in burn-in takes no user job: its training partition does not have it, and
-    the burn-in partition takes root's jobs only."""
-    refused = podman_exec(lab, HEAD, "sbatch", f"--partition={PARTITION}", f"--nodelist={NODE}",
-                          "--output=/dev/null", "--wrap=true", timeout=120)
+    """A node in burn-in takes no user job: its training partition does not have it (a
+    job naming it there is not run: sbatch would queue it for ever, srun --immediate
+    fails), and the burn-in partition takes root's jobs only, which it runs."""
+    refused = podman_exec(lab, HEAD, "srun", "--immediate=30", f"--partition={PARTITION}",
+                          f"--nodelist={NODE}", "true", timeout=120)
     assert refused.returncode != 0, refused
+    ran = podman_exec(lab, HEAD, "srun", "--immediate=30", f"--partition={BURNIN_PARTITION}",
+                      f"--nodelist={NODE}", "hostname", timeout=120)
+    assert ran.returncode == 0 and ran.stdout.strip() == NODE, ran
     nobody = podman_exec(lab, HEAD, "runuser", "-u", "nobody", "--", "sbatch",
                          f"--partition={BURNIN_PARTITION}", "--output=/dev/null",
                          "--chdir=/tmp", "--wrap=true", timeout=120)

@@ -118,11 +118,12 @@ def script(job: PairJob) -> str:
 
 
 def sbatch_argv(job: PairJob) -> list[str]:
-    """``sbatch`` of the job: submitted and waited for (its exit is the job's). A task is
-    a rank, bound to a GPU, not to a CPU: ``--overcommit`` (the nodes are whole anyway)."""
+    """``sbatch`` of the job: submitted and waited for (its exit is the job's). No task
+    count: the nodes are whole (``--exclusive``), mpirun's slots are their CPUs, and
+    ``--ntasks-per-node`` would ask one CPU per rank (refused on a node with fewer)."""
     return ["sbatch", "--parsable", "--wait", f"--partition={BURNIN_PARTITION}",
             "--nodes=2", f"--nodelist={job.node},{job.partner}", "--exclusive",
-            f"--ntasks-per-node={job.gpus}", "--overcommit", f"--gres=gpu:{job.gpus}",
+            f"--gres=gpu:{job.gpus}",
             f"--time={job.minutes}", f"--job-name={JOB_NAME}", f"--output={OUTPUT}",
             f"--wrap={script(job)}"]
 
