@@ -1,13 +1,15 @@
 """Burn-in on a lab node (docs/discovery.md, section 4), and the hardware grain there.
 
 - tbox-039 is put in ``burn-in`` (a copy of inventory.yaml, edited like `fleet discover
-  accept` edits it) and head-01, the Slurm controller, applied: Slurm drains it
-  (``fleet-inventory: burn-in``), so no job of its training partition lands on it.
-  `fleet burnin run` runs the real stress-ng, memtester and fio (short durations, an extra
-  overlay of this test) through the lab's Salt master on the node's installed OS, and
-  keeps the results; `fleet burnin status` and `fleet status --live --hardware` show them
-  (stage ``burn-in 3/3``). `fleet burnin finish` writes ``active`` into the copy; rendered
-  (the same render as the lab's own) and applied, the controller resumes the node into its
+  accept` edits it) and head-01, the Slurm controller, applied: the node is in the hidden
+  burn-in partition alone (fleet.inventory.lifecycle.BURNIN_PARTITION), idle, not drained;
+  a job of its training partition naming it is not run, root's job of the burn-in
+  partition is, and a user other than root cannot submit to it (RootOnly). `fleet burnin
+  run` runs the real stress-ng, memtester and fio (short durations, an extra overlay of
+  this test) through the lab's Salt master on the node's installed OS, and keeps the
+  results; `fleet burnin status` and `fleet status --live --hardware` show them (stage
+  ``burn-in 3/3``). `fleet burnin finish` writes ``active`` into the copy; rendered (the
+  same render as the lab's own) and applied, the controller puts the node back into its
   partition.
 - The same status call shows the fleet grain (salt/_grains/fleet_hw.py, synced by the
   lab's highstate, never by hand) reaching the drift: the inventory's HCA GUID against the
@@ -37,13 +39,14 @@ import yaml
 from labtools import ROOT, Lab, podman_exec, poll, sinfo_node
 
 from fleet.discover import edit
-from fleet.inventory.lifecycle import DRAIN_PREFIX
+from fleet.inventory.lifecycle import BURNIN_PARTITION
 from fleet.inventory.load import load_inventory
 from fleet.lab import highstate
 from fleet.render import render_all, tree
 
 HEAD = "head-01"  # the Slurm controller
 NODE = "tbox-039"  # the lab's one tbox2 node: burns in
+PARTITION = "tbox2"  # its training partition
 ACTIVE = "tbox-002"  # in service: re-run with --drain
 # the lab's short burn-in of the profile (the site names hours)
 BURNIN = {"profiles": {"tinybox-pro": {"burnin": {
@@ -109,15 +112,18 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
     try:
         _render(lab, inventory, extra)
         _apply_head(lab)
+        poll(f"{NODE} in the burn-in partition alone",
+             lambda: _partitions(lab, NODE) == [BURNIN_PARTITION] or None, timeout=120,
+             interval=2)
         state, reason = _slurm(lab, NODE).split("|", 1)
-        assert "drain" in state, state  # drained/draining: out of its partition
-        assert reason == DRAIN_PREFIX + "burn-in", reason
+        assert state.rstrip("*") == "idle" and reason == "none", (state, reason)  # no drain
+        _no_user_job(lab)
 
         rc, doc, err = _fleet(lab, inventory, extra, "burnin", "run", NODE,
                               "--results", str(results))
         assert rc == 0, (doc, err[-3000:])
         _passed(doc, NODE)
-        assert "drain" in _slurm(lab, NODE), "burn-in resumed the node before finish"
+        assert _partitions(lab, NODE) == [BURNIN_PARTITION], "in service before finish"
 
         rc, doc, err = _fleet(lab, inventory, extra, "burnin", "status", NODE,
                               "--results", str(results))
@@ -159,13 +165,36 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
         assert finished == render_all(load_inventory(lab.paths.inventory, lab.paths.overlays))
         tree.write(lab.paths.render, finished)
         _apply_head(lab)
-        poll(f"{NODE} resumed into its partition",
-             lambda: _slurm(lab, NODE).split("|")[0] == "idle" or None, timeout=120,
-             interval=2)
+        poll(f"{NODE} back in its partition",
+             lambda: _partitions(lab, NODE) == [PARTITION] or None, timeout=120, interval=2)
+        assert _slurm(lab, NODE).split("|")[0].rstrip("*") == "idle"
     finally:
         _render(lab, lab.paths.inventory)
-        if "drain" in _slurm(lab, NODE):
+        if _partitions(lab, NODE) != [PARTITION] or "drain" in _slurm(lab, NODE):
             _apply_head(lab)
+
+
+def _partitions(lab: Lab, node: str) -> list[str]:
+    """The partitions Slurm has the node in, hidden ones too (sinfo -a)."""
+    out = podman_exec(lab, HEAD, "sinfo", "-a", "-h", "-N", "-n", node, "-o", "%P",
+                      timeout=120).stdout
+    return sorted({p.strip().rstrip("*") for p in out.split()})
+
+
+def _no_user_job(lab: Lab) -> None:
+    """A node in burn-in takes no user job: its training partition does not have it (a
+    job naming it there is not run: sbatch would queue it for ever, srun --immediate
+    fails), and the burn-in partition takes root's jobs only, which it runs."""
+    refused = podman_exec(lab, HEAD, "srun", "--immediate=30", f"--partition={PARTITION}",
+                          f"--nodelist={NODE}", "true", timeout=120)
+    assert refused.returncode != 0, refused
+    ran = podman_exec(lab, HEAD, "srun", "--immediate=30", f"--partition={BURNIN_PARTITION}",
+                      f"--nodelist={NODE}", "hostname", timeout=120)
+    assert ran.returncode == 0 and ran.stdout.strip() == NODE, ran
+    nobody = podman_exec(lab, HEAD, "runuser", "-u", "nobody", "--", "sbatch",
+                         f"--partition={BURNIN_PARTITION}", "--output=/dev/null",
+                         "--chdir=/tmp", "--wrap=true", timeout=120)
+    assert nobody.returncode != 0 and "denied" in nobody.stderr.lower(), nobody
 
 
 def test_burnin_of_a_node_in_service_drains_it_first(lab: Lab, tmp_path: Path) -> None:
@@ -212,3 +241,123 @@ def test_burnin_of_a_node_in_service_drains_it_first(lab: Lab, tmp_path: Path) -
         if "drain" in _slurm(lab, ACTIVE):
             podman_exec(lab, HEAD, "scontrol", "update", f"NodeName={ACTIVE}",
                         "State=RESUME")
+
+
+# --- nccl-pair: the real Slurm job of two lab nodes, with STAND-IN MPI and nccl-tests ------
+
+PAIR = ("tbox-001", "tbox-002")  # tinybox-pro on rail ib1/ib-tbox1
+# the pair's check at no duration; tolerance 100%: the STAND-IN's figures are no bandwidth,
+# so the rail's rate is not judged here (tests/burnin/test_pairjob.py judges it); a STAND-IN
+# pin of nccl-tests (never fetched: no node is applied with it), so the check is sent
+PAIR_OVERLAY = {
+    "profiles": {"tinybox-pro": {"burnin": {
+        "nccl-pair": {"seconds": 0, "tolerance_percent": 100}}}},
+    "site": {"burnin_tools": {"nccl_tests": {
+        "source": "/srv/fleet/artifacts/nccl-tests-STAND-IN.tar", "sha256": "0" * 64}}}}
+FAKE_SYS = "/var/tmp/fleet-standin-sys"
+# STAND-IN mpirun: the lab's nodes have no OpenMPI (their archive is the lab's own
+# repository). It runs each app context (-np N -H HOST:N PROGRAM..., ':' between them)
+# through Slurm's srun inside the job, as mpirun's daemons are started, the rank's sysfs
+# root replaced by a FAKE tree (a container has no HCA), then prints the data lines of an
+# nccl-tests report; the rank lines are the ranks' own.
+STANDIN_MPIRUN = f'''#!/usr/bin/python3
+"""STAND-IN mpirun of tests/lab/test_burnin.py (no OpenMPI in the lab)."""
+import subprocess, sys
+args = sys.argv[1:]
+while args[0].startswith("--"):
+    args = args[2:] if args[0] == "--bind-to" else args[1:]
+contexts, cur = [], []
+for a in args + [":"]:
+    if a == ":":
+        contexts.append(cur)
+        cur = []
+    else:
+        cur.append(a)
+base, rc = 0, 0
+for ctx in contexts:
+    assert ctx[0] == "-np" and ctx[2] == "-H", ctx
+    prog = ctx[4:]
+    prog[prog.index("fleet-nccl-pair") + 1] = "{FAKE_SYS}"
+    r = subprocess.run(["srun", "--overlap", "--overcommit", "--nodes=1",
+                        "--ntasks=" + ctx[1], "--nodelist=" + ctx[3].split(":")[0],
+                        "--export=ALL,FLEET_STANDIN_BASE=%d" % base, *prog])
+    rc, base = rc or r.returncode, base + int(ctx[1])
+size = 8388608
+while size <= 1073741824:
+    print("%12d %13d     float     sum      -1   1000.0    1.00    1.88      0"
+          "   1000.0    1.00    1.88      0" % (size, size // 4))
+    size *= 2
+print("# Out of bounds values : 0 OK")
+print("# Avg bus bandwidth    : 1.875 ")
+sys.exit(rc)
+'''
+# STAND-IN all_reduce_perf: one rank, printing its rank line (host, its NCCL_IB_HCA)
+STANDIN_PERF = '''#!/usr/bin/python3
+"""STAND-IN all_reduce_perf of tests/lab/test_burnin.py (no GPU in the lab)."""
+import os, socket, sys
+hca = os.environ.get("NCCL_IB_HCA", "")
+rank = int(os.environ["FLEET_STANDIN_BASE"]) + int(os.environ["SLURM_PROCID"])
+print("#  Rank %2d Group  0 Pid %6d on %10s device %2d [0x00] STAND-IN %s"
+      % (rank, os.getpid(), socket.gethostname(), int(os.environ["SLURM_LOCALID"]), hca))
+sys.exit(0 if hca.startswith("=mlx5_") else 4)
+'''
+WRITE = ("import os, sys; os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
+         "open(sys.argv[1], 'w').write(sys.argv[2]); os.chmod(sys.argv[1], 0o755)")
+STANDINS = ("/usr/local/bin/mpirun", "/opt/fleet/burnin/nccl-tests", FAKE_SYS)
+
+
+def _put_standins(lab: Lab, node: str, guid: str) -> None:
+    from fleet.inventory.burnintools import TOOLS
+
+    g = guid[2:]
+    for path, body in (("/usr/local/bin/mpirun", STANDIN_MPIRUN),
+                       (TOOLS["nccl-pair"].path, STANDIN_PERF),
+                       (f"{FAKE_SYS}/class/infiniband/mlx5_0/node_guid",
+                        ":".join(g[i:i + 4] for i in range(0, 16, 4)) + "\n")):
+        put = podman_exec(lab, node, "python3", "-c", WRITE, path, body)
+        assert put.returncode == 0, put
+
+
+def test_nccl_pair_is_one_slurm_job_of_two_lab_nodes(lab: Lab, tmp_path: Path) -> None:
+    """tbox-001 and tbox-002 in burn-in: `fleet burnin run tbox-001 --checks nccl-pair`
+    submits the real sbatch through head-01 on the burn-in partition; the real Slurm runs
+    its script on the two nodes, the STAND-IN mpirun starts the ranks through srun, each
+    through the job's own HCA snippet (NCCL_IB_HCA from its node's planned GUID, on a
+    FAKE sysfs); the output is read back from the batch host and judged."""
+    inventory = tmp_path / "inventory.yaml"
+    text = (ROOT / "inventory.yaml").read_text()
+    for node in PAIR:
+        text = edit.set_node(text, node, {"state": "burn-in"})
+    inventory.write_text(text)
+    extra = tmp_path / "pair-overlay.yaml"
+    extra.write_text(yaml.safe_dump(PAIR_OVERLAY))
+    results = tmp_path / "results"
+    inv = load_inventory(inventory, [*lab.paths.overlays, extra])
+    busy = podman_exec(lab, HEAD, "squeue", "-h", "-w", ",".join(PAIR), timeout=120)
+    assert busy.stdout.strip() == "", f"jobs on the pair: {busy.stdout}"
+    try:
+        _render(lab, inventory, extra)
+        _apply_head(lab)
+        for node in PAIR:
+            poll(f"{node} in the burn-in partition alone",
+                 lambda n=node: _partitions(lab, n) == [BURNIN_PARTITION] or None,
+                 timeout=120, interval=2)
+            _put_standins(lab, node, str(inv.nodes[node].ib_guid))
+        rc, doc, err = _fleet(lab, inventory, extra, "burnin", "run", PAIR[0], "--checks",
+                              "nccl-pair", "-v", "--results", str(results), timeout=900)
+        (row,) = doc["nodes"]
+        assert row["error"] is None and len(row["ran"]) == 1, (row, err[-3000:])
+        (r,) = row["ran"]
+        assert r["check"] == "nccl-pair" and r["passed"], (r, err[-3000:])
+        assert r["figures"] == {"busbw_gb_s": 1.875, "busbw_peak_gb_s": 1.88}, r
+        assert rc == 0, (doc, err[-3000:])
+        assert f"{PAIR[0]}: nccl-pair with {PAIR[1]} (Slurm job, {BURNIN_PARTITION})" in err
+        left = [podman_exec(lab, n, "sh", "-c", "ls /var/tmp/fleet-burnin-nccl-pair-*",
+                            timeout=60).stdout for n in PAIR]
+        assert left == ["", ""], left  # the output read back, then removed
+    finally:
+        for node in PAIR:
+            podman_exec(lab, node, "rm", "-rf", *STANDINS)
+        _render(lab, lab.paths.inventory)
+        if any(_partitions(lab, n) != ["tbox1"] for n in PAIR):
+            _apply_head(lab)

@@ -75,11 +75,13 @@ def test_a_pin_is_fetched_by_checksum_and_built_after_the_driver(
     states = _render(renderer_and_key[0], "ubuntu-24.04",
                      {GPU_BURN.name: _pin(GPU_BURN), NCCL.name: _pin(NCCL)})
     pkgs = states["nvidia-burnin-pkg-installed"]
-    assert pkgs["pkgs"] == ["build-essential", "nvidia-cuda-toolkit", "libnccl-dev"]
+    assert pkgs["pkgs"] == ["build-essential", "nvidia-cuda-toolkit", "libnccl-dev",
+                            "openmpi-bin", "libopenmpi-dev"]  # nccl-tests with MPI=1
     # after the driver: the toolkit's libcuda dependency is the held driver's
     assert {"pkg": "nvidia-driver-pkg-installed"} in pkgs["require"]
     for tool, make in ((GPU_BURN, "CUDAPATH=/usr"),
-                       (NCCL, "CUDA_HOME=/usr CUDA_LIB=/usr/lib/x86_64-linux-gnu "
+                       (NCCL, "MPI=1 MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi "
+                              "CUDA_HOME=/usr CUDA_LIB=/usr/lib/x86_64-linux-gnu "
                               "NCCL_HOME=/usr")):
         tree = f"{tool.dir}/{SHA[tool.name]}"
         source = states[f"nvidia-burnin-file-managed-{tool.name}-source"]
@@ -193,6 +195,7 @@ def test_check_packages_checks_the_builds_packages_with_a_stand_in_pin(
     assert not result.errors
     installed = {p for c in result.lowstate if c["__id__"] == "nvidia-burnin-pkg-installed"
                  for p in c["pkgs"]}
-    assert installed == {"build-essential", "nvidia-cuda-toolkit", "libnccl-dev"}
+    assert installed == {"build-essential", "nvidia-cuda-toolkit", "libnccl-dev",
+                         "openmpi-bin", "libopenmpi-dev"}
     assert renderer.pillar(node)["node"]["nvidia"]["burnin_tools"] == {
         GPU_BURN.name: None, NCCL.name: None}  # the node's own pillar again

@@ -95,9 +95,12 @@ def test_simulated_install_and_unmet_dependencies() -> None:
 
 def test_preferences_and_pin_matching() -> None:
     (pin,) = facts.parse_preferences(
-        "# Managed by Salt (slurm)\nPackage: slurm* libslurm* libpmi* libpam-slurm*\n"
+        "# Managed by Salt (slurm)\nPackage: slurm* libslurm* libpmi0* libpmi2-* libpam-slurm*\n"
         "Pin: version 22.05.*\nPin-Priority: 1001\n", "/etc/apt/preferences.d/60-fleet-slurm")
     assert pin.matches("slurmd") and pin.matches("libslurm38") and not pin.matches("munge")
+    # Slurm's PMI libraries, not OpenMPI's PMIx (nvidia.burnin's openmpi pulls it in)
+    assert pin.matches("libpmi0t64") and pin.matches("libpmi2-0-dev")
+    assert not pin.matches("libpmix2t64") and not pin.matches("libpmix-dev")
     assert pin.version == "22.05.*" and pin.priority == 1001
     assert "Pin: version 22.05.*\n" in pin.text()
 

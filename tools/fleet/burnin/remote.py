@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from fleet.burnin import results
-from fleet.burnin.pairs import PAIR_CHECKS, Partner
+from fleet.burnin.pairs import PAIR_CHECKS, Partner, rail_gbps
 from fleet.burnin.results import Result, ResultError
 from fleet.burnin.runner import CHECKS
 from fleet.inventory.burnintools import TOOLS
@@ -57,7 +57,7 @@ def plan(profile: Profile, only: list[str] | None = None, node: Node | None = No
             continue
         runs.append(Planned(check, ["python3", "-c", code, check,
                                     *_args(check, test, profile, node), *_tool(check, site)],
-                            test.seconds * 2 + MARGIN_S, _unpinned(check, site)))
+                            test.seconds * 2 + MARGIN_S, unpinned(check, site)))
     return runs, missing
 
 
@@ -69,7 +69,7 @@ def _tool(check: str, site: Site | None) -> list[str]:
                                                     "--pinned-by", tool.pin]
 
 
-def _unpinned(check: str, site: Site | None) -> str | None:
+def unpinned(check: str, site: Site | None) -> str | None:
     """Why a check of a built tool cannot run anywhere: its pin is null."""
     tool = TOOLS.get(check)
     if tool is None or site is None or tool.artifact(site) is not None:
@@ -125,7 +125,7 @@ def pair_plan(profile: Profile, node: Node, partner: Partner, check: str = "ib-w
     its client, the client retries as long, then each runs the check's seconds."""
     test = profile.burnin[check]  # type: ignore[index]  # a BurninCheck by its caller
     code = _runner_code()
-    rate = next((n.speed_gbps for n in profile.nics.values() if n.kind == "infiniband"), 0)
+    rate = rail_gbps(profile)
     common = [check, "--seconds", str(max(test.seconds, 1)),
               "--connect-seconds", str(CONNECT_S)]
     timeout = CONNECT_S + test.seconds + MARGIN_S

@@ -63,7 +63,7 @@ def register(sub: Any, parents: Parents) -> None:
             sp.add_argument("--partners-in-service", action="store_true",
                             help="ib-write-bw: an active node may be a node's partner "
                                  "(its jobs share the link; default: nodes under test or "
-                                 "in burn-in only)")
+                                 "in burn-in only; nccl-pair: nodes in burn-in only)")
             add_salt_config(sp)
             add_slurm_command(sp)
         elif name == "status":
@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
                                      force=False, timeout=args.drain_timeout, poll=5.0,
                                      say=ctx.progress)
             done = remote.run_node(salt, args.results, h, runs, ctx.progress)
-            done += _run_pairs(salt, args, ctx, inv, names, h, only)
+            done += _run_pairs(runner, salt, args, ctx, inv, names, h, only)
         except (ResultError, MasterError, slurm.DrainWaitError) as exc:
             row["error"] = str(exc)
             continue
@@ -150,11 +150,13 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
     return _report_run(rows, ctx)
 
 
-def _run_pairs(salt: Any, args: argparse.Namespace, ctx: Context, inv: Any,
+def _run_pairs(runner: Any, salt: Any, args: argparse.Namespace, ctx: Context, inv: Any,
                names: list[str], h: str, only: list[str] | None) -> list[Any]:
     """The node's checks between two nodes (fleet.burnin.pairs), each kept: against its
-    first partner, then its second if that failed; no partner is a failed result."""
-    from fleet.burnin import pairs, remote, results
+    first partner, then its second if that failed; no partner is a failed result.
+    nccl-pair is one Slurm job of the two (fleet.burnin.pairjob), ib-write-bw two Salt
+    calls."""
+    from fleet.burnin import pairjob, pairs, remote, results
 
     node = inv.nodes[h]
     profile = inv.raw.profiles[node.profile_name]
@@ -164,9 +166,15 @@ def _run_pairs(salt: Any, args: argparse.Namespace, ctx: Context, inv: Any,
             continue
         # a node in service under test is drained only in its own turn: not a partner before
         testing = [n for n in names if inv.nodes[n].state != "active"]
-        found = pairs.partners(inv, h, testing=testing, in_service=args.partners_in_service)
-        result = remote.pair_check(salt, profile, node, found, check, pairs.why_none(
-            inv, h, in_service=args.partners_in_service), ctx.progress)
+        found = pairs.partners(inv, h, testing=testing, in_service=args.partners_in_service,
+                               check=check)
+        why = pairs.why_none(inv, h, in_service=args.partners_in_service, check=check)
+        if check in pairs.JOB_CHECKS:
+            result = pairjob.pair_job_check(runner, salt, profile, node, found, why,
+                                            remote.unpinned(check, inv.raw.site),
+                                            ctx.progress)
+        else:
+            result = remote.pair_check(salt, profile, node, found, check, why, ctx.progress)
         results.record(args.results, h, result)
         ctx.progress(f"{h}: {check} {'passed' if result.passed else 'FAILED'}")
         done.append(result)

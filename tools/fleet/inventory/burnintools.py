@@ -34,10 +34,13 @@ def _tool(field: str, name: str, binary: str) -> Tool:
                 f"{ROOT}/{name}/current/{binary}")
 
 
-# the burn-in check -> the built tool it runs
+_NCCL_TESTS = _tool("nccl_tests", "nccl-tests", "build/all_reduce_perf")
+# the burn-in check -> the built tool it runs (nccl-tests is built with MPI: one build for
+# the node's own all-reduce and the two-node one, fleet.burnin.pairjob)
 TOOLS: dict[str, Tool] = {
     "gpu-stress": _tool("gpu_burn", "gpu-burn", "gpu_burn"),
-    "nccl-allreduce": _tool("nccl_tests", "nccl-tests", "build/all_reduce_perf"),
+    "nccl-allreduce": _NCCL_TESTS,
+    "nccl-pair": _NCCL_TESTS,
 }
 
 
@@ -45,7 +48,7 @@ def pillar(site: schema.Site) -> dict[str, Any]:
     """``node:nvidia:burnin_tools``: per tool its pin with where it is built (null: the
     pin is null, nvidia.burnin builds nothing of it)."""
     out: dict[str, Any] = {}
-    for tool in TOOLS.values():
+    for tool in dict.fromkeys(TOOLS.values()):
         art = tool.artifact(site)
         out[tool.name] = None if art is None else {
             "source": art.source, "sha256": art.sha256, "dir": tool.dir,

@@ -5,9 +5,13 @@
   ``health`` and ``rollout`` and of Prometheus's targets (no NodeDown for a node not
   installed yet), and ``fleet keys check`` expects no key yet.
 - ``burn-in``: accepted by ``fleet discover accept``: installed and configured like an
-  active node, drained in Slurm with ``fleet-inventory: burn-in`` (no job lands on it)
-  until ``fleet burnin`` passes it (then ``active``; a failure: ``maintenance`` with the
-  failing check as its reason); left out of health's and rollout's default target.
+  active node, but in no user partition of Slurm (its training partition, the workers'
+  preemptible one): a compute node is only in :data:`BURNIN_PARTITION`, hidden and
+  root-only, where `fleet burnin run` submits its two-node NCCL job (so it is not
+  drained: no user job can land on it) until ``fleet burnin`` passes it (then
+  ``active``, in its partition at the controller's next apply; a failure:
+  ``maintenance`` with the failing check as its reason); left out of health's and
+  rollout's default target.
 - ``active``: the default.
 - ``maintenance`` (with ``reason``): rendered as active; the controller's next apply drains
   it in Slurm with ``fleet-inventory: <reason>`` (salt/slurm/drains.sls) and resumes it
@@ -22,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from fleet.inventory.model import Inventory, YamlPath
+from fleet.inventory.model import Inventory, Node, YamlPath
 from fleet.problems import Problem, dotted
 
 if TYPE_CHECKING:
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
 # the prefix of every Slurm drain reason the inventory's maintenance state sets: the
 # controller resumes only nodes drained with it (fleet health's drains have their own)
 DRAIN_PREFIX = "fleet-inventory: "
+# the internal Slurm partition of the compute nodes in burn-in (Hidden, RootOnly): the
+# one name, which no partition of the inventory may take (check_lifecycle)
+BURNIN_PARTITION = "fleet-burnin"
 # which states a day-two command's default target leaves out
 LEFT_OUT = {"apply": ("planned", "retired"),
             "health": ("planned", "maintenance", "retired"),
@@ -71,20 +78,31 @@ def left_out_text(left: dict[str, list[str]]) -> str:
 
 def drains(inv: Inventory) -> dict[str, object]:
     """Pillar ``slurm:drains`` for the controller: the nodes to drain and with what reason,
-    and the compute nodes to resume when the inventory drained them."""
+    and the compute nodes to resume when the inventory drained them (a node in burn-in
+    too: it is in no user partition, and its burn-in partition's job needs it)."""
     compute = inv.with_role("slurm.compute")
     return {
         "prefix": DRAIN_PREFIX,
         "drain": {n.hostname: DRAIN_PREFIX + (n.reason or "").strip()
-                  for n in compute if n.state == "maintenance"}
-        | {n.hostname: DRAIN_PREFIX + "burn-in" for n in compute if n.state == "burn-in"},
-        "resume": [n.hostname for n in compute if n.state == "active"],
+                  for n in compute if n.state == "maintenance"},
+        "resume": [n.hostname for n in compute if n.state in ("active", "burn-in")],
     }
+
+
+def in_user_partitions(node: Node) -> bool:
+    """Whether the node belongs in the partitions users' jobs run in (its training
+    partition, the workers' preemptible one): not while in burn-in."""
+    return node.state != "burn-in"
+
+
+def in_burnin_partition(node: Node) -> bool:
+    """Whether the node belongs in :data:`BURNIN_PARTITION`: a compute node in burn-in."""
+    return node.state == "burn-in" and node.has("slurm.compute")
 
 
 def check_lifecycle(c: Ctx) -> Iterator[Problem]:
     """Maintenance with a reason; a per-node ``slurm_partition`` on a compute node and
-    naming a partition; no service
+    naming a partition; no partition named as the burn-in one; no service
     (provisioning host, Salt master, Slurm controller, mkv master, subnet manager) on a
     retired node."""
     raw = c.raw
@@ -108,6 +126,7 @@ def check_lifecycle(c: Ctx) -> Iterator[Problem]:
             yield c.problem((*npath, "slurm_partition"),
                             f"unknown partition {facts.slurm_partition!r}",
                             code="unknown_ref", hint=f"known partitions: {known}")
+    yield from _burnin_name(c)
     services: dict[str, list[str]] = {}
     for path, host, what in _service_hosts(c):
         if host in raw.nodes and raw.nodes[host].state == "retired":
@@ -118,6 +137,20 @@ def check_lifecycle(c: Ctx) -> Iterator[Problem]:
                         + ", ".join(whats), code="retired",
                         hint=f"move these to another node first, or set nodes.{host}.state "
                              "back")
+
+
+def _burnin_name(c: Ctx) -> Iterator[Problem]:
+    """:data:`BURNIN_PARTITION` is fleet's: no partition of the inventory takes its name."""
+    raw = c.raw
+    taken: list[YamlPath] = []
+    if raw.slurm is not None and BURNIN_PARTITION in raw.slurm.partitions:
+        taken.append(("slurm", "partitions", BURNIN_PARTITION))
+    if raw.compute is not None and raw.compute.partition == BURNIN_PARTITION:
+        taken.append(("compute", "partition"))
+    for path in taken:
+        yield c.problem(path, f"{BURNIN_PARTITION} is the burn-in partition's name "
+                        "(fleet's own, for the nodes in burn-in)", code="duplicate",
+                        hint="name this partition otherwise")
 
 
 def _service_hosts(c: Ctx) -> Iterator[tuple[YamlPath, str, str]]:

@@ -77,7 +77,7 @@ class SubprocessRunner:
 
 
 SALT_TOOLS = ("salt", "salt-key", "salt-run")
-SLURM_TOOLS = ("scontrol", "sinfo", "squeue", "scancel")
+SLURM_TOOLS = ("scontrol", "sinfo", "squeue", "scancel", "sbatch")
 
 
 def tool_path(name: str) -> str:
@@ -105,8 +105,8 @@ def pki_dir(config_dir: Path) -> Path:
 
 
 def runner_for(salt_config: Path, slurm_command: str | None = None) -> SubprocessRunner:
-    """salt, salt-key and salt-run through ``-c salt_config``; scontrol, sinfo, squeue and
-    scancel through ``slurm_command`` (e.g. ``ssh head-01``) when one is given."""
+    """salt, salt-key and salt-run through ``-c salt_config``; scontrol, sinfo, squeue,
+    scancel and sbatch through ``slurm_command`` (e.g. ``ssh head-01``) when one is given."""
     conf = os.fspath(salt_config)
     prefix = {tool: [tool_path(tool), "-c", conf] for tool in SALT_TOOLS}
     if slurm_command:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.inventory import compute as facts
+from fleet.inventory import lifecycle
 from fleet.inventory.model import Inventory, Node
 from fleet.render.hostlist import compress
 
@@ -98,10 +99,12 @@ def has_role(inv: Inventory, node: Node) -> bool:
 
 
 def slurm_preempt(inv: Inventory) -> dict[str, str] | None:
-    """pillar slurm:preempt: the workers' preemptible partition and its nodes (None: no
-    compute section, or no worker node: a partition of no nodes is no slurm.conf line)."""
+    """pillar slurm:preempt: the workers' preemptible partition and its nodes, a node in
+    burn-in not among them (None: no compute section, or no such worker node: a partition
+    of no nodes is no slurm.conf line)."""
     comp = inv.raw.compute
     if comp is None:
         return None
-    workers = [n.hostname for n in inv.nodes.values() if facts.is_worker(inv.raw, n)]
+    workers = [n.hostname for n in inv.nodes.values()
+               if facts.is_worker(inv.raw, n) and lifecycle.in_user_partitions(n)]
     return {"partition": comp.partition, "nodes": compress(workers)} if workers else None

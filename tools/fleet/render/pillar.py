@@ -306,10 +306,13 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
     partitions = []
     topology = []
     for pname, part in slurm.partitions.items():
-        members = compress(n.hostname for n in inv.in_partition(pname))
-        partitions.append({"name": pname, "nodes": members, "default": part.default,
-                           "max_time": part.max_time})
-        topology.append({"switch": part.ib_switch, "nodes": members})
+        members = inv.in_partition(pname)
+        # a node in burn-in is in the burn-in partition alone, but on its switch still
+        partitions.append({"name": pname, "default": part.default, "max_time": part.max_time,
+                           "nodes": compress(n.hostname for n in members
+                                             if lifecycle.in_user_partitions(n))})
+        topology.append({"switch": part.ib_switch,
+                         "nodes": compress(n.hostname for n in members)})
     return {
         "cluster": slurm.cluster,
         "version": slurm.version,
@@ -320,7 +323,16 @@ def _slurm(inv: Inventory) -> dict[str, Any]:
         "topology": topology,
         "drains": lifecycle.drains(inv),
         "preempt": compute.slurm_preempt(inv),
+        "burnin": _burnin_partition(inv),
     }
+
+
+def _burnin_partition(inv: Inventory) -> dict[str, str] | None:
+    """pillar ``slurm:burnin``: the burn-in partition (fleet.inventory.lifecycle) and its
+    nodes (None: no compute node is in burn-in; a partition of no nodes is no line)."""
+    nodes = [n.hostname for n in inv.nodes.values() if lifecycle.in_burnin_partition(n)]
+    return ({"partition": lifecycle.BURNIN_PARTITION, "nodes": compress(nodes)}
+            if nodes else None)
 
 
 def _gres_lines(names: str, p: schema.Profile) -> list[dict[str, Any]]:

@@ -189,7 +189,8 @@ def _slurm(j: _Judging) -> None:
 
 
 def _burnin_drain(state: str, s: Slurm) -> bool:
-    """A node in burn-in drained by the inventory (fleet.inventory.lifecycle.drains)."""
+    """A node in burn-in drained by the inventory: an earlier render drained burn-in
+    nodes; fleet.inventory.lifecycle.drains now resumes them (the burn-in partition)."""
     from fleet.inventory.lifecycle import DRAIN_PREFIX
 
     return state == "burn-in" and s.reason.startswith(DRAIN_PREFIX)

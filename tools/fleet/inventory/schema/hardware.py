@@ -98,7 +98,8 @@ class Bmc(Model):
 
 
 BurninCheck = Literal["cpu-stress", "memtester", "disk-verify", "smart", "link-speed",
-                      "gpu-present", "gpu-stress", "nccl-allreduce", "ib-write-bw"]
+                      "gpu-present", "gpu-stress", "nccl-allreduce", "ib-write-bw",
+                      "nccl-pair"]
 BURNIN_CHECKS: tuple[str, ...] = BurninCheck.__args__  # type: ignore[attr-defined]
 
 

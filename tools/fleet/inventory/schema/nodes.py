@@ -85,8 +85,9 @@ class NodeFacts(Model):
     state: NodeState = "active"
     """lifecycle: planned (DHCP, DNS, boot files and pillar, in Slurm as State=FUTURE, not in the
     default target of apply/health/rollout), burn-in (discovered and accepted, `fleet discover
-    accept`: installed and configured, drained in Slurm as 'fleet-inventory: burn-in' until
-    `fleet burnin` passes it; not in health's and rollout's default target), active,
+    accept`: installed and configured, in Slurm in the hidden root-only burn-in partition alone,
+    in no user partition, until `fleet burnin` passes it; not in health's and rollout's
+    default target), active,
     maintenance (drained in Slurm with reason by the controller's next apply; not in health's
     and rollout's default target) or retired (no boot files, DHCP, DNS, pillar or Slurm; keeps
     its slot in its group's range, so neighbours keep their ports; `fleet keys check` flags its

@@ -260,9 +260,9 @@ class BurninTools(Model):
     gpu-stress fails saying so)"""
     nccl_tests: Artifact | None = None
     """nccl-tests' source (github.com/NVIDIA/nccl-tests at one commit, a tar of its tree under
-    one top directory, from the site's cache): the nccl-allreduce check's all_reduce_perf,
-    built against the archive's libnccl-dev (null: not built, nccl-allreduce fails saying
-    so)"""
+    one top directory, from the site's cache): the all_reduce_perf of the nccl-allreduce and
+    nccl-pair checks, built with MPI against the archive's libnccl-dev and OpenMPI (null:
+    not built, both checks fail saying so)"""
 
 
 class Site(Model):
