@@ -39,9 +39,9 @@ def _job(**kw: object) -> PairJob:
 # --- the job ------------------------------------------------------------------------------
 
 def test_the_job_is_one_sbatch_of_both_nodes_on_the_burnin_partition() -> None:
-    argv = pairjob.sbatch_argv(_job())
+    argv = pairjob.sbatch_options(_job())
     assert argv[:-1] == [
-        "sbatch", "--parsable", "--wait", "--partition=fleet-burnin", "--nodes=2",
+        "--partition=fleet-burnin", "--nodes=2",
         "--nodelist=tbox-001,tbox-002", "--exclusive", "--gres=gpu:8", "--time=15",
         "--job-name=fleet-burnin-nccl-pair",
         "--output=/var/tmp/fleet-burnin-nccl-pair-%j.out"]

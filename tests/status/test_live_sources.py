@@ -59,6 +59,15 @@ def test_text_after_the_objects_is_not_read_and_a_silent_master_is_an_error() ->
         sources.ping(down, ["model-01"], 10)
 
 
+def test_a_master_the_cli_cannot_reach_is_an_error_though_it_exits_0() -> None:
+    """What salt 3008's CLI printed, with exit 0, for a config dir of no running master
+    (without --static; with it, a traceback and exit 1): its message, one JSON string."""
+    runner = RecordingRunner(0, '"The salt master could not be contacted. Is master '
+                                'running?"\n')
+    with pytest.raises(MasterError, match="could not be contacted"):
+        sources.ping(runner, ["model-01"], 10)
+
+
 def test_the_keys_are_read_in_this_process(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     conf, pki = salt_master_config(tmp_path)

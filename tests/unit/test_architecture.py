@@ -330,7 +330,7 @@ def test_the_product_never_reaches_into_the_tests() -> None:
 # --- master/ is the only door to Salt and Slurm --------------------------------------------
 
 MASTER_TOOLS = frozenset({"salt", "salt-key", "salt-run", "salt-call", "salt-cp", "scontrol",
-                          "squeue", "sinfo", "scancel", "sacct"})
+                          "squeue", "sinfo", "scancel", "sacct", "sbatch", "srun"})
 
 
 def _tool_argvs(tree: ast.AST) -> list[tuple[int, str]]:

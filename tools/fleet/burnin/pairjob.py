@@ -35,9 +35,9 @@ from fleet.inventory.burnintools import TOOLS
 from fleet.inventory.lifecycle import BURNIN_PARTITION
 from fleet.inventory.model import Node
 from fleet.inventory.schema.hardware import Profile
+from fleet.master import slurm
 from fleet.master.runner import Runner
 from fleet.master.salt import MasterError, Salt
-from fleet.master.slurm import JOB_ID
 from fleet.master.text import clean, last_line
 
 CHECK = "nccl-pair"
@@ -117,13 +117,12 @@ def script(job: PairJob) -> str:
     return "exec " + shlex.join(argv)
 
 
-def sbatch_argv(job: PairJob) -> list[str]:
-    """``sbatch`` of the job: submitted and waited for (its exit is the job's). No task
+def sbatch_options(job: PairJob) -> list[str]:
+    """The options of the job's ``sbatch`` (fleet.master.slurm.submit_and_wait). No task
     count: the nodes are whole (``--exclusive``), mpirun's slots are their CPUs, and
     ``--ntasks-per-node`` would ask one CPU per rank (refused on a node with fewer)."""
-    return ["sbatch", "--parsable", "--wait", f"--partition={BURNIN_PARTITION}",
-            "--nodes=2", f"--nodelist={job.node},{job.partner}", "--exclusive",
-            f"--gres=gpu:{job.gpus}",
+    return [f"--partition={BURNIN_PARTITION}", "--nodes=2",
+            f"--nodelist={job.node},{job.partner}", "--exclusive", f"--gres=gpu:{job.gpus}",
             f"--time={job.minutes}", f"--job-name={JOB_NAME}", f"--output={OUTPUT}",
             f"--wrap={script(job)}"]
 
@@ -202,18 +201,17 @@ def submit(runner: Runner, salt: Salt, job: PairJob) -> tuple[int, str]:
     """Run the job; its exit status (sbatch's, which is the job's) and its output, read
     from its batch host (at most :data:`READ_MAX` bytes) and removed there. JobError when
     Slurm took no job or its output cannot be read."""
-    res = runner.run(sbatch_argv(job), timeout=job.minutes * 60 + QUEUE_S)
+    res = slurm.submit_and_wait(runner, sbatch_options(job), job.minutes * 60 + QUEUE_S)
     first = (res.stdout.strip().splitlines() or [""])[0].split(";")[0].strip()
-    if not JOB_ID.match(first):
+    if not slurm.JOB_ID.match(first):
         # sbatch killed at its timeout prints no id: a job of ours still queued goes too
-        runner.run(["scancel", f"--partition={BURNIN_PARTITION}", f"--jobname={JOB_NAME}",
-                    f"--nodelist={job.node},{job.partner}"])
+        slurm.cancel_named(runner, JOB_NAME, BURNIN_PARTITION, (job.node, job.partner))
         raise JobError(f"sbatch took no job (exit {res.returncode}): "
                        f"{last_line(res.stderr) or last_line(res.stdout, 120) or 'no output'}")
     try:
-        shown = runner.run(["scontrol", "show", "job", "-o", first]).stdout
+        shown = slurm.show_job_text(runner, first)
     finally:  # a job sbatch stopped waiting for (its timeout) must not hold the nodes
-        runner.run(["scancel", first])
+        slurm.end_own_job(runner, first)
     host = _batch_host(shown, first)
     if host not in (job.node, job.partner):
         raise JobError(f"job {first}: its batch host {clean(host or 'none', 40)} is "

@@ -51,6 +51,15 @@ def json_dict(res: Result) -> dict[str, Any]:
         data.update(got)
 
 
+def _said(res: Result) -> bool:
+    """The salt CLI's output is its own message, one JSON string and exit 0 ("The salt
+    master could not be contacted. Is master running?"), where minions' answers would be."""
+    try:
+        return isinstance(json.loads(res.stdout), str)
+    except ValueError:
+        return False
+
+
 SALT_GATHER_DEFAULT = 10.0  # Salt's own gather_job_timeout
 
 
@@ -139,7 +148,7 @@ class Salt:
                                "--out=json"],
                               timeout=wait + 60 if gather is None else wait + gather + 30)
         data = json_dict(res)
-        if not data and res.returncode != 0:
+        if not data and (res.returncode != 0 or _said(res)):
             raise MasterError.of(res)
         return data
 

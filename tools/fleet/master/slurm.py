@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fleet.master.runner import Runner
+from fleet.master.runner import Result, Runner
 from fleet.master.text import clean
 
 # Base states (sinfo %T, flags such as "*" stripped) in which no job runs on the node.
@@ -170,6 +170,31 @@ def show_nodes(runner: Runner, node: str | None = None, timeout: float = 120
 def cancel(runner: Runner, job_ids: list[str]) -> None:
     """``scancel`` those jobs (each id one argument)."""
     runner.run(["scancel", *job_ids]).check()
+
+
+def end_own_job(runner: Runner, job_id: str) -> None:
+    """``scancel`` a job fleet submitted itself (``submit_and_wait``), which may have
+    ended already (scancel then exits 1: no error). Not a drain's cancel."""
+    runner.run(["scancel", job_id])
+
+
+def submit_and_wait(runner: Runner, options: Sequence[str], timeout: float) -> Result:
+    """``sbatch --parsable --wait OPTIONS``: the job submitted and waited for; its result
+    unchecked (sbatch's exit is the job's; the first line of its output the job's id, none
+    when Slurm took no job or the wait ran past ``timeout``)."""
+    return runner.run(["sbatch", "--parsable", "--wait", *options], timeout=timeout)
+
+
+def cancel_named(runner: Runner, name: str, partition: str, nodes: Sequence[str]) -> None:
+    """``scancel`` the jobs of that name in that partition on those nodes (one whose id
+    sbatch never printed); none is no error."""
+    runner.run(["scancel", f"--partition={partition}", f"--jobname={name}",
+                f"--nodelist={','.join(nodes)}"])
+
+
+def show_job_text(runner: Runner, job_id: str, timeout: float = 120) -> str:
+    """``scontrol show job -o JOB``: its one line of ``Key=value`` fields ('' when gone)."""
+    return runner.run(["scontrol", "show", "job", "-o", job_id], timeout=timeout).stdout
 
 
 def requeue_preemptible(runner: Runner, node: str, partition: str | None) -> list[str]:
