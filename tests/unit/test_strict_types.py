@@ -112,6 +112,7 @@ ISO = "iso_url: http://10.1.0.10/images/ubuntu-24.04.1-live-server-amd64.iso"
     ("http://user:pw@10.1.0.10/x.iso", "credentials"),
     ("http://10.1.0.999/x.iso", "IPv4"),
     ("http://-bad-.example/x.iso", "domain"),
+    ("''", "empty URL"),  # the property test found it: a crash, not a problem, before
 ])
 def test_urls_are_parsed(small_text: str, value: str, says: str) -> None:
     text, at = edit(small_text, ISO, f"iso_url: {value}", mark=value)

@@ -170,6 +170,8 @@ MAX_URL = 2000
 def url(value: str) -> str:
     """An http(s) URL with a host, no credentials, no white space, quotes, '$', ';' or
     control characters."""
+    if not value:
+        raise ValueError("an empty URL (an http(s) URL is needed here)")
     if len(value) > MAX_URL:
         raise ValueError(f"{short(value)} is longer than {MAX_URL} characters")
     no_control(value)
