@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 INVENTORY ?= inventory.yaml
 
 .PHONY: help deps render validate diff check check-packages docs test lint unit bench-render bench-lab clean \
-	lab lab-down lab-clean lab-deps test-lab test-pxe test-storage test-machines qemu-deps test-reinstall-vm test-vm \
+	lab lab-images lab-down lab-clean lab-deps test-lab unit-beside-images test-pxe test-storage test-machines qemu-deps test-reinstall-vm test-vm \
 	test-swarm bench-fanout bench-monitoring bench-status bench-bmc-facts bench-validation-cache bench-startup bench-codesync bench-uv bench-gpu-burnin page-screenshot commission-image
 
 help:
@@ -32,6 +32,7 @@ help:
 	@echo "make lab           the containerized lab: master + nodes, converged (docs/lab.md);"
 	@echo "                   LAB_OS=ubuntu-24.04 (default) or LAB_OS=debian-12"
 	@echo "make lab-down      remove the lab (containers, network, master, .lab state); keep the image"
+	@echo "make lab-images    the lab's image and every node's image, nothing started (make test: beside unit)"
 	@echo "make lab-clean     lab-down, and remove the cached image and wheelhouse too"
 	@echo "make test-lab      the lab integration tests (bring the lab up themselves)"
 	@echo "make test-pxe      PXE end to end: BIOS/UEFI QEMU guests boot from pxe/ (docs/pxe.md)"
@@ -92,8 +93,18 @@ TEST_PODMAN := $(CURDIR)/.test-podman
 test: export CONTAINERS_STORAGE_CONF := $(TEST_PODMAN)/storage.conf
 # the VM tier's mirror cache and installed-system image too (tests/vm/vmbed.py)
 test: export FLEET_VM_CACHE := $(TEST_PODMAN)/vm-cache
-test: test-storage lint check unit check-packages test-machines
+test: test-storage lint check unit-beside-images test-machines
 	bash tools/test-storage.sh clean $(TEST_PODMAN)
+
+# the lab's images (about 6 min cold, mostly the archive's downloads and dpkg) are built
+# beside the unit tier and check-packages, so that the lab tier, the critical path of
+# make test, starts from them (tools/beside.sh; the lab's host packages come first)
+unit-beside-images: lab-deps
+	bash tools/beside.sh $(TEST_PODMAN)/lab-images.log \
+	  '$(MAKE) --no-print-directory lab-images' $(MAKE) --no-print-directory unit check-packages
+
+lab-images: lab-deps
+	$(BIN)/fleet lab images -v
 
 test-storage:
 	bash tools/test-storage.sh fresh $(TEST_PODMAN)

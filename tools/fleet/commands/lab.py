@@ -1,4 +1,4 @@
-"""``fleet lab up|down|status|apply``: the containerized lab (docs/lab.md; the Makefile's
+"""``fleet lab up|images|down|status|apply``: the containerized lab (docs/lab.md; the Makefile's
 lab targets run it). Its inventory is always the checkout's ``inventory.yaml`` through
 ``lab/overlay.yaml``, so ``lab`` takes the output options of every verb (--json, -q, -v,
 --debug) but not -i or --overlay."""
@@ -35,6 +35,9 @@ def register(sub: Any, parents: Parents) -> None:
     up.add_argument("--no-apply", action="store_true", help="do not apply the highstate")
     up.add_argument("--timings", metavar="FILE",
                     help="also write the steps' timings and the results to FILE (JSON)")
+    s.add_parser("images", parents=out,
+                 help="build/reuse the image and every node's image (what `up` needs "
+                      "before a container starts); start nothing")
     down = s.add_parser("down", parents=out,
                         help="remove the containers, the network, the master and .lab/ "
                              "state; keep the cached image")
@@ -68,6 +71,10 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
                 Path(args.timings).write_text(json.dumps(
                     {"timings": timings.steps, "results": [r.as_json() for r in results]},
                     indent=2))
+        elif args.lab_verb == "images":
+            timings = lab.Timings()
+            lab.prepare(paths, timings)
+            doc["timings"] = timings.steps
         elif args.lab_verb == "down":
             lab.down(paths, everything=args.everything)
         elif args.lab_verb == "status":

@@ -1,4 +1,4 @@
-"""`fleet lab up|down|status|apply`: the steps, in order, each idempotent."""
+"""`fleet lab up|images|down|status|apply`: the steps, in order, each idempotent."""
 
 from __future__ import annotations
 
@@ -108,9 +108,11 @@ def check_os(paths: Paths) -> None:
                        f"`make lab-down` first, or keep LAB_OS={have}")
 
 
-def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[NodeResult]]:
-    t = Timings()
-    t0 = start = time.monotonic()
+def prepare(paths: Paths, t: Timings) -> tuple[Plan, dict[str, str]]:
+    """What `up` needs before a container starts: the image, the render, the master's
+    config and every node's image. No container, network or master runs yet, so this can
+    run beside other work (`fleet lab images`, make test)."""
+    t0 = time.monotonic()
     check_os(paths)
     log.info("lab OS: %s", paths.os)
     img = build_image(paths)
@@ -125,7 +127,15 @@ def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[NodeResult]]:
     master.write_config(paths, p)
     t0 = t.mark("render", t0)
     images = node_images(paths, p, img.tag)
-    t0 = t.mark("images with the states' packages", t0)
+    t.mark("images with the states' packages", t0)
+    return p, images
+
+
+def up(paths: Paths, *, apply: bool = True) -> tuple[Timings, list[NodeResult]]:
+    t = Timings()
+    start = time.monotonic()
+    p, images = prepare(paths, t)
+    t0 = time.monotonic()
     net.ensure(paths, p)
     # the bridge (and the gateway address the master binds) exists once a container
     # is attached; the minions retry until the master answers
