@@ -96,12 +96,14 @@ test: export FLEET_VM_CACHE := $(TEST_PODMAN)/vm-cache
 test: test-storage lint check unit-beside-images test-machines
 	bash tools/test-storage.sh clean $(TEST_PODMAN)
 
-# the lab's images (about 6 min cold, mostly the archive's downloads and dpkg) are built
-# beside the unit tier and check-packages, so that the lab tier, the critical path of
-# make test, starts from them (tools/beside.sh; the lab's host packages come first)
+# the lab's images (about 6 min cold) and the commissioning image (test-pxe's), mostly the
+# archive's downloads and dpkg, are built beside the unit tier and check-packages, so that
+# the two machine tiers, each about 50 min and together the critical path of make test,
+# start from them (tools/beside.sh; the lab's host packages come first)
 unit-beside-images: lab-deps
-	bash tools/beside.sh $(TEST_PODMAN)/lab-images.log \
-	  '$(MAKE) --no-print-directory lab-images' $(MAKE) --no-print-directory unit check-packages
+	bash tools/beside.sh $(TEST_PODMAN)/images.log \
+	  '$(MAKE) --no-print-directory lab-images $(COMMISSION_IMAGE)/initrd.img' \
+	  $(MAKE) --no-print-directory unit check-packages
 
 lab-images: lab-deps
 	$(BIN)/fleet lab images -v
