@@ -3,6 +3,7 @@
 # LOG and printed whole, under a header, once both ended; MAIN runs in the foreground, its
 # output live. The exit status is MAIN's failure, else BESIDE's, else 0, and each is named.
 #   beside.sh LOG 'BESIDE COMMAND' MAIN COMMAND...
+# The tier beside ends its log with its own time (the header names when both had ended).
 # Why: the QEMU tiers (PXE, VM) keep about one core busy under TCG while the lab tier waits
 # on its containers much of the time; on a 2-core machine they fit beside it (README, make test).
 set -uo pipefail
@@ -15,7 +16,8 @@ start=$SECONDS
 # its own process group (setsid), so that an interrupt reaches all of it, as SIGINT: pytest
 # then tears down what it started (namespaces, guests)
 # (a background job of a non-interactive shell starts with SIGINT ignored: restore it)
-setsid env --default-signal=INT bash -c "$beside" >"$log" 2>&1 &
+setsid env --default-signal=INT bash -c "($beside)"'
+rc=$?; echo "beside: its own time: $SECONDS s (exit $rc)"; exit $rc' >"$log" 2>&1 &
 bg=$!
 trap 'kill -INT -- -$bg 2>/dev/null; wait $bg; exit 130' INT TERM
 

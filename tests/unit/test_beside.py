@@ -31,6 +31,8 @@ def test_the_exit_is_the_failed_tiers_and_the_tier_beside_is_printed(
     proc = beside(tmp_path, bg, *main)
     assert proc.returncode == rc, proc.stderr
     assert "from-beside" in proc.stdout and "=== end of:" in proc.stdout
+    # its own time, even when the command exits by itself (the main tier's may be longer)
+    assert f"beside: its own time: 0 s (exit {3 if 'exit 3' in bg else 0})" in proc.stdout
     if named:
         assert named in proc.stderr
     else:
