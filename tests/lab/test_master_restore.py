@@ -106,6 +106,9 @@ from support import runbook
 from support.bmcfakes import free_port
 
 NODE = "tbox-001"  # its reinstall is left interrupted before the backup
+# where the runbook's key steps put the restic key and the copy of the backup ssh key
+RUNBOOK_PLACES = {"backup.key": "/etc/fleet/backup.key",
+                  "backup-ssh.key": "/etc/fleet/backup-ssh.key"}
 HEAD = "head-01"
 # the lab's stand-in for the site's backup storage server (a storage node, mkv.volume, as
 # stor-050 is): the destination is the site's, on this host
@@ -118,7 +121,7 @@ PASSPHRASE = "the lab operator's passphrase\n"
 OUTCOMES = {"key installed", "secrets made", "backed up", "status: last backup",
             "listed", "checked", "target applied", "target unchanged", "login restricted",
             "repository private", "restore refused over a running master", "master stopped",
-            "key back", "restored", "head minion restarted", "master started",
+            "key back", "ssh key back", "restored", "head minion restarted", "master started",
             "head-01 converged", "finger holds", "every minion answers", "no key missing",
             "status: journal", "resumed", "aborted", "secrets unchanged"}
 
@@ -180,6 +183,8 @@ class Restorer:
         self.ssh_config.write_text(f"Host {TARGET}\n  HostName "
                                    f"{self.lab.plan.node(TARGET).address}\n")
         self.ssh_key = self.tmp / "operator" / "backup_ssh"  # the operator's copy
+        # where the restore's key step puts that copy on the fresh head (RUNBOOK_PLACES)
+        self.head_ssh_key = self.tmp / "head" / "backup-ssh.key"
         # put back after the target's apply (but the CLI's record of its inputs)
         self.lab_render = _rendered(self.lab.paths.render)
         self.lab_secrets = set(_files(self.lab.paths.secrets))
@@ -225,7 +230,7 @@ class Restorer:
                 "--minion-pki-dir", str(self.head_pki), "--salt-config", str(paths.salt_etc),
                 "--ssh-config", str(self.ssh_config)]
         argv += {
-            "backup": kept, "restore": [*kept, "--ssh-key", str(self.ssh_key)],
+            "backup": kept, "restore": kept,
             "secrets": ["--secrets", str(paths.secrets)],
             "render": ["-o", str(paths.render)],  # what the lab master serves
             "status": ["--no-power", "--no-alerts", "--salt-config", str(paths.salt_etc)],
@@ -257,12 +262,19 @@ class Restorer:
 
     def install_key(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
         assert step.argv[1:3] == ["-m", "0600"] and step.argv[3] == "/dev/stdin", step.text
-        argv = [*step.argv[:-1], str(self.key)]  # the operator's directory in the lab
-        proc = subprocess.run(argv, input=PASSPHRASE, capture_output=True, text=True,
-                              timeout=60, check=False)
+        assert step.argv[4] in RUNBOOK_PLACES, step.text
+        if step.argv[4] == RUNBOOK_PLACES["backup.key"]:
+            dest, text = self.key, PASSPHRASE  # the operator's directory in the lab
+            seen = "key back" if "master stopped" in self.seen else "key installed"
+        else:  # the restore's: the operator's copy of the backup ssh key, onto the head
+            assert "master stopped" in self.seen, step.text
+            dest, text, seen = self.head_ssh_key, self.ssh_key.read_text(), "ssh key back"
+            dest.parent.mkdir(exist_ok=True)
+        proc = subprocess.run([*step.argv[:-1], str(dest)], input=text, capture_output=True,
+                              text=True, timeout=60, check=False)
         assert proc.returncode == 0, (step.text, proc.stderr)
-        assert self.key.stat().st_mode & 0o777 == 0o600 and self.key.read_text() == PASSPHRASE
-        self.seen.add("key back" if "master stopped" in self.seen else "key installed")
+        assert dest.stat().st_mode & 0o777 == 0o600 and dest.read_text() == text
+        self.seen.add(seen)
         return proc
 
     def systemctl(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
@@ -270,7 +282,7 @@ class Restorer:
         action, unit = step.argv[1:]
         if (action, unit) == ("stop", "salt-master"):
             # the step is needed: over the fresh install's running master, refused
-            code, doc, _ = self.fleet("restore")
+            code, doc, _ = self.fleet("restore", "--ssh-key", str(self.ssh_key))
             assert code == 6, doc
             self.seen.add("restore refused over a running master")
             lab_master.stop(paths)
@@ -445,7 +457,12 @@ class Restorer:
         return proc
 
     def check_restore(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
-        code, doc, proc = self.fleet(*step.argv[1:])
+        # the site's destination is sftp: the runbook names the head's copy of the ssh key
+        args = step.argv[1:]
+        assert args[args.index("--ssh-key") + 1] == RUNBOOK_PLACES["backup-ssh.key"], step.text
+        code, doc, proc = self.fleet(*[str(self.head_ssh_key)
+                                       if a == RUNBOOK_PLACES["backup-ssh.key"] else a
+                                       for a in args])
         assert code == 0 and doc["finger_holds"] is True, doc
         assert "salt-minion-pki" in doc["items"], doc
         assert _tree(self.head_pki) == self.head_key
