@@ -262,7 +262,7 @@ class Restorer:
 
     def install_key(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
         assert step.argv[1:3] == ["-m", "0600"] and step.argv[3] == "/dev/stdin", step.text
-        assert step.argv[4] in RUNBOOK_PLACES, step.text
+        assert step.argv[4] in RUNBOOK_PLACES.values(), step.text
         if step.argv[4] == RUNBOOK_PLACES["backup.key"]:
             dest, text = self.key, PASSPHRASE  # the operator's directory in the lab
             seen = "key back" if "master stopped" in self.seen else "key installed"
