@@ -23,6 +23,10 @@ with ``--ssh-config`` naming its address, where a head has head-01's DNS):
   passphrase on its stdin, into the test's operator directory, which stands for the key's
   place on the master but is not lost with it (the restore's stop step runs `fleet
   restore` once before its own key step); the step writes it again, same passphrase;
+- ``install -m 0600 /dev/stdin /etc/fleet/backup-ssh.key`` (the restore's): the real
+  install, the operator's copy of the backup ssh key on its stdin, into the test's head
+  directory (``head/backup-ssh.key``: the fresh head's place, RUNBOOK_PLACES); the
+  restore's ``--ssh-key`` must name that place, and runs with that file;
 - ``git commit``: skipped (the lab render is not a checkout), said so;
 - ``fleet render``: into the lab's render, which the lab master serves (TARGET's pillar
   gets role backup.target and its login); put back as the bring-up wrote it, byte for
@@ -93,6 +97,7 @@ import yaml
 from labtools import ROOT, Lab, podman_exec, poll
 from reinstall_rig import Rig
 
+from fleet.backup.options import KEY_DEFAULT
 from fleet.inventory.load import load_inventory
 from fleet.lab import headtools, highstate
 from fleet.lab import lab as lab_mod
@@ -106,9 +111,9 @@ from support import runbook
 from support.bmcfakes import free_port
 
 NODE = "tbox-001"  # its reinstall is left interrupted before the backup
-# where the runbook's key steps put the restic key and the copy of the backup ssh key
-RUNBOOK_PLACES = {"backup.key": "/etc/fleet/backup.key",
-                  "backup-ssh.key": "/etc/fleet/backup-ssh.key"}
+# where the runbook's key steps put the restic key (fleet's default --password-file) and
+# the copy of the backup ssh key (the restore's --ssh-key names it)
+RUNBOOK_PLACES = {"backup.key": KEY_DEFAULT, "backup-ssh.key": "/etc/fleet/backup-ssh.key"}
 HEAD = "head-01"
 # the lab's stand-in for the site's backup storage server (a storage node, mkv.volume, as
 # stor-050 is): the destination is the site's, on this host
@@ -459,7 +464,9 @@ class Restorer:
     def check_restore(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
         # the site's destination is sftp: the runbook names the head's copy of the ssh key
         args = step.argv[1:]
+        assert "--ssh-key" in args, step.text
         assert args[args.index("--ssh-key") + 1] == RUNBOOK_PLACES["backup-ssh.key"], step.text
+        assert "ssh key back" in self.seen, step.text  # the key step put it there
         code, doc, proc = self.fleet(*[str(self.head_ssh_key)
                                        if a == RUNBOOK_PLACES["backup-ssh.key"] else a
                                        for a in args])
