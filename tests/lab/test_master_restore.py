@@ -23,6 +23,10 @@ with ``--ssh-config`` naming its address, where a head has head-01's DNS):
   passphrase on its stdin, into the test's operator directory, which stands for the key's
   place on the master but is not lost with it (the restore's stop step runs `fleet
   restore` once before its own key step); the step writes it again, same passphrase;
+- ``install -m 0600 /dev/stdin /etc/fleet/backup-ssh.key`` (the restore's): the real
+  install, the operator's copy of the backup ssh key on its stdin, into the test's head
+  directory (``head/backup-ssh.key``: the fresh head's place, RUNBOOK_PLACES); the
+  restore's ``--ssh-key`` must name that place, and runs with that file;
 - ``git commit``: skipped (the lab render is not a checkout), said so;
 - ``fleet render``: into the lab's render, which the lab master serves (TARGET's pillar
   gets role backup.target and its login); put back as the bring-up wrote it, byte for
@@ -93,6 +97,7 @@ import yaml
 from labtools import ROOT, Lab, podman_exec, poll
 from reinstall_rig import Rig
 
+from fleet.backup.options import KEY_DEFAULT
 from fleet.inventory.load import load_inventory
 from fleet.lab import headtools, highstate
 from fleet.lab import lab as lab_mod
@@ -106,6 +111,9 @@ from support import runbook
 from support.bmcfakes import free_port
 
 NODE = "tbox-001"  # its reinstall is left interrupted before the backup
+# where the runbook's key steps put the restic key (fleet's default --password-file) and
+# the copy of the backup ssh key (the restore's --ssh-key names it)
+RUNBOOK_PLACES = {"backup.key": KEY_DEFAULT, "backup-ssh.key": "/etc/fleet/backup-ssh.key"}
 HEAD = "head-01"
 # the lab's stand-in for the site's backup storage server (a storage node, mkv.volume, as
 # stor-050 is): the destination is the site's, on this host
@@ -118,7 +126,7 @@ PASSPHRASE = "the lab operator's passphrase\n"
 OUTCOMES = {"key installed", "secrets made", "backed up", "status: last backup",
             "listed", "checked", "target applied", "target unchanged", "login restricted",
             "repository private", "restore refused over a running master", "master stopped",
-            "key back", "restored", "head minion restarted", "master started",
+            "key back", "ssh key back", "restored", "head minion restarted", "master started",
             "head-01 converged", "finger holds", "every minion answers", "no key missing",
             "status: journal", "resumed", "aborted", "secrets unchanged"}
 
@@ -180,6 +188,8 @@ class Restorer:
         self.ssh_config.write_text(f"Host {TARGET}\n  HostName "
                                    f"{self.lab.plan.node(TARGET).address}\n")
         self.ssh_key = self.tmp / "operator" / "backup_ssh"  # the operator's copy
+        # where the restore's key step puts that copy on the fresh head (RUNBOOK_PLACES)
+        self.head_ssh_key = self.tmp / "head" / "backup-ssh.key"
         # put back after the target's apply (but the CLI's record of its inputs)
         self.lab_render = _rendered(self.lab.paths.render)
         self.lab_secrets = set(_files(self.lab.paths.secrets))
@@ -225,7 +235,7 @@ class Restorer:
                 "--minion-pki-dir", str(self.head_pki), "--salt-config", str(paths.salt_etc),
                 "--ssh-config", str(self.ssh_config)]
         argv += {
-            "backup": kept, "restore": [*kept, "--ssh-key", str(self.ssh_key)],
+            "backup": kept, "restore": kept,
             "secrets": ["--secrets", str(paths.secrets)],
             "render": ["-o", str(paths.render)],  # what the lab master serves
             "status": ["--no-power", "--no-alerts", "--salt-config", str(paths.salt_etc)],
@@ -257,12 +267,19 @@ class Restorer:
 
     def install_key(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
         assert step.argv[1:3] == ["-m", "0600"] and step.argv[3] == "/dev/stdin", step.text
-        argv = [*step.argv[:-1], str(self.key)]  # the operator's directory in the lab
-        proc = subprocess.run(argv, input=PASSPHRASE, capture_output=True, text=True,
-                              timeout=60, check=False)
+        assert step.argv[4] in RUNBOOK_PLACES.values(), step.text
+        if step.argv[4] == RUNBOOK_PLACES["backup.key"]:
+            dest, text = self.key, PASSPHRASE  # the operator's directory in the lab
+            seen = "key back" if "master stopped" in self.seen else "key installed"
+        else:  # the restore's: the operator's copy of the backup ssh key, onto the head
+            assert "master stopped" in self.seen, step.text
+            dest, text, seen = self.head_ssh_key, self.ssh_key.read_text(), "ssh key back"
+            dest.parent.mkdir(exist_ok=True)
+        proc = subprocess.run([*step.argv[:-1], str(dest)], input=text, capture_output=True,
+                              text=True, timeout=60, check=False)
         assert proc.returncode == 0, (step.text, proc.stderr)
-        assert self.key.stat().st_mode & 0o777 == 0o600 and self.key.read_text() == PASSPHRASE
-        self.seen.add("key back" if "master stopped" in self.seen else "key installed")
+        assert dest.stat().st_mode & 0o777 == 0o600 and dest.read_text() == text
+        self.seen.add(seen)
         return proc
 
     def systemctl(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
@@ -270,7 +287,7 @@ class Restorer:
         action, unit = step.argv[1:]
         if (action, unit) == ("stop", "salt-master"):
             # the step is needed: over the fresh install's running master, refused
-            code, doc, _ = self.fleet("restore")
+            code, doc, _ = self.fleet("restore", "--ssh-key", str(self.ssh_key))
             assert code == 6, doc
             self.seen.add("restore refused over a running master")
             lab_master.stop(paths)
@@ -445,7 +462,14 @@ class Restorer:
         return proc
 
     def check_restore(self, step: runbook.Step) -> subprocess.CompletedProcess[str]:
-        code, doc, proc = self.fleet(*step.argv[1:])
+        # the site's destination is sftp: the runbook names the head's copy of the ssh key
+        args = step.argv[1:]
+        assert "--ssh-key" in args, step.text
+        assert args[args.index("--ssh-key") + 1] == RUNBOOK_PLACES["backup-ssh.key"], step.text
+        assert "ssh key back" in self.seen, step.text  # the key step put it there
+        code, doc, proc = self.fleet(*[str(self.head_ssh_key)
+                                       if a == RUNBOOK_PLACES["backup-ssh.key"] else a
+                                       for a in args])
         assert code == 0 and doc["finger_holds"] is True, doc
         assert "salt-minion-pki" in doc["items"], doc
         assert _tree(self.head_pki) == self.head_key
