@@ -118,3 +118,32 @@ def test_a_profile_with_no_check_fails_burnin_and_finish_refuses_it(
     assert {(o["node"], o["to"], o["why"]) for o in outcomes} == {
         (h, "refused", "profile tinybox-pro configures no burn-in checks") for h in NODES}
     assert inv.read_text() == before
+
+
+def test_record_keeps_each_line_of_the_runners_output(
+        site: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One file of the runner's lines (one check each) is every result kept; one line
+    that is not a check of the profile refuses the whole file, none kept."""
+    inv, res = site
+    lines = tmp_path / "tbox-005.json"
+    lines.write_text(Path(result(tmp_path, "cpu-stress", bogo_ops_s=1001)).read_text() + "\n\n"
+                     + Path(result(tmp_path, "smart")).read_text() + "\n")
+    capsys.readouterr()
+    assert main(["burnin", "record", "tbox-005", "--json", "--result", str(lines),
+                 "--results", str(res), "-i", str(inv)]) == 0
+    assert json.loads(capsys.readouterr().out)["kept"] == [
+        {"check": "cpu-stress", "passed": True}, {"check": "smart", "passed": True}]
+    assert main(["burnin", "status", "tbox-005", "--json", "--results", str(res),
+                 "-i", str(inv)]) == 0
+    assert json.loads(capsys.readouterr().out)["nodes"][0]["burnin"] == "passed"
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(Path(result(tmp_path, "smart", False)).read_text() + "\n"
+                     + Path(result(tmp_path, "nccl-allreduce")).read_text() + "\n")
+    assert main(["burnin", "record", "tbox-005", "--result", str(mixed),
+                 "--results", str(res), "-i", str(inv)]) == 2
+    assert main(["burnin", "status", "tbox-005", "--results", str(res), "-i", str(inv)]) == 0
+    broken = tmp_path / "broken.json"
+    broken.write_text(Path(result(tmp_path, "smart")).read_text() + "\n{\"check\": 1}\n")
+    assert main(["burnin", "record", "tbox-005", "--result", str(broken),
+                 "--results", str(res), "-i", str(inv)]) == 4
+    assert "line 2: check" in capsys.readouterr().err

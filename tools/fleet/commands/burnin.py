@@ -45,7 +45,7 @@ def register(sub: Any, parents: Parents) -> None:
     helps = {"run": "run the profile's checks on the nodes through Salt and keep each "
                     "result (a node in service: --drain takes it out first)",
              "status": "each node's burn-in: progress, pass or fail, the failing check",
-             "record": "keep one result of a node's check (the runner's JSON)",
+             "record": "keep a node's results (the runner's JSON: one result a line)",
              "finish": "burn-in -> active for nodes that passed, -> maintenance (reason: "
                        "the failing check) for those that failed, in inventory.yaml"}
     for name, text in helps.items():
@@ -73,7 +73,8 @@ def register(sub: Any, parents: Parents) -> None:
         elif name == "record":
             sp.add_argument("node", metavar="NODE")
             sp.add_argument("--result", required=True, metavar="FILE",
-                            help="the result as JSON ('-': stdin)")
+                            help="the runner's JSON, one result a line, each kept as "
+                                 "its check's latest ('-': stdin)")
         else:
             sp.add_argument("nodes", nargs="*", metavar="NODE")
             sp.add_argument("--all", action="store_true", help="every node in burn-in")
@@ -253,15 +254,18 @@ def _record(args: argparse.Namespace, ctx: Context) -> Exit:
     else:
         with Path(args.result).open("rb") as f:
             body = f.read(results.MAX_RESULT_BYTES + 1)
-    result = results.parse(body)
+    got = results.parse_lines(body)
     profile = inv.raw.profiles[inv.nodes[args.node].profile_name]
-    if result.check not in profile.burnin:
-        print(f"fleet burnin record: {result.check} is no burn-in check of profile "
-              f"{inv.nodes[args.node].profile_name}", file=sys.stderr)
-        return Exit.USAGE
-    results.record(args.results, args.node, result)
+    for result in got:  # all refused or all kept
+        if result.check not in profile.burnin:
+            print(f"fleet burnin record: {result.check} is no burn-in check of profile "
+                  f"{inv.nodes[args.node].profile_name}", file=sys.stderr)
+            return Exit.USAGE
+    for result in got:
+        results.record(args.results, args.node, result)
     if ctx.out.json:
-        ctx.out.emit({"node": args.node, "check": result.check, "passed": result.passed})
+        ctx.out.emit({"node": args.node,
+                      "kept": [{"check": r.check, "passed": r.passed} for r in got]})
     return Exit.OK
 
 
