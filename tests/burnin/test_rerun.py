@@ -118,3 +118,18 @@ def test_the_text_output_says_it_was_left_drained(
                  "-i", str(inv), "--salt-config", "/nonexistent"]) == 5
     assert f"{NODE:12} {'':12} left drained: smart: failed (sda: FAILED)" in \
         capsys.readouterr().out
+
+
+def test_a_node_whose_profile_has_no_check_is_refused_before_any_drain(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(with_burnin(""))
+    slurm = FakeSlurm([])
+    monkeypatch.setattr(master_runner, "runner_for", lambda *a: slurm)
+    capsys.readouterr()
+    assert main(["burnin", "run", NODE, "--drain", "--results", str(tmp_path / "r"),
+                 "-i", str(inv), "--salt-config", "/nonexistent"]) == 2
+    assert (f"fleet burnin run: {NODE}: profile tinybox-pro configures no burn-in checks"
+            in capsys.readouterr().err)
+    assert slurm.calls == []

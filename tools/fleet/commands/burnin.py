@@ -118,6 +118,11 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"fleet burnin run: --checks {', '.join(unknown)}: no such check (the checks: "
               f"{', '.join(BURNIN_CHECKS)})", file=sys.stderr)
         return Exit.USAGE
+    every = verdicts(inv, args.results)
+    bare = [f"{h}: {every[h].failures[0]}" for h in names if every[h].total == 0]
+    if bare:  # nothing to run (a node in service would be drained for nothing)
+        print(f"fleet burnin run: {'; '.join(bare)}", file=sys.stderr)
+        return Exit.USAGE
     in_service = [h for h in names if inv.nodes[h].state == "active"]
     if in_service and not args.drain:
         print(f"fleet burnin run: {', '.join(in_service)} in service: --drain takes them "
