@@ -7,24 +7,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from discover.sites import SITE as TEXT
-from discover.sites import entry_line
+from discover.sites import entry_line, with_burnin
 from fleet.burnin import results
 from fleet.burnin.results import Result
 from fleet.cli import main
 
 NODE = "tbox-039"
-_ANCHOR = ("    bmc: {kind: ast2600, protocol: redfish, user: admin, "
-           "password_secret: bmc-tinybox}\n")
 
 
-def run_without_salt(tmp_path: Path, burnin: str) -> tuple[int, dict[str, Result]]:
+def run_without_salt(tmp_path: Path, burnin: str | None, *extra: str
+                     ) -> tuple[int, dict[str, Result]]:
     """The run's exit code and the results it kept for NODE; ``burnin`` is the profile's
-    ``burnin:`` block, its lines indented under it (``"      gpu-stress: {seconds: 60}\\n"``)."""
-    text = TEXT.replace(_ANCHOR, _ANCHOR + "    burnin:\n" + burnin, 1)
+    ``burnin:`` block, its lines indented under it (``"      gpu-stress: {seconds: 60}\\n"``;
+    None: the site's own); ``extra``: more arguments of the run."""
+    text = TEXT if burnin is None else with_burnin(burnin)
     line = entry_line(text, NODE)
     inv = tmp_path / "inventory.yaml"
     inv.write_text(text.replace(line, line.replace(": {", ": {state: burn-in, ", 1)))
     res = tmp_path / "results"
     code = main(["burnin", "run", NODE, "-i", str(inv), "--results", str(res),
-                 "--salt-config", "/nonexistent"])
+                 "--salt-config", "/nonexistent", *extra])
     return code, results.load(res, NODE)

@@ -9,22 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from discover.sites import SITE, entry_line
+from discover.sites import entry_line, with_burnin
 from fleet.cli import main
 from fleet.discover import edit
 from fleet.inventory.load import parse
 
-BURNIN = ("    burnin:\n"
-          "      cpu-stress: {seconds: 600, tolerance_percent: 10}\n"
+BURNIN = ("      cpu-stress: {seconds: 600, tolerance_percent: 10}\n"
           "      smart: {seconds: 0}\n")
 NODES = ["tbox-001", "tbox-002", "tbox-003", "tbox-004", "tbox-005"]
 
 
-def site_in_burnin() -> str:
-    anchor = ("    bmc: {kind: ast2600, protocol: redfish, user: admin, "
-              "password_secret: bmc-tinybox}\n")
-    assert anchor in SITE
-    text = SITE.replace(anchor, anchor + BURNIN, 1)
+def site_in_burnin(burnin: str = BURNIN) -> str:
+    """The site, tinybox-pro's burn-in ``burnin`` (its check lines), NODES in burn-in."""
+    text = with_burnin(burnin)
     for h in NODES:
         line = entry_line(text, h)
         text = text.replace(line, line.replace(": {", ": {state: burn-in, ", 1))
@@ -101,3 +98,52 @@ def test_a_result_for_a_check_the_profile_has_not_is_refused(
     r = result(tmp_path, "nccl-allreduce", busbw_gb_s=10.0)
     assert main(["burnin", "record", "tbox-001", "--result", r, "--results", str(res),
                  "-i", str(inv)]) == 2
+
+
+def test_a_profile_with_no_check_fails_burnin_and_finish_refuses_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tinybox-pro's burn-in removed: its nodes in burn-in fail (0/0 is no pass) and
+    `finish` leaves them in burn-in, the inventory unchanged."""
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(site_in_burnin(""))
+    res = tmp_path / "results"
+    capsys.readouterr()
+    assert main(["burnin", "status", "tbox-001", "--results", str(res), "-i", str(inv)]) == 5
+    out = capsys.readouterr().out
+    assert "FAILED   0/0" in out and "profile tinybox-pro configures no burn-in checks" in out
+    before = inv.read_text()
+    assert main(["burnin", "finish", "--all", "--json", "--results", str(res),
+                 "-i", str(inv)]) == 5
+    outcomes = json.loads(capsys.readouterr().out)["outcomes"]
+    assert {(o["node"], o["to"], o["why"]) for o in outcomes} == {
+        (h, "refused", "profile tinybox-pro configures no burn-in checks") for h in NODES}
+    assert inv.read_text() == before
+
+
+def test_record_keeps_each_line_of_the_runners_output(
+        site: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One file of the runner's lines (one check each) is every result kept; one line
+    that is not a check of the profile refuses the whole file, none kept."""
+    inv, res = site
+    lines = tmp_path / "tbox-005.json"
+    lines.write_text(Path(result(tmp_path, "cpu-stress", bogo_ops_s=1001)).read_text() + "\n\n"
+                     + Path(result(tmp_path, "smart")).read_text() + "\n")
+    capsys.readouterr()
+    assert main(["burnin", "record", "tbox-005", "--json", "--result", str(lines),
+                 "--results", str(res), "-i", str(inv)]) == 0
+    assert json.loads(capsys.readouterr().out)["kept"] == [
+        {"check": "cpu-stress", "passed": True}, {"check": "smart", "passed": True}]
+    assert main(["burnin", "status", "tbox-005", "--json", "--results", str(res),
+                 "-i", str(inv)]) == 0
+    assert json.loads(capsys.readouterr().out)["nodes"][0]["burnin"] == "passed"
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(Path(result(tmp_path, "smart", False)).read_text() + "\n"
+                     + Path(result(tmp_path, "nccl-allreduce")).read_text() + "\n")
+    assert main(["burnin", "record", "tbox-005", "--result", str(mixed),
+                 "--results", str(res), "-i", str(inv)]) == 2
+    assert main(["burnin", "status", "tbox-005", "--results", str(res), "-i", str(inv)]) == 0
+    broken = tmp_path / "broken.json"
+    broken.write_text(Path(result(tmp_path, "smart")).read_text() + "\n{\"check\": 1}\n")
+    assert main(["burnin", "record", "tbox-005", "--result", str(broken),
+                 "--results", str(res), "-i", str(inv)]) == 4
+    assert "line 2: check" in capsys.readouterr().err

@@ -181,3 +181,19 @@ def test_burnin_run_keeps_a_null_pins_failure_without_asking_salt(tmp_path: Path
     for check, pin in (("gpu-stress", "gpu_burn"), ("nccl-allreduce", "nccl_tests")):
         assert not kept[check].passed and kept[check].reason is not None
         assert kept[check].reason.startswith(f"not run: site.burnin_tools.{pin} is null")
+
+
+def test_the_sites_own_gpu_checks_fail_naming_their_null_pins(tmp_path: Path) -> None:
+    """The site's tinybox-pro burn-in as inventory.yaml sets it, its pins null: each check
+    of a built tool is kept failed, naming its pin, before any node is asked."""
+    from burnin.sitecase import run_without_salt
+
+    built = [c for c in load_inventory(SITE).raw.profiles["tinybox-pro"].burnin
+             if c in burnintools.TOOLS]
+    assert sorted(built) == sorted(burnintools.TOOLS)  # the site runs every one
+    code, kept = run_without_salt(tmp_path, None, "--checks", ",".join(built))
+    assert code == 5 and sorted(kept) == sorted(built)
+    for check in built:
+        assert not kept[check].passed, kept[check]
+        assert (kept[check].reason or "").startswith(
+            f"not run: {burnintools.TOOLS[check].pin} is null"), kept[check]

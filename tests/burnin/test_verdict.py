@@ -66,15 +66,23 @@ def test_a_failed_check_fails_with_the_tools_reason_first() -> None:
     res = node(1000)
     res["smart"] = Result(check="smart", passed=False, reason="nvme0n1: critical warning 0x04",
                           started=1.0, seconds=0.0)
-    v = judge("n", TESTS, res, baselines({"n": res}))
+    v = judge("n", "p", TESTS, res, baselines({"n": res}))
     assert v.status == "failed"
     assert v.failures == ["smart: failed (nvme0n1: critical warning 0x04)"]
 
 
 def test_missing_checks_leave_the_node_pending_with_its_progress() -> None:
     res = {"cpu-stress": r("cpu-stress", bogo_ops_s=1000)}
-    v = judge("n", TESTS, res, baselines({"n": res}))
+    v = judge("n", "p", TESTS, res, baselines({"n": res}))
     assert (v.status, v.done, v.total) == ("pending", 1, 3)
+
+
+def test_a_profile_with_no_check_fails_every_node_of_it() -> None:
+    res = node(1000)  # results recorded by hand do not make an empty burn-in pass
+    v = judge_all({"n": "bare", "m": "bare"}, {"bare": {}}, {"n": res})
+    assert {(x.status, x.done, x.total) for x in v.values()} == {("failed", 0, 0)}
+    assert v["m"].failures == ["profile bare configures no burn-in checks"]
+    assert judge("n", "p", {}, res, baselines({"n": res})).status == "failed"
 
 
 def test_too_few_passing_nodes_are_no_baseline_and_say_so() -> None:

@@ -19,6 +19,16 @@ def entry_line(text: str, host: str) -> str:
     return m.group(0)
 
 
+def with_burnin(block: str, text: str = SITE, profile: str = "tinybox-pro") -> str:
+    """The site with ``profile``'s ``burnin:`` block replaced by ``block`` (its check
+    lines, indented under it: ``"      smart: {seconds: 0}\n"``; empty: no burn-in)."""
+    m = re.search(rf"^  {profile}:\n(?:    .*\n)*?(    burnin:\n(?:      .*\n)+)", text,
+                  re.MULTILINE)
+    assert m, profile
+    new = "    burnin:\n" + block if block else ""
+    return text[:m.start(1)] + new + text[m.end(1):]
+
+
 def without(host: str, text: str = SITE) -> str:
     """The site with ``host``'s entry removed: a planned machine nobody entered yet."""
     return text.replace(entry_line(text, host), "")

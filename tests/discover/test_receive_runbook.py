@@ -74,11 +74,37 @@ def _standin_reports(inv_path: Path, root: Path) -> list[str]:
     return hosts
 
 
-def _standin_result(path: Path, node: str, check: str, n: int) -> None:
-    figures = {"cpu-stress": {"bogo_ops_s": 1000.0 + 10 * n}}.get(check, {})
-    path.write_text(json.dumps({"check": check, "passed": True, "figures": figures,
-                                "started": 1796515200.0 + 3600 * n,
-                                "seconds": 3600.0 if check != "smart" else 1.0}))
+def _standin_results(path: Path, checks: dict[str, int], n: int) -> int:
+    """The runner's lines of ``checks`` (check -> the profile's seconds), all passing, one
+    a line, the first started ``n`` hours after the test's clock; the next ``n``."""
+    lines = []
+    for check, seconds in checks.items():
+        figures = {"cpu-stress": {"bogo_ops_s": 1000.0 + 10 * n}}.get(check, {})
+        lines.append(json.dumps({"check": check, "passed": True, "figures": figures,
+                                 "started": 1796515200.0 + 3600 * n,
+                                 "seconds": float(max(seconds, 1))}))
+        n += 1
+    path.write_text("".join(line + "\n" for line in lines))
+    return n
+
+
+def _record_file(step: runbook.Step, later: list[runbook.Step], inv_path: Path
+                 ) -> tuple[str, dict[str, int]]:
+    """A record step's file and the checks it holds, with their seconds in the profile:
+    ``NODE.CHECK.json`` that check; ``NODE.json`` each check of the node's profile that
+    no later step records."""
+    def named(s: runbook.Step) -> tuple[str, str, str]:
+        name = s.argv[s.argv.index("--result") + 1]
+        node, _, check = Path(name).stem.partition(".")
+        return name, node, check
+
+    name, node, check = named(step)
+    after = {named(s)[2] for s in later if s.argv[1:3] == ["burnin", "record"]
+             and named(s)[1] == node}
+    inv = parse_inventory(inv_path.read_text(), str(inv_path))
+    burnin = inv.raw.profiles[inv.nodes[node].profile_name].burnin
+    return name, {c: t.seconds for c, t in burnin.items()
+                  if (c == check if check else c not in after)}
 
 
 def _status_stage(inv_path: Path, target: str, env: dict[str, Path]) -> str:
@@ -106,7 +132,7 @@ def test_receive_a_rack_step_by_step(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert [s for s in steps if s.edit is not None] and [s for s in steps if s.argv]
     seen: list[str] = []
     recorded = 0
-    for step in steps:
+    for i, step in enumerate(steps):
         if step.edit is not None:
             doc = _merge(yaml.safe_load(inv_path.read_text()), step.edit)
             inv_path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -121,10 +147,8 @@ def test_receive_a_rack_step_by_step(tmp_path: Path, monkeypatch: pytest.MonkeyP
         if verb == "discover" and step.argv[2] == "list":
             assert _standin_reports(inv_path, env["discover"]), step.text
         if verb == "burnin" and step.argv[2] == "record":
-            node, check = Path(step.argv[step.argv.index("--result") + 1]).stem.split(".")
-            _standin_result(tmp_path / step.argv[step.argv.index("--result") + 1], node,
-                            check, recorded)
-            recorded += 1
+            name, checks = _record_file(step, steps[i + 1:], inv_path)
+            recorded = _standin_results(tmp_path / name, checks, recorded)
         if verb == "status":
             got, rc = _status_stage(inv_path, step.argv[2], env), 0
         else:

@@ -41,6 +41,7 @@ from labtools import ROOT, Lab, podman_exec, poll, sinfo_node
 from fleet.discover import edit
 from fleet.inventory.lifecycle import BURNIN_PARTITION
 from fleet.inventory.load import load_inventory
+from fleet.inventory.schema.hardware import BURNIN_CHECKS
 from fleet.lab import highstate
 from fleet.render import render_all, tree
 
@@ -48,12 +49,13 @@ HEAD = "head-01"  # the Slurm controller
 NODE = "tbox-039"  # the lab's one tbox2 node: burns in
 PARTITION = "tbox2"  # its training partition
 ACTIVE = "tbox-002"  # in service: re-run with --drain
-# the lab's short burn-in of the profile (the site names hours)
-BURNIN = {"profiles": {"tinybox-pro": {"burnin": {
-    "cpu-stress": {"seconds": 6, "tolerance_percent": 10},
-    "memtester": {"seconds": 0, "mb": 16},
-    "disk-verify": {"seconds": 3, "mb": 16}}}}}
-CHECKS = sorted(BURNIN["profiles"]["tinybox-pro"]["burnin"])
+# the lab's short burn-in of the profile (the site names hours), exactly these checks: an
+# overlay merges mappings, so the site's other checks are deleted (null)
+SHORT = {"cpu-stress": {"seconds": 6, "tolerance_percent": 10},
+         "memtester": {"seconds": 0, "mb": 16},
+         "disk-verify": {"seconds": 3, "mb": 16}}
+BURNIN = {"profiles": {"tinybox-pro": {"burnin": {**dict.fromkeys(BURNIN_CHECKS), **SHORT}}}}
+CHECKS = sorted(SHORT)
 
 
 def _render(lab: Lab, inventory: Path, *extra: Path) -> None:

@@ -209,3 +209,18 @@ def test_a_burnin_node_drained_by_the_inventory_is_expected() -> None:
     assert rows["a"].problems == []
     assert rows["b"].problems == [f"slurm IDLE+DRAIN: {ours.reason}"]
     assert rows["c"].problems == [f"slurm IDLE+DRAIN: {other.reason}"]
+
+
+def test_a_profile_with_no_check_is_a_failed_burnin_that_finish_refuses(
+        tmp_path: Path) -> None:
+    """tinybox-pro's burn-in removed: its node in burn-in is failed in the stage column,
+    and the problem says finish refuses it (not: to maintenance)."""
+    inv_path = tmp_path / "inventory.yaml"
+    inv_path.write_text(site_in_burnin(""))
+    inv = parse(inv_path.read_text(), "inventory.yaml")
+    s = stage.stages(inv, ["tbox-001"], tmp_path / "reports", tmp_path / "results")
+    got = s["tbox-001"]
+    assert (got.stage, got.summary) == ("burn-in", "burn-in 0/0 failed")
+    assert got.problem == ("burn-in failed: profile tinybox-pro configures no burn-in checks "
+                           "(`fleet burnin finish tbox-001`: refused until the profile's "
+                           "burnin: lists checks)")

@@ -16,10 +16,17 @@ from pathlib import Path
 import yaml
 
 from fleet.inventory.load import load_inventory
+from fleet.inventory.schema.hardware import BURNIN_CHECKS
 from support import swarmconf
 from support.swarm import Swarm
 
 CHECKS = ["cpu-stress", "memtester", "disk-verify", "smart"]
+
+
+def only(**checks: dict[str, int]) -> dict[str, dict[str, int] | None]:
+    """A profile's ``burnin:`` of exactly these checks in an overlay: a merge patch merges
+    mappings, so every other check of the site's profile is deleted (null)."""
+    return {**dict.fromkeys(BURNIN_CHECKS), **checks}
 
 
 def fleet(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -36,10 +43,10 @@ def test_burnin_runs_on_the_node_through_salt_and_is_judged(swarm: Swarm,
     overlay = tmp_path / "short.yaml"
     overlay.write_text(yaml.safe_dump({
         "nodes": {node: {"state": "burn-in"}},
-        "profiles": {profile: {"burnin": {
+        "profiles": {profile: {"burnin": only(**{
             "cpu-stress": {"seconds": 3}, "memtester": {"seconds": 0, "mb": 16},
             "disk-verify": {"seconds": 3, "mb": 16}, "smart": {"seconds": 0},
-            "gpu-present": {"seconds": 0}}}}}))
+            "gpu-present": {"seconds": 0}})}}}))
     common = ["-i", str(inventory), "--overlay", str(overlay), "--results",
               str(tmp_path / "results")]
     run = fleet("burnin", "run", node, "--checks", ",".join(CHECKS), "--json", *common,
@@ -83,14 +90,17 @@ def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
     node = next(i for i in swarm.ids if inv.nodes[i].profile_name == "tinybox-pro")
     profile = inv.nodes[node].profile_name
     peers = [h for h, n in inv.nodes.items() if n.profile_name == profile and h != node][:3]
-    overlay = tmp_path / "short.yaml"
-    overlay.write_text(yaml.safe_dump({
-        "nodes": {h: {"state": "burn-in"} for h in (node, *peers)},
-        "profiles": {profile: {"burnin": {
-            "cpu-stress": {"seconds": 3, "tolerance_percent": 10},
-            "link-speed": {"seconds": 0}, "gpu-present": {"seconds": 0}}}}}))
-    common = ["-i", str(inventory), "--overlay", str(overlay), "--results",
-              str(tmp_path / "results")]
+    # the short burn-in, and (after it) the nodes in burn-in: `fleet status` reads the
+    # inventory copy that `finish` edits without the second
+    short = tmp_path / "short.yaml"
+    short.write_text(yaml.safe_dump({"profiles": {profile: {"burnin": only(**{
+        "cpu-stress": {"seconds": 3, "tolerance_percent": 10},
+        "link-speed": {"seconds": 0}, "gpu-present": {"seconds": 0}})}}}))
+    overlay = tmp_path / "in-burnin.yaml"
+    overlay.write_text(yaml.safe_dump({"nodes": {h: {"state": "burn-in"}
+                                                 for h in (node, *peers)}}))
+    common = ["-i", str(inventory), "--overlay", str(short), "--overlay", str(overlay),
+              "--results", str(tmp_path / "results")]
     shim = swarm.root / "shim" / "nvidia-smi"  # on the minions' PATH (support.swarm)
     shim.write_text(SEVEN_GPUS)
     shim.chmod(0o755)
@@ -132,3 +142,21 @@ def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
                  if line.startswith(f"  {node}:"))
     assert "state: maintenance" in entry and any(
         c in entry for c in ("gpu-present", "cpu-stress", "link-speed")), (entry, why)
+    # the operator's view of it: `fleet status` (live, through the same master) gives the
+    # node's stage as failed, the failing check as its reason (Slurm: none in the swarm)
+    state = tmp_path / "state"
+    shown = subprocess.run(
+        [sys.executable, "-m", "fleet", "status", node, "--json", "--live", "--no-power",
+         "--no-alerts", "--salt-config", str(swarm.config_dir), "-i", str(inventory),
+         "--overlay", str(short), "--burnin-results", str(tmp_path / "results"),
+         "--discover-reports", str(state / "d"), "--pxe-state", str(state / "p"),
+         *(f"--{d}-state-dir={state / d}"
+           for d in ("apply", "health", "reinstall", "rollout", "status")),
+         "--slurm-command", "false", "--salt-timeout", "20"],
+        capture_output=True, text=True, timeout=600, cwd=Path(swarmconf.ROOT), check=False)
+    (row,) = json.loads(shown.stdout)["nodes"]
+    check = why.removeprefix("burn-in ").split(":", 1)[0]
+    assert (row["state"], row["stage"]["stage"], row["stage"]["summary"]) == (
+        "maintenance", "failed", f"failed: {check}"), row
+    assert row["stage"]["reason"] == why.removeprefix("burn-in "), row
+    assert row["stage"]["check"] == check and check == st["failures"][0].split(":", 1)[0], row

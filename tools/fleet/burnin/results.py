@@ -49,6 +49,23 @@ def parse(body: bytes) -> Result:
         raise ResultError(f"{where}: {err['msg']}") from None
 
 
+def parse_lines(body: bytes) -> list[Result]:
+    """The results of a file of the runner's output, one a line (blank lines skipped; at
+    least one), bounded as one result is: ``MAX_RESULT_BYTES`` in all."""
+    if len(body) > MAX_RESULT_BYTES:
+        raise ResultError(f"results of {len(body)} bytes: at most {MAX_RESULT_BYTES}")
+    got = []
+    for n, line in enumerate(body.splitlines(), 1):
+        if line.strip():
+            try:
+                got.append(parse(line))
+            except ResultError as exc:
+                raise ResultError(f"line {n}: {exc}") from None
+    if not got:
+        raise ResultError("no result in it")
+    return got
+
+
 def _path(root: Path, node: str) -> Path:
     return root / f"{node}.json"
 

@@ -5,7 +5,8 @@ profile whose own result of the check passed (at least ``MIN_BASELINE`` of them;
 baseline, the figure is not compared and the verdict says so). A figure worse than the
 baseline by more than the check's ``tolerance_percent`` is an outlier, and the node fails,
 with its figure against the baseline. Which way is worse is the figure's own: every figure
-named in ``BETTER`` is judged, any other is kept and shown only.
+named in ``BETTER`` is judged, any other is kept and shown only. A profile that configures
+no check fails every node of it: no burn-in that ran nothing passes.
 """
 
 from __future__ import annotations
@@ -84,11 +85,14 @@ def _outlier(check: str, r: Result, test: BurninTest, base: Mapping[str, tuple[f
     return None
 
 
-def judge(node: str, tests: Mapping[str, BurninTest], results: Mapping[str, Result],
-          base: Baselines) -> Verdict:
-    """The node's verdict: failed at the first failing check or outlier; pending while a
-    check of its profile has no result; else passed."""
+def judge(node: str, profile: str, tests: Mapping[str, BurninTest],
+          results: Mapping[str, Result], base: Baselines) -> Verdict:
+    """The node's verdict: failed when ``profile`` configures no check, or at the first
+    failing check or outlier; pending while a check of its profile has no result; else
+    passed."""
     v = Verdict(node, "pending", sum(1 for c in tests if c in results), len(tests))
+    if not tests:
+        v.failures.append(f"profile {profile} configures no burn-in checks")
     for check, test in tests.items():
         r = results.get(check)
         if r is None:
@@ -115,7 +119,7 @@ def judge_all(profiles: Mapping[str, str], tests: Mapping[str, Mapping[str, Burn
     for node, profile in profiles.items():
         by_profile.setdefault(profile, {})[node] = results.get(node, {})
     base = {p: baselines(rs) for p, rs in by_profile.items()}
-    return {node: judge(node, tests.get(p, {}), results.get(node, {}), base[p])
+    return {node: judge(node, p, tests.get(p, {}), results.get(node, {}), base[p])
             for node, p in profiles.items()}
 
 

@@ -24,8 +24,9 @@ from fleet.signals import long_verb
 
 EPILOG = """exit codes: 0 done (status: no node failed), 1 invalid inventory (or the edit
 would make it invalid: nothing written), 2 usage, 4 a result or the inventory could not be
-read or written (run: a node gave no result), 5 a node failed burn-in (run, status) or could
-not finish (pending); run refuses (2) a node in service without --drain"""
+read or written (run: a node gave no result), 5 a node failed burn-in (run, status), a node
+in service was left drained (run: its verdict did not pass) or could not finish (pending, or
+its profile configures no check); run refuses (2) a node in service without --drain"""
 
 # what a SIGINT/SIGTERM leaves (fleet.signals.long_verb)
 STOPPED = ('a node drained for its burn-in stays drained, its result not recorded; run '
@@ -44,7 +45,7 @@ def register(sub: Any, parents: Parents) -> None:
     helps = {"run": "run the profile's checks on the nodes through Salt and keep each "
                     "result (a node in service: --drain takes it out first)",
              "status": "each node's burn-in: progress, pass or fail, the failing check",
-             "record": "keep one result of a node's check (the runner's JSON)",
+             "record": "keep a node's results (the runner's JSON: one result a line)",
              "finish": "burn-in -> active for nodes that passed, -> maintenance (reason: "
                        "the failing check) for those that failed, in inventory.yaml"}
     for name, text in helps.items():
@@ -57,7 +58,8 @@ def register(sub: Any, parents: Parents) -> None:
                             help="only these of the profile's checks (default: all)")
             sp.add_argument("--drain", action="store_true",
                             help="a node in service is drained first (its jobs end), "
-                                 "resumed if it passes, left drained if it fails")
+                                 "resumed if its verdict passes (as `status` judges it: "
+                                 "outliers fail), else left drained, the failure its reason")
             sp.add_argument("--drain-timeout", type=float, default=3600.0, metavar="S",
                             help="seconds to wait for a drained node's jobs (default 3600)")
             sp.add_argument("--partners-in-service", action="store_true",
@@ -71,7 +73,8 @@ def register(sub: Any, parents: Parents) -> None:
         elif name == "record":
             sp.add_argument("node", metavar="NODE")
             sp.add_argument("--result", required=True, metavar="FILE",
-                            help="the result as JSON ('-': stdin)")
+                            help="the runner's JSON, one result a line, each kept as "
+                                 "its check's latest ('-': stdin)")
         else:
             sp.add_argument("nodes", nargs="*", metavar="NODE")
             sp.add_argument("--all", action="store_true", help="every node in burn-in")
@@ -115,6 +118,11 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
         print(f"fleet burnin run: --checks {', '.join(unknown)}: no such check (the checks: "
               f"{', '.join(BURNIN_CHECKS)})", file=sys.stderr)
         return Exit.USAGE
+    every = verdicts(inv, args.results)
+    bare = [f"{h}: {every[h].failures[0]}" for h in names if every[h].total == 0]
+    if bare:  # nothing to run (a node in service would be drained for nothing)
+        print(f"fleet burnin run: {'; '.join(bare)}", file=sys.stderr)
+        return Exit.USAGE
     in_service = [h for h in names if inv.nodes[h].state == "active"]
     if in_service and not args.drain:
         print(f"fleet burnin run: {', '.join(in_service)} in service: --drain takes them "
@@ -126,7 +134,8 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
     for h in names:
         runs, missing = remote.plan(inv.raw.profiles[inv.nodes[h].profile_name], only,
                                      inv.nodes[h], inv.raw.site)
-        row: dict[str, Any] = {"node": h, "ran": [], "not_run": missing, "error": None}
+        row: dict[str, Any] = {"node": h, "ran": [], "not_run": missing, "error": None,
+                               "left_drained": None}
         rows.append(row)
         try:
             if h in in_service:  # the one drain: preemptible work requeued, jobs waited for
@@ -142,12 +151,25 @@ def _run(args: argparse.Namespace, ctx: Context) -> Exit:
             continue
         row["ran"] = [{"check": r.check, "passed": r.passed, "figures": r.figures,
                        "reason": r.reason} for r in done]
-        failed = [r.check for r in done if not r.passed]
-        if h in in_service and not failed:
-            slurm.resume(runner, h)
-        elif h in in_service:  # left out of service, the failing check its reason
-            slurm.drain(runner, h, f"{DRAIN_REASON}: {failed[0]} failed")
+        if h in in_service:
+            row["left_drained"] = _back_in_service(runner, inv, args.results, h)
     return _report_run(rows, ctx)
+
+
+def _back_in_service(runner: Any, inv: Any, root: Path, h: str) -> str | None:
+    """A drained node in service resumed only when its verdict passes (the one judge of
+    `status` and `finish`: a failed check, an outlier against the baseline and a check
+    that could not run or has no result all keep it out); else left drained, the first
+    failure (or its progress) its reason, which is returned (None: resumed)."""
+    from fleet.master import slurm
+
+    v = verdicts(inv, root)[h]
+    if v.status == "passed":
+        slurm.resume(runner, h)
+        return None
+    why = v.failures[0] if v.failures else f"{v.done}/{v.total} checks have a result"
+    slurm.drain(runner, h, f"{DRAIN_REASON}: {why}")
+    return why
 
 
 def _run_pairs(runner: Any, salt: Any, args: argparse.Namespace, ctx: Context, inv: Any,
@@ -196,9 +218,12 @@ def _report_run(rows: list[dict[str, Any]], ctx: Context) -> Exit:
                 print(f"{row['node']:12} {check:12} not run: no runner for it yet")
             if row["error"]:
                 print(f"{row['node']:12} {'':12} no result: {shown(row['error'])}")
+            if row.get("left_drained"):
+                print(f"{row['node']:12} {'':12} left drained: {shown(row['left_drained'])}")
     if any(row["error"] for row in rows):
         return Exit.IO
-    return Exit.FAILED if any(not r["passed"] for row in rows for r in row["ran"]) else Exit.OK
+    failed = any(not r["passed"] for row in rows for r in row["ran"])
+    return Exit.FAILED if failed or any(row.get("left_drained") for row in rows) else Exit.OK
 
 
 def _status(args: argparse.Namespace, ctx: Context) -> Exit:
@@ -234,15 +259,18 @@ def _record(args: argparse.Namespace, ctx: Context) -> Exit:
     else:
         with Path(args.result).open("rb") as f:
             body = f.read(results.MAX_RESULT_BYTES + 1)
-    result = results.parse(body)
+    got = results.parse_lines(body)
     profile = inv.raw.profiles[inv.nodes[args.node].profile_name]
-    if result.check not in profile.burnin:
-        print(f"fleet burnin record: {result.check} is no burn-in check of profile "
-              f"{inv.nodes[args.node].profile_name}", file=sys.stderr)
-        return Exit.USAGE
-    results.record(args.results, args.node, result)
+    for result in got:  # all refused or all kept
+        if result.check not in profile.burnin:
+            print(f"fleet burnin record: {result.check} is no burn-in check of profile "
+                  f"{inv.nodes[args.node].profile_name}", file=sys.stderr)
+            return Exit.USAGE
+    for result in got:
+        results.record(args.results, args.node, result)
     if ctx.out.json:
-        ctx.out.emit({"node": args.node, "check": result.check, "passed": result.passed})
+        ctx.out.emit({"node": args.node,
+                      "kept": [{"check": r.check, "passed": r.passed} for r in got]})
     return Exit.OK
 
 
@@ -265,6 +293,9 @@ def _finish(args: argparse.Namespace, ctx: Context) -> Exit:
             outcomes.append((h, "refused", "not in burn-in"))
             continue
         v = every[h]
+        if v.total == 0:  # nothing ran that could pass or fail it: the profile is to fix
+            outcomes.append((h, "refused", v.failures[0]))
+            continue
         if v.status == "pending":
             outcomes.append((h, "pending", f"{v.done}/{v.total} checks done"))
             continue

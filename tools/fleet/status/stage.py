@@ -144,9 +144,11 @@ def _burnin(node: str, v: Verdict, checks: Sequence[str], ran: Sequence[str]) ->
     summary = f"burn-in {v.done}/{v.total}"
     if v.status == "failed":
         first = shown(v.failures[0])
+        then = ("to maintenance" if v.total else
+                "refused until the profile's burnin: lists checks")
         return Stage("burn-in", summary + " failed", f"burn-in failed: {first}",
-                     f"burn-in failed: {first} (`fleet burnin finish {node}`: to "
-                     "maintenance)", detail)
+                     f"burn-in failed: {first} (`fleet burnin finish {node}`: {then})",
+                     detail)
     if v.status == "passed":
         return Stage("burn-in", summary + " passed", f"burn-in passed every check: "
                      f"`fleet burnin finish {node}` makes it active", None, detail)

@@ -105,7 +105,9 @@ BURNIN_CHECKS: tuple[str, ...] = BurninCheck.__args__  # type: ignore[attr-defin
 
 class BurninTest(Model):
     seconds: StrictInt = Field(default=60, ge=0, le=7 * 86400)
-    """how long it runs (0: a check with no duration, such as SMART health)"""
+    """how long it runs (0: a check with no duration, such as SMART health; memtester, one
+    loop of ``mb``: how long that takes); a check on one node is stopped after twice this
+    and a margin"""
     tolerance_percent: StrictInt = Field(default=10, ge=0, le=100)
     """how far a figure may fall short of the profile's baseline (the median of the nodes of
     the profile that passed it) before the node fails as an outlier"""
@@ -142,7 +144,8 @@ class Profile(Model):
     node_groups.*.place)"""
     burnin: dict[BurninCheck, BurninTest] = Field(default_factory=dict)
     """the burn-in of these machines (`fleet burnin`): each check with its duration and
-    tolerance; a node leaves burn-in for active only when it passes every one (empty: none)"""
+    tolerance; a node leaves burn-in for active only when it passes every one (empty: its
+    nodes fail burn-in, and `fleet burnin finish` refuses them)"""
 
     @property
     def data_disks(self) -> list[Disk]:
