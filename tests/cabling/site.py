@@ -2,7 +2,7 @@
 shape of ``lldpcli -f json show neighbors`` on a node hearing a switch that names its
 port ``ethernet1/1/N``), and a STAND-IN for the ``salt`` CLI (no Salt master runs here): a
 script that answers ``cmd.run_all`` for the minions listed with ``-L`` from a table the
-test writes, as ``--out=json --static`` prints it, and logs each call."""
+test writes, as ``--out=json`` prints it (one object per minion), and logs each call."""
 
 from __future__ import annotations
 

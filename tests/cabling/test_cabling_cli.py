@@ -26,7 +26,7 @@ def test_cabled_as_inventoried_is_ok_with_one_bounded_salt_call(tmp_path: Path) 
     (call,) = site.calls()
     assert call[call.index("-L") + 1].split(",") == ALL
     assert call[call.index("cmd.run_all") + 1] == "lldpcli -f json show neighbors"
-    assert "-t7" in call and "--static" in call
+    assert "-t7" in call and "--static" not in call  # no batch mode: no extra ping job
 
 
 def test_a_swap_names_exactly_the_two_nodes_with_expected_and_found(tmp_path: Path) -> None:

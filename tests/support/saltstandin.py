@@ -1,7 +1,8 @@
 """A STAND-IN for the ``salt`` CLI, for tests of verbs that talk to the master where no
 master runs: a script that answers one Salt function for the minions listed with ``-L``,
-from a table the test writes (``{minion: answer}``, as ``--out=json --static`` prints it),
-or fails as a master that does not respond. Each call's argv is logged as a JSON line."""
+from a table the test writes (``{minion: answer}``; printed as ``--out=json`` does: one
+object per minion, as each returns), or fails as a master that does not respond. Each
+call's argv is logged as a JSON line."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ if st["broken"]:
 args = sys.argv[1:]
 assert st["function"] in args, args
 nodes = args[args.index("-L") + 1].split(",")
-print(json.dumps({{n: a for n, a in st["answers"].items() if n in nodes}}))
+for n, a in st["answers"].items():
+    if n in nodes:
+        print(json.dumps({{n: a}}, indent=4))
 """
 
 
