@@ -54,10 +54,12 @@ class Site:
     tmp: Path
     answers: dict[str, Any] = field(default_factory=cabled_as_inventoried)
     salt_broken: bool = False
+    salt_unreachable: bool = False
 
     def write_standin(self) -> Path:
         bin_dir = venv_bin(self.tmp / "standin-venv")  # the salt STAND-IN beside python
-        write_salt(bin_dir, self.tmp, "cmd.run_all", self.answers, broken=self.salt_broken)
+        write_salt(bin_dir, self.tmp, "cmd.run_all", self.answers, broken=self.salt_broken,
+                   unreachable=self.salt_unreachable)
         return bin_dir
 
     def calls(self) -> list[list[str]]:

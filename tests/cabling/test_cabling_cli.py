@@ -76,6 +76,15 @@ def test_master_down_is_exit_4(tmp_path: Path) -> None:
     assert rc == 4 and "master is not responding" in err
 
 
+def test_a_master_the_cli_cannot_reach_is_exit_4_though_it_exits_0(tmp_path: Path) -> None:
+    """Not "no minion answered" (exit 5): the salt CLI's own message, one JSON string
+    where the minions' answers would be, is the master's failure."""
+    site = Site(tmp_path)
+    site.salt_unreachable = True
+    rc, _out, err = site.run()
+    assert rc == 4 and "could not be contacted" in err, err
+
+
 def test_silent_minion_and_stopped_lldpd_are_not_observed(tmp_path: Path) -> None:
     site = Site(tmp_path)
     del site.answers["stor-2"]

@@ -17,6 +17,7 @@ from fleet.master.runner import Result
 from fleet.master.salt import MasterError
 from fleet.status import sources
 from support.saltkeys import salt_master_config
+from support.saltstandin import UNREACHABLE
 
 # what salt 3008's CLI printed for `salt -L model-01,tbox-039,nosuch-01 test.ping -t10
 # --out=json` on the swarm (nosuch-01: no key on the master), and its exit code
@@ -62,8 +63,7 @@ def test_text_after_the_objects_is_not_read_and_a_silent_master_is_an_error() ->
 def test_a_master_the_cli_cannot_reach_is_an_error_though_it_exits_0() -> None:
     """What salt 3008's CLI printed, with exit 0, for a config dir of no running master
     (without --static; with it, a traceback and exit 1): its message, one JSON string."""
-    runner = RecordingRunner(0, '"The salt master could not be contacted. Is master '
-                                'running?"\n')
+    runner = RecordingRunner(0, json.dumps(UNREACHABLE) + "\n")
     with pytest.raises(MasterError, match="could not be contacted"):
         sources.ping(runner, ["model-01"], 10)
 
