@@ -12,6 +12,17 @@ many nodes came out ok; then the collector once (``fleet status --collect --once
 same sources, minion presence from ``salt-run manage.alived``) and ``--runs`` runs of
 ``fleet status --json`` reading its cache.
 
+The setup (``--minion-nice``, ``--minion-cpus``, ``--master-cpus``, ``--minion-processes``),
+stated in the report: on a site each minion and each BMC has a machine of its own; here
+the 144 minions, the BMC emulators and the master share this host's CPUs, and each
+``test.ping`` costs a minion some 0.05 CPU seconds (Salt 3008 reloads its modules for
+every job), so the minions and the fake BMCs run niced (and, if asked, pinned to their own
+CPUs, the master and the CLI to the others), once every minion has signed in, so that their
+load does not starve the master whose work is measured; and their jobs run as threads
+(``multiprocessing: False`` in the swarm's own minion file, not the site's), not a fork
+per job, which a hundred minions on one CPU pay one after another where real nodes pay
+it side by side.
+
 ``--read-only``: no swarm: the collector's read path alone, the cache of the site's
 nodes written by the collector's own code (fleet.status.collector, values in
 fleet.status.codec's shape, every node on, local, accepted, connected, idle), read by
@@ -43,7 +54,7 @@ from fleet.inventory.load import load_inventory  # noqa: E402
 from health.fakesite import scontrol_line  # noqa: E402
 from support import swarmconf  # noqa: E402
 from support.bmcfakes import PASSWORD, FakeBmcProcess, start_fake_redfish  # noqa: E402
-from support.swarm import Swarm, cpu_ticks  # noqa: E402
+from support.swarm import Swarm, cpu_ticks, pin  # noqa: E402
 
 HEADING = "## fleet status"
 READ_HEADING = "## fleet status from the collector"
@@ -55,14 +66,14 @@ INVENTORY = ROOT / "inventory.yaml"
 def wait_pings(sw: Swarm, timeout: float, log: Any) -> float:
     """Seconds until every minion answers one ``salt test.ping``."""
     t0 = time.monotonic()
+    from fleet.master.runner import Result
+    from fleet.master.salt import json_dict
+
     while time.monotonic() - t0 < timeout:
         out = subprocess.run([str(ROOT / ".venv/bin/salt"), "-c", str(sw.config_dir), "-L",
-                              ",".join(sw.ids), "test.ping", "-t10", "--out=json",
-                              "--static"], capture_output=True, text=True, check=False)
-        try:
-            got = json.loads(out.stdout or "{}")
-        except ValueError:
-            got = {}
+                              ",".join(sw.ids), "test.ping", "-t10", "--out=json"],
+                             capture_output=True, text=True, check=False)
+        got = json_dict(Result((), out.returncode, out.stdout, out.stderr))
         up = sum(1 for i in sw.ids if got.get(i) is True)
         log(f"  {up}/{len(sw.ids)} minions answer")
         if up == len(sw.ids):
@@ -115,7 +126,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
     ids = swarmconf.spread(conf.ids, n)
     sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
                minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
-               minion_nice=args.minion_nice, minion_cpus=args.minion_cpus)
+               minion_opts={} if args.minion_processes else {"multiprocessing": False})
     sw.write()
     out: dict[str, Any] = {"n": len(ids), "runs": []}
     fakes: list[FakeBmcProcess] = []
@@ -124,12 +135,20 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
         sw.start_minions()
         out["ready_s"] = wait_pings(sw, args.ready_timeout, log)
         fakes, addresses, secrets = start_bmcs(ids, args.bmcs, work)
+        # niced and pinned once all have signed in (a hundred minions starting on one CPU,
+        # or niced on a busy host, outlast their auth_timeout); the fake BMCs are other
+        # machines, as the minions
+        for pid in [p.pid for p in sw.minions.values()] + [f.proc.pid for f in fakes]:
+            pin(pid, args.minion_cpus, args.minion_nice)
+        for pid in sw.master_pids() if args.master_cpus else []:
+            pin(pid, args.master_cpus)
         out["bmcs"] = len(fakes)
         try:
             for d in ("pxe", "apply", "health", "reinstall", "rollout"):
                 (work / d).mkdir()
             lastrun.record(work / "apply", "apply", [(i, "ok", True, "") for i in ids])
-            argv = [sys.executable, "-m", "fleet", "status", ",".join(ids), "--json",
+            cli = ["taskset", "-c", args.master_cpus] if args.master_cpus else []
+            argv = [*cli, sys.executable, "-m", "fleet", "status", ",".join(ids), "--json",
                     "--status-state-dir", str(work / "status"),
                     "-i", str(INVENTORY), "--salt-config", str(sw.config_dir),
                     "--slurm-command", str(slurm_standin(ids, work)),
@@ -142,7 +161,9 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
             env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
             for i in range(args.runs):
                 argv_i = [*argv, "--live"]
-                cpu0 = cpu_ticks(sw.master_pids())
+                # a minion's forked jobs count once reaped (their parent's cutime)
+                nodes = [p.pid for p in sw.minions.values()] + [f.proc.pid for f in fakes]
+                cpu0, nodes0 = cpu_ticks(sw.master_pids()), cpu_ticks(nodes)
                 t0 = time.monotonic()
                 proc = subprocess.run(argv_i, capture_output=True, text=True, env=env,
                                       check=False, timeout=600)
@@ -150,6 +171,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                 doc = json.loads(proc.stdout)
                 run = {"rc": proc.returncode, "wall_s": round(wall, 2),
                        "master_cpu_s": (cpu_ticks(sw.master_pids()) - cpu0) / TICK,
+                       "nodes_cpu_s": (cpu_ticks(nodes) - nodes0) / TICK,
                        "counts": doc["counts"],
                        "sources_s": {k: v["seconds"] for k, v in doc["sources"].items()
                                      if v["skipped"] is None},
@@ -157,7 +179,8 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                                   if v["error"]}}
                 out["runs"].append(run)
                 log(f"  run {i + 1}: rc {proc.returncode}, {wall:.1f}s, {doc['counts']}, "
-                    f"sources {run['sources_s']}")
+                    f"sources {run['sources_s']}, master CPU {run['master_cpu_s']:.1f}s, "
+                    f"minions' and BMCs' CPU {run['nodes_cpu_s']:.1f}s")
             t0 = time.monotonic()
             proc = subprocess.run([*argv, "--collect", "--once"], capture_output=True,
                                   text=True, env=env, check=False, timeout=600)
@@ -249,9 +272,9 @@ def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str]
              "(`--no-alerts`).", ""]
     lines += [f"- {k}: {v}" for k, v in machine.items()]
     lines += ["", "| nodes | fake BMCs | minions ready | runs | --live wall (median, max) "
-              "| power | key | minion | slurm | master CPU | ok / problem / unknown "
-              "| collector once | from the collector (median) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| power | key | minion | slurm | master CPU | minions' + BMCs' CPU "
+              "| ok / problem / unknown | collector once | from the collector (median) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         walls = [x["wall_s"] for x in r["runs"]]
         cached = [x["wall_s"] for x in r.get("cached", [])]
@@ -263,11 +286,14 @@ def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str]
             f"{statistics.median(walls):.1f} s, {max(walls):.1f} s | "
             + " | ".join(f"{src[k]:.1f} s" for k in src)
             + f" | {statistics.median(x['master_cpu_s'] for x in r['runs']):.1f} s | "
+            f"{statistics.median(x.get('nodes_cpu_s', 0.0) for x in r['runs']):.1f} s | "
             f"{last['ok']} / {last['problem']} / {last['unknown']} | "
             f"{r.get('collect_s', 0.0):.1f} s | "
             + (f"{statistics.median(cached):.2f} s |" if cached else "- |"))
     lines += ["", "Each source's seconds are its own, side by side (the wall is about the "
-              "slowest, plus the CLI's start). Not measured here: "
+              "slowest, plus the CLI's start); the CPU columns are each --live run's, "
+              "medians (the master's processes; the minions and the BMC emulators, which "
+              "on a site are as many machines). Not measured here: "
               + (args.not_measured or "nothing left out of the sizes asked for") + ".", ""]
     report.replace_section(path, HEADING, "\n".join(lines))
 
@@ -279,9 +305,18 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--bmcs", type=int, default=8,
                     help="fake BMC processes per BMC user (default 8)")
-    ap.add_argument("--minion-nice", type=int, default=10)
-    ap.add_argument("--minion-cpus", metavar="LIST",
-                    help="pin the minions to these CPUs (taskset -c LIST), e.g. 1")
+    ap.add_argument("--minion-nice", type=int, default=19,
+                    help="the minions' and the fake BMCs' nice value (default 19)")
+    last = (os.cpu_count() or 1) - 1  # the nodes on the last CPU, the master on the rest
+    ap.add_argument("--minion-cpus", metavar="LIST", default=str(last) if last else None,
+                    help="pin the minions and the fake BMCs to these CPUs (taskset -c "
+                         "LIST; default the last CPU, '' none)")
+    ap.add_argument("--master-cpus", metavar="LIST", default=f"0-{last - 1}" if last else None,
+                    help="pin the master and the fleet CLI to these CPUs (default the "
+                         "others, '' none)")
+    ap.add_argument("--minion-processes", action="store_true",
+                    help="a minion job a forked process, as Salt's default (default: a "
+                         "thread, multiprocessing: False, stated in the report)")
     ap.add_argument("--ready-timeout", type=float, default=900)
     ap.add_argument("--not-measured", default="",
                     help="what the doc says was not measured (e.g. the 144 nodes)")
@@ -297,14 +332,19 @@ def main() -> int:
     machine = {"CPU": f"{report.cpu_model()}; {os.cpu_count()} logical CPUs",
                "memory": report.mem_total(), "OS": report.os_name(),
                "fleet at commit": report.commit(),
-               "minions' nice value": str(args.minion_nice),
-               "minions pinned to CPUs": args.minion_cpus or "no (all CPUs)",
+               "minions' and fake BMCs' nice value": str(args.minion_nice),
+               "minions and fake BMCs pinned to CPUs": args.minion_cpus or "no (all CPUs)",
+               "master and fleet CLI pinned to CPUs": args.master_cpus or "no (all CPUs)",
+               "minion jobs": "forked processes (Salt's default)" if args.minion_processes
+               else "threads (multiprocessing: False in the swarm's minion file: on one "
+                    "host a fork per job is paid one minion after another)",
                "load average before": report.load_average(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     work = Path(tempfile.mkdtemp(prefix="fleet-status-", dir="/tmp"))
     if args.read_only:
-        machine.pop("minions' nice value")
-        machine.pop("minions pinned to CPUs")
+        for k in ("minions' and fake BMCs' nice value", "minions and fake BMCs pinned to CPUs",
+                  "master and fleet CLI pinned to CPUs", "minion jobs"):
+            machine.pop(k)
         try:
             result = read_only(args, work, log)
         finally:

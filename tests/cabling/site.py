@@ -2,7 +2,7 @@
 shape of ``lldpcli -f json show neighbors`` on a node hearing a switch that names its
 port ``ethernet1/1/N``), and a STAND-IN for the ``salt`` CLI (no Salt master runs here): a
 script that answers ``cmd.run_all`` for the minions listed with ``-L`` from a table the
-test writes, as ``--out=json --static`` prints it, and logs each call."""
+test writes, as ``--out=json`` prints it (one object per minion), and logs each call."""
 
 from __future__ import annotations
 
@@ -54,10 +54,12 @@ class Site:
     tmp: Path
     answers: dict[str, Any] = field(default_factory=cabled_as_inventoried)
     salt_broken: bool = False
+    salt_unreachable: bool = False
 
     def write_standin(self) -> Path:
         bin_dir = venv_bin(self.tmp / "standin-venv")  # the salt STAND-IN beside python
-        write_salt(bin_dir, self.tmp, "cmd.run_all", self.answers, broken=self.salt_broken)
+        write_salt(bin_dir, self.tmp, "cmd.run_all", self.answers, broken=self.salt_broken,
+                   unreachable=self.salt_unreachable)
         return bin_dir
 
     def calls(self) -> list[list[str]]:

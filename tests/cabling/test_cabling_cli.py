@@ -26,7 +26,7 @@ def test_cabled_as_inventoried_is_ok_with_one_bounded_salt_call(tmp_path: Path) 
     (call,) = site.calls()
     assert call[call.index("-L") + 1].split(",") == ALL
     assert call[call.index("cmd.run_all") + 1] == "lldpcli -f json show neighbors"
-    assert "-t7" in call and "--static" in call
+    assert "-t7" in call and "--static" not in call  # no batch mode: no extra ping job
 
 
 def test_a_swap_names_exactly_the_two_nodes_with_expected_and_found(tmp_path: Path) -> None:
@@ -74,6 +74,15 @@ def test_master_down_is_exit_4(tmp_path: Path) -> None:
     site.salt_broken = True
     rc, _out, err = site.run()
     assert rc == 4 and "master is not responding" in err
+
+
+def test_a_master_the_cli_cannot_reach_is_exit_4_though_it_exits_0(tmp_path: Path) -> None:
+    """Not "no minion answered" (exit 5): the salt CLI's own message, one JSON string
+    where the minions' answers would be, is the master's failure."""
+    site = Site(tmp_path)
+    site.salt_unreachable = True
+    rc, _out, err = site.run()
+    assert rc == 4 and "could not be contacted" in err, err
 
 
 def test_silent_minion_and_stopped_lldpd_are_not_observed(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """A fake Salt master and Slurm controller for ``fleet health`` on the small inventory:
-answers ``salt -L NODES FUN ARGS --out=json --static`` and ``scontrol`` as the real ones
-print them, from per-node state that a test breaks on purpose. Every call is recorded.
+answers ``salt -L NODES FUN ARGS --out=json`` (one object per minion) and ``scontrol``
+as the real ones print them, from per-node state that a test breaks on purpose. Every
+call is recorded.
 
 ``state.show_lowstate`` is not faked: it answers each node's lowstate as the real states
 render it over the small inventory's rendered pillar (:func:`lowstates`, Salt's own
@@ -160,7 +161,7 @@ class FakeSite:
         raise AssertionError(f"unexpected command {a}")
 
     def _salt(self, a: tuple[str, ...]) -> Result:
-        assert a[1] == "-L" and a[-2:] == ("--out=json", "--static")
+        assert a[1] == "-L" and a[-1] == "--out=json"
         if self.master_down:
             return Result(a, 2, "", "Salt request timed out. The master is not responding.")
         targets, fun = a[2].split(","), a[3]
@@ -183,7 +184,9 @@ class FakeSite:
                              "stdout": self._shell(name, n, a[4])}
             else:
                 raise AssertionError(f"unexpected salt function {fun}")
-        return Result(a, 0, json.dumps(out), "")
+        # as the salt CLI prints --out=json: one object per minion, as each returns
+        return Result(a, 0, "".join(json.dumps({n: v}, indent=4) + "\n"
+                                    for n, v in out.items()), "")
 
     def _shell(self, name: str, n: Node, cmd: str) -> str:
         if cmd == parse.GPU_QUERY_CMD:

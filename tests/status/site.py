@@ -1,10 +1,10 @@
 """What the ``fleet status`` command-line tests share: the small inventory's site as the
-sources see it. The real ``salt-key`` on a throw-away master pki dir (tests/support/
-saltkeys.py); STAND-INS for the ``salt`` CLI (test.ping), ``salt-run`` (manage.alived: the
-answering minions are the connected ones) and for Slurm's ``scontrol``
-reached through --slurm-command (scripts that print what the real ones print, from a
-table the test writes; no Salt master or slurmctld runs here); a real HTTP server as
-Prometheus; the PXE state links as fleet.pxe.state leaves them."""
+sources see it. Salt's real key store (``salt.key``, what ``salt-key -L`` reads) on a
+throw-away master pki dir (tests/support/saltkeys.py); STAND-INS for the ``salt`` CLI
+(test.ping), ``salt-run`` (manage.alived: the answering minions are the connected ones)
+and for Slurm's ``scontrol`` reached through --slurm-command (scripts that print what the
+real ones print, from a table the test writes; no Salt master or slurmctld runs here); a
+real HTTP server as Prometheus; the PXE state links as fleet.pxe.state leaves them."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Site:
             self.key(n, "minions")
 
     def key(self, node: str, where: str) -> None:
-        """A key file where salt-key lists it (salt-key -L reads the directory names)."""
+        """A key file where Salt's key store lists it (the directory names)."""
         for d in ("minions", "minions_pre", "minions_rejected", "minions_denied"):
             (self.pki / d / node).unlink(missing_ok=True)
         (self.pki / where / node).write_text("-----BEGIN PUBLIC KEY-----\nx\n")

@@ -1,7 +1,8 @@
 """``fleet status`` as an operator runs it (the real command line, a separate process) on
-the small inventory: the real salt-key on a throw-away pki dir, STAND-INS for the salt
-CLI and scontrol (tests/status/site.py), a real HTTP server as Prometheus, the PXE links,
-the results `fleet apply` and `fleet health` keep, a reinstall's real lock and journal.
+the small inventory: Salt's real key store (salt.key) on a throw-away pki dir, STAND-INS
+for the salt CLI and scontrol (tests/status/site.py), a real HTTP server as Prometheus,
+the PXE links, the results `fleet apply` and `fleet health` keep, a reinstall's real lock
+and journal.
 Each source once for all nodes; a source that fails leaves its column unknown with the
 reason and the others still show."""
 

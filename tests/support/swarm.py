@@ -77,6 +77,10 @@ class Swarm:
     minion_nice: int = 0
     # and/or pinned to these CPUs (taskset -c LIST, e.g. "1"), the rest left to the master
     minion_cpus: str | None = None
+    # minion options a caller sets for the swarm's sake, on top of the role's file (a
+    # benchmark states them: e.g. multiprocessing False, a job a thread and not a fork,
+    # when a hundred minions share one CPU)
+    minion_opts: dict[str, object] = field(default_factory=dict)
     master_proc: subprocess.Popen[bytes] | None = None
     minions: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -127,7 +131,8 @@ class Swarm:
             # the base role's file verbatim; then the swarm master's address and ports
             _write(d / "etc" / "minion.d" / "fleet.conf", self.minion_conf(mid))
             _write(d / "etc" / "minion.d" / "zz-swarm.conf", yaml.safe_dump(
-                {"master": self.host, "master_port": ret, "publish_port": pub}))
+                {**self.minion_opts, "master": self.host, "master_port": ret,
+                 "publish_port": pub}))
             priv_f, pub_f = store / f"{mid}.pem", store / f"{mid}.pub"
             if not (priv_f.exists() and pub_f.exists()):
                 priv, pubk = gen_key_pair()
@@ -229,6 +234,28 @@ class Swarm:
     def minion_pids(self, mid: str) -> list[int]:
         p = self.minions.get(mid)
         return _tree(p.pid) if p else []
+
+
+def cpu_list(text: str) -> set[int]:
+    """A CPU list as taskset -c takes it ("1", "0,2-3") as a set."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def pin(pid: int, cpus: str | None, nice: int = 0) -> None:
+    """An already running process, every thread of it, pinned to ``cpus`` (taskset -c
+    LIST) and niced by ``nice`` (what :class:`Swarm` does to its minions at their start,
+    for another emulated machine part, e.g. a fake BMC)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        tid = int(task.name)
+        with contextlib.suppress(ProcessLookupError):
+            if cpus:
+                os.sched_setaffinity(tid, cpu_list(cpus))
+            if nice:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
 
 
 def rss_kb(pids: Iterable[int]) -> int:

@@ -37,7 +37,7 @@ status --collect`), each with its age; a source the collector has not had an ans
 for 3 of its intervals is unknown (stale), never its last value. --live asks every source
 now, once for all the nodes, side by side, each within its time: power (the BMCs, as
 `fleet power status`: --parallel at once, --deadline each), PXE boot mode, the minion's
-key on the master (`salt-key -L`) and whether it answers (one `salt test.ping`,
+key on the master (its key lists, as `salt-key -L`) and whether it answers (one `salt test.ping`,
 --salt-timeout), Slurm's state and reason (one `scontrol show node`), Prometheus's firing
 alerts. Always read now: the last `fleet apply` and `fleet health` results kept, a
 reinstall or rollout working on it (or left unfinished), the inventory's lifecycle state
@@ -96,12 +96,6 @@ def register(sub: Any, parents: Parents) -> None:
     add_salt_config(p)
     add_slurm_command(p)
     add_bmc_options(p)
-
-
-def _accepted_dir(config: Path) -> Path:
-    from fleet.master.runner import pki_dir
-
-    return pki_dir(config) / "minions"
 
 
 def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, float]]:
@@ -325,7 +319,7 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
                 secrets=args.secrets)
     store = boot_mode_store(args, inv)
     jobs["boot"] = lambda: sources.boot_modes(store, names)
-    jobs["key"] = lambda: sources.keys(runner, names, _accepted_dir(args.salt_config))
+    jobs["key"] = lambda: sources.keys(args.salt_config, names)
     if args.collect:
         jobs["minion"] = lambda: sources.presence(runner, names)
     else:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from fleet.master import layout
 from fleet.master.runner import Runner
@@ -31,9 +33,30 @@ def master_finger(pki_dir: Path) -> str | None:
     return str(salt.utils.crypt.pem_finger(str(pub), sum_type="sha256"))
 
 
+def listed(opts: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The key ids by list (minions, minions_pre, minions_rejected, minions_denied) of the
+    master whose options are ``opts`` (fleet.master.runner.master_opts), read here by
+    Salt's own key store (``salt.key``, what ``salt-key -L`` reads, without a salt-key
+    process's start-up); :class:`~fleet.master.salt.MasterError` when it cannot be."""
+    import salt.exceptions  # type: ignore[import-untyped]  # heavy; only here
+    import salt.key  # type: ignore[import-untyped]
+
+    from fleet.master.salt import MasterError
+
+    try:
+        with salt.key.get_key(opts) as key:
+            got = key.list_keys()
+    except (salt.exceptions.SaltException, OSError, ValueError) as exc:
+        raise MasterError(f"cannot list the master's keys ({opts.get('pki_dir')}): "
+                          f"{exc}") from exc
+    return {k: [str(x) for x in got.get(k, [])] for k in KEY_LISTS}
+
+
 def key_lists(runner: Runner, timeout: float = 60) -> dict[str, list[str]]:
-    """``salt-key -L --out=json``: the key ids by list (minions, minions_pre, ...); an
-    answer that is not one is a ValueError."""
+    """``salt-key -L --out=json`` through ``runner`` (a flow whose runner may be a lab's
+    wrapper): the key ids by list (minions, minions_pre, ...); an answer that is not one
+    is a ValueError. Where the master's config is at hand, :func:`listed` reads the same
+    lists without a process."""
     out = runner.run(["salt-key", "-L", "--out=json"], timeout=timeout).check().stdout
     data = json.loads(out)
     if not isinstance(data, dict):

@@ -81,13 +81,9 @@ class SaltMaster:
         self._get_jid: Any = None
 
     def keys(self) -> Keys:
-        import salt.key  # type: ignore[import-untyped]
+        from fleet.master.keys import listed
 
-        try:
-            with salt.key.get_key(self.opts) as key:
-                k = key.list_keys()
-        except (self._exc.SaltException, OSError) as exc:
-            raise MasterError(f"cannot list the master's keys: {exc}") from exc
+        k = listed(self.opts)
         return Keys(accepted=frozenset(k.get("minions", [])),
                     pending=frozenset(k.get("minions_pre", [])),
                     rejected=frozenset(k.get("minions_rejected", []))

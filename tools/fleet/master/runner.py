@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -90,12 +90,18 @@ def tool_path(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)  # once for all the nodes of a parallel run
-def pki_dir(config_dir: Path) -> Path:
-    """The master's ``pki_dir`` as its config in ``config_dir`` sets it."""
+def master_opts(config_dir: Path) -> dict[str, Any]:
+    """The master's options as Salt reads its config in ``config_dir`` (``master``, then
+    ``master.d``); Salt's defaults where there is none."""
     import salt.config  # type: ignore[import-untyped]  # heavy; only here
 
-    opts = salt.config.master_config(os.fspath(config_dir / "master"))
-    return Path(opts["pki_dir"])
+    opts: dict[str, Any] = salt.config.master_config(os.fspath(config_dir / "master"))
+    return opts
+
+
+def pki_dir(config_dir: Path) -> Path:
+    """The master's ``pki_dir`` as its config in ``config_dir`` sets it."""
+    return Path(master_opts(config_dir)["pki_dir"])
 
 
 def runner_for(salt_config: Path, slurm_command: str | None = None) -> SubprocessRunner:

@@ -33,12 +33,22 @@ _JID = re.compile(r"\b(\d{20})\b")
 
 
 def json_dict(res: Result) -> dict[str, Any]:
-    """A salt CLI's ``--out=json`` output as a dict; {} for none, or anything else."""
-    try:
-        data = json.loads(res.stdout) if res.stdout.strip() else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    """A salt CLI's ``--out=json`` output as one dict: its JSON objects merged (the salt
+    CLI prints one per minion, as each returns; salt-run one for all); {} for none. What
+    follows the first thing that is not a JSON object is not read."""
+    decoder = json.JSONDecoder()
+    text, at = res.stdout, 0
+    data: dict[str, Any] = {}
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        try:
+            got, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return data
+        if not isinstance(got, dict):
+            return data
+        data.update(got)
 
 
 def _said(res: Result) -> bool:
@@ -123,16 +133,19 @@ class Salt:
 
     def call(self, nodes: Sequence[str], fun: str, *args: str,
              timeout: float | None = None, gather: float | None = None) -> dict[str, Any]:
-        """``salt -L NODES FUN ARGS -tT --out=json --static``: an answer per minion that
-        returned (one that did not is absent, or a string saying so); :class:`MasterError`
-        when salt answered nothing at all. ``gather``: the master's gather_job_timeout
+        """``salt -L NODES FUN ARGS -tT --out=json``: an answer per minion that returned
+        (one that did not is absent, or a string saying so); :class:`MasterError` when
+        salt answered nothing at all. ``gather``: the master's gather_job_timeout
         (:func:`gather_job_timeout`), which a minion that is down keeps the CLI for after
-        T: the CLI is then bounded by both and its start (default T + 60)."""
+        T: the CLI is then bounded by both and its start (default T + 60). Not
+        ``--static``: the salt CLI runs that as a 100% batch, which first sends every
+        minion a ``test.ping`` job of its own (and waits T + gather for a silent one),
+        then the call: twice the jobs for one answer."""
         if not nodes:
             return {}
         wait = self.timeout if timeout is None else timeout
         res = self.runner.run(["salt", "-L", ",".join(nodes), fun, *args, f"-t{wait:g}",
-                               "--out=json", "--static"],
+                               "--out=json"],
                               timeout=wait + 60 if gather is None else wait + gather + 30)
         data = json_dict(res)
         if not data and (res.returncode != 0 or _said(res)):

@@ -7,9 +7,9 @@ that does not answer, is that node's value, not the source's).
 - bmc_hardware: each Redfish BMC's hardware facts (fleet.bmc.facts) against the inventory
   (fleet.discover.drift), at most ``parallel`` at once, their starts spread;
 - boot mode: the one boot-mode store (fleet.cliparts.boot_mode_store);
-- key: one ``salt-key -L --out=json``; minion: one ``salt -L NODES test.ping`` (live), or
-  the master's own view of the connected minions, ``salt-run manage.alived`` (the
-  collector: no job on any minion);
+- key: the master's key lists, read here (no salt-key process); minion: one ``salt -L
+  NODES test.ping`` job (live), or the master's own view of the connected minions,
+  ``salt-run manage.alived`` (the collector: no job on any minion);
 - slurm: one ``scontrol show node -o``;
 - apply, health: the last results ``fleet apply`` and ``fleet health`` keep
   (fleet.lastrun);
@@ -159,26 +159,21 @@ def _command_modes(store: Any, names: Sequence[str]) -> dict[str, str | Exceptio
 # --- Salt --------------------------------------------------------------------------------
 
 
-def keys(runner: Runner, names: Sequence[str], accepted_dir: Path | None = None,
-         timeout: float = 30.0) -> dict[str, str]:
-    """Each node's key on the master: accepted, pending, rejected, denied or missing.
-    ``accepted_dir``: the master's ``pki_dir/minions``, which must be there (salt-key
-    with another master's config lists nothing, as if no key existed)."""
-    from fleet.master.keys import KEY_LISTS, key_lists
-    from fleet.master.runner import CommandError
+def keys(config_dir: Path, names: Sequence[str]) -> dict[str, str]:
+    """Each node's key on the master whose config is in ``config_dir``: accepted, pending,
+    rejected, denied or missing; the lists read in this process (fleet.master.keys.listed:
+    no salt-key process). The master's ``pki_dir/minions`` must be there (another
+    master's config lists nothing, as if no key existed)."""
+    from fleet.master.keys import KEY_LISTS, listed
+    from fleet.master.runner import master_opts
     from fleet.master.salt import MasterError
 
-    if accepted_dir is not None and not accepted_dir.is_dir():
+    opts = master_opts(config_dir)
+    accepted_dir = Path(opts["pki_dir"]) / "minions"
+    if not accepted_dir.is_dir():
         raise MasterError(f"{accepted_dir}: no such directory (is --salt-config this "
                           "master's config dir?)")
-    try:
-        lists = key_lists(runner, timeout)
-    except CommandError as exc:
-        res = exc.result
-        raise MasterError(f"`salt-key -L` exited {res.returncode}: "
-                          f"{_last_line(res.stderr or res.stdout)}", res.returncode) from None
-    except ValueError as exc:
-        raise SourceError(f"`salt-key -L --out=json` answered no key lists ({exc})") from None
+    lists = listed(opts)
     out = {}
     for name in names:
         where = [label for k, label in KEY_LISTS.items() if name in lists.get(k, [])]
