@@ -66,7 +66,10 @@ class Model(BaseModel):
     # A field's description is the docstring under it, read by
     # fleet.inventory.reference for docs/inventory-reference.md's column, not by pydantic
     # (use_attribute_docstrings parses every model's source at import: a quarter of the
-    # schema's import time, on every run of every verb)
+    # schema's import time, on every run of every verb).
+    # An empty list or dict default is `Field(default=[])` (pydantic copies it for each
+    # instance), not `default_factory=list`: pydantic reads every factory's signature when
+    # it builds the schema, and list's alone costs inspect a parse of its text signature.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
                               defer_build=True)
 

@@ -140,7 +140,7 @@ class Profile(Model):
     height_u: StrictInt = Field(default=1, ge=1, le=MAX_HEIGHT_U)
     """rack units one machine takes (the rack elevations; the stacking of
     node_groups.*.place)"""
-    burnin: dict[BurninCheck, BurninTest] = Field(default_factory=dict)
+    burnin: dict[BurninCheck, BurninTest] = Field(default={})
     """the burn-in of these machines (`fleet burnin`): each check with its duration and
     tolerance; a node leaves burn-in for active only when it passes every one (empty: none)"""
 
