@@ -127,17 +127,17 @@ _SITE: dict[str, Callable[[str, str], str]] = {
     "dnsmasq.conf upstream_dns": lambda _k, v: sitepxe.dnsmasq_conf(
         **{**_DNSMASQ, "upstream_dns": [v]}),
     **{f"dnsmasq.conf network {f}": lambda f, v: sitepxe.dnsmasq_conf(
-        **{**_DNSMASQ, "networks": [dataclasses.replace(_NET, **{f: v})]})
+        **{**_DNSMASQ, "networks": [_NET._replace(**{f: v})]})
        for f in ("name", "purpose")},
     "boot.ipxe http": lambda _k, v: sitepxe.boot_ipxe(v),
     **{f"grub.cfg {k}": lambda k, v: sitepxe.grub_cfg(**{**_GRUB, k: v})
        for k, v in _GRUB.items() if isinstance(v, str)},
-    **{f"commission.ipxe {f.name}": lambda k, v: sitepxe.commission_ipxe(
-        dataclasses.replace(_CBOOT, **{k: v}))
-       for f in dataclasses.fields(_CBOOT) if f.name != "tftp_server"},  # iPXE: over HTTP
-    **{f"grub-commission.cfg {f.name}": lambda k, v: sitepxe.grub_commission_cfg(
-        dataclasses.replace(_CBOOT, **{k: v}), _COMMISSION)
-       for f in dataclasses.fields(_CBOOT) if f.name != "http"},  # GRUB: over TFTP
+    **{f"commission.ipxe {f}": lambda k, v: sitepxe.commission_ipxe(
+        _CBOOT._replace(**{k: v}))
+       for f in _CBOOT._fields if f != "tftp_server"},  # iPXE: over HTTP
+    **{f"grub-commission.cfg {f}": lambda k, v: sitepxe.grub_commission_cfg(
+        _CBOOT._replace(**{k: v}), _COMMISSION)
+       for f in _CBOOT._fields if f != "http"},  # GRUB: over TFTP
 }
 
 

@@ -10,15 +10,14 @@ lands.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from ipaddress import IPv4Address
+from typing import NamedTuple
 
 from fleet.render.escape import grub_word, ipxe_word, line
 from fleet.render.header import TEXT
 
 
-@dataclass(frozen=True)
-class DhcpNet:
+class DhcpNet(NamedTuple):
     """A network dnsmasq serves: ``pool`` its range for machines not in the inventory,
     ``relayed``: not the provisioning host's own, ``commission``: the pool's machines
     commission (a provisioning network with a pool)."""
@@ -35,8 +34,7 @@ class DhcpNet:
     commission: bool
 
 
-@dataclass(frozen=True)
-class Commission:
+class Commission(NamedTuple):
     """How dnsmasq and GRUB tell a machine to commission (:mod:`fleet.discover.boot`)."""
 
     option: int
@@ -195,8 +193,7 @@ exit 1
     return "".join(out)
 
 
-@dataclass(frozen=True)
-class CommissionBoot:
+class CommissionBoot(NamedTuple):
     """The commissioning environment's kernel and initrd (paths under the server's root),
     its kernel line already escaped for the loader, and the loader's own boot-MAC
     variable."""
