@@ -9,7 +9,6 @@ the file: :mod:`.site`, :mod:`.racks`, :mod:`.networks` (and switches), :mod:`.h
 (``schema.Profile``, ``from fleet.inventory.schema import Admin``).
 """
 
-from __future__ import annotations
 
 from pydantic import Field
 

@@ -2,7 +2,6 @@
 keys) and the name, host-range, OS and NVIDIA driver-branch types more than one subject uses.
 """
 
-from __future__ import annotations
 
 import sys
 import types

@@ -1,6 +1,5 @@
 """``compute:``: miniray's central Valkey and workers, Triton, the code sync."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 

@@ -1,6 +1,5 @@
 """``profiles:``: hardware models (CPU, GPUs, disks, NICs, BMC)."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 

@@ -1,6 +1,5 @@
 """``networks:`` and ``switches:``."""
 
-from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal

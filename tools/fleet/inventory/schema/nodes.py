@@ -1,6 +1,5 @@
 """``node_groups:`` and ``nodes:``: machines by host range, and per-machine facts."""
 
-from __future__ import annotations
 
 from ipaddress import IPv4Address
 from typing import Annotated, Literal

@@ -1,6 +1,5 @@
 """``slurm:`` and ``mkv:``: the Slurm cluster and the minikeyvalue arrays."""
 
-from __future__ import annotations
 
 from typing import Annotated
 

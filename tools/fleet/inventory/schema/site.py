@@ -1,6 +1,5 @@
 """``site:``: names, time, DNS, admins, the installers, apt, Salt and monitoring."""
 
-from __future__ import annotations
 
 import re
 from ipaddress import IPv4Address
