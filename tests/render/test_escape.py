@@ -8,13 +8,16 @@ import dataclasses
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
+from ipaddress import IPv4Address
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleet.inventory.load import load_inventory
 from fleet.inventory.model import Inventory
-from fleet.render import bootscripts, escape, pxe, render_all
+from fleet.render import bootscripts, escape, pxe, render_all, sitepxe
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "small.yaml"
@@ -100,12 +103,52 @@ def test_ipxe_words_refuse_what_ipxe_would_split_or_expand(word: str) -> None:
         escape.ipxe_word(word)
 
 
-def test_every_template_value_is_one_line() -> None:
-    env = pxe._env()  # the renderer's own environment
-    template = env.from_string("x={{ v }}\n")
-    assert template.render(v="ok") == "x=ok\n"
+_NET = sitepxe.DhcpNet(name="prov", purpose="provisioning", vlan=20,
+                       network=IPv4Address("10.1.0.0"), netmask=IPv4Address("255.255.252.0"),
+                       gateway=IPv4Address("10.1.0.1"), mtu=9000,
+                       pool=(IPv4Address("10.1.3.200"), IPv4Address("10.1.3.250")),
+                       relayed=False, commission=True)
+_COMMISSION = sitepxe.Commission(option=224, value="fleet-commission",
+                                 config="grub/commission.cfg")
+_DNSMASQ: dict[str, Any] = {
+    "prov_host": "head-01", "interface": "eno1", "domain": "example.org",
+    "pxe_root": "/srv/pxe", "networks": [_NET], "dns_servers": "10.1.0.10",
+    "upstream_dns": ["1.1.1.1"], "http": "http://10.1.0.10", "commission": _COMMISSION}
+_GRUB: dict[str, Any] = {"http_host": "10.1.0.10", "tftp_server": "10.1.0.11",
+                         "commission": _COMMISSION}
+_CBOOT = sitepxe.CommissionBoot(http="http://10.1.0.10", tftp_server="10.1.0.11",
+                                kernel="images/commission/vmlinuz",
+                                initrd="images/commission/initrd.img",
+                                cmdline="ip=dhcp", boot_mac="${mac}")
+# each site file, rendered with one string value replaced
+_SITE: dict[str, Callable[[str, str], str]] = {
+    **{f"dnsmasq.conf {k}": lambda k, v: sitepxe.dnsmasq_conf(**{**_DNSMASQ, k: v})
+       for k, v in _DNSMASQ.items() if isinstance(v, str)},
+    "dnsmasq.conf upstream_dns": lambda _k, v: sitepxe.dnsmasq_conf(
+        **{**_DNSMASQ, "upstream_dns": [v]}),
+    **{f"dnsmasq.conf network {f}": lambda f, v: sitepxe.dnsmasq_conf(
+        **{**_DNSMASQ, "networks": [_NET._replace(**{f: v})]})
+       for f in ("name", "purpose")},
+    "boot.ipxe http": lambda _k, v: sitepxe.boot_ipxe(v),
+    **{f"grub.cfg {k}": lambda k, v: sitepxe.grub_cfg(**{**_GRUB, k: v})
+       for k, v in _GRUB.items() if isinstance(v, str)},
+    **{f"commission.ipxe {f}": lambda k, v: sitepxe.commission_ipxe(
+        _CBOOT._replace(**{k: v}))
+       for f in _CBOOT._fields if f != "tftp_server"},  # iPXE: over HTTP
+    **{f"grub-commission.cfg {f}": lambda k, v: sitepxe.grub_commission_cfg(
+        _CBOOT._replace(**{k: v}), _COMMISSION)
+       for f in _CBOOT._fields if f != "http"},  # GRUB: over TFTP
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SITE))
+def test_every_site_pxe_value_is_shown_and_one_line(case: str) -> None:
+    """Each string value of the site's PXE files lands in its file, and a line break in
+    it is refused (escape.line), never written."""
+    key = case.rsplit(" ", 1)[1]
+    assert "marker-7f3a" in _SITE[case](key, "marker-7f3a")
     with pytest.raises(escape.UnsafeValueError):
-        template.render(v="ok\nmore=1")
+        _SITE[case](key, "marker\nreboot")
 
 
 _BOOT = bootscripts.Boot(hostname="gpu-01", mac="02:00:00:00:00:01", os_name="Ubuntu 24.04",
@@ -125,7 +168,7 @@ _SHOWN = [(script, f.name) for script, render in sorted(_SCRIPTS.items())
 
 @pytest.mark.parametrize(("script", "field"), _SHOWN)
 def test_every_boot_script_value_is_one_line(script: str, field: str) -> None:
-    """A value in a node's boot script refuses a line break, as the templates' finalize did."""
+    """A value in a node's boot script refuses a line break, (escape.line)."""
     value = getattr(_BOOT, field) + "\nreboot"
     with pytest.raises(escape.UnsafeValueError):
         _SCRIPTS[script](dataclasses.replace(_BOOT, **{field: value}))

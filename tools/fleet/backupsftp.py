@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 KEY = Path("backup/ssh_ed25519")  # in the secrets store; its .pub beside it
@@ -43,6 +42,8 @@ def public_key(secrets: Path) -> str:
 
 def ensure(secrets: Path) -> list[str]:
     """Make the login key if the store has none, and its pillar; the paths created."""
+    import subprocess  # here: a render reads this module's login options only
+
     key = key_path(secrets)
     created = []
     if not key.exists():
@@ -104,6 +105,8 @@ def why_not(command: str, timeout: float = 40.0) -> str:
     """ssh's own last word on ``command`` (``ssh_command``'s), run once with nothing to
     say: restic kills its ssh when the sftp session fails, often before ssh has written why
     (a changed host key, a refused login), so the reason is asked again here."""
+    import subprocess
+
     try:
         proc = subprocess.run(command.split(), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=timeout, check=False)

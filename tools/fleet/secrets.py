@@ -15,9 +15,6 @@ import secrets
 import stat
 from pathlib import Path
 
-from fleet import backupsftp as sftp
-from fleet.repo import signing
-
 MUNGE_SLS = Path("pillar/secrets/munge.sls")
 MUNGE_KEY_BYTES = 1024  # as `dd if=/dev/random bs=1024 count=1` in Slurm's docs
 # the apt cache's maintenance pages (acng-report.html): HTTP basic auth, provisioning
@@ -63,6 +60,11 @@ def fix_modes(root: Path) -> list[str]:
 
 def init(root: Path) -> list[str]:
     """Create the store under ``root`` and reset its modes; returns the paths it created."""
+    # here, not at the top: every validation reads BMC secrets through this module, and
+    # these two bring subprocess, shlex and tempfile
+    from fleet import backupsftp as sftp
+    from fleet.repo import signing
+
     created = []
     for d in (root, root / "pillar", root / "pillar" / "secrets", root / "bmc"):
         if not d.exists():

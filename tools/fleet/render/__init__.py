@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import pickle
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -116,6 +115,8 @@ def forked(jobs: Sequence[Callable[[], _R]], here: Callable[[], _T]) -> tuple[_T
     at the same time as ``here``. A job's result (or its exception) comes back pickled
     through a pipe; the same pure functions run on the same data, so the output is the
     same. Every child has ended when this returns or raises."""
+    import pickle  # here: only a render large enough to fork needs it
+
     children: list[tuple[int, int]] = []  # (pid, read end)
     results: list[_R] = []
     try:
@@ -143,6 +144,8 @@ def _fork(job: Callable[[], Any], others: list[int]) -> tuple[int, int]:
     """Start ``job`` in a child; its pid and the read end of its reply. ``others``: the
     read ends of the children before it, which it closes (else, holding one, it would keep
     a sibling blocked on a reply this process no longer reads)."""
+    import pickle
+
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: render, send, and leave without running any cleanup
@@ -164,6 +167,8 @@ def _fork(job: Callable[[], Any], others: list[int]) -> tuple[int, int]:
 
 
 def _pickled_error(exc: BaseException) -> bytes:
+    import pickle
+
     try:
         return pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
     except Exception:  # an exception that cannot be pickled: its text

@@ -2,9 +2,9 @@
 for iPXE and for UEFI GRUB (named by :func:`fleet.pxe.modes.script_name`).
 
 Plain Python rather than templates: four short fixed texts for every node, where a Jinja
-render (a new context each call) was a sixth of a node's render time. As in the templates
-(:func:`fleet.render.escape.finalize`), every value is one line, and each is escaped for
-its language where it lands.
+render (a new context each call) was a sixth of a node's render time. Every value is one
+line (:func:`fleet.render.escape.line`), and each is escaped for its language where it
+lands.
 """
 
 from __future__ import annotations

@@ -35,13 +35,6 @@ def line(value: Any, what: str = "a value") -> str:
     return text
 
 
-def finalize(value: Any) -> Any:
-    """Jinja ``finalize`` for the line-based templates: every interpolated value."""
-    if value is None:
-        return ""
-    return line(value, "a template value")
-
-
 def grub_word(value: str) -> str:
     """One word of a GRUB script: plain, or single-quoted (GRUB's quotes work as sh's)."""
     line(value, "a GRUB word")

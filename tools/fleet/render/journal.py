@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -239,6 +238,8 @@ def leftovers(root: Path) -> list[str]:
 def _tracked(root: Path, names: list[str]) -> list[str]:
     """Which of ``names`` (in ``root``) git tracks; none where git is missing, ``root`` is in
     no work tree, or git refuses the repository (another owner's: git's safe.directory)."""
+    import subprocess  # here: only recovering from an interrupted render asks git
+
     try:
         r = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", os.fspath(root),
                             "ls-files", "-z", "--", *names],

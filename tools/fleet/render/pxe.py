@@ -21,43 +21,14 @@ mode change never needs a render and a render never touches a mode.
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import resources
-from typing import TYPE_CHECKING
-
 from fleet.discover import boot as commission
 from fleet.inventory.model import Inventory, Node
 from fleet.pxe.modes import script_name
-from fleet.render import bootscripts, escape, installkey, preseed, yamlout
+from fleet.render import bootscripts, escape, installkey, preseed, sitepxe, yamlout
 from fleet.render.autoinstall import render_meta_data, render_user_data
 from fleet.render.bootstrap import http_base
 from fleet.render.header import TEXT
 from fleet.render.names import host_names
-
-if TYPE_CHECKING:
-    import jinja2
-
-
-@cache
-def _env() -> jinja2.Environment:
-    # only the site's context files use templates: a render that keeps them (a one-node
-    # edit, nothing changed) never imports Jinja
-    import jinja2
-
-    loader = jinja2.FunctionLoader(
-        lambda name: resources.files("fleet").joinpath("templates", name).read_text("utf-8")
-    )
-    env = jinja2.Environment(loader=loader, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                             autoescape=False, finalize=escape.finalize)
-    # every value is one line (finalize); these escape for GRUB's and iPXE's own syntax
-    env.filters.update(grub_word=escape.grub_word, grub_title=escape.grub_title,
-                       ipxe_word=escape.ipxe_word)
-    return env
-
-
-def _t(name: str) -> jinja2.Template:
-    return _env().get_template(name)
 
 
 def cmdline(inv: Inventory, node: Node, *, grub: bool) -> str:
@@ -116,38 +87,40 @@ def context_files(inv: Inventory) -> dict[str, str]:
     out: dict[str, str] = {}
     common = _common(inv)
     http = common["http"]
-    out["pxe/dnsmasq/dnsmasq.conf"] = _t("dnsmasq.conf.j2").render(
-        **common, prov_host=prov_node.hostname, interface=prov_node.boot_nic,
-        domain=site.domain, networks=_dhcp_networks(inv), pxe_root=site.pxe_root,
-        dns_servers=",".join(str(a) for a in site.dns_servers),
-        upstream_dns=[str(a) for a in site.upstream_dns],
-        commission=commission.pool_network(inv) is not None,
-        commission_option=commission.DHCP_OPTION, commission_value=commission.DHCP_VALUE,
-        commission_config=commission.GRUB_CONFIG,
-    )
-    out["pxe/dnsmasq/dns-hosts"] = _dns_hosts(inv)
-    out["pxe/http/boot.ipxe"] = _t("boot.ipxe.j2").render(**common)
     pool = commission.pool_network(inv) is not None
-    if pool:
-        out |= _commission_files(inv, common)
-    out["pxe/tftp/grub/grub.cfg"] = _t("grub.cfg.j2").render(
-        **common, http_host=http.removeprefix("http://"), commission=pool,
-        option=commission.DHCP_OPTION, value=commission.DHCP_VALUE,
-        config=commission.GRUB_CONFIG)
+    boot = sitepxe.Commission(commission.DHCP_OPTION, commission.DHCP_VALUE,
+                              commission.GRUB_CONFIG) if pool else None
+    out["pxe/dnsmasq/dnsmasq.conf"] = sitepxe.dnsmasq_conf(
+        prov_host=prov_node.hostname, interface=prov_node.boot_nic, domain=site.domain,
+        pxe_root=site.pxe_root, networks=_dhcp_networks(inv),
+        dns_servers=",".join(str(a) for a in site.dns_servers),
+        upstream_dns=[str(a) for a in site.upstream_dns], http=http, commission=boot)
+    out["pxe/dnsmasq/dns-hosts"] = _dns_hosts(inv)
+    out["pxe/http/boot.ipxe"] = sitepxe.boot_ipxe(http)
+    if boot:
+        out |= _commission_files(inv, common, boot)
+    out["pxe/tftp/grub/grub.cfg"] = sitepxe.grub_cfg(
+        http_host=http.removeprefix("http://"), tftp_server=common["tftp_server"],
+        commission=boot)
     return out
 
 
-def _commission_files(inv: Inventory, common: dict[str, str]) -> dict[str, str]:
+def _commission_files(inv: Inventory, common: dict[str, str],
+                      boot: sitepxe.Commission) -> dict[str, str]:
     """The commissioning boot of unknown MACs: iPXE's script and GRUB's config, one kernel
     line (:func:`fleet.discover.boot.cmdline`), each loader's boot MAC its own."""
     words = commission.cmdline(inv)
-    ctx = {**common, "kernel": commission.KERNEL, "initrd": commission.INITRD}
+
+    def env(*, grub: bool) -> sitepxe.CommissionBoot:
+        return sitepxe.CommissionBoot(
+            http=common["http"], tftp_server=common["tftp_server"], kernel=commission.KERNEL,
+            initrd=commission.INITRD, cmdline=_words(words, grub=grub),
+            boot_mac=commission.BOOT_MAC["grub" if grub else "ipxe"])
+
     return {
-        "pxe/http/commission.ipxe": _t("commission.ipxe.j2").render(
-            **ctx, cmdline=_words(words, grub=False), boot_mac=commission.BOOT_MAC["ipxe"]),
-        f"pxe/tftp/{commission.GRUB_CONFIG}": _t("grub-commission.cfg.j2").render(
-            **ctx, grub_cmdline=_words(words, grub=True), boot_mac=commission.BOOT_MAC["grub"],
-            option=commission.DHCP_OPTION, value=commission.DHCP_VALUE),
+        "pxe/http/commission.ipxe": sitepxe.commission_ipxe(env(grub=False)),
+        f"pxe/tftp/{commission.GRUB_CONFIG}": sitepxe.grub_commission_cfg(env(grub=True),
+                                                                          boot),
     }
 
 
@@ -164,17 +137,16 @@ def node_files(inv: Inventory, nodes: list[Node]) -> dict[str, dict[str, str]]:
     return out
 
 
-def _dhcp_networks(inv: Inventory) -> list[dict[str, object]]:
+def _dhcp_networks(inv: Inventory) -> list[sitepxe.DhcpNet]:
     """The networks dnsmasq serves (all but IPoIB); relayed: not the head's own."""
     prov_net = inv.nodes[inv.raw.site.provisioning_host].prov.network
-    return [{
-        "name": name, "purpose": net.purpose, "vlan": net.vlan,
-        "network": net.cidr.network_address, "netmask": net.cidr.netmask,
-        "gateway": net.gateway, "mtu": net.mtu,
-        "pool": (net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
-        "relayed": name != prov_net,
-        "commission": net.purpose == "provisioning" and net.dhcp_pool is not None,
-    } for name, net in inv.raw.networks.items() if net.purpose != "ipoib"]
+    return [sitepxe.DhcpNet(
+        name=name, purpose=net.purpose, vlan=net.vlan, network=net.cidr.network_address,
+        netmask=net.cidr.netmask, gateway=net.gateway, mtu=net.mtu,
+        pool=(net.dhcp_pool.start, net.dhcp_pool.end) if net.dhcp_pool else None,
+        relayed=name != prov_net,
+        commission=net.purpose == "provisioning" and net.dhcp_pool is not None,
+    ) for name, net in inv.raw.networks.items() if net.purpose != "ipoib"]
 
 
 def _node_boot_files(inv: Inventory, node: Node, common: dict[str, str],

@@ -9,7 +9,6 @@ the file: :mod:`.site`, :mod:`.racks`, :mod:`.networks` (and switches), :mod:`.h
 (``schema.Profile``, ``from fleet.inventory.schema import Admin``).
 """
 
-from __future__ import annotations
 
 from pydantic import Field
 
@@ -94,9 +93,9 @@ class Inventory(Model):
     """site-wide settings: names, time, DNS, admins, Salt, apt, installers, the provisioning host"""
     networks: dict[Name, Network] = Field(min_length=1)
     """networks by name: BMC, provisioning and IPoIB"""
-    racks: dict[Name, Rack] = Field(default_factory=dict)
+    racks: dict[Name, Rack] = Field(default={})
     """racks by name, named by the place of switches, node groups and nodes"""
-    switches: dict[Name, Switch] = Field(default_factory=dict)
+    switches: dict[Name, Switch] = Field(default={})
     """switches by name, named by NIC rules and Slurm partitions"""
     profiles: dict[Name, Profile] = Field(min_length=1)
     """hardware models by name, named by node groups"""

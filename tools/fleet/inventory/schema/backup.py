@@ -1,6 +1,5 @@
 """``site.backup``: where ``fleet backup`` keeps the master's backup (restic), and how long."""
 
-from __future__ import annotations
 
 from typing import Literal
 
@@ -30,7 +29,7 @@ class Destination(Model):
     environment's, never written here"""
 
     @model_validator(mode="after")
-    def _fields_of_type(self) -> Destination:
+    def _fields_of_type(self) -> "Destination":
         need = {"path": ("path",), "sftp": ("host", "user", "path"), "rest": ("url",)}
         missing = [f for f in need[self.type] if getattr(self, f) is None]
         extra = [f for f in ("path", "host", "user", "url")

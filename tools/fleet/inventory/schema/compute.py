@@ -1,6 +1,5 @@
 """``compute:``: miniray's central Valkey and workers, Triton, the code sync."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 
@@ -86,7 +85,7 @@ class Triton(Model):
     """the nvidia-pytriton wheel (mode wheel)"""
     image: ImageRef | None = None
     """the tritonserver image pinned by digest (mode container), imported by the operator"""
-    groups: list[Name] = Field(default_factory=list, max_length=1000)
+    groups: list[Name] = Field(default=[], max_length=1000)
     """the worker groups whose nodes run it (empty: every worker group)"""
 
 
@@ -107,7 +106,7 @@ class Compute(Model):
     """The site's distributed compute: miniray's central Valkey, its workers, Triton and the
     code sync (docs/operations.md, Compute)."""
 
-    networks: list[Name] = Field(default_factory=list, max_length=64)
+    networks: list[Name] = Field(default=[], max_length=64)
     """the cluster networks: Valkey listens on its host's addresses on them and, like the rsync
     module, accepts connections from them only (empty: every provisioning network)"""
     valkey: CentralValkey

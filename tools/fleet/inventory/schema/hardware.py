@@ -1,6 +1,5 @@
 """``profiles:``: hardware models (CPU, GPUs, disks, NICs, BMC)."""
 
-from __future__ import annotations
 
 from typing import Annotated, Literal
 
@@ -142,7 +141,7 @@ class Profile(Model):
     height_u: StrictInt = Field(default=1, ge=1, le=MAX_HEIGHT_U)
     """rack units one machine takes (the rack elevations; the stacking of
     node_groups.*.place)"""
-    burnin: dict[BurninCheck, BurninTest] = Field(default_factory=dict)
+    burnin: dict[BurninCheck, BurninTest] = Field(default={})
     """the burn-in of these machines (`fleet burnin`): each check with its duration and
     tolerance; a node leaves burn-in for active only when it passes every one (empty: its
     nodes fail burn-in, and `fleet burnin finish` refuses them)"""

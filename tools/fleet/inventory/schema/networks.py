@@ -1,6 +1,5 @@
 """``networks:`` and ``switches:``."""
 
-from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
@@ -56,7 +55,7 @@ class Switch(Model):
     """port speed in Gb/s; recorded only, no config or check uses it"""
     subnet_manager: bool = False
     """the switch runs the fabric's SM"""
-    sm_hosts: list[HostName] = Field(default_factory=list)
+    sm_hosts: list[HostName] = Field(default=[])
     """hosts that run opensm for this fabric"""
     location: Text | None = None
     """where it is (e.g. the room), for the operator; no config uses it"""

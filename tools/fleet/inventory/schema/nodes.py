@@ -1,6 +1,5 @@
 """``node_groups:`` and ``nodes:``: machines by host range, and per-machine facts."""
 
-from __future__ import annotations
 
 from ipaddress import IPv4Address
 from typing import Annotated, Literal
@@ -47,7 +46,7 @@ class NodeGroup(Model):
     """hostname or range such as tbox-[001-038]"""
     profile: Name
     """the profiles entry these machines are"""
-    roles: list[Role] = Field(default_factory=list)
+    roles: list[Role] = Field(default=[])
     """Salt roles of these machines (pillar node:roles, top.sls); base and network are implicit"""
     slurm_partition: Name | None = None
     """the slurm.partitions entry of these machines (with role slurm.compute only, and required
@@ -105,11 +104,11 @@ class NodeFacts(Model):
     """MAC of the BMC: dnsmasq leases it the bmc NIC's address as <host>-bmc"""
     ib_guid: Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{16}$")] | None = None
     """GUID of the InfiniBand HCA (unique); carried into pillar node:ib_guid"""
-    ip: dict[Name, IPv4Address] = Field(default_factory=dict)
+    ip: dict[Name, IPv4Address] = Field(default={})
     """per-NIC override"""
-    port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(default_factory=dict)
+    port: dict[Name, Annotated[StrictInt, Field(ge=1)]] = Field(default={})
     """per-NIC override"""
-    nics: dict[Name, NicRule] = Field(default_factory=dict)
+    nics: dict[Name, NicRule] = Field(default={})
     """per-NIC rule instead of the group's (e.g. re-cabled to another fabric): network, switch;
     the address is ip_base + index (or ip.<nic>), the port first_port itself (or port.<nic>)"""
     hardware: HardwareFacts | None = None

@@ -1,6 +1,5 @@
 """``racks:`` and where a device sits in one."""
 
-from __future__ import annotations
 
 from pydantic import Field, StrictInt
 

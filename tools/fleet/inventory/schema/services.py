@@ -1,6 +1,5 @@
 """``slurm:`` and ``mkv:``: the Slurm cluster and the minikeyvalue arrays."""
 
-from __future__ import annotations
 
 from typing import Annotated
 
@@ -65,7 +64,7 @@ class MkvArray(Model):
     """directory of the master's LevelDB index on the master host (mkv -db)"""
     purpose: Text | None = None
     """free text: a comment in the master's unit, and pillar mkv:arrays"""
-    volumes_removed: list[HostName] = Field(default_factory=list, max_length=1000)
+    volumes_removed: list[HostName] = Field(default=[], max_length=1000)
     """volumes that may leave the array in the next render (retired, moved to another array or
     group): `fleet render` refuses to drop a volume of the committed pillar/mkv.sls not listed
     here, and names the `fleet mkv` run that follows; inert once the render no longer lists

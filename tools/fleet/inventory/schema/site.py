@@ -1,6 +1,5 @@
 """``site:``: names, time, DNS, admins, the installers, apt, Salt and monitoring."""
 
-from __future__ import annotations
 
 import re
 from ipaddress import IPv4Address
@@ -98,7 +97,7 @@ class DebianImage(Model):
     suite: Name = "bookworm"
     """Debian suite installed (preseed mirror/suite); `fleet validate` knows bookworm as debian-12
     for slurm.version"""
-    args: list[KernelArg] = Field(default_factory=list, max_length=64)
+    args: list[KernelArg] = Field(default=[], max_length=64)
     """extra kernel arguments"""
 
 
@@ -275,7 +274,7 @@ class Site(Model):
     """IANA time zone of every node (installers, base.time)"""
     ntp_servers: list[Server] = Field(min_length=1, max_length=16)
     """NTP servers chrony uses on every node (the Debian installer uses the first)"""
-    dns_servers: list[IPv4Address] = Field(default_factory=list)
+    dns_servers: list[IPv4Address] = Field(default=[])
     """resolvers nodes use: netplan, the installers' network and the DHCP dns-server option (empty:
     none set)"""
     os: OsSpec = OsSpec()
@@ -288,7 +287,7 @@ class Site(Model):
     """apt archives every node installs from and keeps"""
     install: InstallMedia
     """the default installer (Ubuntu live-server autoinstall), for node groups without image"""
-    images: dict[Name, DebianImage] = Field(default_factory=dict)
+    images: dict[Name, DebianImage] = Field(default={})
     """further installers, chosen by node_groups.*.image"""
     provisioning_host: HostName
     """node (role provisioning) that serves DHCP, DNS and TFTP (dnsmasq), the boot HTTP server
@@ -302,7 +301,7 @@ class Site(Model):
     """this repository on the provisioning host"""
     pxe_state: DeployDir = "/var/lib/fleet/pxe-state"
     """run-time boot-mode links, served as /state/"""
-    upstream_dns: list[IPv4Address] = Field(default_factory=list)
+    upstream_dns: list[IPv4Address] = Field(default=[])
     """resolvers the site DNS forwards to"""
     monitoring: Monitoring = Monitoring()
     """Prometheus, Alertmanager and the alert thresholds (docs/operations.md, Monitoring)"""
