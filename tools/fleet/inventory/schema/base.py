@@ -3,24 +3,9 @@ keys) and the name, host-range, OS and NVIDIA driver-branch types more than one 
 """
 
 
-import sys
-import types
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, StringConstraints, Tag
-
-
-# fleet uses no pydantic plugins: pydantic's first schema build would otherwise import
-# importlib.metadata (and email, zipfile, csv...) and read every installed package's entry
-# points to look for some, 55 M of the site render's 2,059 M instructions. Its only use of
-# that module is get_plugins(); a loader imported before this one (none is) stays.
-def _no_plugins() -> tuple[()]:
-    return ()
-
-
-_NO_PLUGINS = types.ModuleType("pydantic.plugin._loader", "fleet: no pydantic plugins")
-_NO_PLUGINS.get_plugins = _no_plugins  # type: ignore[attr-defined]
-sys.modules.setdefault(_NO_PLUGINS.__name__, _NO_PLUGINS)
 
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
 HOST_PATTERN = r"^[a-z][a-z0-9-]*(\[\d+-\d+\][a-z0-9-]*)?$"
