@@ -105,8 +105,10 @@ def rig(tmp_path: Path, inventory: Inventory) -> Iterator[Rig]:
     pw.chmod(0o600)
     (tmp_path / "bmc").mkdir()
     fake = start_fake_redfish(tmp_path / "bmc", power="On", user=node.profile.bmc.user)
-    yield Rig(tmp_path, inventory, fake)
+    rig = Rig(tmp_path, inventory, fake)
+    yield rig
     fake.stop()
+    rig.fake.stop()  # a test may have put another fake BMC in its place
 
 
 def called_back(ctx: Context) -> None:
