@@ -18,6 +18,9 @@
 - Re-running burn-in on a node in service (tbox-002, active) is refused without
   ``--drain``; with it, the node is drained (fleet.master.slurm.drain_and_wait, seen in
   Slurm while the check runs) and resumed once it passes.
+- A missing GPU (a STAND-IN nvidia-smi) and a baseline outlier (STAND-IN results of the
+  profile's other lab nodes) leave tbox-039 in maintenance, the failing check its reason
+  in `fleet status`.
 
 Whatever fails, `finally` renders the lab's own inventory and applies head-01 again and
 resumes tbox-002, so the lab is left as the first highstate made it. Waits poll.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -38,6 +42,7 @@ from typing import Any
 import yaml
 from labtools import ROOT, Lab, podman_exec, poll, sinfo_node
 
+from fleet.burnin.verdict import MIN_BASELINE
 from fleet.discover import edit
 from fleet.inventory.lifecycle import BURNIN_PARTITION
 from fleet.inventory.load import load_inventory
@@ -367,3 +372,87 @@ def test_nccl_pair_is_one_slurm_job_of_two_lab_nodes(lab: Lab, tmp_path: Path) -
         _render(lab, lab.paths.inventory)
         if any(_partitions(lab, n) != ["tbox1"] for n in PAIR):
             _apply_head(lab)
+
+
+# a STAND-IN nvidia-smi (a container has no GPU): 7 GPUs of the profile's 8, GPU 2 at x8
+SEVEN_GPUS = "#!/bin/sh\n" + "".join(
+    f"echo '{i}, 00000000:{0x41 + i:02X}:00.0, {8 if i == 2 else 16}, 16, 4, 4, 24564, [N/A]'\n"
+    for i in range(7))
+
+
+def test_a_missing_gpu_and_an_outlier_leave_a_lab_node_in_maintenance(
+        lab: Lab, tmp_path: Path) -> None:
+    """The real runner through the lab's master on tbox-039 in burn-in: gpu-present against
+    the STAND-IN nvidia-smi above, in /usr/local/bin of the container (the minion's PATH);
+    the real stress-ng, judged against a baseline of the profile's other lab nodes (in
+    burn-in in the copy) whose results are STAND-INS (kept through `fleet burnin record` at
+    a rate no machine reaches), so that the node's own figure is the outlier.
+    Both fail the node; `fleet burnin finish` moves it to maintenance with the first failing
+    check as its reason, and `fleet status` shows that stage and reason."""
+    inventory = tmp_path / "inventory.yaml"
+    inv = load_inventory(ROOT / "inventory.yaml", lab.paths.overlays)  # the lab's nodes
+    peers = [h for h, n in inv.nodes.items()
+             if n.profile_name == inv.nodes[NODE].profile_name and h != NODE]
+    # the baseline is the median of every passing result of the profile, the node's own too
+    assert len(peers) + 1 >= MIN_BASELINE and 2 * len(peers) > len(peers) + 1, peers
+    text = (ROOT / "inventory.yaml").read_text()
+    for h in (NODE, *peers):
+        text = edit.set_node(text, h, {"state": "burn-in"})
+    inventory.write_text(text)
+    extra = tmp_path / "short.yaml"
+    extra.write_text(yaml.safe_dump({"profiles": {"tinybox-pro": {"burnin": {
+        **dict.fromkeys(BURNIN_CHECKS), "cpu-stress": {"seconds": 3, "tolerance_percent": 10},
+        "gpu-present": {"seconds": 0}}}}}))
+    results = tmp_path / "results"
+    for h in peers:
+        stand_in = tmp_path / f"{h}.json"
+        stand_in.write_text(json.dumps({"check": "cpu-stress", "passed": True,
+                                        "figures": {"bogo_ops_s": 1e9}, "started": 1.0,
+                                        "seconds": 3.0}))
+        rc, _doc, err = _fleet(lab, inventory, extra, "burnin", "record", h, "--result",
+                               str(stand_in), "--results", str(results))
+        assert rc == 0, err[-2000:]
+    shim = "/usr/local/bin/nvidia-smi"
+    put = podman_exec(lab, NODE, "sh", "-c",
+                      f"printf %s {shlex.quote(SEVEN_GPUS)} > {shim} && chmod 0755 {shim}")
+    assert put.returncode == 0, put
+    try:
+        rc, doc, err = _fleet(lab, inventory, extra, "burnin", "run", NODE,
+                              "--results", str(results))
+    finally:
+        podman_exec(lab, NODE, "rm", "-f", shim)
+    assert rc == 5, (doc, err[-3000:])
+    (row,) = doc["nodes"]
+    ran = {r["check"]: r for r in row["ran"]}
+    assert ran["gpu-present"]["passed"] is False, ran
+    assert "7 GPUs of 8; GPU 2 (00000000:43:00.0) PCIe x8 of x16" in \
+        ran["gpu-present"]["reason"], ran
+    assert ran["cpu-stress"]["passed"] is True, ran  # stress-ng verified its own work
+
+    rc, doc, err = _fleet(lab, inventory, extra, "burnin", "status", NODE,
+                          "--results", str(results))
+    (st,) = doc["nodes"]
+    assert rc == 5 and st["burnin"] == "failed", (st, err[-2000:])
+    failures = " | ".join(st["failures"])
+    assert "gpu-present" in failures, failures
+    assert "cpu-stress: bogo_ops_s" in failures and "against the baseline 1e+09" in failures, \
+        failures
+
+    rc, doc, err = _fleet(lab, inventory, extra, "burnin", "finish", NODE,
+                          "--results", str(results))
+    ((h, to, why),) = [(o["node"], o["to"], o["why"]) for o in doc["outcomes"]]
+    assert (h, to) == (NODE, "maintenance"), (doc, err[-2000:])
+    assert load_inventory(inventory, []).nodes[NODE].state == "maintenance"
+
+    head = lab.plan.node(HEAD).container
+    rc, doc, err = _fleet(lab, inventory, extra, "status", NODE, "--live", "--no-power",
+                          "--no-alerts", "--burnin-results", str(results),
+                          "--pxe-command", f"podman --runtime runc exec -i {head} fleet-lab",
+                          *(f"--{d}-state-dir={tmp_path / d}"
+                            for d in ("apply", "health", "reinstall", "rollout", "status")))
+    (shown,) = doc["nodes"]
+    check = why.removeprefix("burn-in ").split(":", 1)[0]
+    assert (shown["state"], shown["stage"]["stage"], shown["stage"]["summary"]) == (
+        "maintenance", "failed", f"failed: {check}"), shown
+    assert shown["stage"]["reason"] == why.removeprefix("burn-in "), shown
+    assert check == st["failures"][0].split(":", 1)[0], (check, st)
