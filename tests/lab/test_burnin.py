@@ -176,9 +176,12 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
         assert finished == render_all(load_inventory(lab.paths.inventory, lab.paths.overlays))
         tree.write(lab.paths.render, finished)
         _apply_head(lab)
-        poll(f"{NODE} back in its partitions {in_service}",
-             lambda: _partitions(lab, NODE) == in_service or None, timeout=120, interval=2)
-        assert _slurm(lab, NODE).split("|")[0].rstrip("*") == "idle"
+        # slurmctld restarts for the new partitions: the node is `unknown` until its slurmd
+        # registers again (the fresh run of 2026-12-06 read it in between)
+        poll(f"{NODE} back in its partitions {in_service}, idle",
+             lambda: (_partitions(lab, NODE) == in_service
+                      and _slurm(lab, NODE).split("|")[0].rstrip("*") == "idle") or None,
+             timeout=180, interval=2)
     finally:
         _render(lab, lab.paths.inventory)
         if _partitions(lab, NODE) != in_service or "drain" in _slurm(lab, NODE):
