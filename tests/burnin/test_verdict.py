@@ -123,6 +123,23 @@ def test_nan_and_oversized_results_are_refused() -> None:
         parse(b" " * (results.MAX_RESULT_BYTES + 1))
 
 
+def test_a_file_of_results_is_bounded_and_refused_whole_at_a_bad_line() -> None:
+    """`fleet burnin record`'s file of the runner's lines: at most one result's bound in
+    all, at least one result, and a hostile line names its number (nothing is kept)."""
+    good = json.dumps({"check": "smart", "passed": True, "started": 1, "seconds": 1})
+    assert [g.check for g in results.parse_lines(f"{good}\n\n{good}\n".encode())] == [
+        "smart", "smart"]
+    with pytest.raises(ResultError, match="at most"):
+        results.parse_lines(
+            ((good + "\n") * (results.MAX_RESULT_BYTES // len(good) + 1)).encode())
+    with pytest.raises(ResultError, match="no result"):
+        results.parse_lines(b"\n \n")
+    hostile = json.dumps({"check": "smart", "passed": True, "started": 1, "seconds": 1,
+                          "reason": "a\x1b[2Jb"})
+    with pytest.raises(ResultError, match="line 2: reason"):
+        results.parse_lines(f"{good}\n{hostile}\n".encode())
+
+
 def test_results_are_kept_per_node_latest_per_check(tmp_path: Path) -> None:
     results.record(tmp_path, "tbox-001", r("smart"))
     results.record(tmp_path, "tbox-001", r("cpu-stress", bogo_ops_s=5.0))
