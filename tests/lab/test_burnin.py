@@ -49,6 +49,7 @@ from fleet.inventory.load import load_inventory
 from fleet.inventory.schema.hardware import BURNIN_CHECKS
 from fleet.lab import highstate
 from fleet.render import render_all, tree
+from support.gpustandin import SEVEN_GPUS, SEVEN_GPUS_REASON
 
 HEAD = "head-01"  # the Slurm controller
 NODE = "tbox-039"  # the lab's one tbox2 node: burns in
@@ -377,10 +378,6 @@ def test_nccl_pair_is_one_slurm_job_of_two_lab_nodes(lab: Lab, tmp_path: Path) -
             _apply_head(lab)
 
 
-# a STAND-IN nvidia-smi (a container has no GPU): 7 GPUs of the profile's 8, GPU 2 at x8
-SEVEN_GPUS = "#!/bin/sh\n" + "".join(
-    f"echo '{i}, 00000000:{0x41 + i:02X}:00.0, {8 if i == 2 else 16}, 16, 4, 4, 24564, [N/A]'\n"
-    for i in range(7))
 
 
 def test_a_missing_gpu_and_an_outlier_leave_a_lab_node_in_maintenance(
@@ -428,8 +425,7 @@ def test_a_missing_gpu_and_an_outlier_leave_a_lab_node_in_maintenance(
     (row,) = doc["nodes"]
     ran = {r["check"]: r for r in row["ran"]}
     assert ran["gpu-present"]["passed"] is False, ran
-    assert "7 GPUs of 8; GPU 2 (00000000:43:00.0) PCIe x8 of x16" in \
-        ran["gpu-present"]["reason"], ran
+    assert SEVEN_GPUS_REASON in ran["gpu-present"]["reason"], ran
     assert ran["cpu-stress"]["passed"] is True, ran  # stress-ng verified its own work
 
     rc, doc, err = _fleet(lab, inventory, extra, "burnin", "status", NODE,

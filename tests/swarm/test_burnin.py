@@ -18,6 +18,7 @@ import yaml
 from fleet.inventory.load import load_inventory
 from fleet.inventory.schema.hardware import BURNIN_CHECKS
 from support import swarmconf
+from support.gpustandin import SEVEN_GPUS, SEVEN_GPUS_REASON
 from support.swarm import Swarm
 
 CHECKS = ["cpu-stress", "memtester", "disk-verify", "smart"]
@@ -66,13 +67,6 @@ def test_burnin_runs_on_the_node_through_salt_and_is_judged(swarm: Swarm,
     assert (st["burnin"], st["done"], st["total"]) == ("pending", 4, 5), st
 
 
-# A STAND-IN nvidia-smi (this host has no GPU): the answer of a TinyBox with one of its 8
-# GPUs gone from the bus and another (GPU 2) trained at PCIe x8 of its x16, in the real
-# tool's CSV of runner.GPU_QUERY
-SEVEN_GPUS = "#!/bin/sh\n" + "".join(
-    f"echo '{i}, 00000000:{0x41 + i:02X}:00.0, {8 if i == 2 else 16}, 16, 4, 4, 24564, [N/A]'\n"
-    for i in range(7))
-
 
 def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
         swarm: Swarm, tmp_path: Path) -> None:
@@ -120,8 +114,7 @@ def test_a_missing_gpu_and_a_baseline_outlier_leave_the_node_in_maintenance(
     (row,) = json.loads(run.stdout)["nodes"]
     ran = {r["check"]: r for r in row["ran"]}
     assert ran["gpu-present"]["passed"] is False, ran
-    assert "7 GPUs of 8; GPU 2 (00000000:43:00.0) PCIe x8 of x16" in \
-        ran["gpu-present"]["reason"], ran
+    assert SEVEN_GPUS_REASON in ran["gpu-present"]["reason"], ran
     assert ran["gpu-present"]["figures"]["pcie_width_min"] == 8.0, ran
     assert ran["link-speed"]["passed"] is False, ran
     assert f"prov: no ethernet port with {inv.nodes[node].mac}" in \
