@@ -14,7 +14,15 @@ from hypothesis import strategies as st
 
 from fleet import cli
 from fleet.inventory.load import load_inventory, parse
-from fleet.render import context_files, fact_files, incremental, node_files, render_all, tree
+from fleet.render import (
+    context_files,
+    fact_files,
+    incremental,
+    node_files,
+    prefetch,
+    render_all,
+    tree,
+)
 from render.helpers import SMALL, read_tree
 
 SITE = Path(__file__).resolve().parents[2] / "inventory.yaml"
@@ -196,18 +204,18 @@ def test_the_prefetched_identities_are_judged_like_the_plans_own(
     edited by hand, or gone, still gives a full render, as when the plan reads them."""
     out, inv_file = rendered_once
     inv = load_inventory(inv_file)
-    unchanged = incremental.plan(out, inv, incremental.Prefetch(out))
+    unchanged = incremental.plan(out, inv, prefetch.Prefetch(out))
     assert unchanged.nodes == [] and unchanged.why == incremental.plan(out, inv).why
     (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
-    plan = incremental.plan(out, inv, incremental.Prefetch(out))
+    plan = incremental.plan(out, inv, prefetch.Prefetch(out))
     assert plan.nodes is None and "gpu-03's files changed since" in plan.why
     (out / "pillar" / "nodes" / "gpu-03.sls").unlink()
-    plan = incremental.plan(out, inv, incremental.Prefetch(out))
+    plan = incremental.plan(out, inv, prefetch.Prefetch(out))
     assert plan.nodes is None and "gpu-03.sls is gone" in plan.why
     # a prefetch of another output directory is not used
     elsewhere = out.parent / "elsewhere"
     elsewhere.mkdir()
-    assert incremental.plan(out, inv, incremental.Prefetch(elsewhere)).why == plan.why
+    assert incremental.plan(out, inv, prefetch.Prefetch(elsewhere)).why == plan.why
     render(inv_file, out)
     assert output(out) == full(inv_file, out.parent / "full")
 

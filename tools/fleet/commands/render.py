@@ -14,7 +14,7 @@ from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
     from fleet.inventory.model import Inventory
-    from fleet.render import incremental
+    from fleet.render.prefetch import Prefetch
     from fleet.render.tree import Changes
 
 DESCRIPTION = """
@@ -36,15 +36,32 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
-    from fleet.render import incremental, volumes
-
     if args.diff:
         return show_diff(args, ctx)
     root = Path(args.output)
     if args.check:  # exact: a full render compared with every file, never the store
         _inv, files = rendered(ctx)
         return _check(args, ctx, root, files)
-    prefetch = incremental.Prefetch(root)  # the store's files, read while validating
+    if not root.is_dir():  # nothing to read first; the writer makes it and locks it
+        return _render(args, ctx, root, None)
+    from fleet.render import journal, tree
+    from fleet.render.prefetch import Prefetch
+
+    # Locked from the first read of the output to the commit: what the reader sees (and a
+    # killed render's commit, finished first) is what the writer replaces.
+    with tree.lock(root):
+        journal.recover(root)
+        prefetch = Prefetch(root)  # the output, read while the inventory is validated
+        try:
+            return _render(args, ctx, root, prefetch)
+        finally:
+            prefetch.close()
+
+
+def _render(args: argparse.Namespace, ctx: Context, root: Path,
+            prefetch: Prefetch | None) -> Exit:
+    from fleet.render import volumes
+
     inv = ctx.inventory()
     removals = volumes.removals(inv, root)
     refused = [r for r in removals if not r.acknowledged]
@@ -82,7 +99,7 @@ def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, 
 
 
 def _incremental(ctx: Context, inv: Inventory, root: Path,
-                 prefetch: incremental.Prefetch | None = None) -> Changes:
+                 prefetch: Prefetch | None = None) -> Changes:
     """Render the nodes whose inputs changed (all of them where the store beside the
     output cannot tell: :mod:`fleet.render.incremental`), write, record the inputs."""
     from fleet.render import cold, incremental, tree
@@ -99,7 +116,8 @@ def _incremental(ctx: Context, inv: Inventory, root: Path,
     ctx.progress(f"{len(r.files)} files rendered, {len(r.keep)} kept ({r.plan.why})")
     ctx.progress(f"writing into {root.resolve()}")
     try:
-        changes = tree.write(root, r.files, r.keep, r.removable)
+        listing = prefetch.result().listing if prefetch is not None else None
+        changes = tree.write(root, r.files, r.keep, r.removable, listing)
     except tree.KeptFileMissingError as exc:
         ctx.progress(f"{exc}: rendering every node")
         r = incremental.full(inv, r.plan)
@@ -109,7 +127,7 @@ def _incremental(ctx: Context, inv: Inventory, root: Path,
 
 
 def _write(args: argparse.Namespace, ctx: Context, inv: Inventory, root: Path,
-           notes: list[str], prefetch: incremental.Prefetch | None = None) -> Exit:
+           notes: list[str], prefetch: Prefetch | None = None) -> Exit:
     from fleet.render.summary import format_summary, summarize
 
     changes = _incremental(ctx, inv, root, prefetch)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fleet.inventory.model import Inventory, Node
 
@@ -104,72 +103,14 @@ def batches(nodes: list[Node], n: int) -> list[list[Node]]:
 
 
 def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return 1
+    from fleet.forks import cpus
+
+    return cpus()
 
 
 def forked(jobs: Sequence[Callable[[], _R]], here: Callable[[], _T]) -> tuple[_T, list[_R]]:
     """``here()`` and ``[job() for job in jobs]``, each job computed by a forked process
-    at the same time as ``here``. A job's result (or its exception) comes back pickled
-    through a pipe; the same pure functions run on the same data, so the output is the
-    same. Every child has ended when this returns or raises."""
-    import pickle  # here: only a render large enough to fork needs it
+    at the same time as ``here`` (:func:`fleet.forks.forked`)."""
+    from fleet import forks
 
-    children: list[tuple[int, int]] = []  # (pid, read end)
-    results: list[_R] = []
-    try:
-        for job in jobs:
-            children.append(_fork(job, [fd for _pid, fd in children]))
-        mine = here()
-        for _pid, fd in children:
-            with os.fdopen(fd, "rb", closefd=False) as reader:
-                data = reader.read()
-            reply: tuple[bool, Any] = (pickle.loads(data) if data  # our own child's reply
-                                       else (False, RuntimeError("a render worker died")))
-            ok, result = reply
-            if not ok:
-                raise result
-            results.append(result)
-    finally:
-        for _pid, fd in children:  # first: a child still writing gets EPIPE, not a wait
-            os.close(fd)
-        for pid, _fd in children:
-            os.waitpid(pid, 0)
-    return mine, results
-
-
-def _fork(job: Callable[[], Any], others: list[int]) -> tuple[int, int]:
-    """Start ``job`` in a child; its pid and the read end of its reply. ``others``: the
-    read ends of the children before it, which it closes (else, holding one, it would keep
-    a sibling blocked on a reply this process no longer reads)."""
-    import pickle
-
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: render, send, and leave without running any cleanup
-        code = 0
-        try:
-            for fd in (read_fd, *others):
-                os.close(fd)
-            try:
-                payload = pickle.dumps((True, job()), pickle.HIGHEST_PROTOCOL)
-            except BaseException as exc:  # sent to the parent, which raises it
-                code = 1
-                payload = _pickled_error(exc)
-            with os.fdopen(write_fd, "wb") as out:
-                out.write(payload)
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    return pid, read_fd
-
-
-def _pickled_error(exc: BaseException) -> bytes:
-    import pickle
-
-    try:
-        return pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
-    except Exception:  # an exception that cannot be pickled: its text
-        return pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    return forks.forked(jobs, here, what="a render worker")

@@ -26,16 +26,18 @@ import hashlib
 import json
 import os
 import re
-import threading
 from array import array
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.inventory.model import Inventory
 from fleet.render import fact_files, join, render_parts
 from fleet.render.scan import OWNED
+
+if TYPE_CHECKING:
+    from fleet.render.prefetch import Prefetch
 
 STORE = ".render.inputs"
 VERSION = 4
@@ -157,41 +159,7 @@ def _paths_ok(paths: Any) -> bool:
             and "/..\n" not in joined)
 
 
-class Prefetch:
-    """The store and the identities of every file it lists, read by a thread while this
-    one validates the inventory (80,000 ``lstat`` at 10,000 nodes: system calls, which
-    run beside the validation on a second CPU). Only a head start: :func:`plan` judges
-    what it read exactly as it judges what it reads itself."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._store: dict[str, Any] | None = None
-        self._ids: dict[str, str | OSError] = {}
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._read, name="render-prefetch",
-                                        daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        try:
-            store = load(self.root)
-            if store is not None:
-                owners = [(SITE, store["site"][1]),
-                          *((h, entry[1]) for h, entry in store["nodes"].items())]
-                self._ids = {owner: _identity_or_error(self.root, files)
-                             for owner, files in owners}
-            self._store = store
-        except BaseException as exc:  # raised again in the caller's thread
-            self._error = exc
-
-    def result(self) -> tuple[dict[str, Any] | None, dict[str, str | OSError]]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._store, self._ids
-
-
-def _identity_or_error(root: Path, files: list[str]) -> str | OSError:
+def identity_or_error(root: Path, files: list[str]) -> str | OSError:
     try:
         return identity(root, files)
     except OSError as exc:
@@ -200,13 +168,10 @@ def _identity_or_error(root: Path, files: list[str]) -> str | OSError:
 
 def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
     """What to render; ``prefetch`` (of this ``root``): the store and its files'
-    identities, already read."""
+    identities, already read (:mod:`fleet.render.prefetch`)."""
     context, keys = input_hashes(inv)
-    # joined whatever its directory: the render may fork workers next, and a fork must not
-    # copy a thread in the middle of its work
-    store, now = prefetch.result() if prefetch is not None else (None, {})
-    if prefetch is None or prefetch.root != root:
-        store, now = load(root), {}
+    read = prefetch.result() if prefetch is not None and prefetch.root == root else None
+    store, now = (read.store, read.ids) if read is not None else (load(root), {})
     if store is None:
         return Plan(context, keys, None, {}, f"no usable {STORE}")
     if store["context"] != context:
@@ -229,7 +194,7 @@ def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
     for owner, files, digest in ((SITE, site, site_id),
                                  *((h, keep[h], ids[h]) for h in keep)):
         whose = "the site's" if owner == SITE else f"{owner}'s"
-        found = now[owner] if owner in now else _identity_or_error(root, files)
+        found = now[owner] if owner in now else identity_or_error(root, files)
         if isinstance(found, OSError):
             return Plan(context, keys, None, {}, f"{whose} file {found.filename} is gone")
         if found != digest:

@@ -159,27 +159,44 @@ def unified_diff(root: Path, files: dict[str, str], changes: Changes) -> Iterato
 # --- writing -------------------------------------------------------------------------------
 
 
+_held: set[tuple[int, int]] = set()  # (device, inode) of the output directories locked here
+
+
 @contextmanager
 def lock(root: Path) -> Iterator[None]:
-    """One render at a time per output directory (a lock on the directory itself)."""
+    """One render at a time per output directory (a lock on the directory itself). Taken
+    again by this process while it holds it (``fleet render`` holds it from its first read
+    of the output to its commit), it is already held: a no-op."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    key: tuple[int, int] | None = None
     try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) in _held:
+            yield
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise RenderBusyError(f"another render is writing into {root}") from None
+        key = (st.st_dev, st.st_ino)
+        _held.add(key)
         yield
     finally:
+        if key is not None:
+            _held.discard(key)
         os.close(fd)
 
 
 def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
-          removable: Collection[str] | None = None) -> Changes:
+          removable: Collection[str] | None = None,
+          listing: dict[str, list[str]] | None = None) -> Changes:
     """Write ``files`` (paths relative to ``root``) replacing the owned directories; first
     finish a commit that a killed render left (:func:`fleet.render.journal.recover`).
     ``keep``: paths not in ``files`` that stay as they are on disk, unread (the files an
     incremental render did not render again); :class:`KeptFileMissingError` if one is gone,
-    or if a file not in ``removable`` (None: any) would be removed."""
+    or if a file not in ``removable`` (None: any) would be removed. ``listing``: the files
+    of each top directory as read under this lock, before (:mod:`fleet.render.prefetch`):
+    no walk of those again."""
     total = Changes()
     kept_by_top = _split_keep(keep, files)
     root.mkdir(parents=True, exist_ok=True)
@@ -188,7 +205,8 @@ def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
         commits: list[stage.Commit] = []
         try:
             for top, rendered in _split(files).items():
-                old = existing(root, top)
+                listed = listing.get(top) if listing is not None else None
+                old = existing(root, top) if listed is None else _paths(root, listed)
                 changes, kept = _classify(old, rendered, kept_by_top[top])
                 if removable is not None and not set(changes.removed) <= set(removable):
                     raise KeptFileMissingError(f"{top}/ has files no node owns: render it whole")
@@ -203,6 +221,12 @@ def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
             for commit in commits:
                 commit.cleanup()
     return total
+
+
+def _paths(root: Path, rels: list[str]) -> dict[str, str]:
+    """``{relative path: absolute path}``, as :func:`existing` gives them."""
+    base = os.fspath(root) + os.sep
+    return {rel: base + rel for rel in rels}
 
 
 def commit_all(root: Path, commits: list[stage.Commit]) -> None:
