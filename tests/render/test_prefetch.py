@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fleet import cli, forks
-from fleet.render import prefetch, scan
+from fleet.render import incremental, prefetch, scan
 
 from .test_incremental import edit, full, output, render
 
@@ -96,3 +96,17 @@ def rendered_once(tmp_path: Path) -> tuple[Path, Path]:
     inv_file.write_text(SMALL.read_text(encoding="utf-8"), encoding="utf-8")
     render(inv_file, out)
     return out, inv_file
+
+
+@pytest.mark.parametrize("case", ["another node's file", "a node's file as the site's",
+                                  "another identity", "a file left out", "not json"])
+def test_a_hostile_store_read_by_the_child_gives_a_full_render(
+        rendered_once: tuple[Path, Path], forked: list[int], case: str, tmp_path: Path) -> None:
+    from .test_incremental import hostile_stores
+
+    out, inv_file = rendered_once
+    (out / "pillar" / "nodes" / "gpu-01.sls").unlink()  # only a full render puts it back
+    (out / incremental.STORE).write_text(hostile_stores(out)[case])
+    render(inv_file, out)
+    assert forked
+    assert output(out) == full(inv_file, tmp_path / "full")

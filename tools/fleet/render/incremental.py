@@ -29,6 +29,7 @@ import re
 from array import array
 from contextlib import suppress
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,10 +96,13 @@ def input_hashes(inv: Inventory) -> tuple[str, dict[str, str]]:
     h.update(doc.encode())
     context = h.hexdigest()
     keys = {}
+    head = hashlib.sha256(f"{context}\0".encode())  # each node's hash goes on from here
+    own_facts = attrgetter(*LOCAL)
+    facts = raw.nodes
     for host in inv.nodes:
-        facts = raw.nodes[host]
-        own = repr(tuple(map(facts.__getattribute__, LOCAL)))  # str or None each: one-to-one
-        keys[host] = hashlib.sha256(f"{context}\0{own}".encode()).hexdigest()
+        h = head.copy()
+        h.update(repr(own_facts(facts[host])).encode())  # str or None each: one-to-one
+        keys[host] = h.hexdigest()
     return context, keys
 
 
@@ -172,6 +176,8 @@ def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
     context, keys = input_hashes(inv)
     read = prefetch.result() if prefetch is not None and prefetch.root == root else None
     store, now = (read.store, read.ids) if read is not None else (load(root), {})
+    # judged by the reader, as here: one judge of the store's own lists
+    misfiled = read.misfiled if read is not None else misfiled_file(store)
     if store is None:
         return Plan(context, keys, None, {}, f"no usable {STORE}")
     if store["context"] != context:
@@ -184,12 +190,8 @@ def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
         return Plan(context, keys, None, {}, "the site's files are of another context")
     changed = [h for h in keys if old[h][0] != keys[h]]
     keep = {h: old[h][1] for h in keys if old[h][0] == keys[h]}
-    for host, files in keep.items():
-        for rel in files:
-            if not _owns(host, rel):
-                return Plan(context, keys, None, {}, f"{rel} is not {host}'s file")
-    if not {rel for _k, files, _i in old.values() for rel in files}.isdisjoint(site):
-        return Plan(context, keys, None, {}, "a node's file is listed as the site's")
+    if misfiled is not None:
+        return Plan(context, keys, None, {}, misfiled)
     ids = {h: old[h][2] for h in keep}
     for owner, files, digest in ((SITE, site, site_id),
                                  *((h, keep[h], ids[h]) for h in keep)):
@@ -210,6 +212,22 @@ class Rendered:
     files: dict[str, str]  # to write
     keep: list[str]  # to keep as they are on disk, unread (nodes' and the site's)
     removable: set[str] | None  # what may go (None: anything; a full render)
+
+
+def misfiled_file(store: dict[str, Any] | None) -> str | None:
+    """Why the store's lists cannot be trusted whatever the inventory (a node's file that
+    is not its own, or one listed as the site's too), or None."""
+    if store is None:
+        return None
+    nodes: dict[str, list[Any]] = store["nodes"]
+    for host, (_key, files, _id) in nodes.items():
+        for rel in files:
+            if not _owns(host, rel):
+                return f"{rel} is not {host}'s file"
+    if not {rel for _k, files, _i in nodes.values() for rel in files}.isdisjoint(
+            store["site"][1]):
+        return "a node's file is listed as the site's"
+    return None
 
 
 def _owns(host: str, rel: str) -> bool:

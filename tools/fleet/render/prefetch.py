@@ -28,6 +28,7 @@ class Read:
     store: dict[str, Any] | None
     ids: dict[str, str | OSError] = field(default_factory=dict)  # owner -> identity
     listing: dict[str, list[str]] = field(default_factory=dict)  # top -> its files (rel)
+    misfiled: str | None = None  # incremental.misfiled_file of the store
 
 
 class Prefetch:
@@ -64,15 +65,17 @@ def read(root: Path) -> Read:
     directory that could be walked (one with a link or a special file in it is left out:
     the writer walks it itself, and refuses it)."""
     store = incremental.load(root)
-    got = Read(store)
+    got = Read(store, misfiled=incremental.misfiled_file(store))
+    same: dict[str, str] = {}  # the store's own strings: pickled once, not twice
     if store is not None:
         owners = [(incremental.SITE, store["site"][1]),
                   *((h, entry[1]) for h, entry in store["nodes"].items())]
         got.ids = {owner: incremental.identity_or_error(root, files)
                    for owner, files in owners}
+        same = {rel: rel for _owner, files in owners for rel in files}
     for top in scan.OWNED:
         try:
-            got.listing[top] = list(scan.existing(root, top))
+            got.listing[top] = [same.get(rel, rel) for rel in scan.existing(root, top)]
         except OSError:
             continue
     return got
