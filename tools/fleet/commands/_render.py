@@ -39,7 +39,7 @@ def show_diff(args: argparse.Namespace, ctx: Context) -> Exit:
     root = Path(args.output)
     changes = tree.compare(root, files)
     notes = []
-    for r in volumes.removals(inv, root):
+    for r in volumes.removals(inv, volumes.previous_volumes(root)):
         state = ("acknowledged" if r.acknowledged
                  else f"`fleet render` refuses it until {r.field} lists them")
         notes.append(f"{args.inventory}: {r.field}: {r.text()} ({state})")

@@ -63,7 +63,9 @@ def _render(args: argparse.Namespace, ctx: Context, root: Path,
     from fleet.render import volumes
 
     inv = ctx.inventory()
-    removals = volumes.removals(inv, root)
+    before = (volumes.previous_volumes(root) if prefetch is None else
+              prefetch.result().volumes)
+    removals = volumes.removals(inv, before)
     refused = [r for r in removals if not r.acknowledged]
     if refused:
         for r in refused:

@@ -1,7 +1,7 @@
 """What a render reads of its output before it knows the inventory, read while it validates:
-the store (``.render.inputs``), the identities of every file the store lists, and the files
+the store (``.render.inputs``), the identities of every file the store lists, the files
 of ``pillar/``, ``pxe/`` and ``pictures/`` (80,000 ``lstat`` and a walk of 10,000
-directories at 10,000 nodes).
+directories at 10,000 nodes), and the mkv arrays' volumes of the last render.
 
 A large output is read by a forked child, on a second CPU and outside this process's
 interpreter lock, so the reading costs the validation nothing (as a thread it slowed the
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleet.render import incremental, scan
+from fleet.render import incremental, scan, volumes
 
 # A store this large (about 500 nodes) is read by a forked child; a smaller one here, when
 # it is asked for: forking and sending the result back would cost more than the read.
@@ -29,6 +29,7 @@ class Read:
     ids: dict[str, str | OSError] = field(default_factory=dict)  # owner -> identity
     listing: dict[str, list[str]] = field(default_factory=dict)  # top -> its files (rel)
     misfiled: str | None = None  # incremental.misfiled_file of the store
+    volumes: dict[str, list[str]] | None = None  # volumes.previous_volumes
 
 
 class Prefetch:
@@ -65,7 +66,8 @@ def read(root: Path) -> Read:
     directory that could be walked (one with a link or a special file in it is left out:
     the writer walks it itself, and refuses it)."""
     store = incremental.load(root)
-    got = Read(store, misfiled=incremental.misfiled_file(store))
+    got = Read(store, misfiled=incremental.misfiled_file(store),
+               volumes=volumes.previous_volumes(root))
     same: dict[str, str] = {}  # the store's own strings: pickled once, not twice
     if store is not None:
         owners = [(incremental.SITE, store["site"][1]),

@@ -67,9 +67,9 @@ def previous_volumes(root: Path) -> dict[str, list[str]] | None:
     return out
 
 
-def removals(inv: Inventory, root: Path) -> list[Removal]:
-    """The volumes that leave an array against the render under ``root``."""
-    before = previous_volumes(root)
+def removals(inv: Inventory, before: dict[str, list[str]] | None) -> list[Removal]:
+    """The volumes that leave an array against the last render (``before``: its
+    :func:`previous_volumes`)."""
     if not before:
         return []
     arrays = inv.raw.mkv.arrays if inv.raw.mkv is not None else {}
