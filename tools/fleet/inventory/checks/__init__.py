@@ -52,11 +52,11 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-# From this many nodes on (with a second CPU), the rules that cost most run in a forked
-# child beside the others: at 10,000 nodes these three take 0.08 s of the rules' 0.15
-# (benchmarks/bench_render.py; docs/benchmarks.md, "Render").
+# From this many nodes on (with a second CPU), the two costliest rules run in a forked child
+# beside the others: at 10,000 nodes they take 0.07 s of the rules' 0.15 (a third one more
+# made the child the slower; docs/benchmarks.md, "Render").
 FORK_MIN_NODES = 1000
-_FORKED = frozenset({addresses.check_addresses, addresses.check_macs, addresses.check_serials})
+_FORKED = frozenset({addresses.check_addresses, addresses.check_macs})
 
 
 def run_all(c: Ctx) -> list[Problem]:
