@@ -228,6 +228,17 @@ def _load_events(text: str, file: str) -> Source:  # noqa: C901
             raise _NotPlainError
         return tag
 
+    def key_of(kev: Any) -> str | int:
+        if type(kev) is not scalar_event or kev.anchor is not None:
+            raise _NotPlainError
+        if kev.style in quoted and kev.tag is None:  # text, never a merge key
+            return kev.value
+        ktag = tag_of(kev)
+        if ktag == _MERGE_TAG:
+            raise _NotPlainError
+        key = _convert(kev.value, kev.style, ktag)
+        return key if isinstance(key, str | int) else str(key)
+
     def build(ev: Any, path: Path) -> Any:
         if ev.anchor is not None:
             raise _NotPlainError
@@ -249,16 +260,7 @@ def _load_events(text: str, file: str) -> Source:  # noqa: C901
                 kev: Any = get()
                 if type(kev) is mapping_end:
                     return out
-                if type(kev) is not scalar_event or kev.anchor is not None:
-                    raise _NotPlainError
-                if kev.style in quoted and kev.tag is None:  # text, never a merge key
-                    key = kev.value
-                else:
-                    ktag = tag_of(kev)
-                    if ktag == _MERGE_TAG:
-                        raise _NotPlainError
-                    key = _convert(kev.value, kev.style, ktag)
-                key = key if isinstance(key, str | int) else str(key)
+                key = key_of(kev)
                 if key in out:
                     raise _NotPlainError
                 kpath = (*path, key)

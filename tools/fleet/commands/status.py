@@ -37,11 +37,12 @@ status --collect`), each with its age; a source the collector has not had an ans
 for 3 of its intervals is unknown (stale), never its last value. --live asks every source
 now, once for all the nodes, side by side, each within its time: power (the BMCs, as
 `fleet power status`: --parallel at once, --deadline each), PXE boot mode, the minion's
-key on the master (its key lists, as `salt-key -L`) and whether it answers (one `salt test.ping`,
---salt-timeout), Slurm's state and reason (one `scontrol show node`), Prometheus's firing
-alerts. Always read now: the last `fleet apply` and `fleet health` results kept, a
-reinstall or rollout working on it (or left unfinished), the inventory's lifecycle state
-and the stage from discovery to service (a commissioning report waiting, burn-in's
+key on the master (its key lists, as `salt-key -L`) and whether it is connected (the master's
+own view, `salt-run manage.alived`: no job reaches a minion; --ping: whether it answers one
+`salt test.ping`, --salt-timeout), Slurm's state and reason (one `scontrol show node`),
+Prometheus's firing alerts. Always read now: the last `fleet apply` and `fleet health`
+results kept, a reinstall or rollout working on it (or left unfinished), the inventory's
+lifecycle state and the stage from discovery to service (a commissioning report waiting, burn-in's
 progress, a failed check).
 Nodes with problems come first, each problem named. A source that cannot be asked leaves
 its column unknown (?), with the reason, and the others still show; Prometheus not
@@ -69,6 +70,10 @@ def register(sub: Any, parents: Parents) -> None:
                            "the answers in the cache, until stopped")
     p.add_argument("--once", action="store_true",
                    help="with --collect: ask every source once, save the cache and exit")
+    p.add_argument("--ping", action="store_true",
+                   help="with --live: whether each minion answers one `salt test.ping` job "
+                        "(a round trip through every minion, the slowest source at scale), "
+                        "not whether the master sees it connected")
     p.add_argument("--no-power", action="store_true", help="do not ask the BMCs")
     p.add_argument("--no-alerts", action="store_true", help="do not ask Prometheus")
     p.add_argument("--hardware", action="store_true",
@@ -117,18 +122,26 @@ def _timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, str | None, bool, f
     return run
 
 
+def _usage_error(args: argparse.Namespace) -> str | None:
+    if args.parallel < 1 or min(args.deadline, args.bmc_timeout, args.salt_timeout) <= 0:
+        return ("--parallel must be at least 1; --deadline, --bmc-timeout and "
+                "--salt-timeout above 0")
+    if args.once and not args.collect:
+        return "--once is for --collect"
+    if args.ping and not args.live:
+        return "--ping is for --live"
+    return None
+
+
 def run(args: argparse.Namespace, ctx: Context) -> Exit:
     from fleet.inventory.lifecycle import default_target
     from fleet.status import view
 
     explicit = args.target is not None
     inv, names = ctx.targets()
-    if args.parallel < 1 or min(args.deadline, args.bmc_timeout, args.salt_timeout) <= 0:
-        print("fleet: --parallel must be at least 1; --deadline, --bmc-timeout and "
-              "--salt-timeout above 0", file=sys.stderr)
-        return Exit.USAGE
-    if args.once and not args.collect:
-        print("fleet: --once is for --collect", file=sys.stderr)
+    wrong = _usage_error(args)
+    if wrong is not None:
+        print(f"fleet: {wrong}", file=sys.stderr)
         return Exit.USAGE
     left = {} if explicit else default_target(inv, "status")[1]
     jobs, skipped = _jobs(args, inv, names, ctx.runner())
@@ -286,8 +299,9 @@ def _changed(path: Path) -> Callable[[], bool]:
 
 def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Runner
           ) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
-    """Each source to ask, as a call; the sources skipped, with why. The collector's
-    (--collect) minion is the master's view of its connections, its BMC round spread."""
+    """Each source to ask, as a call; the sources skipped, with why. The minion column is
+    the master's view of its connections (one test.ping job on each with --ping); the
+    collector's (--collect) BMC round is spread."""
     from fleet.master.salt import gather_job_timeout
     from fleet.status import sources
     from fleet.status.service import HARDWARE_SPREAD, INTERVALS, POWER_SPREAD
@@ -320,11 +334,11 @@ def _jobs(args: argparse.Namespace, inv: Inventory, names: list[str], runner: Ru
     store = boot_mode_store(args, inv)
     jobs["boot"] = lambda: sources.boot_modes(store, names)
     jobs["key"] = lambda: sources.keys(args.salt_config, names)
-    if args.collect:
-        jobs["minion"] = lambda: sources.presence(runner, names)
-    else:
+    if args.ping:
         jobs["minion"] = lambda: sources.ping(
             runner, names, args.salt_timeout, gather_job_timeout(args.salt_config))
+    else:  # the master's own view: no job on 144 minions for each look
+        jobs["minion"] = lambda: sources.presence(runner, names)
     if any(inv.nodes[n].has("slurm.compute") for n in names):
         jobs["slurm"] = lambda: sources.slurm(runner, names)
     jobs["apply"] = lambda: sources.last(args.apply_state_dir, "apply", names)
