@@ -272,7 +272,8 @@ class Follower:
             self.seen.add("status leaves it out")
             return
         row = rows[self.node]
-        assert (row["state"], row["key"], row["minion"]) == ("active", "accepted", "answers"), row
+        assert (row["state"], row["key"], row["minion"]) == ("active", "accepted", "connected"), \
+            row
         assert row["slurm"]["state"] == "IDLE", row
         assert row["status"] != "problem", row
         self.seen.add("status active")

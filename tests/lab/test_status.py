@@ -1,15 +1,17 @@
 """`fleet status` on the running lab: the real CLI against the lab's Salt master
-(salt-key, test.ping), head-01's slurmctld (scontrol through podman exec), head-01's PXE
-links (`fleet-lab pxe status` there, --pxe-command), the FAKE Redfish BMC of every lab node
-but head-01 (sushy-tools' emulator and the FAKE hardware behind it, as the lab reinstall
-tests: tests/lab/reinstall_rig.py; head-01, the provisioning host, has none there, so it
-is not targeted), and the results of a real `fleet apply` run just before.
+(its key lists, `salt-run manage.alived`, and test.ping for --ping), head-01's slurmctld
+(scontrol through podman exec), head-01's PXE links (`fleet-lab pxe status` there,
+--pxe-command), the FAKE Redfish BMC of every lab node but head-01 (sushy-tools' emulator
+and the FAKE hardware behind it, as the lab reinstall tests: tests/lab/reinstall_rig.py;
+head-01, the provisioning host, has none there, so it is not targeted), and the results
+of a real `fleet apply` run just before.
 
 - Every node: power on (what its fake BMC says), boot mode local, key accepted, minion
-  answering, Slurm idle (the compute nodes), the last apply as `fleet apply` reported it;
-  exit 0.
+  connected (the master's own view), Slurm idle (the compute nodes), the last apply as
+  `fleet apply` reported it; exit 0.
 - After `fleet pxe set tbox-002 install` (on head-01) and tbox-001's salt-minion stopped:
-  both first, as problems (boot mode install; the minion silent); exit 5.
+  both first, as problems (boot mode install; the minion not connected, as the master
+  sees it, and silent to `--ping`'s test.ping); exit 5.
 
 Restored in `finally`: tbox-002's boot mode local, tbox-001's salt-minion started and
 answering."""
@@ -90,7 +92,8 @@ def test_status_shows_every_source_then_puts_a_silent_minion_and_an_armed_instal
                 assert row["status"] == "ok", row
                 assert row["power"] == {"state": "on", "error": None}, row
                 assert row["boot"] == {"mode": "local", "error": None}, row
-                assert (row["key"], row["minion"]) == ("accepted", "answers"), row
+                # the master's own view of its connections (no job reached a minion)
+                assert (row["key"], row["minion"]) == ("accepted", "connected"), row
                 assert row["apply"]["status"] == want_apply[n], row
                 if n in compute:
                     assert row["slurm"]["state"] == "IDLE", row
@@ -105,11 +108,17 @@ def test_status_shows_every_source_then_puts_a_silent_minion_and_an_armed_instal
             assert rc == 5, (doc, err[-3000:])
             first = {n["node"]: n for n in doc["nodes"][:2]}
             assert sorted(first) == sorted([SILENT, INSTALL]), doc["nodes"]
-            assert first[SILENT]["problems"] == ["minion does not answer test.ping"]
+            assert first[SILENT]["problems"] == ["minion not connected to the master"]
             assert first[INSTALL]["boot"]["mode"] == "install"
             assert first[INSTALL]["problems"][0].startswith("boot mode install")
             assert all(n["status"] == "ok" for n in doc["nodes"][2:]), doc["nodes"]
             assert doc["counts"] == {"ok": len(nodes) - 2, "problem": 2, "unknown": 0}
+            # --ping: a test.ping job through every minion, the stopped one silent
+            rc, doc, err = fleet(lab, *status, "--ping", timeout=600)
+            assert rc == 5, (doc, err[-3000:])
+            got = {n["node"]: n for n in doc["nodes"]}
+            assert got[SILENT]["problems"] == ["minion does not answer test.ping"]
+            assert {got[n]["minion"] for n in nodes if n != SILENT} == {"answers"}, got
     finally:
         head(lab, "fleet-lab", "pxe", "set", INSTALL, "local")
         podman_exec(lab, SILENT, "systemctl", "start", "salt-minion")

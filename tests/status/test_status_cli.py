@@ -43,8 +43,8 @@ def test_every_source_joined_each_problem_named_problems_first(tmp_path: Path) -
     assert got["gpu-01"]["boot"] == {"mode": "install", "error": None}
     assert got["gpu-02"]["key"] == "pending"
     assert got["gpu-02"]["problems"] == ["minion key pending (not accepted on the master)"]
-    assert got["gpu-03"]["minion"] == "silent"
-    assert got["gpu-03"]["problems"] == ["minion does not answer test.ping"]
+    assert got["gpu-03"]["minion"] == "not connected"  # the master's own view: no job
+    assert got["gpu-03"]["problems"] == ["minion not connected to the master"]
     reason = "Not responding [root@2026-12-01T09:40:00]"  # as scontrol prints it
     assert got["gpu-04"]["slurm"] == {"state": "DOWN*", "reason": reason}
     assert got["gpu-04"]["problems"] == [f"slurm DOWN*: {reason}"]
@@ -57,9 +57,24 @@ def test_every_source_joined_each_problem_named_problems_first(tmp_path: Path) -
     assert got["head-01"]["apply"]["status"] == "changed"
     assert got["head-01"]["health"]["status"] == "healthy"
     assert doc["counts"] == {"ok": 1, "problem": 6, "unknown": 0}
-    # each source once, for all the nodes together
+    # each source once, for all the nodes together; no job reached a minion
     calls = sorted(c.split()[0] for c in site.calls())
-    assert calls == ["salt", "scontrol"], site.calls()
+    assert calls == ["salt-run", "scontrol"], site.calls()
+
+
+def test_ping_asks_every_minion_with_one_test_ping_job(tmp_path: Path) -> None:
+    site = make_site(tmp_path)
+    site.answering.remove("gpu-03")
+    rc, doc, err = site.run("--ping")
+    assert rc == 5, err
+    got = nodes(doc)
+    assert got["gpu-03"]["minion"] == "silent"
+    assert got["gpu-03"]["problems"] == ["minion does not answer test.ping"]
+    assert got["gpu-01"]["minion"] == "answers"
+    salt = [c for c in site.calls() if c.split()[0] in ("salt", "salt-run")]
+    assert len(salt) == 1 and " test.ping " in f" {salt[0]} ", salt
+    rc, _doc, err = site.run("--ping", live=False)  # a ping is asked now, or not at all
+    assert rc == 2 and "--ping is for --live" in err
 
 
 def test_all_ok_exits_0_and_an_unreachable_prometheus_is_a_note(tmp_path: Path) -> None:

@@ -42,9 +42,11 @@ def test_collect_once_then_status_reads_the_cache_with_ages(tmp_path: Path) -> N
         col = doc["sources"][name]
         assert col["error"] is None and 0 <= col["age_s"] < 120, (name, col)
     assert doc["sources"]["apply"]["age_s"] is None  # read now, as always
-    rc, doc, err = site.run()  # --live: asked now
+    rc, doc, err = site.run()  # --live: asked now, the minions from the master's view
     assert rc == 5 and nodes(doc)["gpu-02"]["key"] == "pending", err
-    assert nodes(doc)["gpu-03"]["minion"] == "silent"  # test.ping, as before
+    assert nodes(doc)["gpu-03"]["minion"] == "not connected"
+    rc, doc, err = site.run("--ping")  # --live --ping: a test.ping job on each
+    assert rc == 5 and nodes(doc)["gpu-03"]["minion"] == "silent", err
     argv, env = site.argv(live=False, json_out=False)
     table = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=60)
     line = [x for x in table.stdout.splitlines() if x.startswith("from the collector")]

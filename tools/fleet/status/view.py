@@ -161,7 +161,7 @@ def _key(j: _Judging) -> None:
 
 def _minion(j: _Judging) -> None:
     m = j.value("minion")
-    if isinstance(m, Presence):  # the master's view (the collector): no job was sent
+    if isinstance(m, Presence):  # the master's view (the collector, --live): no job sent
         j.row.fields["minion"] = "connected" if m.connected else "not connected"
         if not m.connected and j.row.state != "planned" and not j.expected:
             j.row.problems.append("minion not connected to the master")
