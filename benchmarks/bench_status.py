@@ -8,20 +8,24 @@ a kept ``fleet apply`` result per node.
 Per size (``--sizes``, node counts spread over the site's inventory; default the site's
 144), ``--runs`` runs of the real ``fleet status --live --json`` (a separate process):
 its wall time, each source's seconds (from its JSON), the master's CPU seconds, and how
-many nodes came out ok; then the collector once (``fleet status --collect --once``, the
+many nodes came out ok; ``--ping-runs`` runs of ``--live --ping`` (a test.ping job
+through every minion); then the collector once (``fleet status --collect --once``, the
 same sources, minion presence from ``salt-run manage.alived``) and ``--runs`` runs of
 ``fleet status --json`` reading its cache.
 
-The setup (``--minion-nice``, ``--minion-cpus``, ``--master-cpus``, ``--minion-processes``),
-stated in the report: on a site each minion and each BMC has a machine of its own; here
-the 144 minions, the BMC emulators and the master share this host's CPUs, and each
-``test.ping`` costs a minion some 0.05 CPU seconds (Salt 3008 reloads its modules for
-every job), so the minions and the fake BMCs run niced (and, if asked, pinned to their own
-CPUs, the master and the CLI to the others), once every minion has signed in, so that their
-load does not starve the master whose work is measured; and their jobs run as threads
-(``multiprocessing: False`` in the swarm's own minion file, not the site's), not a fork
-per job, which a hundred minions on one CPU pay one after another where real nodes pay
-it side by side.
+The setup (``--minion-nice``, ``--bmc-nice``, ``--minion-cpus``, ``--master-cpus``,
+``--minion-processes``), stated in the report: on a site each minion and each BMC has a
+machine of its own; here the 144 minions, the BMC emulators and the master share this
+host's CPUs. An idle Salt 3008 minion costs some 5 ms of CPU a second, 144 of them most of
+a CPU, and each ``test.ping`` costs a minion 0.1-0.15 CPU seconds (it loads its modules
+again for every job). So, once every minion has signed in, the minions run niced and
+pinned to their own CPUs, the master and the CLI pinned to the others, so that their load
+does not starve the master whose work is measured; the fake BMCs run on the minions' CPUs
+at a better nice value than theirs (else 144 idle minions starve 8 emulators); and the
+swarm's own minion file (not the site's) runs jobs as threads (``multiprocessing:
+False``: a fork per job is paid one minion after another here, side by side on a site)
+and turns off the failover minion's ``master_alive_interval`` check (a read of
+/proc/net/tcp every 30 s, here a table of every minion's connections).
 
 ``--read-only``: no swarm: the collector's read path alone, the cache of the site's
 nodes written by the collector's own code (fleet.status.collector, values in
@@ -121,14 +125,25 @@ def slurm_standin(ids: list[str], work: Path) -> Path:
     return script
 
 
+def minion_opts(args: argparse.Namespace) -> dict[str, object]:
+    """The swarm's own minion file over the site's (stated in the report): jobs as threads
+    (a fork per job, on one host, is paid one minion after another), and no
+    ``master_alive_interval`` check (the site's failover minion reads /proc/net/tcp every 30
+    s, here a table of every minion's connections, 144 times over)."""
+    opts: dict[str, object] = {"master_alive_interval": 0}
+    if not args.minion_processes:
+        opts["multiprocessing"] = False
+    return opts
+
+
 def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Namespace,
              log: Any) -> dict[str, Any]:
     ids = swarmconf.spread(conf.ids, n)
     sw = Swarm(root=work / "s", ids=ids, master_conf=conf.master_conf,
                minion_conf=conf.minion_conf, bin_dir=ROOT / ".venv" / "bin", key_store=KEYS,
-               minion_opts={} if args.minion_processes else {"multiprocessing": False})
+               minion_opts=minion_opts(args))
     sw.write()
-    out: dict[str, Any] = {"n": len(ids), "runs": []}
+    out: dict[str, Any] = {"n": len(ids), "runs": [], "ping_runs": []}
     fakes: list[FakeBmcProcess] = []
     with sw:
         sw.start_master()
@@ -138,8 +153,10 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
         # niced and pinned once all have signed in (a hundred minions starting on one CPU,
         # or niced on a busy host, outlast their auth_timeout); the fake BMCs are other
         # machines, as the minions
-        for pid in [p.pid for p in sw.minions.values()] + [f.proc.pid for f in fakes]:
+        for pid in [p.pid for p in sw.minions.values()]:
             pin(pid, args.minion_cpus, args.minion_nice)
+        for pid in [f.proc.pid for f in fakes]:
+            pin(pid, args.minion_cpus, args.bmc_nice)
         for pid in sw.master_pids() if args.master_cpus else []:
             pin(pid, args.master_cpus)
         out["bmcs"] = len(fakes)
@@ -159,14 +176,13 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                     "--secrets", str(secrets), "--bmc-scheme", "http",
                     "--bmc-address", addresses]
             env = {**os.environ, "PYTHONPATH": str(ROOT / "tools")}
-            for i in range(args.runs):
-                argv_i = [*argv, "--live"]
+            def live(extra: list[str], label: str) -> dict[str, Any]:
                 # a minion's forked jobs count once reaped (their parent's cutime)
                 nodes = [p.pid for p in sw.minions.values()] + [f.proc.pid for f in fakes]
                 cpu0, nodes0 = cpu_ticks(sw.master_pids()), cpu_ticks(nodes)
                 t0 = time.monotonic()
-                proc = subprocess.run(argv_i, capture_output=True, text=True, env=env,
-                                      check=False, timeout=600)
+                proc = subprocess.run([*argv, "--live", *extra], capture_output=True,
+                                      text=True, env=env, check=False, timeout=600)
                 wall = time.monotonic() - t0
                 doc = json.loads(proc.stdout)
                 run = {"rc": proc.returncode, "wall_s": round(wall, 2),
@@ -177,10 +193,14 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
                                      if v["skipped"] is None},
                        "errors": {k: v["error"] for k, v in doc["sources"].items()
                                   if v["error"]}}
-                out["runs"].append(run)
-                log(f"  run {i + 1}: rc {proc.returncode}, {wall:.1f}s, {doc['counts']}, "
+                log(f"  {label}: rc {proc.returncode}, {wall:.1f}s, {doc['counts']}, "
                     f"sources {run['sources_s']}, master CPU {run['master_cpu_s']:.1f}s, "
                     f"minions' and BMCs' CPU {run['nodes_cpu_s']:.1f}s")
+                return run
+
+            out["runs"] = [live([], f"--live run {i + 1}") for i in range(args.runs)]
+            out["ping_runs"] = [live(["--ping"], f"--live --ping run {i + 1}")
+                                for i in range(args.ping_runs)]
             t0 = time.monotonic()
             proc = subprocess.run([*argv, "--collect", "--once"], capture_output=True,
                                   text=True, env=env, check=False, timeout=600)
@@ -273,27 +293,40 @@ def write_doc(path: Path, results: list[dict[str, Any]], machine: dict[str, str]
     lines += [f"- {k}: {v}" for k, v in machine.items()]
     lines += ["", "| nodes | fake BMCs | minions ready | runs | --live wall (median, max) "
               "| power | key | minion | slurm | master CPU | minions' + BMCs' CPU "
-              "| ok / problem / unknown | collector once | from the collector (median) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| ok / problem / unknown | --live --ping wall (median; minion column; "
+              "minions' CPU) | collector once | from the collector (median) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         walls = [x["wall_s"] for x in r["runs"]]
         cached = [x["wall_s"] for x in r.get("cached", [])]
+        pings = r.get("ping_runs", [])
         src = {k: statistics.median(x["sources_s"].get(k, 0.0) for x in r["runs"])
                for k in ("power", "key", "minion", "slurm")}
         last = r["runs"][-1]["counts"]
+        ping = (f"{statistics.median(x['wall_s'] for x in pings):.1f} s; "
+                f"{statistics.median(x['sources_s'].get('minion', 0.0) for x in pings):.1f} s; "
+                f"{statistics.median(x.get('nodes_cpu_s', 0.0) for x in pings):.1f} s"
+                if pings else "-")
         lines.append(
             f"| {r['n']} | {r['bmcs']} | {r['ready_s']:.0f} s | {len(walls)} | "
             f"{statistics.median(walls):.1f} s, {max(walls):.1f} s | "
             + " | ".join(f"{src[k]:.1f} s" for k in src)
             + f" | {statistics.median(x['master_cpu_s'] for x in r['runs']):.1f} s | "
             f"{statistics.median(x.get('nodes_cpu_s', 0.0) for x in r['runs']):.1f} s | "
-            f"{last['ok']} / {last['problem']} / {last['unknown']} | "
+            f"{last['ok']} / {last['problem']} / {last['unknown']} | {ping} | "
             f"{r.get('collect_s', 0.0):.1f} s | "
             + (f"{statistics.median(cached):.2f} s |" if cached else "- |"))
     lines += ["", "Each source's seconds are its own, side by side (the wall is about the "
               "slowest, plus the CLI's start); the CPU columns are each --live run's, "
               "medians (the master's processes; the minions and the BMC emulators, which "
-              "on a site are as many machines). Not measured here: "
+              "on a site are as many machines). `--live` asks the master's own view of its "
+              "minions (`salt-run manage.alived`), as the collector; `--live --ping` sends "
+              "every minion a test.ping job, whose cost here is the minions' own, one "
+              "after another on their CPU (Salt 3008 loads a minion's modules again for "
+              "every job), where a site's are side by side. On one host every minion "
+              "connects from 127.0.0.1, so the master's view cannot tell them apart here "
+              "(the lab's containers, each with its address, can: tests/lab/test_status.py). "
+              "Not measured here: "
               + (args.not_measured or "nothing left out of the sizes asked for") + ".", ""]
     report.replace_section(path, HEADING, "\n".join(lines))
 
@@ -305,8 +338,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--bmcs", type=int, default=8,
                     help="fake BMC processes per BMC user (default 8)")
+    ap.add_argument("--ping-runs", type=int, default=1,
+                    help="runs of `fleet status --live --ping` (a test.ping job through every "
+                         "minion) after the --live runs (default 1)")
+    ap.add_argument("--bmc-nice", type=int, default=0,
+                    help="the fake BMCs' nice value, on the minions' CPUs (default 0: above "
+                         "the idle minions', whose churn would starve them)")
     ap.add_argument("--minion-nice", type=int, default=19,
-                    help="the minions' and the fake BMCs' nice value (default 19)")
+                    help="the minions' nice value (default 19)")
     last = (os.cpu_count() or 1) - 1  # the nodes on the last CPU, the master on the rest
     ap.add_argument("--minion-cpus", metavar="LIST", default=str(last) if last else None,
                     help="pin the minions and the fake BMCs to these CPUs (taskset -c "
@@ -332,7 +371,10 @@ def main() -> int:
     machine = {"CPU": f"{report.cpu_model()}; {os.cpu_count()} logical CPUs",
                "memory": report.mem_total(), "OS": report.os_name(),
                "fleet at commit": report.commit(),
-               "minions' and fake BMCs' nice value": str(args.minion_nice),
+               "minions' nice value": str(args.minion_nice),
+               "fake BMCs' nice value": str(args.bmc_nice),
+               "minions' own file": ", ".join(f"{k}: {v}" for k, v in
+                                              minion_opts(args).items()),
                "minions and fake BMCs pinned to CPUs": args.minion_cpus or "no (all CPUs)",
                "master and fleet CLI pinned to CPUs": args.master_cpus or "no (all CPUs)",
                "minion jobs": "forked processes (Salt's default)" if args.minion_processes
@@ -342,7 +384,8 @@ def main() -> int:
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     work = Path(tempfile.mkdtemp(prefix="fleet-status-", dir="/tmp"))
     if args.read_only:
-        for k in ("minions' and fake BMCs' nice value", "minions and fake BMCs pinned to CPUs",
+        for k in ("minions' nice value", "fake BMCs' nice value", "minions' own file",
+                  "minions and fake BMCs pinned to CPUs",
                   "master and fleet CLI pinned to CPUs", "minion jobs"):
             machine.pop(k)
         try:
