@@ -20,8 +20,10 @@ host's CPUs. An idle Salt 3008 minion costs some 5 ms of CPU a second, 144 of th
 a CPU, and each ``test.ping`` costs a minion 0.1-0.15 CPU seconds (it loads its modules
 again for every job). So, once every minion has signed in, the minions run niced and
 pinned to their own CPUs, the master and the CLI pinned to the others, so that their load
-does not starve the master whose work is measured; the fake BMCs run on the minions' CPUs
-at a better nice value than theirs (else 144 idle minions starve 8 emulators); and the
+does not starve the master whose work is measured; the fake BMCs (other machines too) run
+on any CPU at a nice value between the master's and the minions' (else 144 idle minions
+starve 8 emulators, and the emulators' 20-30 ms of CPU per request, 144 of them one after
+another on one CPU, would be the power column); and the
 swarm's own minion file (not the site's) runs jobs as threads (``multiprocessing:
 False``: a fork per job is paid one minion after another here, side by side on a site)
 and turns off the failover minion's ``master_alive_interval`` check (a read of
@@ -156,7 +158,7 @@ def one_size(conf: swarmconf.SiteConfigs, n: int, work: Path, args: argparse.Nam
         for pid in [p.pid for p in sw.minions.values()]:
             pin(pid, args.minion_cpus, args.minion_nice)
         for pid in [f.proc.pid for f in fakes]:
-            pin(pid, args.minion_cpus, args.bmc_nice)
+            pin(pid, args.bmc_cpus or None, args.bmc_nice)
         for pid in sw.master_pids() if args.master_cpus else []:
             pin(pid, args.master_cpus)
         out["bmcs"] = len(fakes)
@@ -341,15 +343,18 @@ def main() -> int:
     ap.add_argument("--ping-runs", type=int, default=1,
                     help="runs of `fleet status --live --ping` (a test.ping job through every "
                          "minion) after the --live runs (default 1)")
-    ap.add_argument("--bmc-nice", type=int, default=0,
-                    help="the fake BMCs' nice value, on the minions' CPUs (default 0: above "
+    ap.add_argument("--bmc-nice", type=int, default=5,
+                    help="the fake BMCs' nice value (default 5: below the master's, above "
                          "the idle minions', whose churn would starve them)")
+    ap.add_argument("--bmc-cpus", metavar="LIST", default="",
+                    help="pin the fake BMCs to these CPUs (default '': any CPU, as other "
+                         "machines would be)")
     ap.add_argument("--minion-nice", type=int, default=19,
                     help="the minions' nice value (default 19)")
     last = (os.cpu_count() or 1) - 1  # the nodes on the last CPU, the master on the rest
     ap.add_argument("--minion-cpus", metavar="LIST", default=str(last) if last else None,
-                    help="pin the minions and the fake BMCs to these CPUs (taskset -c "
-                         "LIST; default the last CPU, '' none)")
+                    help="pin the minions to these CPUs (taskset -c LIST; default the last "
+                         "CPU, '' none)")
     ap.add_argument("--master-cpus", metavar="LIST", default=f"0-{last - 1}" if last else None,
                     help="pin the master and the fleet CLI to these CPUs (default the "
                          "others, '' none)")
@@ -373,9 +378,10 @@ def main() -> int:
                "fleet at commit": report.commit(),
                "minions' nice value": str(args.minion_nice),
                "fake BMCs' nice value": str(args.bmc_nice),
+               "fake BMCs pinned to CPUs": args.bmc_cpus or "no (any CPU)",
                "minions' own file": ", ".join(f"{k}: {v}" for k, v in
                                               minion_opts(args).items()),
-               "minions and fake BMCs pinned to CPUs": args.minion_cpus or "no (all CPUs)",
+               "minions pinned to CPUs": args.minion_cpus or "no (all CPUs)",
                "master and fleet CLI pinned to CPUs": args.master_cpus or "no (all CPUs)",
                "minion jobs": "forked processes (Salt's default)" if args.minion_processes
                else "threads (multiprocessing: False in the swarm's minion file: on one "
@@ -385,7 +391,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="fleet-status-", dir="/tmp"))
     if args.read_only:
         for k in ("minions' nice value", "fake BMCs' nice value", "minions' own file",
-                  "minions and fake BMCs pinned to CPUs",
+                  "fake BMCs pinned to CPUs", "minions pinned to CPUs",
                   "master and fleet CLI pinned to CPUs", "minion jobs"):
             machine.pop(k)
         try:
