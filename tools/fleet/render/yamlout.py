@@ -34,7 +34,10 @@ def _text(value: str) -> str:
     if (_PLAIN.match(value) and value.lower().lstrip(".") not in _RESERVED
             and not value.startswith(("-", "."))) or _DOTTED.match(value):
         return value
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", _quote(value))
+    quoted = _quote(value)
+    if quoted.isascii() and "\x7f" not in quoted:  # nothing _UNSAFE matches: no regex scan
+        return quoted
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
 # Short texts repeat (keys, names, addresses): cached. A long one is mostly one node's own
