@@ -54,11 +54,12 @@ def render_parts(inv: Inventory, nodes: list[Node], *,
 def node_files(inv: Inventory, nodes: list[Node]) -> ByHost:
     """The files of ``nodes`` alone, by hostname (each may read the whole inventory,
     which a forked worker shares)."""
-    from fleet.render import pillar, pxe
+    from fleet.render import batch, pillar, pxe
 
-    by_host = pillar.node_files(inv, nodes)
-    for host, files in pxe.node_files(inv, nodes).items():
-        by_host[host].update(files)
+    with batch.shared():
+        by_host = pillar.node_files(inv, nodes)
+        for host, files in pxe.node_files(inv, nodes).items():
+            by_host[host].update(files)
     return by_host
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from fleet.inventory import aptcache
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema.site import Admin
-from fleet.render import bootstrap, installkey, yamlout
+from fleet.render import batch, bootstrap, installkey, yamlout
 from fleet.render.header import header
 
 # the live installer's curl (the late-commands run there, the target under /target)
@@ -66,7 +66,8 @@ def _sh(*words: str) -> str:
 
 def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
     site = inv.raw.site
-    keys = sorted({k for a in site.admins for k in a.ssh_keys})
+    keys = batch.once("autoinstall.keys", lambda: sorted({k for a in site.admins
+                                                          for k in a.ssh_keys}))
     match = node.boot_disk.model_dump(exclude_none=True) if node.boot_disk else {"size": "largest"}
     ai: dict[str, Any] = {
         "version": 1,
@@ -86,7 +87,7 @@ def user_data(inv: Inventory, node: Node) -> dict[str, Any]:
             "hostname": node.hostname,
             "fqdn": f"{node.hostname}.{site.domain}",
             "disable_root": True,
-            "users": [_user(a) for a in site.admins],
+            "users": batch.once("autoinstall.users", lambda: [_user(a) for a in site.admins]),
         },
         "late-commands": _late_commands(inv, node),
         "shutdown": "reboot",
@@ -141,26 +142,40 @@ def key_early_command(key_url: str, *, config: str = AUTOINSTALL_FILE,
 
 def _late_commands(inv: Inventory, node: Node) -> list[str]:
     """The salt-minion bootstrap's files, the node's key, salt-minion, then the callback."""
-    def write(text: str, path: str) -> str:
-        return f"printf '%s\\n' {_sh(*text.splitlines())} > /target{path}"
-
-    site = inv.raw.site
-    suite = bootstrap.UBUNTU_CODENAMES[site.os.release]
-    repo_key = ([f"curtin in-target -- curl -fsSL -o {bootstrap.SITE_REPO_KEYRING} "
-                 + shlex.quote(bootstrap.site_repo_key_url(inv))] if site.apt.repo else [])
+    before, after = batch.once("autoinstall.late-commands", lambda: _site_commands(inv))
     return [
-        f"curtin in-target -- install -d -m 0755 {' '.join(bootstrap.DIRS)}",
-        f"curtin in-target -- curl -fsSL -o {bootstrap.KEYRING} "
-        + shlex.quote(f"{bootstrap.http_base(inv)}/{site.salt.keyring}"),
-        *repo_key,
-        *(write(text, path) for path, text in bootstrap.files(inv, node, suite).items()),
-        *([f"curtin in-target -- rm -f {' '.join(INSTALLER_FILES)}"] if site.apt.repo else []),
+        *before,
+        *(_write(text, path) for path, text in bootstrap.node_files(inv, node).items()),
+        *after,
         installkey.fetch_key(inv, node, CURL),
         "curtin in-target -- apt-get update",
         "curtin in-target -- env DEBIAN_FRONTEND=noninteractive apt-get install -y salt-minion",
         "curtin in-target -- systemctl enable salt-minion",
         installkey.callback(inv, node, CURL),  # last: the install is done
     ]
+
+
+def _site_commands(inv: Inventory) -> tuple[list[str], list[str]]:
+    """The late-commands before the node's own files (its site files among them) and those
+    right after them: the same on every node."""
+    site = inv.raw.site
+    suite = bootstrap.UBUNTU_CODENAMES[site.os.release]
+    repo_key = ([f"curtin in-target -- curl -fsSL -o {bootstrap.SITE_REPO_KEYRING} "
+                 + shlex.quote(bootstrap.site_repo_key_url(inv))] if site.apt.repo else [])
+    before = [
+        f"curtin in-target -- install -d -m 0755 {' '.join(bootstrap.DIRS)}",
+        f"curtin in-target -- curl -fsSL -o {bootstrap.KEYRING} "
+        + shlex.quote(f"{bootstrap.http_base(inv)}/{site.salt.keyring}"),
+        *repo_key,
+        *(_write(text, path) for path, text in bootstrap.site_files(inv, suite).items()),
+    ]
+    after = [f"curtin in-target -- rm -f {' '.join(INSTALLER_FILES)}"] if site.apt.repo else []
+    return before, after
+
+
+def _write(text: str, path: str) -> str:
+    """The late-command that writes ``text`` to ``path`` in the target."""
+    return f"printf '%s\\n' {_sh(*text.splitlines())} > /target{path}"
 
 
 def _user(admin: Admin) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from fleet.inventory.model import Inventory, Node
 from fleet.inventory.schema.site import SaltSpec
+from fleet.render import batch
 from fleet.render.saltsize import site_sizing
 
 KEYRING = "/etc/apt/keyrings/salt-archive-keyring.pgp"
@@ -47,6 +48,10 @@ DIRS = ("/etc/apt/keyrings", "/etc/salt/minion.d")
 def http_base(inv: Inventory) -> str:
     """The boot HTTP server's root on the provisioning host, as installers reach it (the
     keyring, the seeds and the install-token URLs are under it)."""
+    return batch.once("bootstrap.http_base", lambda: _http_base(inv))
+
+
+def _http_base(inv: Inventory) -> str:
     site = inv.raw.site
     addr = inv.nodes[site.provisioning_host].address
     return f"http://{addr}" if site.http_port == 80 else f"http://{addr}:{site.http_port}"
@@ -114,12 +119,19 @@ def minion_conf(inv: Inventory, node: Node) -> str:
     schema's types), the fingerprint is quoted. The reconnect keys are sized from the
     site's capacity (not its node count: adding a node changes no other node's file) so
     that a fleet-wide reconnect does not arrive all at once."""
+    return (f"{_MINION_CONF_HEAD}\nid: {node.hostname}\n"
+            + batch.once("bootstrap.minion_conf", lambda: _minion_conf_site(inv)))
+
+
+_MINION_CONF_HEAD = ("# Managed by fleet: written by the installer, then kept by Salt "
+                    "(base.minion). Do not edit.")
+
+
+def _minion_conf_site(inv: Inventory) -> str:
+    """The lines of ``minion.d/fleet.conf`` after the id: the same on every node."""
     salt = inv.raw.site.salt
     sizing = site_sizing(inv)["minion"]
     lines = [
-        "# Managed by fleet: written by the installer, then kept by Salt (base.minion). "
-        "Do not edit.",
-        f"id: {node.hostname}",
         *master_lines(inv),
         "# a fleet-wide reconnect must not arrive all at once: sized from the site's switch",
         "# ports, not its node count (pillar site:salt:sizing:minion; docs/salt.md, Sizing)",
@@ -156,11 +168,20 @@ def minion_id(node: Node) -> str:
 
 def files(inv: Inventory, node: Node, suite: str) -> dict[str, str]:
     """path -> contents of every file the installer of OS ``suite`` writes, in order."""
+    return {**site_files(inv, suite), **node_files(inv, node)}
+
+
+def site_files(inv: Inventory, suite: str) -> dict[str, str]:
+    """The first of :func:`files`: the same on every node of OS ``suite``."""
     salt = inv.raw.site.salt
     repo = ({SITE_REPO_SOURCES: site_repo_sources(inv, suite), SITE_REPO_PIN: site_repo_pin()}
             if inv.raw.site.apt.repo else {})
-    return {**repo, SOURCES: salt_sources(salt), PIN: salt_pin(salt),
-            MINION_CONF: minion_conf(inv, node), MINION_ID: minion_id(node)}
+    return {**repo, SOURCES: salt_sources(salt), PIN: salt_pin(salt)}
+
+
+def node_files(inv: Inventory, node: Node) -> dict[str, str]:
+    """The rest of :func:`files`: the node's own."""
+    return {MINION_CONF: minion_conf(inv, node), MINION_ID: minion_id(node)}
 
 
 def site_pillar(inv: Inventory) -> dict[str, Any]:

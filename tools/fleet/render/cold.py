@@ -22,7 +22,7 @@ from pathlib import Path
 
 import fleet.render as render
 from fleet.inventory.model import Inventory, Node
-from fleet.render import incremental, journal, stage, tree
+from fleet.render import incremental, journal, stage, tree, writeback
 from fleet.render.journal import Step
 from fleet.render.scan import OWNED
 
@@ -52,7 +52,11 @@ def write(root: Path, inv: Inventory, p: incremental.Plan) -> tree.Changes | Non
             jobs = [functools.partial(_batch, inv, batch, stages)
                     for batch in render.batches(nodes, workers)]
             # the model is shared with the workers by the fork: nothing of it is sent
-            site, parts = render.forked(jobs, functools.partial(render.site_files, inv))
+            flusher = writeback.Flusher(root)
+            try:
+                site, parts = render.forked(jobs, functools.partial(_site_files, inv, flusher))
+            finally:
+                flusher.stop()
             made: Made = {}
             for part in parts:
                 made.update(part)
@@ -75,6 +79,13 @@ def write(root: Path, inv: Inventory, p: incremental.Plan) -> tree.Changes | Non
 
 def _present(root: Path) -> bool:
     return any(os.path.lexists(root / top) for top in OWNED)
+
+
+def _site_files(inv: Inventory, flusher: writeback.Flusher) -> dict[str, str]:
+    """In this process, once the workers are forked: start writing back what they create,
+    and render the site's files."""
+    flusher.start()
+    return render.site_files(inv)
 
 
 def _batch(inv: Inventory, nodes: list[Node], stages: dict[str, str]) -> Made:

@@ -23,7 +23,7 @@ from typing import Any
 from fleet.cabling import role as lldp_role
 from fleet.inventory import aptcache, burnintools, lifecycle, nvidia, roles, schema
 from fleet.inventory.model import Interface, Inventory, Node
-from fleet.render import bootstrap, compute, monitoring, yamlout
+from fleet.render import batch, bootstrap, compute, monitoring, yamlout
 from fleet.render.header import header
 from fleet.render.hostlist import compress
 from fleet.render.mkvlayout import MKV_ROOT, data_mount, subvolume
@@ -137,14 +137,9 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "roles": list(node.all_roles),
         "serial": node.serial,
         "boot_mode": p.boot_mode,
-        "os": {"distro": site.os.distro, "release": site.os.release},
-        "hardware": {
-            "vendor": p.vendor,
-            "model": p.model,
-            "cpu": p.cpu.model_dump(),
-            "memory_gb": p.memory_gb,
-            "gpu": p.gpu.model_dump(exclude={"driver_branch"}) if p.gpu else None,
-        },
+        "os": batch.once("pillar.os", lambda: {"distro": site.os.distro,
+                                               "release": site.os.release}),
+        "hardware": batch.once(("pillar.hardware", id(p)), lambda: _hardware(p)),
         "interfaces": interfaces,
         "bmc": _bmc(node),
         "disks": _disks(node),
@@ -155,13 +150,23 @@ def _node(inv: Inventory, node: Node) -> dict[str, Any]:
         "lldp": lldp_role.node_pillar(node),
     }
     if node.has("nvidia"):
-        d["nvidia"] = {"branches": nvidia.branches(site, p),
-                       "burnin_tools": burnintools.pillar(site)}
+        d["nvidia"] = batch.once(("pillar.nvidia", id(p)), lambda: {
+            "branches": nvidia.branches(site, p), "burnin_tools": burnintools.pillar(site)})
     if (reach := compute.node_pillar(inv, node)) is not None:
         d["compute"] = reach
     if node.hostname == roles.backup_host(inv.raw):
         d["backup_target"] = _backup_target(inv)
     return d | _node_services(inv, node)
+
+
+def _hardware(p: schema.Profile) -> dict[str, Any]:
+    return {
+        "vendor": p.vendor,
+        "model": p.model,
+        "cpu": p.cpu.model_dump(),
+        "memory_gb": p.memory_gb,
+        "gpu": p.gpu.model_dump(exclude={"driver_branch"}) if p.gpu else None,
+    }
 
 
 def _backup_target(inv: Inventory) -> dict[str, Any]:

@@ -9,7 +9,7 @@ The tests check ``yaml.safe_load(dump(x)) == x`` on random data.
 
 from __future__ import annotations
 
-import json
+import json.encoder
 import re
 from functools import lru_cache
 from typing import Any
@@ -26,15 +26,28 @@ _RESERVED = frozenset({
 })
 
 
-_quote = json.JSONEncoder(ensure_ascii=False).encode
+# what json.JSONEncoder(ensure_ascii=False).encode does with a str, without its checks
+_quote = json.encoder.encode_basestring
 
 
-@lru_cache(maxsize=65536)
-def _str(value: str) -> str:
+def _text(value: str) -> str:
     if (_PLAIN.match(value) and value.lower().lstrip(".") not in _RESERVED
             and not value.startswith(("-", "."))) or _DOTTED.match(value):
         return value
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", _quote(value))
+    quoted = _quote(value)
+    if quoted.isascii() and "\x7f" not in quoted:  # nothing _UNSAFE matches: no regex scan
+        return quoted
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
+# Short texts repeat (keys, names, addresses): cached. A long one is mostly one node's own
+# (its late-commands), which a cache would only hold in memory until the render ends.
+_str = lru_cache(maxsize=65536)(_text)
+_LONG = 256
+
+
+def _string(value: str) -> str:
+    return _str(value) if len(value) <= _LONG else _text(value)
 
 
 def scalar(value: Any) -> str:
@@ -45,7 +58,7 @@ def scalar(value: Any) -> str:
     if value is False:
         return "false"
     if isinstance(value, str):
-        return _str(value)
+        return _string(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
@@ -92,7 +105,7 @@ class Memo:
                     text = texts[key] = dump({k: v}, sort_keys=sort_keys, indent="  ")
                 out.append(text)
             else:
-                _emit({k: v}, "  ", out, sort_keys)
+                _mapping(((k, v),), "  ", "  ", "    ", out, sort_keys)
         return "".join(out)
 
 
@@ -115,7 +128,9 @@ def _emit(data: Any, pad: str, out: list[str], sort_keys: bool) -> None:
         inner = pad + "  "
         first_pad = pad + "- "
         for value in data:
-            if isinstance(value, dict) and value:
+            if type(value) is str:
+                append(f"{first_pad}{_string(value)}\n")
+            elif isinstance(value, dict) and value:
                 # "- " then the first key on the same line, the rest aligned under it.
                 _mapping(value.items(), first_pad, inner, inner + "  ", out, sort_keys)
             else:
@@ -135,11 +150,13 @@ def _mapping(items: Any, first: str, pad: str, inner: str, out: list[str],
         lead_pad = pad
         kind = type(value)
         if kind is str:
-            append(f"{lead} {_str(value)}\n")
+            append(f"{lead} {_string(value)}\n")
         elif kind is int:
             append(f"{lead} {value}\n")
         elif value is None:
             append(lead + " null\n")
+        elif kind is bool:
+            append(lead + (" true\n" if value else " false\n"))
         elif kind is dict:
             if value:
                 append(lead + "\n")
@@ -160,7 +177,7 @@ def _mapping(items: Any, first: str, pad: str, inner: str, out: list[str],
 def _value(lead: str, value: Any, pad: str, out: list[str], sort_keys: bool,
            in_list: bool) -> None:
     if type(value) is str:
-        out.append(f"{lead} {_str(value)}\n")
+        out.append(f"{lead} {_string(value)}\n")
     elif isinstance(value, dict):
         if value:
             out.append(lead + "\n")
