@@ -28,6 +28,8 @@ class UnsafeValueError(ValueError):
 def line(value: Any, what: str = "a value") -> str:
     """``value`` as text for a line-based config; refused if it holds a control character."""
     text = str(value)
+    if text.isprintable():  # most values: no control character (all are unprintable)
+        return text
     m = _CONTROL.search(text)
     if m:
         raise UnsafeValueError(f"{what} {text[:60]!r} holds the control character "
@@ -87,6 +89,8 @@ def xml_text(value: Any, what: str = "a value") -> str:
     markup characters escaped, one that XML cannot hold refused, and line breaks and other
     C0/C1 controls refused as in every other rendered language (:func:`line`)."""
     text = str(value)
+    if text.isprintable():  # most values: nothing XML cannot hold, no control character
+        return text.translate(_XML_ESCAPES)
     m = _XML_ILLEGAL.search(text)
     if m:
         raise UnsafeValueError(f"{what} {text[:60]!r} holds U+{ord(m.group()):04X}, which "
