@@ -184,3 +184,15 @@ def test_nginx_token_rules_refuse_a_path_that_is_not_one_word(small: Inventory,
                                                               state: str) -> None:
     with pytest.raises(escape.UnsafeValueError):
         pxe.render(_with_site(small, pxe_state=state))
+
+
+def test_printable_text_skips_no_refusal() -> None:
+    """line() and xml_text() pass printable text without their searches (most values):
+    no character either search refuses is printable, in the whole of Unicode."""
+    refused = [c for c in map(chr, range(0x110000)) if c.isprintable()
+               and (escape._CONTROL.search(c) or escape._XML_ILLEGAL.search(c))]
+    assert refused == []
+    for c in ("\n", "\x85", "\u2028", "\ufffe", "\ud800"):
+        with pytest.raises(escape.UnsafeValueError):
+            escape.xml_text(f"a{c}b")
+    assert escape.xml_text("<a & 'b'>") == "&lt;a &amp; &apos;b&apos;&gt;"

@@ -11,7 +11,6 @@ import importlib
 import os
 import sys
 import time
-import traceback
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NoReturn
@@ -197,6 +196,8 @@ def _failed(exc: BaseException, args: argparse.Namespace, ctx: object) -> int:
         print("fleet: interrupted; previous output kept", file=sys.stderr)
         return for_signal(2)
     if args.debug:
+        import traceback  # here: only --debug prints one
+
         traceback.print_exception(exc)
     print(f"fleet: internal error: {type(exc).__name__}: {exc} (rerun with --debug for "
           "the traceback, and please report it)", file=sys.stderr)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,11 +31,12 @@ class Progress:
                   file=getattr(sys.stderr, "inner", sys.stderr), flush=True)
 
 
-@dataclass
 class Context:
-    args: argparse.Namespace
-    out: Output
-    progress: Progress
+    # a plain class: a dataclass compiles its methods at import, on every run of every verb
+    def __init__(self, args: argparse.Namespace, out: Output, progress: Progress) -> None:
+        self.args = args
+        self.out = out
+        self.progress = progress
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> Context:

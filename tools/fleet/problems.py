@@ -7,7 +7,6 @@ they are collected and reported together, never raised one at a time.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypedDict, Unpack
 
 MAX_SHOWN = 60
@@ -54,8 +53,7 @@ def dotted(path: tuple[str | int, ...]) -> str:
     return out
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     pos: Pos
     path: str
     message: str

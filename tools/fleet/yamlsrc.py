@@ -17,7 +17,6 @@ the reference.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -35,15 +34,16 @@ Path = tuple[str | int, ...]
 _BOOL = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 
 
-@dataclass
 class Source:
-    """A loaded YAML document: its value and where each part of it came from."""
+    """A loaded YAML document: its value and where each part of it came from (a plain
+    class: a dataclass compiles its methods at import, on every run that loads one)."""
 
-    file: str
-    data: Any
-    values: dict[Path, Pos] = field(default_factory=dict)
-    keys: dict[Path, Pos] = field(default_factory=dict)
-    texts: dict[Path, str] = field(default_factory=dict)  # scalars as written
+    def __init__(self, file: str, data: Any) -> None:
+        self.file = file
+        self.data = data
+        self.values: dict[Path, Pos] = {}
+        self.keys: dict[Path, Pos] = {}
+        self.texts: dict[Path, str] = {}  # scalars as written
 
     def pos(self, path: Path, *, key: bool = False) -> Pos:
         """Position of ``path``, or of its nearest ancestor that exists."""

@@ -9,11 +9,10 @@ error it does not recognize keeps the parser's words.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Words:
+class Words(NamedTuple):
     """What to say about a syntax error: where (1-based), what, and how to fix it."""
 
     line: int

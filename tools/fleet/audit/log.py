@@ -12,10 +12,9 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleet.audit import journal
 from fleet.audit.record import FORMAT
@@ -61,8 +60,7 @@ class LogError(ValueError):
     """A line of the log that is no record of this fleet (its line number in the text)."""
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     since: datetime | None = None
     node: str | None = None
 

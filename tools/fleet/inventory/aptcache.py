@@ -18,7 +18,7 @@ cache is then ready for it, though nothing is sent through it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from fleet.inventory import schema
@@ -29,8 +29,7 @@ DEFAULT_PORT = 3142
 HTTPS_PREFIX = "HTTPS///"
 
 
-@dataclass(frozen=True)
-class AptUrl:
+class AptUrl(NamedTuple):
     path: YamlPath     # where the inventory says it
     url: str
     through: bool      # names the provisioning host: goes through its cache

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from ipaddress import IPv4Address
-from typing import Unpack
+from typing import NamedTuple, Unpack
 
 from fleet.inventory import schema
 from fleet.inventory.model import Interface, Node, YamlPath
@@ -202,15 +201,14 @@ def _group_nics_ok(ctx: _Ctx, inv: schema.Inventory, gpath: YamlPath,
     return ok
 
 
-@dataclass(frozen=True)
-class _Member:
+class _Member(NamedTuple):
     """One machine of a node group, as :func:`_node` expands it."""
 
     gname: str
     group: schema.NodeGroup
     profile: schema.Profile
     hostname: str
-    index: int | None  # the number in its name
+    number: int | None  # the number in its name (Node.index)
     position: int  # its 0-based place in the group
     facts: schema.NodeFacts
 
@@ -249,7 +247,7 @@ def _node(ctx: _Ctx, inv: schema.Inventory, m: _Member) -> Node | None:
     origin["bmc_mac"] = (*m.npath, "bmc_mac")
     roles = (*schema.IMPLICIT_ROLES, *group.roles)
     return Node(
-        hostname=m.hostname, index=m.index, position=m.position, group=m.gname,
+        hostname=m.hostname, index=m.number, position=m.position, group=m.gname,
         profile_name=group.profile, profile=profile, roles=roles, serial=facts.serial,
         mac=try_normalize_mac(facts.mac), bmc_mac=try_normalize_mac(facts.bmc_mac),
         ib_guid=facts.ib_guid, interfaces=interfaces, boot_nic=boot_nic,
@@ -334,16 +332,16 @@ def _address(ctx: _Ctx, m: _Member, nic: str, rule: schema.NicRule,
                 hint=f"set node_groups.{m.gname}.nics.{nic}.ip_base or "
                      f"nodes.{m.hostname}.ip.{nic}")
         return None
-    if m.index is None:
+    if m.number is None:
         ctx.err((*rpath, "ip_base"),
                 f"{m.hostname} has no number to add to ip_base",
                 hint=f"give nodes.{m.hostname}.ip.{nic} instead")
         return None
     try:
-        address = rule.ip_base + m.index
+        address = rule.ip_base + m.number
     except ValueError:
         ctx.err((*rpath, "ip_base"),
-                f"{rule.ip_base} + {m.index} is not an IPv4 address")
+                f"{rule.ip_base} + {m.number} is not an IPv4 address")
         return None
     origin[f"ip.{nic}"] = (*rpath, "ip_base")
     return address

@@ -13,8 +13,7 @@ host answers first.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleet.inventory.model import Inventory
 
@@ -30,8 +29,7 @@ class NotActiveError(Exception):
     """A verb that changes nodes was started on the standby master."""
 
 
-@dataclass(frozen=True)
-class Masters:
+class Masters(NamedTuple):
     active: str
     standby: str | None
     here: str  # this host's short name

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
+from typing import NamedTuple
 
 from fleet.inventory import schema
 from fleet.problems import Problem
@@ -15,8 +16,7 @@ from fleet.problems import Problem
 YamlPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Interface:
+class Interface(NamedTuple):
     name: str  # NIC name in the profile ("prov", "ib") or "bmc"
     kind: str  # ethernet | infiniband | bmc
     network: str

@@ -10,15 +10,14 @@ the rack elevations (``fleet.render.pictures``) both read it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleet.inventory import schema
 from fleet.inventory.model import Node, YamlPath
 from fleet.problems import Problem, Reporter
 
 
-@dataclass(frozen=True, slots=True)
-class Placed:
+class Placed(NamedTuple):
     """One device in a rack: units ``unit`` to ``top`` (inclusive)."""
 
     name: str  # hostname or switch name
@@ -34,8 +33,7 @@ class Placed:
         return self.unit + self.height - 1
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(NamedTuple):
     placed: list[Placed]  # nodes in inventory order, then switches
     unplaced: list[tuple[str, YamlPath, str]]  # (hostname, group path, why): racks ran out
 

@@ -14,12 +14,11 @@ default written once, with the environment variable that overrides it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class StateDir:
+class StateDir(NamedTuple):
     """One verb's state root: ``$env`` when set (and not empty), else ``default``."""
 
     env: str

@@ -82,7 +82,13 @@ def _code_hash() -> str:
     h = hashlib.sha256()
     for parts, path in sorted(found):
         h.update(os.fsencode("/".join(parts)) + b"\0")
-        h.update(Path(path).read_bytes())
+        # os.read, not Path.read_bytes: no Path nor buffered file per file (half the time)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                h.update(chunk)
+        finally:
+            os.close(fd)
     return h.hexdigest()
 
 

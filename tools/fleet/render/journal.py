@@ -26,8 +26,8 @@ import shutil
 import stat
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from fleet.render.scan import OWNED, UnsafeOutputError, existing, unsafe, walk
 
@@ -46,8 +46,7 @@ _OP_OF_KIND = {"r": "move", "c": "exchange", "a": "move"}
 Undo = list[Callable[[], None]]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One rename of a commit. ``move``: ``src`` to ``dest``, which does not exist;
     ``exchange``: swap the two. Either way it is done once ``dest`` is the inode ``ino``
     (``src``'s when the commit began): that is how a later render tells."""

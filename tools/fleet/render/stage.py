@@ -47,9 +47,11 @@ class Writer:
     def _create(self, dest: str, data: bytes, status: bool) -> os.stat_result | None:
         fd = _open(dest, _CREATE, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            done = os.write(fd, data) if data else 0
+            if done < len(data):  # a short write (rare): the rest, without copies
+                view = memoryview(data)[done:]
+                while view:
+                    view = view[os.write(fd, view):]
             if self.chmod:
                 os.fchmod(fd, 0o644)
             return os.fstat(fd) if status else None

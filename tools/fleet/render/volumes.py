@@ -10,9 +10,8 @@ every message names the ``fleet mkv`` run that must follow the apply.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -22,8 +21,7 @@ MKV_SLS = Path("pillar") / "mkv.sls"
 _SAFE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True)
-class Removal:
+class Removal(NamedTuple):
     array: str
     hosts: tuple[str, ...]
     replicas: int

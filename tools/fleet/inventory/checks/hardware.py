@@ -4,7 +4,7 @@ disks, InfiniBand fabrics and rack places."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from fleet.inventory import racks, schema
 from fleet.inventory.checks.ctx import Ctx
@@ -34,8 +34,7 @@ def check_hardware(c: Ctx) -> Iterator[Problem]:
                                 hint="repair the machine, or give it a profile that matches")
 
 
-@dataclass(frozen=True)
-class _Membership:
+class _Membership(NamedTuple):
     """A role whose node groups name one entry of a top-level table, and the words for it."""
 
     role: str  # slurm.compute

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StringConstraints
 
-from fleet.inventory.schema.base import Model, Name
+from fleet.inventory.schema.base import DUMPED, Model, Name
 from fleet.inventory.types import DeployDir, HostName, PathOrUrl
 
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -22,6 +22,8 @@ StableDevice = Annotated[str, StringConstraints(
 class Artifact(Model):
     """A file fleet installs from outside the OS archives: fetched from source, refused
     unless its SHA-256 is sha256."""
+
+    model_config = DUMPED
 
     source: PathOrUrl
     """where the role fetches it: an http(s) URL (a site cache, the provisioning host's nginx, or

@@ -5,12 +5,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StringConstraints
 
-from fleet.inventory.schema.base import BranchSpec, Model, Name
+from fleet.inventory.schema.base import DUMPED, BranchSpec, Model, Name
 from fleet.inventory.schema.racks import MAX_HEIGHT_U
 from fleet.inventory.types import Text
 
 
 class Cpu(Model):
+    model_config = DUMPED
+
     model: Text
     """CPU model; carried into pillar node:hardware:cpu"""
     sockets: StrictInt = Field(ge=1, le=8)
@@ -22,6 +24,8 @@ class Cpu(Model):
 
 
 class Gpu(Model):
+    model_config = DUMPED
+
     model: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]+$")]
     """GPU type name in Slurm: the GRES gpu:<model>:<count> and gres.conf's Type="""
     count: StrictInt = Field(ge=1, le=64)
@@ -36,6 +40,8 @@ class Gpu(Model):
 
 class DiskMatch(Model):
     """A subiquity storage ``match`` spec naming one disk."""
+
+    model_config = DUMPED
 
     serial: Text | None = None
     """the disk's serial (subiquity match); the Debian preseed picks the /dev/disk/by-id name

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictInt, StringConstraints, field_validator
 
 from fleet.inventory.schema.backup import BackupSpec
-from fleet.inventory.schema.base import NVIDIA_BRANCHES, BranchSpec, Model, Name
+from fleet.inventory.schema.base import DUMPED, NVIDIA_BRANCHES, BranchSpec, Model, Name
 from fleet.inventory.schema.compute import Artifact
 from fleet.inventory.types import (
     DeployDir,
@@ -35,6 +35,8 @@ SYNC_KEY = re.compile(r"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5[A-Za-z0-9+/]{48}")
 
 
 class Admin(Model):
+    model_config = DUMPED
+
     name: Name
     """login name of the account the installers and base.admins create on every node (no password:
     ssh keys only)"""
@@ -66,6 +68,8 @@ class OsSpec(Model):
 
 class InstallMedia(Model):
     """Where the installer comes from: served by the provisioning host over HTTP."""
+
+    model_config = DUMPED
 
     kernel: RelPath
     """path under the boot HTTP root"""
@@ -102,6 +106,8 @@ class DebianImage(Model):
 
 
 class AptSpec(Model):
+    model_config = DUMPED
+
     mirror: Url
     """apt archive nodes install from and keep (autoinstall, base.apt); one naming the provisioning
     host goes through its apt-cacher-ng"""
