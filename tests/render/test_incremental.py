@@ -204,18 +204,18 @@ def test_the_prefetched_identities_are_judged_like_the_plans_own(
     edited by hand, or gone, still gives a full render, as when the plan reads them."""
     out, inv_file = rendered_once
     inv = load_inventory(inv_file)
-    unchanged = incremental.plan(out, inv, prefetch.Prefetch(out))
+    unchanged = incremental.plan(out, inv, prefetch.Prefetch(out).result())
     assert unchanged.nodes == [] and unchanged.why == incremental.plan(out, inv).why
     (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
-    plan = incremental.plan(out, inv, prefetch.Prefetch(out))
+    plan = incremental.plan(out, inv, prefetch.Prefetch(out).result())
     assert plan.nodes is None and "gpu-03's files changed since" in plan.why
     (out / "pillar" / "nodes" / "gpu-03.sls").unlink()
-    plan = incremental.plan(out, inv, prefetch.Prefetch(out))
+    plan = incremental.plan(out, inv, prefetch.Prefetch(out).result())
     assert plan.nodes is None and "gpu-03.sls is gone" in plan.why
     # a prefetch of another output directory is not used
     elsewhere = out.parent / "elsewhere"
     elsewhere.mkdir()
-    assert incremental.plan(out, inv, prefetch.Prefetch(elsewhere)).why == plan.why
+    assert incremental.plan(out, inv, prefetch.Prefetch(elsewhere).result()).why == plan.why
     render(inv_file, out)
     assert output(out) == full(inv_file, out.parent / "full")
 

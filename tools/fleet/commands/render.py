@@ -107,7 +107,7 @@ def _incremental(ctx: Context, inv: Inventory, root: Path,
     from fleet.render import cold, incremental, tree
 
     ctx.progress(f"rendering for {len(inv.nodes)} nodes")
-    p = incremental.plan(root, inv, prefetch)
+    p = incremental.plan(root, inv, prefetch.result() if prefetch is not None else None)
     if p.nodes is None:  # into an output not there yet, workers write what they render
         written = cold.write(root, inv, p)
         if written is not None:

@@ -31,14 +31,12 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fleet.inventory.model import Inventory
 from fleet.render import fact_files, join, render_parts
-from fleet.render.scan import OWNED
-
-if TYPE_CHECKING:
-    from fleet.render.prefetch import Prefetch
+from fleet.render.scan import OWNED, existing
+from fleet.render.volumes import previous_volumes
 
 STORE = ".render.inputs"
 VERSION = 4
@@ -176,14 +174,49 @@ def identity_or_error(root: Path, files: list[str]) -> str | OSError:
         return exc
 
 
-def plan(root: Path, inv: Inventory, prefetch: Prefetch | None = None) -> Plan:
-    """What to render; ``prefetch`` (of this ``root``): the store and its files'
-    identities, already read (:mod:`fleet.render.prefetch`)."""
+@dataclass
+class Read:
+    """What a render reads of its output ``root`` before it knows the inventory (by a
+    forked child: :mod:`fleet.render.prefetch`)."""
+
+    root: Path
+    store: dict[str, Any] | None
+    ids: dict[str, str | OSError] = field(default_factory=dict)  # owner -> identity
+    listing: dict[str, list[str]] = field(default_factory=dict)  # top -> its files (rel)
+    misfiled: str | None = None  # misfiled_file(store)
+    volumes: dict[str, list[str]] | None = None  # previous_volumes(root)
+
+
+def read(root: Path) -> Read:
+    """The store, the identities of the files it lists, and the listing of each top
+    directory that could be walked (one with a link or a special file in it is left out:
+    the writer walks it itself, and refuses it)."""
+    store = load(root)
+    got = Read(root, store, misfiled=misfiled_file(store),
+               volumes=previous_volumes(root))
+    same: dict[str, str] = {}  # the store's own strings: pickled once, not twice
+    if store is not None:
+        owners = [(SITE, store["site"][1]),
+                  *((h, entry[1]) for h, entry in store["nodes"].items())]
+        got.ids = {owner: identity_or_error(root, files)
+                   for owner, files in owners}
+        same = {rel: rel for _owner, files in owners for rel in files}
+    for top in OWNED:
+        try:
+            got.listing[top] = [same.get(rel, rel) for rel in existing(root, top)]
+        except OSError:
+            continue
+    return got
+
+
+def plan(root: Path, inv: Inventory, got: Read | None = None) -> Plan:
+    """What to render; ``got``: the store and its files' identities, already read (of
+    this ``root``; another's is not used)."""
     context, keys = input_hashes(inv)
-    read = prefetch.result() if prefetch is not None and prefetch.root == root else None
-    store, now = (read.store, read.ids) if read is not None else (load(root), {})
-    # judged by the reader, as here: one judge of the store's own lists
-    misfiled = read.misfiled if read is not None else misfiled_file(store)
+    if got is None or got.root != root:
+        store = load(root)
+        got = Read(root, store, misfiled=misfiled_file(store))
+    store, now, misfiled = got.store, got.ids, got.misfiled
     if store is None:
         return Plan(context, keys, None, {}, f"no usable {STORE}")
     if store["context"] != context:
@@ -242,12 +275,12 @@ def _owns(host: str, rel: str) -> bool:
     return host in parts or parts[-1] == f"{host}.sls"
 
 
-def render(root: Path, inv: Inventory, prefetch: Prefetch | None = None,
+def render(root: Path, inv: Inventory, got: Read | None = None,
            p: Plan | None = None) -> Rendered:
     """The files to write and the paths to keep as they are (see :func:`plan`; ``p``:
     that plan, already made)."""
     if p is None:
-        p = plan(root, inv, prefetch)
+        p = plan(root, inv, got)
     if p.nodes is None:
         return full(inv, p)
     site, by_host = render_parts(inv, [inv.nodes[h] for h in p.nodes], context=False)
