@@ -124,9 +124,12 @@ def test_burnin_on_a_lab_node_out_of_slurm_until_it_passes(lab: Lab, tmp_path: P
     try:
         _render(lab, inventory, extra)
         _apply_head(lab)
-        poll(f"{NODE} in the burn-in partition alone",
-             lambda: _partitions(lab, NODE) == [BURNIN_PARTITION] or None, timeout=120,
-             interval=2)
+        # slurmctld restarts for the new partitions: the node is `unknown` until its slurmd
+        # registers again (the fresh run of 2026-12-06 08:2x read it in between, here too)
+        poll(f"{NODE} in the burn-in partition alone, registered",
+             lambda: (_partitions(lab, NODE) == [BURNIN_PARTITION]
+                      and _slurm(lab, NODE).split("|")[0].rstrip("*") != "unknown") or None,
+             timeout=180, interval=2)
         state, reason = _slurm(lab, NODE).split("|", 1)
         assert state.rstrip("*") == "idle" and reason == "none", (state, reason)  # no drain
         _no_user_job(lab)
