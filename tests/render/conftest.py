@@ -41,3 +41,17 @@ def rendered(request: pytest.FixtureRequest) -> tuple[Inventory, dict[str, str]]
     if request.param == "small":
         return request.getfixturevalue("small_inv"), request.getfixturevalue("small_files")
     return request.getfixturevalue("site_inv"), request.getfixturevalue("site_files")
+
+
+@pytest.fixture
+def rendered_once(tmp_path: Path) -> tuple[Path, Path]:
+    """The small inventory copied to tmp_path and rendered once by `fleet render` into
+    tmp_path/out: (the output, the inventory file)."""
+    from fleet import cli
+    from render.helpers import SMALL
+
+    out, inv_file = tmp_path / "out", tmp_path / "inventory.yaml"
+    out.mkdir()
+    inv_file.write_text(SMALL.read_text(encoding="utf-8"), encoding="utf-8")
+    assert cli.main(["render", "-q", "-i", str(inv_file), "-o", str(out)]) == 0
+    return out, inv_file

@@ -121,15 +121,6 @@ def test_incremental_equals_full_after_random_edits(
     assert incremental.load(out) is not None
 
 
-@pytest.fixture
-def rendered_once(tmp_path: Path) -> tuple[Path, Path]:
-    out, inv_file = tmp_path / "out", tmp_path / "inventory.yaml"
-    out.mkdir()
-    inv_file.write_text(SMALL.read_text(encoding="utf-8"), encoding="utf-8")
-    render(inv_file, out)
-    return out, inv_file
-
-
 def test_one_node_edit_renders_only_that_node(rendered_once: tuple[Path, Path]) -> None:
     out, inv_file = rendered_once
     inv_file.write_text(edit(inv_file.read_text(encoding="utf-8"), "mac", "gpu-02", 7),

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fleet import cli, forks
+from fleet import cli
 from fleet.render import incremental, prefetch, scan
+from support.forking import spy_children
 
 from .test_incremental import edit, full, output, render
 
@@ -23,16 +24,7 @@ from .test_incremental import edit, full, output, render
 def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The reader forked at any size, whatever the CPUs here; the children's pids."""
     monkeypatch.setattr(prefetch, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(forks, "cpus", lambda: 2)
-    pids: list[int] = []
-    real = forks.Child.__init__
-
-    def spy(self: forks.Child[object], *args: object, **kwargs: object) -> None:
-        real(self, *args, **kwargs)  # type: ignore[arg-type]
-        pids.append(self.pid or 0)
-
-    monkeypatch.setattr(forks.Child, "__init__", spy)
-    return pids
+    return spy_children(monkeypatch)
 
 
 def test_a_forked_read_gives_what_the_tree_holds(rendered_once: tuple[Path, Path],
@@ -85,17 +77,6 @@ def test_the_output_is_locked_from_the_first_read(rendered_once: tuple[Path, Pat
         os.close(fd)
     render(inv_file, out)  # once the other has ended
     assert output(out) != before
-
-
-@pytest.fixture
-def rendered_once(tmp_path: Path) -> tuple[Path, Path]:
-    from .test_incremental import SMALL
-
-    out, inv_file = tmp_path / "out", tmp_path / "inventory.yaml"
-    out.mkdir()
-    inv_file.write_text(SMALL.read_text(encoding="utf-8"), encoding="utf-8")
-    render(inv_file, out)
-    return out, inv_file
 
 
 @pytest.mark.parametrize("case", ["another node's file", "a node's file as the site's",

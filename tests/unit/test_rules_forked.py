@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fleet import forks
 from fleet.inventory import checks
 from fleet.inventory.load import parse
 from fleet.problems import InventoryError, Problem
+from support.forking import spy_children
 from support.inventory_edits import FILE, edit
 
 
@@ -27,16 +27,7 @@ def _problems(text: str) -> list[str]:
 def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Fork from the first node on, whatever the CPUs here; the children's pids."""
     monkeypatch.setattr(checks, "FORK_MIN_NODES", 1)
-    monkeypatch.setattr(forks, "cpus", lambda: 2)
-    pids: list[int] = []
-    real = forks.Child.__init__
-
-    def spy(self: forks.Child[object], *args: object, **kwargs: object) -> None:
-        real(self, *args, **kwargs)  # type: ignore[arg-type]
-        pids.append(self.pid or 0)
-
-    monkeypatch.setattr(forks.Child, "__init__", spy)
-    return pids
+    return spy_children(monkeypatch)
 
 
 def test_forked_rules_report_what_one_process_reports_in_its_order(
