@@ -62,11 +62,12 @@ def test_a_hand_edit_seen_by_a_forked_read_gives_a_full_render(
 def test_the_output_is_locked_from_the_first_read(rendered_once: tuple[Path, Path],
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Another render holding the output (its lock on an open file of its own): this one
-    stops before reading or writing it, with exit 4."""
+    stops before it reads anything, the inventory included (an invalid one is not even
+    judged: exit 4, not 1), and writes nothing."""
     out, inv_file = rendered_once
     before = output(out)
-    inv_file.write_text(edit(inv_file.read_text(encoding="utf-8"), "mac", "gpu-01", 5),
-                        encoding="utf-8")
+    good = inv_file.read_text(encoding="utf-8")
+    inv_file.write_text(good + "nodes: [\n", encoding="utf-8")  # a YAML syntax error
     fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -75,6 +76,8 @@ def test_the_output_is_locked_from_the_first_read(rendered_once: tuple[Path, Pat
         assert output(out) == before
     finally:
         os.close(fd)
+    assert cli.main(["render", "-q", "-i", str(inv_file), "-o", str(out)]) == 1  # its own
+    inv_file.write_text(edit(good, "mac", "gpu-01", 5), encoding="utf-8")
     render(inv_file, out)  # once the other has ended
     assert output(out) != before
 
