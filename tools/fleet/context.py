@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from fleet.output import Output
 
 if TYPE_CHECKING:
+    from fleet.inventory.load import Verdict
     from fleet.inventory.model import Inventory
     from fleet.master.runner import SubprocessRunner
 
@@ -29,6 +30,36 @@ class Progress:
         if self.enabled:  # past fleet.output's tee: progress is not an error of the run
             print(f"[{time.perf_counter() - self.t0:6.2f}s] {msg}",
                   file=getattr(sys.stderr, "inner", sys.stderr), flush=True)
+
+
+class Checked:
+    """An inventory and its verdict (:class:`fleet.inventory.load.Verdict`), with what a
+    valid one must still pass before a verb acts on it: a standby master never drives a
+    node (fleet.inventory.masters: NotActiveError, exit 6)."""
+
+    def __init__(self, ctx: Context, inv: Inventory, verdict: Verdict) -> None:
+        self.ctx = ctx
+        self.inv = inv
+        self.verdict = verdict
+        self._passed = False
+
+    def wait(self) -> None:
+        """Raise the inventory's problems, or let the verb go on (once checked, at once)."""
+        if self._passed:
+            return
+        self.verdict.wait()
+        self.ctx.progress(f"{len(self.inv.nodes)} nodes valid")
+        from fleet.audit.record import changes
+        from fleet.inventory.masters import require_active
+
+        require_active(self.inv, self.ctx.args.verb, changes(self.ctx.args))
+        self._passed = True
+
+    def __enter__(self) -> Checked:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.verdict.close()  # a check not waited for: its child reaped
 
 
 class Context:
@@ -51,19 +82,24 @@ class Context:
         errors) only when ``--secrets`` names it for validate; a ``./secrets`` found here
         only adds warnings. On the standby master a run that would change nodes stops
         here (fleet.inventory.masters: NotActiveError, exit 6)."""
-        from fleet.inventory.load import load_inventory
+        checked = self.inventory_pending(behind=False)
+        checked.wait()
+        return checked.inv
+
+    def inventory_pending(self, *, behind: bool = True) -> Checked:
+        """:meth:`inventory`, returned while a large one's cross-object rules are still
+        being checked by a forked child (fleet.inventory.load.parse_pending): the caller
+        prints and writes nothing before :meth:`Checked.wait`, which raises what
+        :meth:`inventory` would (``fleet render`` renders meanwhile)."""
+        from fleet.inventory.load import load_pending
 
         args = self.args
         self.progress(f"validating {args.inventory}")
         store = getattr(args, "check_secrets", None)
         found = Path("secrets") if store is None and Path("secrets").is_dir() else None
-        inv = load_inventory(args.inventory, args.overlay, secrets=store, advise=found)
-        self.progress(f"{len(inv.nodes)} nodes valid")
-        from fleet.audit.record import changes
-        from fleet.inventory.masters import require_active
-
-        require_active(inv, args.verb, changes(args))  # a standby never drives a node
-        return inv
+        inv, verdict = load_pending(args.inventory, args.overlay, secrets=store,
+                                    advise=found, behind=behind)
+        return Checked(self, inv, verdict)
 
     def targets(self) -> tuple[Inventory, list[str]]:
         """The inventory and the hostnames the verb's TARGET names (its default target

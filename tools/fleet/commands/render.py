@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.cliparts import Parents, add_command, add_modes
 from fleet.commands._render import add_output, rendered, show_diff
-from fleet.context import Context
+from fleet.context import Checked, Context
 from fleet.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from fleet.inventory.model import Inventory
     from fleet.render.prefetch import Prefetch
     from fleet.render.tree import Changes
 
@@ -60,21 +59,35 @@ def run(args: argparse.Namespace, ctx: Context) -> Exit:
 
 def _render(args: argparse.Namespace, ctx: Context, root: Path,
             prefetch: Prefetch | None) -> Exit:
+    # Into an output already there, the rules' verdict on a large inventory is reached by a
+    # forked child while this process plans and renders, and waited for before anything is
+    # printed or written (fleet.context.Checked); an invalid inventory still writes nothing.
+    with ctx.inventory_pending(behind=prefetch is not None) as checked:
+        try:
+            return _checked(args, ctx, checked, root, prefetch)
+        except Exception:
+            checked.wait()  # an invalid inventory's problems, not what they broke
+            raise
+
+
+def _checked(args: argparse.Namespace, ctx: Context, checked: Checked, root: Path,
+             prefetch: Prefetch | None) -> Exit:
     from fleet.render import volumes
 
-    inv = ctx.inventory()
+    inv = checked.inv
     before = (volumes.previous_volumes(root) if prefetch is None else
               prefetch.result().volumes)
     removals = volumes.removals(inv, before)
     refused = [r for r in removals if not r.acknowledged]
     if refused:
+        checked.wait()
         for r in refused:
             print(f"{args.inventory}: {r.field}: {r.text()} (acknowledge: {r.field}: "
                   f"[{', '.join(r.hosts)}])", file=sys.stderr)
         print(f"{len(refused)} error{'s' if len(refused) != 1 else ''}; nothing was written",
               file=sys.stderr)
         return Exit.INVALID
-    return _write(args, ctx, inv, root, [r.text() for r in removals], prefetch)
+    return _write(args, ctx, checked, root, [r.text() for r in removals], prefetch)
 
 
 def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, str]) -> Exit:
@@ -100,15 +113,18 @@ def _check(args: argparse.Namespace, ctx: Context, root: Path, files: dict[str, 
     return Exit.DIFFERS if changes.any else Exit.OK
 
 
-def _incremental(ctx: Context, inv: Inventory, root: Path,
+def _incremental(ctx: Context, checked: Checked, root: Path,
                  prefetch: Prefetch | None = None) -> Changes:
     """Render the nodes whose inputs changed (all of them where the store beside the
-    output cannot tell: :mod:`fleet.render.incremental`), write, record the inputs."""
+    output cannot tell: :mod:`fleet.render.incremental`), write once the inventory has
+    passed (``checked``), record the inputs."""
     from fleet.render import cold, incremental, tree
 
+    inv = checked.inv
     ctx.progress(f"rendering for {len(inv.nodes)} nodes")
     p = incremental.plan(root, inv, prefetch.result() if prefetch is not None else None)
     if p.nodes is None:  # into an output not there yet, workers write what they render
+        checked.wait()
         written = cold.write(root, inv, p)
         if written is not None:
             ctx.progress(f"{len(written.added)} files rendered and written ({p.why})")
@@ -119,20 +135,21 @@ def _incremental(ctx: Context, inv: Inventory, root: Path,
     ctx.progress(f"writing into {root.resolve()}")
     try:
         listing = prefetch.result().listing if prefetch is not None else None
-        changes = tree.write(root, r.files, r.keep, r.removable, listing)
+        changes = tree.write(root, r.files, r.keep, r.removable, listing, checked.wait)
     except tree.KeptFileMissingError as exc:
         ctx.progress(f"{exc}: rendering every node")
         r = incremental.full(inv, r.plan)
-        changes = tree.write(root, r.files)
+        changes = tree.write(root, r.files, gate=checked.wait)
     incremental.save(root, r.plan)
     return changes
 
 
-def _write(args: argparse.Namespace, ctx: Context, inv: Inventory, root: Path,
+def _write(args: argparse.Namespace, ctx: Context, checked: Checked, root: Path,
            notes: list[str], prefetch: Prefetch | None = None) -> Exit:
     from fleet.render.summary import format_summary, summarize
 
-    changes = _incremental(ctx, inv, root, prefetch)
+    inv = checked.inv
+    changes = _incremental(ctx, checked, root, prefetch)
     for note in notes:  # acknowledged removals: what to run next
         print(f"note: {note}", file=sys.stderr)
     ctx.progress("done")

@@ -164,6 +164,73 @@ def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = No
     """Validate inventory ``text`` (named ``file`` in messages), with optional overlays
     given as ``(text, file)`` and applied in order; with ``secrets``, also that store's
     BMC passwords; with ``advise``, a store whose missing passwords are warnings only."""
+    inv, _known = parse_pending(text, file, overlay, secrets=secrets, advise=advise,
+                                behind=False)
+    return inv
+
+
+class Verdict:
+    """An inventory's verdict: the problems found before the cross-object rules, the
+    rules' (perhaps still being found by a forked child: :class:`checks.Checking`) and the
+    secrets store's. :meth:`wait` raises them as one :class:`InventoryError`, or returns."""
+
+    def __init__(self, before: list[Problem], checking: checks.Checking,
+                 after: list[Problem]) -> None:
+        self._before = before
+        self._checking = checking
+        self._after = after
+
+    @property
+    def pending(self) -> bool:
+        return self._checking.pending
+
+    def wait(self) -> None:
+        problems = [*self._before, *self._checking.problems(), *self._after]
+        if problems:
+            raise InventoryError(problems)
+
+    def close(self) -> None:
+        """Stop a check not waited for (the caller failed first)."""
+        self._checking.close()
+
+
+def parse_pending(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = None,
+                  *, secrets: Path | None = None, advise: Path | None = None,
+                  behind: bool = True) -> tuple[Inventory, Verdict]:
+    """:func:`parse`'s inventory, and its verdict: with ``behind``, that of a large
+    inventory is still being reached by a forked child when this returns. The caller
+    prints and writes nothing before :meth:`Verdict.wait` has returned (``fleet render``
+    renders meanwhile: fleet.commands.render); it may :meth:`Verdict.close` instead."""
+    raw, src, nodes, retired, before = _expanded(text, file, overlay)
+    checking = checks.Checking(checks.Ctx(raw=raw, nodes=nodes, src=src),
+                               behind=behind and not before)
+    after = password_problems(raw, src, secrets) if secrets is not None else []
+    verdict = Verdict(before, checking, after)
+    try:
+        if before or after or not verdict.pending:
+            verdict.wait()  # known already: an invalid inventory goes no further
+        for node in nodes.values():
+            node.derived_roles = roles.derived(raw, node)
+        inv = Inventory(file=file, raw=raw, nodes=nodes, retired=retired,
+                        warnings=tuple(sorted(warnings(raw, src, advise),
+                                              key=Problem.sort_key)))
+    except InventoryError:
+        verdict.close()
+        raise
+    except Exception:
+        verdict.wait()  # an invalid inventory's problems, not what they broke
+        raise
+    except BaseException:
+        verdict.close()
+        raise
+    return inv, verdict
+
+
+def _expanded(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None
+              ) -> tuple[schema.Inventory, Source, dict[str, Node], dict[str, Node],
+                         list[Problem]]:
+    """The schema-valid document, its source, the nodes in service and the retired ones,
+    and the problems found so far (the cross-object rules not yet run)."""
     overlays: list[Overlay] = ([] if overlay is None else
                                [overlay] if isinstance(overlay, tuple) else list(overlay))
     for body, name in ((text, file), *overlays):
@@ -196,15 +263,7 @@ def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = No
     # and nothing else: no rule sees them, no renderer writes them
     retired = {h: n for h, n in nodes.items() if n.state == "retired"}
     nodes = {h: n for h, n in nodes.items() if n.state != "retired"}
-    problems += checks.run_all(checks.Ctx(raw=raw, nodes=nodes, src=src))
-    if secrets is not None:
-        problems += password_problems(raw, src, secrets)
-    if problems:
-        raise InventoryError(problems)
-    for node in nodes.values():
-        node.derived_roles = roles.derived(raw, node)
-    return Inventory(file=file, raw=raw, nodes=nodes, retired=retired,
-                     warnings=tuple(sorted(warnings(raw, src, advise), key=Problem.sort_key)))
+    return raw, src, nodes, retired, problems
 
 
 # The real inventory is 40 kB and a generated 10,000-node one about 2 MB: anything near
@@ -276,11 +335,21 @@ def load_inventory(path: str | os.PathLike[str],
                    advise: Path | None = None) -> Inventory:
     """The inventory at ``path`` with the overlay file(s), applied in order (``secrets``,
     ``advise``: as :func:`parse`)."""
+    inv, _known = load_pending(path, overlay, secrets=secrets, advise=advise, behind=False)
+    return inv
+
+
+def load_pending(path: str | os.PathLike[str],
+                 overlay: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+                 | None = None, *, secrets: Path | None = None, advise: Path | None = None,
+                 behind: bool = True) -> tuple[Inventory, Verdict]:
+    """:func:`load_inventory`, its verdict perhaps still pending (:func:`parse_pending`)."""
     text = _read(Path(path))
     files = ([] if overlay is None else
              [overlay] if isinstance(overlay, (str, os.PathLike)) else list(overlay))
     extra = [(_read(Path(f)), os.fspath(f)) for f in files]
-    return parse(text, os.fspath(path), extra, secrets=secrets, advise=advise)
+    return parse_pending(text, os.fspath(path), extra, secrets=secrets, advise=advise,
+                         behind=behind)
 
 
 def _nowhere(file: str) -> Any:

@@ -41,7 +41,7 @@ import fcntl
 import functools
 import os
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,33 +189,41 @@ def lock(root: Path) -> Iterator[None]:
 
 def write(root: Path, files: dict[str, str], keep: Collection[str] = (),
           removable: Collection[str] | None = None,
-          listing: dict[str, list[str]] | None = None) -> Changes:
+          listing: dict[str, list[str]] | None = None,
+          gate: Callable[[], None] | None = None) -> Changes:
     """Write ``files`` (paths relative to ``root``) replacing the owned directories; first
     finish a commit that a killed render left (:func:`fleet.render.journal.recover`).
     ``keep``: paths not in ``files`` that stay as they are on disk, unread (the files an
     incremental render did not render again); :class:`KeptFileMissingError` if one is gone,
     or if a file not in ``removable`` (None: any) would be removed. ``listing``: the files
     of each top directory as read under this lock, before (:mod:`fleet.render.prefetch`):
-    no walk of those again."""
+    no walk of those again. ``gate``: called once everything is compared and before
+    anything is written; what it raises stops the write (the inventory's verdict, still
+    being reached while ``fleet render`` rendered: :class:`fleet.context.Checked`)."""
     total = Changes()
     kept_by_top = _split_keep(keep, files)
     root.mkdir(parents=True, exist_ok=True)
     with lock(root):
         journal.recover(root)
+        compared = []
+        for top, rendered in _split(files).items():
+            listed = listing.get(top) if listing is not None else None
+            old = existing(root, top) if listed is None else _paths(root, listed)
+            changes, kept = _classify(old, rendered, kept_by_top[top])
+            if removable is not None and not set(changes.removed) <= set(removable):
+                raise KeptFileMissingError(f"{top}/ has files no node owns: render it whole")
+            total.merge(changes)
+            if changes.any:
+                compared.append((top, rendered, old, changes, kept))
+        if gate is not None:
+            gate()
         commits: list[stage.Commit] = []
         try:
-            for top, rendered in _split(files).items():
-                listed = listing.get(top) if listing is not None else None
-                old = existing(root, top) if listed is None else _paths(root, listed)
-                changes, kept = _classify(old, rendered, kept_by_top[top])
-                if removable is not None and not set(changes.removed) <= set(removable):
-                    raise KeptFileMissingError(f"{top}/ has files no node owns: render it whole")
-                total.merge(changes)
-                if changes.any:
-                    # staging sees every path of the new tree: a kept one's data is unread
-                    wanted = dict.fromkeys(kept_by_top[top], b"")
-                    wanted.update(rendered)
-                    commits.append(stage.prepare(root, top, wanted, old, changes, kept))
+            for top, rendered, old, changes, kept in compared:
+                # staging sees every path of the new tree: a kept one's data is unread
+                wanted = dict.fromkeys(kept_by_top[top], b"")
+                wanted.update(rendered)
+                commits.append(stage.prepare(root, top, wanted, old, changes, kept))
             commit_all(root, commits)
         finally:
             for commit in commits:

@@ -19,7 +19,7 @@ from fleet.inventory.nvidia import check_nvidia_branch
 from fleet.inventory.slurmcompat import check_slurm_versions
 from fleet.problems import Problem
 
-__all__ = ["RULES", "Ctx", "run_all"]
+__all__ = ["RULES", "Checking", "Ctx", "run_all"]
 
 RULES: tuple[Rule, ...] = (
     addresses.check_networks,
@@ -75,6 +75,42 @@ def run_all(c: Ctx) -> list[Problem]:
         raise
     found.update(zip(forked, child.result(), strict=True))
     return [p for rule in RULES for p in found[rule]]
+
+
+class Checking:
+    """Every rule's problems (as :func:`run_all`), found by one forked child while the
+    caller goes on, where ``behind`` asks for it and the inventory is as large as for
+    :data:`FORK_MIN_NODES`: ``fleet render`` renders meanwhile, and writes nothing before
+    :meth:`problems` (:class:`fleet.inventory.load.Verdict`). The child sees the inventory
+    as it was at the fork, as the rules always have."""
+
+    def __init__(self, c: Ctx, *, behind: bool = False) -> None:
+        from fleet import forks
+
+        self._found: list[Problem] | None = None
+        self._child: forks.Child[list[Problem]] | None = None
+        if behind and len(c.nodes) >= FORK_MIN_NODES and forks.cpus() > 1:
+            self._child = forks.Child(lambda: [p for rule in RULES for p in rule(c)],
+                                      what="the inventory's rule checker")
+        else:
+            self._found = run_all(c)
+
+    @property
+    def pending(self) -> bool:
+        return self._child is not None
+
+    def problems(self) -> list[Problem]:
+        if self._found is None:
+            assert self._child is not None
+            self._found = self._child.result()
+            self._child = None
+        return self._found
+
+    def close(self) -> None:
+        """Stop a check not asked for (the caller failed first): the child is reaped."""
+        if self._child is not None:
+            self._child.close()
+            self._child = None
 
 
 def _each(c: Ctx, rules: Sequence[Rule]) -> list[list[Problem]]:
