@@ -561,3 +561,30 @@ def test_event_loader_defers_anything_unusual_to_the_node_loader(text: str) -> N
 
     with pytest.raises((yamlsrc._NotPlainError, yamlsrc.yaml.YAMLError)):
         yamlsrc._load_events(text, FILE)
+
+
+def test_the_positions_under_nodes_are_read_when_first_asked(
+        small_text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid document is loaded without the positions under ``nodes:`` (yamlsrc.UNREAD);
+    they are read again when a problem or a warning there asks, and are then exactly those
+    of the node-tree loader, the reference."""
+    from fleet import yamlsrc
+
+    reads: list[bool] = []
+    real = yamlsrc._load_events
+
+    def counted(text: str, file: str, *, record: bool = False) -> Source:
+        reads.append(record)
+        return real(text, file, record=record)
+
+    monkeypatch.setattr(yamlsrc, "_load_events", counted)
+    src = load(small_text, FILE)
+    ref = yamlsrc._load_nodes(small_text, FILE)
+    assert reads == [False]
+    assert src.pos(("site", "salt"), key=True) == ref.pos(("site", "salt"), key=True)
+    assert src.pos(("networks", "prov", "cidr")) == ref.pos(("networks", "prov", "cidr"))
+    assert reads == [False], "a position outside nodes: read the document again"
+    assert src.pos(("nodes", "gpu-02", "mac")) == at(small_text, '"52:54:00:00:00:66"')
+    assert reads == [False, True]
+    assert (src.values, src.keys, src.texts) == (ref.values, ref.keys, ref.texts)
+    assert reads == [False, True]

@@ -274,6 +274,23 @@ def _load_events(text: str, file: str, *, record: bool = False) -> Source:  # no
         key = _convert(kev.value, kev.style, ktag)
         return key if isinstance(key, str | int) else str(key)
 
+    def mapping(path: Path, depth: int, record: bool) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        while True:
+            kev: Any = get()
+            if type(kev) is mapping_end:
+                return out
+            key = key_of(kev)
+            if key in out:
+                raise _NotPlainError
+            if record:
+                kpath = (*path, key)
+                kmark: Any = kev.start_mark
+                keys[kpath] = new(Pos, (file, kmark.line + 1, kmark.column + 1))
+                out[key] = build(get(), kpath, depth + 1, depth > 0 or key not in skip)
+            else:
+                out[key] = build(get(), path, depth + 1, False)
+
     def build(ev: Any, path: Path, depth: int, record: bool) -> Any:  # path: with record
         if ev.anchor is not None:
             raise _NotPlainError
@@ -293,29 +310,14 @@ def _load_events(text: str, file: str, *, record: bool = False) -> Source:  # no
         if ev.tag is not None and ev.tag not in plain_tags:
             raise _NotPlainError
         if kind is mapping_start:
-            out: dict[Any, Any] = {}
-            while True:
-                kev: Any = get()
-                if type(kev) is mapping_end:
-                    return out
-                key = key_of(kev)
-                if key in out:
-                    raise _NotPlainError
-                if record:
-                    kpath = (*path, key)
-                    kmark: Any = kev.start_mark
-                    keys[kpath] = new(Pos, (file, kmark.line + 1, kmark.column + 1))
-                    out[key] = build(get(), kpath, depth + 1, depth > 0 or key not in skip)
-                else:
-                    out[key] = build(get(), path, depth + 1, False)
+            return mapping(path, depth, record)
         if kind is sequence_start:
             items: list[Any] = []
             while True:
                 iev: Any = get()
                 if type(iev) is sequence_end:
                     return items
-                items.append(build(iev, (*path, len(items)) if record else path, depth + 1,
-                                   record))
+                items.append(build(iev, (*path, len(items)), depth + 1, record))
         raise _NotPlainError  # an alias
 
     try:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from ipaddress import IPv4Address
-from typing import TypeVar, Unpack
+from typing import NamedTuple, TypeVar, Unpack
 
 from fleet.inventory import schema
 from fleet.inventory.checks.ctx import Ctx
-from fleet.inventory.model import YamlPath
+from fleet.inventory.model import Interface, Node, YamlPath
 from fleet.inventory.netutil import normalize_mac
 from fleet.problems import Problem, ProblemOptions, short
 
@@ -29,29 +29,40 @@ def claim(c: Ctx, seen: dict[K, tuple[str, YamlPath]], value: K, owner: str, pat
 
 
 def check_macs(c: Ctx) -> Iterator[Problem]:
-    seen: dict[str, tuple[str, YamlPath]] = {}
+    seen: dict[str, tuple[str, str]] = {}  # MAC -> its first node and field (texts made later)
     for node in c.nodes.values():
-        for field in ("mac", "bmc_mac"):
-            path: YamlPath = ("nodes", node.hostname, field)
-            value = getattr(node.facts, field)
+        facts = node.facts
+        for field, value in (("mac", facts.mac), ("bmc_mac", facts.bmc_mac)):
             try:
                 mac = normalize_mac(value)
             except ValueError:
-                yield c.problem(path, f"{short(value)} is not a MAC address", code="mac_format",
+                yield c.problem(("nodes", node.hostname, field), f"{short(value)} is not a MAC "
+                                "address", code="mac_format",
                                 hint="write six hex octets such as 0c:c4:7a:12:34:56")
                 continue
-            first = int(mac[:2], 16)
-            if mac == "ff:ff:ff:ff:ff:ff":
-                yield c.problem(path, f"{mac} is the broadcast address", code="mac_broadcast")
-                continue
-            if first & 1:
-                yield c.problem(path, f"{mac} is a multicast MAC (first octet is odd)",
-                                code="mac_multicast", hint="copy the MAC from the NIC's label")
-                continue
-            if mac == "00:00:00:00:00:00":
-                yield c.problem(path, f"{mac} is not a real MAC", code="mac_format")
-                continue
-            yield from claim(c, seen, mac, node.hostname, path, str(value), code="duplicate_mac")
+            wrong = _not_a_nic(mac)
+            if wrong is not None:
+                message, code, hint = wrong
+                yield c.problem(("nodes", node.hostname, field), message, code=code, hint=hint)
+            elif mac in seen:  # claim()'s rule, with the texts made only here
+                other, ofield = seen[mac]
+                yield from claim(c, {mac: (other, ("nodes", other, ofield))}, mac, node.hostname,
+                                 ("nodes", node.hostname, field), str(value),
+                                 code="duplicate_mac")
+            else:
+                seen[mac] = (node.hostname, field)
+
+
+def _not_a_nic(mac: str) -> tuple[str, str, str | None] | None:
+    """Why a normalized MAC cannot be a NIC's (message, code, hint), or None."""
+    if mac == "ff:ff:ff:ff:ff:ff":
+        return f"{mac} is the broadcast address", "mac_broadcast", None
+    if mac[1] in "13579bdf":  # the first octet's lowest bit
+        return (f"{mac} is a multicast MAC (first octet is odd)", "mac_multicast",
+                "copy the MAC from the NIC's label")
+    if mac == "00:00:00:00:00:00":
+        return f"{mac} is not a real MAC", "mac_format", None
+    return None
 
 
 def check_serials(c: Ctx) -> Iterator[Problem]:
@@ -72,49 +83,80 @@ def check_serials(c: Ctx) -> Iterator[Problem]:
 
 
 def check_addresses(c: Ctx) -> Iterator[Problem]:
-    seen: dict[IPv4Address, tuple[str, YamlPath]] = {}
-    reserved: dict[IPv4Address, tuple[str, YamlPath]] = {}
+    # Addresses as integers (an IPv4Address hashes and compares in Python), and each owner's
+    # texts made only for a problem: 30,000 interfaces at 10,000 nodes.
+    seen: dict[int, tuple[Node, str]] = {}
+    reserved: dict[int, tuple[str, YamlPath]] = {}
     for name, net in c.raw.networks.items():
         if net.gateway is not None:
-            reserved[net.gateway] = (f"the gateway of network {name}",
-                                     ("networks", name, "gateway"))
-    pools = {name: (net.dhcp_pool, ("networks", name, "dhcp_pool"))
-             for name, net in c.raw.networks.items() if net.dhcp_pool}
+            reserved[int(net.gateway)] = (f"the gateway of network {name}",
+                                          ("networks", name, "gateway"))
+    spans: dict[str, _Span] = {}  # by network
     for node in c.nodes.values():
         for nic, iface in node.interfaces.items():
-            addr = iface.address
-            if addr is None:
+            if iface.address is None:
                 continue
-            origin = node.origin.get(f"ip.{nic}", ("nodes", node.hostname))
-            shown = f"nodes.{node.hostname}.ip.{nic}"
-            cidr = iface.cidr
-            if addr not in cidr:
-                yield c.problem(origin, f"{addr} is outside network {iface.network} ({cidr})",
-                                shown=shown, code="outside_network")
-                continue
-            if cidr.prefixlen < 31 and addr in (cidr.network_address, cidr.broadcast_address):
-                yield c.problem(origin, f"{addr} is the network or broadcast address of {cidr}",
-                                shown=shown, code="outside_network")
-                continue
-            pool_entry = pools.get(iface.network)
-            if pool_entry is not None:
-                pool, ppath = pool_entry
-                if pool is not None and pool.start <= addr <= pool.end:
-                    yield c.problem(origin, f"{addr} is inside the DHCP pool {pool.start}-"
-                                    f"{pool.end} of network {iface.network} "
-                                    f"({c.src.pos(ppath)})", shown=shown, code="in_dhcp_pool",
-                                    hint="static addresses must lie outside the dynamic pool")
-                    continue
-            if addr in reserved:
-                what, rpath = reserved[addr]
-                yield c.problem(origin, f"{addr} is {what} ({c.src.pos(rpath)})", shown=shown,
-                                code="duplicate_ip")
-                continue
-            if addr in seen:  # claim()'s rule, with the address's text made only here
-                yield from claim(c, seen, addr, "", origin, str(addr), shown=shown,
-                                  code="duplicate_ip")
+            addr = int(iface.address)
+            if (span := spans.get(iface.network)) is None:
+                span = spans[iface.network] = _span(c, iface)
+            wrong = _misplaced(c, iface, addr, span, reserved)
+            if wrong is not None:
+                origin, shown = _where(node, nic)
+                message, code, hint = wrong
+                yield c.problem(origin, message, shown=shown, code=code, hint=hint)
+            elif addr in seen:  # claim()'s rule, with the texts made only here
+                origin, shown = _where(node, nic)
+                other, onic = seen[addr]
+                first = {addr: (f"{other.hostname} ({onic})", _where(other, onic)[0])}
+                yield from claim(c, first, addr, "", origin, str(iface.address), shown=shown,
+                                 code="duplicate_ip")
             else:
-                seen[addr] = (f"{node.hostname} ({nic})", origin)
+                seen[addr] = (node, nic)
+
+
+class _Span(NamedTuple):
+    """A network's addresses as integers: its first and last, whether those are hosts'
+    too (a /31 or /32), and its DHCP pool's first and last (an empty range: none)."""
+
+    first: int
+    last: int
+    edges_usable: bool
+    pool: tuple[int, int]
+
+
+def _span(c: Ctx, iface: Interface) -> _Span:
+    cidr = iface.cidr
+    net = c.raw.networks.get(iface.network)
+    pool = net.dhcp_pool if net is not None else None
+    return _Span(int(cidr.network_address), int(cidr.broadcast_address), cidr.prefixlen >= 31,
+                 (1, 0) if pool is None else (int(pool.start), int(pool.end)))
+
+
+def _misplaced(c: Ctx, iface: Interface, addr: int, span: _Span,
+               reserved: dict[int, tuple[str, YamlPath]]) -> tuple[str, str, str | None] | None:
+    """Why an interface's address cannot be its own (message, code, hint), or None."""
+    said = iface.address
+    if not span.first <= addr <= span.last:
+        return f"{said} is outside network {iface.network} ({iface.cidr})", "outside_network", None
+    if not span.edges_usable and addr in (span.first, span.last):
+        return (f"{said} is the network or broadcast address of {iface.cidr}", "outside_network",
+                None)
+    if span.pool[0] <= addr <= span.pool[1]:
+        start, end = (IPv4Address(a) for a in span.pool)
+        ppath = ("networks", iface.network, "dhcp_pool")
+        return (f"{said} is inside the DHCP pool {start}-{end} of network "
+                f"{iface.network} ({c.src.pos(ppath)})", "in_dhcp_pool",
+                "static addresses must lie outside the dynamic pool")
+    if addr in reserved:
+        what, rpath = reserved[addr]
+        return f"{said} is {what} ({c.src.pos(rpath)})", "duplicate_ip", None
+    return None
+
+
+def _where(node: Node, nic: str) -> tuple[YamlPath, str]:
+    """Where a node's address on ``nic`` comes from, and its name in a message (``shown``)."""
+    return (node.origin.get(f"ip.{nic}", ("nodes", node.hostname)),
+            f"nodes.{node.hostname}.ip.{nic}")
 
 
 def _max_mtu(net: schema.Network) -> tuple[int, str, str | None]:
@@ -216,22 +258,29 @@ def check_master_address(c: Ctx) -> Iterator[Problem]:
 
 
 def check_switch_ports(c: Ctx) -> Iterator[Problem]:
-    seen: dict[tuple[str, int], tuple[str, YamlPath]] = {}
+    seen: dict[tuple[str, int], tuple[Node, str]] = {}  # texts made only for a problem
     for node in c.nodes.values():
         for nic, iface in node.interfaces.items():
             if iface.switch is None or iface.port is None:
                 continue
-            origin = node.origin.get(f"port.{nic}", ("nodes", node.hostname))
-            shown = f"nodes.{node.hostname}.port.{nic}"
             sw = c.raw.switches[iface.switch]
+            key = (iface.switch, iface.port)
             if iface.port > sw.ports:
+                origin, shown = _port_where(node, nic)
                 yield c.problem(origin, f"{iface.switch} port {iface.port} does not exist "
                                 f"({iface.switch} has {sw.ports} ports)", shown=shown,
                                 code="port_range")
-                continue
-            key = (iface.switch, iface.port)
-            if key in seen:  # claim()'s rule, with the message's text made only here
-                yield from claim(c, seen, key, "", origin, f"{iface.switch} port {iface.port}",
-                                  shown=shown, code="duplicate_port")
+            elif key in seen:  # claim()'s rule, with the texts made only here
+                origin, shown = _port_where(node, nic)
+                other, onic = seen[key]
+                first = {key: (f"{other.hostname} ({onic})", _port_where(other, onic)[0])}
+                yield from claim(c, first, key, "", origin, f"{iface.switch} port {iface.port}",
+                                 shown=shown, code="duplicate_port")
             else:
-                seen[key] = (f"{node.hostname} ({nic})", origin)
+                seen[key] = (node, nic)
+
+
+def _port_where(node: Node, nic: str) -> tuple[YamlPath, str]:
+    """Where a node's switch port on ``nic`` comes from, and its name in a message."""
+    return (node.origin.get(f"port.{nic}", ("nodes", node.hostname)),
+            f"nodes.{node.hostname}.port.{nic}")
