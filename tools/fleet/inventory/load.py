@@ -202,27 +202,23 @@ def parse_pending(text: str, file: str, overlay: Overlay | Sequence[Overlay] | N
     prints and writes nothing before :meth:`Verdict.wait` has returned (``fleet render``
     renders meanwhile: fleet.commands.render); it may :meth:`Verdict.close` instead."""
     raw, src, nodes, retired, before = _expanded(text, file, overlay)
-    checking = checks.Checking(checks.Ctx(raw=raw, nodes=nodes, src=src),
-                               behind=behind and not before)
+    c = checks.Ctx(raw=raw, nodes=nodes, src=src)
     after = password_problems(raw, src, secrets) if secrets is not None else []
-    verdict = Verdict(before, checking, after)
     try:
-        if before or after or not verdict.pending:
-            verdict.wait()  # known already: an invalid inventory goes no further
+        # Set before a rules' child is forked (the rules do not read them): set after, in
+        # this process, they would copy every page that holds a node.
         for node in nodes.values():
             node.derived_roles = roles.derived(raw, node)
         inv = Inventory(file=file, raw=raw, nodes=nodes, retired=retired,
                         warnings=tuple(sorted(warnings(raw, src, advise),
                                               key=Problem.sort_key)))
-    except InventoryError:
-        verdict.close()
-        raise
     except Exception:
-        verdict.wait()  # an invalid inventory's problems, not what they broke
+        Verdict(before, checks.Checking(c), after).wait()  # its problems, not what they broke
         raise
-    except BaseException:
-        verdict.close()
-        raise
+    verdict = Verdict(before, checks.Checking(c, behind=behind and not (before or after)),
+                      after)
+    if not verdict.pending:
+        verdict.wait()  # known already: an invalid inventory goes no further
     return inv, verdict
 
 

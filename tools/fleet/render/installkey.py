@@ -61,10 +61,12 @@ def endpoint(inv: Inventory) -> str:
     return f"http://{inv.master_address}:{site.salt.reinstall_port}"
 
 
-def token_path(inv: Inventory, node: Node) -> str:
+def token_path(inv: Inventory, node: Node | str) -> str:
     """Where ``fleet reinstall`` publishes the token on the provisioning host
-    (``fleet.pxe.state.tokens_dir``: the state directory's sibling, out of TFTP's reach)."""
-    return f"{inv.raw.site.pxe_state.rstrip('/')}-tokens/{token_name(node)}"
+    (``fleet.pxe.state.tokens_dir``: the state directory's sibling, out of TFTP's reach); of
+    a token's name, or "": the directory, with its "/"."""
+    name = node if isinstance(node, str) else token_name(node)
+    return f"{inv.raw.site.pxe_state.rstrip('/')}-tokens/{name}"
 
 
 def _reply_file(curl: str, name: str) -> tuple[str, str]:

@@ -184,11 +184,12 @@ def _token_rules(inv: Inventory) -> str:
     one-time install token (``fleet reinstall``) to that node's own DHCP address only;
     the site denies every other ``*.token``."""
     lines = [f"# {TEXT}", "# fleet reinstall's install tokens: each to its node's address"]
+    # nginx: bare words only (a ';', '{', '}', '$', quote or space would add a directive);
+    # a word and "/" and a word are a word: the directory is checked once, not per node
+    where = escape.nginx_word(installkey.token_path(inv, "")) if inv.nodes else ""
     for node in inv.nodes.values():
-        # nginx: bare words only (a ';', '{', '}', '$', quote or space would add a directive)
         name = escape.nginx_word(installkey.token_name(node))
-        alias = escape.nginx_word(installkey.token_path(inv, node))
-        lines.append(f"location = /state/{name} {{ alias {alias}; "
+        lines.append(f"location = /state/{name} {{ alias {where}{name}; "
                      f"allow {node.address}; deny all; expires epoch; }}")
     return "\n".join(lines) + "\n"
 

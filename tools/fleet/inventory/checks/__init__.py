@@ -82,7 +82,7 @@ class Checking:
     caller goes on, where ``behind`` asks for it and the inventory is as large as for
     :data:`FORK_MIN_NODES`: ``fleet render`` renders meanwhile, and writes nothing before
     :meth:`problems` (:class:`fleet.inventory.load.Verdict`). The child sees the inventory
-    as it was at the fork, as the rules always have."""
+    as it was at the fork."""
 
     def __init__(self, c: Ctx, *, behind: bool = False) -> None:
         from fleet import forks
