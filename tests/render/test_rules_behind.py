@@ -1,6 +1,6 @@
 """`fleet render` into an output already there, with a large inventory: the cross-object
 rules are checked by a forked child while this process plans and renders
-(fleet.inventory.checks.Checking, fleet.context.Checked), and nothing is printed or written
+(fleet.inventory.checks.checking, fleet.context.Checked), and nothing is printed or written
 before their verdict. Here the child is forced at the small inventory's size: an inventory
 that breaks a rule must still write nothing and say what `fleet validate` says, what such an
 inventory breaks in the renderer must be reported as its problems, and a valid one must be

@@ -5,8 +5,9 @@ that pipe, so unpickling it is reading our own data.
 
 Used where a large inventory makes a second CPU pay: the render's node batches
 (:func:`fleet.render.forked`), its read of the output beside the validation
-(:mod:`fleet.render.prefetch`), and half of the cross-object rules
-(:func:`fleet.inventory.checks.run_all`)."""
+(:mod:`fleet.render.prefetch`), and the cross-object rules: half of them beside the other
+half (:func:`fleet.inventory.checks.run_all`), or all of them while ``fleet render`` renders
+(:func:`fleet.inventory.checks.checking`)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,33 @@ class Child(Generic[_R]):
         os.close(self.fd)
         os.waitpid(self.pid, 0)
         self.pid = None
+
+
+class Later(Generic[_R]):
+    """``job()``, computed by a forked child from now on where ``fork`` (a :class:`Child`),
+    else here when :meth:`result` first asks for it."""
+
+    def __init__(self, job: Callable[[], _R], *, fork: bool, what: str) -> None:
+        self._job = job
+        self._done: tuple[_R] | None = None
+        self._child = Child(job, what=what) if fork else None
+
+    @property
+    def pending(self) -> bool:
+        """Whether a child is computing it still (or has, unasked)."""
+        return self._child is not None
+
+    def result(self) -> _R:
+        if self._done is None:
+            child, self._child = self._child, None
+            self._done = (child.result() if child is not None else self._job(),)
+        return self._done[0]
+
+    def close(self) -> None:
+        """Stop a child not asked for (the caller failed first): it is reaped."""
+        if self._child is not None:
+            self._child.close()
+            self._child = None
 
 
 def forked(jobs: Sequence[Callable[[], _R]], here: Callable[[], _T], *,

@@ -11,7 +11,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -25,6 +25,9 @@ from fleet.inventory.overlay import apply as apply_overlay
 from fleet.inventory.types import PATTERN_HINTS
 from fleet.problems import InventoryError, Pos, Problem, dotted, short
 from fleet.yamlsrc import Source, YamlLoadError, load
+
+if TYPE_CHECKING:
+    from fleet.forks import Later
 
 _HINTS = {
     "extra_forbidden": "remove it, or check its spelling",
@@ -171,10 +174,10 @@ def parse(text: str, file: str, overlay: Overlay | Sequence[Overlay] | None = No
 
 class Verdict:
     """An inventory's verdict: the problems found before the cross-object rules, the
-    rules' (perhaps still being found by a forked child: :class:`checks.Checking`) and the
+    rules' (perhaps still being found by a forked child: :func:`checks.checking`) and the
     secrets store's. :meth:`wait` raises them as one :class:`InventoryError`, or returns."""
 
-    def __init__(self, before: list[Problem], checking: checks.Checking,
+    def __init__(self, before: list[Problem], checking: Later[list[Problem]],
                  after: list[Problem]) -> None:
         self._before = before
         self._checking = checking
@@ -185,7 +188,7 @@ class Verdict:
         return self._checking.pending
 
     def wait(self) -> None:
-        problems = [*self._before, *self._checking.problems(), *self._after]
+        problems = [*self._before, *self._checking.result(), *self._after]
         if problems:
             raise InventoryError(problems)
 
@@ -213,9 +216,9 @@ def parse_pending(text: str, file: str, overlay: Overlay | Sequence[Overlay] | N
                         warnings=tuple(sorted(warnings(raw, src, advise),
                                               key=Problem.sort_key)))
     except Exception:
-        Verdict(before, checks.Checking(c), after).wait()  # its problems, not what they broke
+        Verdict(before, checks.checking(c), after).wait()  # its problems, not what they broke
         raise
-    verdict = Verdict(before, checks.Checking(c, behind=behind and not (before or after)),
+    verdict = Verdict(before, checks.checking(c, behind=behind and not (before or after)),
                       after)
     if not verdict.pending:
         verdict.wait()  # known already: an invalid inventory goes no further

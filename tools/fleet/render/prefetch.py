@@ -28,25 +28,17 @@ class Prefetch:
         from fleet import forks
 
         self.root = root
-        self._read: incremental.Read | None = None
-        self._child: forks.Child[incremental.Read] | None = None
         try:
             size = (root / incremental.STORE).lstat().st_size
         except OSError:
-            return
-        if size >= FORK_MIN_BYTES and forks.cpus() > 1:
-            self._child = forks.Child(lambda: incremental.read(root),
-                                      what="the output's reader")
+            size = 0
+        self._read = forks.Later(lambda: incremental.read(root),
+                                 fork=size >= FORK_MIN_BYTES and forks.cpus() > 1,
+                                 what="the output's reader")
 
     def result(self) -> incremental.Read:
-        if self._read is None:
-            self._read = (self._child.result() if self._child is not None
-                          else incremental.read(self.root))
-            self._child = None
-        return self._read
+        return self._read.result()
 
     def close(self) -> None:
         """Stop a read not asked for (an invalid inventory): the child is reaped."""
-        if self._child is not None:
-            self._child.close()
-            self._child = None
+        self._read.close()

@@ -10,6 +10,7 @@ own modules of :mod:`fleet.inventory`; all read one :class:`~.ctx.Ctx`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from fleet.inventory.checks import addresses, backup, hardware, install, services
 from fleet.inventory.checks.ctx import Ctx, Rule
@@ -19,7 +20,10 @@ from fleet.inventory.nvidia import check_nvidia_branch
 from fleet.inventory.slurmcompat import check_slurm_versions
 from fleet.problems import Problem
 
-__all__ = ["RULES", "Checking", "Ctx", "run_all"]
+if TYPE_CHECKING:
+    from fleet.forks import Later
+
+__all__ = ["RULES", "Ctx", "checking", "run_all"]
 
 RULES: tuple[Rule, ...] = (
     addresses.check_networks,
@@ -77,40 +81,18 @@ def run_all(c: Ctx) -> list[Problem]:
     return [p for rule in RULES for p in found[rule]]
 
 
-class Checking:
+def checking(c: Ctx, *, behind: bool = False) -> Later[list[Problem]]:
     """Every rule's problems (as :func:`run_all`), found by one forked child while the
     caller goes on, where ``behind`` asks for it and the inventory is as large as for
     :data:`FORK_MIN_NODES`: ``fleet render`` renders meanwhile, and writes nothing before
-    :meth:`problems` (:class:`fleet.inventory.load.Verdict`). The child sees the inventory
-    as it was at the fork."""
+    their result (:class:`fleet.inventory.load.Verdict`). The child sees the inventory as it
+    was at the fork."""
+    from fleet import forks
 
-    def __init__(self, c: Ctx, *, behind: bool = False) -> None:
-        from fleet import forks
-
-        self._found: list[Problem] | None = None
-        self._child: forks.Child[list[Problem]] | None = None
-        if behind and len(c.nodes) >= FORK_MIN_NODES and forks.cpus() > 1:
-            self._child = forks.Child(lambda: [p for rule in RULES for p in rule(c)],
-                                      what="the inventory's rule checker")
-        else:
-            self._found = run_all(c)
-
-    @property
-    def pending(self) -> bool:
-        return self._child is not None
-
-    def problems(self) -> list[Problem]:
-        if self._found is None:
-            assert self._child is not None
-            self._found = self._child.result()
-            self._child = None
-        return self._found
-
-    def close(self) -> None:
-        """Stop a check not asked for (the caller failed first): the child is reaped."""
-        if self._child is not None:
-            self._child.close()
-            self._child = None
+    if behind and len(c.nodes) >= FORK_MIN_NODES and forks.cpus() > 1:
+        return forks.Later(lambda: [p for rule in RULES for p in rule(c)], fork=True,
+                           what="the inventory's rule checker")
+    return forks.Later(lambda: run_all(c), fork=False, what="")
 
 
 def _each(c: Ctx, rules: Sequence[Rule]) -> list[list[Problem]]:
