@@ -274,7 +274,7 @@ def _load_events(text: str, file: str, *, record: bool = False) -> Source:  # no
         key = _convert(kev.value, kev.style, ktag)
         return key if isinstance(key, str | int) else str(key)
 
-    def mapping(path: Path, depth: int, record: bool) -> dict[Any, Any]:
+    def mapping(path: Path, depth: int, placed: bool) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         while True:
             kev: Any = get()
@@ -283,7 +283,7 @@ def _load_events(text: str, file: str, *, record: bool = False) -> Source:  # no
             key = key_of(kev)
             if key in out:
                 raise _NotPlainError
-            if record:
+            if placed:
                 kpath = (*path, key)
                 kmark: Any = kev.start_mark
                 keys[kpath] = new(Pos, (file, kmark.line + 1, kmark.column + 1))
@@ -291,18 +291,18 @@ def _load_events(text: str, file: str, *, record: bool = False) -> Source:  # no
             else:
                 out[key] = build(get(), path, depth + 1, False)
 
-    def build(ev: Any, path: Path, depth: int, record: bool) -> Any:  # path: with record
+    def build(ev: Any, path: Path, depth: int, placed: bool) -> Any:  # path: only where placed
         if ev.anchor is not None:
             raise _NotPlainError
         kind = type(ev)
         if depth >= MAX_DEPTH and kind is not scalar_event:
             raise _too_deep(file, ev.start_mark)
-        if record:
+        if placed:
             mark = ev.start_mark
             values[path] = new(Pos, (file, mark.line + 1, mark.column + 1))
         if kind is scalar_event:
             value = ev.value
-            if record:
+            if placed:
                 texts[path] = value
             if ev.style in quoted and ev.tag is None:  # text whatever its tag: no resolving
                 return value
@@ -310,14 +310,14 @@ def _load_events(text: str, file: str, *, record: bool = False) -> Source:  # no
         if ev.tag is not None and ev.tag not in plain_tags:
             raise _NotPlainError
         if kind is mapping_start:
-            return mapping(path, depth, record)
+            return mapping(path, depth, placed)
         if kind is sequence_start:
             items: list[Any] = []
             while True:
                 iev: Any = get()
                 if type(iev) is sequence_end:
                     return items
-                items.append(build(iev, (*path, len(items)), depth + 1, record))
+                items.append(build(iev, (*path, len(items)), depth + 1, placed))
         raise _NotPlainError  # an alias
 
     try:
