@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fleet.master import statedir
 from support.cli import ROOT
 
 SNAPSHOT = ROOT / "tests" / "salt" / "snapshots" / "provisioning.json"
@@ -25,6 +26,7 @@ def _states() -> dict[str, dict[str, Any]]:
 def test_the_timer_writes_what_nginx_serves_on_the_management_address() -> None:
     states = _states()
     out = states["provisioning-page-file-directory-out"]["name"]
+    assert out == statedir.PAGE.default  # `fleet page`'s own default: the one definition
     service = states["provisioning-page-file-managed-service"]["rendered"]
     exec_start = next(line for line in service if line.startswith("ExecStart="))
     argv = exec_start.removeprefix("ExecStart=").split()

@@ -13,8 +13,8 @@ from typing import Any
 from fleet.cliparts import Parents, add_command
 from fleet.context import Context
 from fleet.exitcodes import Exit
+from fleet.master.statedir import PAGE
 
-DEFAULT_OUT = "/var/lib/fleet/page"
 EPILOG = """
 exit codes: 0 written, 1 invalid inventory, 2 usage, 4 the status document could not be
 read, parsed or collected in time, or DIR not written
@@ -30,8 +30,9 @@ def register(sub: Any, parents: Parents) -> None:
                     "state), each file atomically, view.json last. Without --status, runs "
                     "`fleet status --json` for the document.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT), metavar="DIR",
-                   help=f"the page's directory (default: {DEFAULT_OUT}, what nginx serves)")
+    p.add_argument("--out", type=Path, default=PAGE.path(), metavar="DIR",
+                   help=f"the page's directory (default: ${PAGE.env}, else {PAGE.default}: "
+                        "what nginx serves)")
     p.add_argument("--status", type=Path, metavar="FILE",
                    help="a `fleet status --json` document to show (default: run it)")
     p.add_argument("--cabling", type=Path, metavar="FILE",

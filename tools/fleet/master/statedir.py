@@ -8,6 +8,7 @@ default written once, with the environment variable that overrides it.
     $FLEET_DISCOVER_STATE   /var/lib/fleet/discover   commissioning reports, one per MAC
     $FLEET_BURNIN_STATE     /var/lib/fleet/burnin     burn-in results, one file per node
     $FLEET_STATUS_STATE     /var/lib/fleet/status     the status collector's cache
+    $FLEET_PAGE_DIR         /var/lib/fleet/page       the fleet page's files (nginx serves them)
     $FLEET_SALT_CONFIG      /etc/salt                 the master's config dir (salt -c)
 """
 
@@ -38,6 +39,7 @@ DISCOVER = StateDir("FLEET_DISCOVER_STATE", "/var/lib/fleet/discover",
                     "commissioning reports")
 BURNIN = StateDir("FLEET_BURNIN_STATE", "/var/lib/fleet/burnin", "burn-in results")
 STATUS = StateDir("FLEET_STATUS_STATE", "/var/lib/fleet/status", "the collector's cache")
+PAGE = StateDir("FLEET_PAGE_DIR", "/var/lib/fleet/page", "the fleet page's files")
 
 SALT_CONFIG_ENV = "FLEET_SALT_CONFIG"
 SALT_CONFIG_DEFAULT = "/etc/salt"
