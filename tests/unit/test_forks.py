@@ -34,7 +34,7 @@ def test_a_value_not_forked_is_computed_here_when_first_asked() -> None:
     assert calls == [os.getpid()]
 
 
-def test_a_childs_exception_is_raised_here() -> None:
+def test_a_childs_exception_is_raised_here_at_every_ask() -> None:
     def job() -> int:
         raise ValueError(f"broken in {os.getpid()}")
 
@@ -42,6 +42,9 @@ def test_a_childs_exception_is_raised_here() -> None:
     with pytest.raises(ValueError, match="broken in") as exc:
         later.result()
     assert str(os.getpid()) not in str(exc.value)
+    with pytest.raises(ValueError) as again:  # the child's, not the job run here
+        later.result()
+    assert again.value is exc.value
 
 
 def test_close_reaps_a_child_not_asked_for() -> None:

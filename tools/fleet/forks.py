@@ -84,11 +84,13 @@ class Child(Generic[_R]):
 
 class Later(Generic[_R]):
     """``job()``, computed by a forked child from now on where ``fork`` (a :class:`Child`),
-    else here when :meth:`result` first asks for it."""
+    else here when :meth:`result` first asks for it; its exception is raised again at each
+    later ask, never computed a second time."""
 
     def __init__(self, job: Callable[[], _R], *, fork: bool, what: str) -> None:
         self._job = job
         self._done: tuple[_R] | None = None
+        self._failed: Exception | None = None
         self._child = Child(job, what=what) if fork else None
 
     @property
@@ -97,9 +99,15 @@ class Later(Generic[_R]):
         return self._child is not None
 
     def result(self) -> _R:
+        if self._failed is not None:
+            raise self._failed
         if self._done is None:
             child, self._child = self._child, None
-            self._done = (child.result() if child is not None else self._job(),)
+            try:
+                self._done = (child.result() if child is not None else self._job(),)
+            except Exception as exc:
+                self._failed = exc
+                raise
         return self._done[0]
 
     def close(self) -> None:
