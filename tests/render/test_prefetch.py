@@ -15,20 +15,20 @@ import pytest
 
 from fleet import cli
 from fleet.render import incremental, prefetch, scan
-from support.forking import spy_children
+from support.forking import Started, spy_children
 
 from .test_incremental import edit, full, output, render
 
 
 @pytest.fixture
-def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def forked(monkeypatch: pytest.MonkeyPatch) -> Started:
     """The reader forked at any size, whatever the CPUs here; the children's pids."""
     monkeypatch.setattr(prefetch, "FORK_MIN_BYTES", 0)
     return spy_children(monkeypatch)
 
 
 def test_a_forked_read_gives_what_the_tree_holds(rendered_once: tuple[Path, Path],
-                                                 forked: list[int]) -> None:
+                                                 forked: Started) -> None:
     out, _inv = rendered_once
     got = prefetch.Prefetch(out).result()
     assert forked and got.store is not None
@@ -38,7 +38,7 @@ def test_a_forked_read_gives_what_the_tree_holds(rendered_once: tuple[Path, Path
 
 
 def test_an_edit_with_a_forked_read_writes_what_a_full_render_writes(
-        rendered_once: tuple[Path, Path], forked: list[int], tmp_path: Path) -> None:
+        rendered_once: tuple[Path, Path], forked: Started, tmp_path: Path) -> None:
     out, inv_file = rendered_once
     stray = out / "pxe" / "stray.conf"  # not rendered: a full render removes it
     stray.write_text("left by hand\n")
@@ -51,7 +51,7 @@ def test_an_edit_with_a_forked_read_writes_what_a_full_render_writes(
 
 
 def test_a_hand_edit_seen_by_a_forked_read_gives_a_full_render(
-        rendered_once: tuple[Path, Path], forked: list[int], tmp_path: Path) -> None:
+        rendered_once: tuple[Path, Path], forked: Started, tmp_path: Path) -> None:
     out, inv_file = rendered_once
     (out / "pillar" / "nodes" / "gpu-03.sls").write_text("edited by hand\n")
     render(inv_file, out)
@@ -85,7 +85,7 @@ def test_the_output_is_locked_from_the_first_read(rendered_once: tuple[Path, Pat
 @pytest.mark.parametrize("case", ["another node's file", "a node's file as the site's",
                                   "another identity", "a file left out", "not json"])
 def test_a_hostile_store_read_by_the_child_gives_a_full_render(
-        rendered_once: tuple[Path, Path], forked: list[int], case: str, tmp_path: Path) -> None:
+        rendered_once: tuple[Path, Path], forked: Started, case: str, tmp_path: Path) -> None:
     from .test_incremental import hostile_stores
 
     out, inv_file = rendered_once

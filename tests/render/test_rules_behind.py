@@ -13,29 +13,25 @@ from pathlib import Path
 
 import pytest
 
-from fleet import cli, forks
+from fleet import cli
 from fleet.inventory import checks
 from fleet.render import incremental, prefetch
+from support.forking import Started, spy_children
 
 from .test_incremental import full, output, render
 
 
 @pytest.fixture
-def behind(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The rules (and the output's reader) forked at any size, whatever the CPUs here; what
-    each forked child was started for."""
+def behind(monkeypatch: pytest.MonkeyPatch) -> Started:
+    """The rules (and the output's reader) forked at any size, whatever the CPUs here; each
+    forked child's pid and what it was started for."""
     monkeypatch.setattr(checks, "FORK_MIN_NODES", 1)
     monkeypatch.setattr(prefetch, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(forks, "cpus", lambda: 2)
-    started: list[str] = []
-    real = forks.Child.__init__
+    return spy_children(monkeypatch)
 
-    def spy(self: forks.Child[object], *args: object, **kwargs: object) -> None:
-        real(self, *args, **kwargs)  # type: ignore[arg-type]
-        started.append(self.what)
 
-    monkeypatch.setattr(forks.Child, "__init__", spy)
-    return started
+def _started(behind: Started) -> list[str]:
+    return [what for _pid, what in behind]
 
 
 RULE_CHECKER = "the inventory's rule checker"
@@ -50,7 +46,7 @@ def _problems(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
 
 
 def test_a_rule_broken_writes_nothing_and_says_what_validate_says(
-        rendered_once: tuple[Path, Path], behind: list[str],
+        rendered_once: tuple[Path, Path], behind: Started,
         capsys: pytest.CaptureFixture[str]) -> None:
     out, inv_file = rendered_once
     before = output(out)
@@ -59,7 +55,7 @@ def test_a_rule_broken_writes_nothing_and_says_what_validate_says(
                         encoding="utf-8")
     behind.clear()
     code, said = _problems(["render", "-i", str(inv_file), "-o", str(out)], capsys)
-    assert behind.count(RULE_CHECKER) == 1, f"the rules were not checked behind: {behind}"
+    assert _started(behind).count(RULE_CHECKER) == 1, f"not checked behind: {behind}"
     assert code == 1
     assert output(out) == before and (out / incremental.STORE).read_bytes() == store
     v_code, v_said = _problems(["validate", "-i", str(inv_file)], capsys)
@@ -68,8 +64,8 @@ def test_a_rule_broken_writes_nothing_and_says_what_validate_says(
 
 
 def test_what_an_invalid_inventory_breaks_is_reported_as_its_problems(
-        rendered_once: tuple[Path, Path], behind: list[str], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        rendered_once: tuple[Path, Path], behind: Started,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     out, inv_file = rendered_once
     before = output(out)
 
@@ -80,7 +76,7 @@ def test_what_an_invalid_inventory_breaks_is_reported_as_its_problems(
     valid = inv_file.read_text(encoding="utf-8")
     inv_file.write_text(valid.replace(*TWO_MACS), encoding="utf-8")
     code, said = _problems(["render", "-i", str(inv_file), "-o", str(out)], capsys)
-    assert RULE_CHECKER in behind
+    assert RULE_CHECKER in _started(behind)
     assert code == 1 and any("already used by gpu-01" in s for s in said)
     assert output(out) == before
     # a valid inventory's failure is its own, not hidden
@@ -92,11 +88,11 @@ def test_what_an_invalid_inventory_breaks_is_reported_as_its_problems(
 
 
 def test_a_valid_edit_with_the_rules_behind_writes_what_a_full_render_writes(
-        rendered_once: tuple[Path, Path], behind: list[str], tmp_path: Path) -> None:
+        rendered_once: tuple[Path, Path], behind: Started, tmp_path: Path) -> None:
     out, inv_file = rendered_once
     text = inv_file.read_text(encoding="utf-8")
     inv_file.write_text(text.replace("serial: GPU0002", "serial: GPU0902"), encoding="utf-8")
     behind.clear()
     render(inv_file, out)
-    assert RULE_CHECKER in behind
+    assert RULE_CHECKER in _started(behind)
     assert output(out) == full(inv_file, tmp_path / "full")

@@ -13,7 +13,7 @@ import pytest
 from fleet.inventory import checks
 from fleet.inventory.load import parse
 from fleet.problems import InventoryError, Problem
-from support.forking import spy_children
+from support.forking import Started, spy_children
 from support.inventory_edits import FILE, edit
 
 
@@ -24,14 +24,14 @@ def _problems(text: str) -> list[str]:
 
 
 @pytest.fixture
-def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def forking(monkeypatch: pytest.MonkeyPatch) -> Started:
     """Fork from the first node on, whatever the CPUs here; the children's pids."""
     monkeypatch.setattr(checks, "FORK_MIN_NODES", 1)
     return spy_children(monkeypatch)
 
 
 def test_forked_rules_report_what_one_process_reports_in_its_order(
-        small_text: str, monkeypatch: pytest.MonkeyPatch, forking: list[int]) -> None:
+        small_text: str, monkeypatch: pytest.MonkeyPatch, forking: Started) -> None:
     # problems of forked rules (a MAC, an address) and of others (a switch port, and a rule
     # of this test's that runs first, in this process) at once; run_all's own order (the
     # error sorts them by position after)
@@ -67,7 +67,7 @@ def test_forked_rules_report_what_one_process_reports_in_its_order(
 
 
 def test_a_rule_failing_in_the_child_fails_the_validation(
-        small_text: str, monkeypatch: pytest.MonkeyPatch, forking: list[int]) -> None:
+        small_text: str, monkeypatch: pytest.MonkeyPatch, forking: Started) -> None:
     here = os.getpid()
 
     def broken(c: checks.Ctx) -> list[object]:
