@@ -101,15 +101,12 @@ def check_addresses(c: Ctx) -> Iterator[Problem]:
                 span = spans[iface.network] = _span(c, iface)
             wrong = _misplaced(c, iface, addr, span, reserved)
             if wrong is not None:
-                origin, shown = _where(node, nic)
+                origin, shown = _where(node, "ip", nic)
                 message, code, hint = wrong
                 yield c.problem(origin, message, shown=shown, code=code, hint=hint)
-            elif addr in seen:  # claim()'s rule, with the texts made only here
-                origin, shown = _where(node, nic)
-                other, onic = seen[addr]
-                first = {addr: (f"{other.hostname} ({onic})", _where(other, onic)[0])}
-                yield from claim(c, first, addr, "", origin, str(iface.address), shown=shown,
-                                 code="duplicate_ip")
+            elif addr in seen:
+                yield from _taken_again(c, addr, seen[addr], node, nic, "ip", str(iface.address),
+                                        "duplicate_ip")
             else:
                 seen[addr] = (node, nic)
 
@@ -153,10 +150,21 @@ def _misplaced(c: Ctx, iface: Interface, addr: int, span: _Span,
     return None
 
 
-def _where(node: Node, nic: str) -> tuple[YamlPath, str]:
-    """Where a node's address on ``nic`` comes from, and its name in a message (``shown``)."""
-    return (node.origin.get(f"ip.{nic}", ("nodes", node.hostname)),
-            f"nodes.{node.hostname}.ip.{nic}")
+def _where(node: Node, field: str, nic: str) -> tuple[YamlPath, str]:
+    """Where a node's ``field`` ("ip" or "port") of ``nic`` comes from (``Node.origin``),
+    and its name in a message (``shown``)."""
+    return (node.origin.get(f"{field}.{nic}", ("nodes", node.hostname)),
+            f"nodes.{node.hostname}.{field}.{nic}")
+
+
+def _taken_again(c: Ctx, key: K, first: tuple[Node, str], node: Node, nic: str, field: str,
+                 said: str, code: str) -> Iterator[Problem]:
+    """:func:`claim`'s problem for ``key``, which ``node``'s ``nic`` takes after ``first``
+    (a node and its NIC): the owners' texts and positions made only now, for a problem."""
+    other, onic = first
+    origin, shown = _where(node, field, nic)
+    owner = (f"{other.hostname} ({onic})", _where(other, field, onic)[0])
+    return claim(c, {key: owner}, key, "", origin, said, shown=shown, code=code)
 
 
 def _max_mtu(net: schema.Network) -> tuple[int, str, str | None]:
@@ -251,7 +259,7 @@ def check_master_address(c: Ctx) -> Iterator[Problem]:
         for nic, iface in node.interfaces.items():
             if iface.address != addr or (node.hostname == master and nic == node.boot_nic):
                 continue
-            origin = node.origin.get(f"ip.{nic}", ("nodes", node.hostname))
+            origin, _shown = _where(node, "ip", nic)
             yield c.problem(path, f"{addr} is the address of {node.hostname} ({nic}, "
                             f"{c.src.pos(origin)})", code="duplicate_ip")
             return
@@ -266,21 +274,13 @@ def check_switch_ports(c: Ctx) -> Iterator[Problem]:
             sw = c.raw.switches[iface.switch]
             key = (iface.switch, iface.port)
             if iface.port > sw.ports:
-                origin, shown = _port_where(node, nic)
+                origin, shown = _where(node, "port", nic)
                 yield c.problem(origin, f"{iface.switch} port {iface.port} does not exist "
                                 f"({iface.switch} has {sw.ports} ports)", shown=shown,
                                 code="port_range")
-            elif key in seen:  # claim()'s rule, with the texts made only here
-                origin, shown = _port_where(node, nic)
-                other, onic = seen[key]
-                first = {key: (f"{other.hostname} ({onic})", _port_where(other, onic)[0])}
-                yield from claim(c, first, key, "", origin, f"{iface.switch} port {iface.port}",
-                                 shown=shown, code="duplicate_port")
+            elif key in seen:
+                yield from _taken_again(c, key, seen[key], node, nic, "port",
+                                        f"{iface.switch} port {iface.port}", "duplicate_port")
             else:
                 seen[key] = (node, nic)
 
-
-def _port_where(node: Node, nic: str) -> tuple[YamlPath, str]:
-    """Where a node's switch port on ``nic`` comes from, and its name in a message."""
-    return (node.origin.get(f"port.{nic}", ("nodes", node.hostname)),
-            f"nodes.{node.hostname}.port.{nic}")
