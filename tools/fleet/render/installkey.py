@@ -35,6 +35,7 @@ installer's environment; ``curl`` is the installer's own (Ubuntu) or the target'
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from fleet.inventory.model import Inventory, Node
 from fleet.render.bootstrap import http_base
@@ -61,12 +62,18 @@ def endpoint(inv: Inventory) -> str:
     return f"http://{inv.master_address}:{site.salt.reinstall_port}"
 
 
-def token_path(inv: Inventory, node: Node | str) -> str:
-    """Where ``fleet reinstall`` publishes the token on the provisioning host
-    (``fleet.pxe.state.tokens_dir``: the state directory's sibling, out of TFTP's reach); of
-    a token's name, or "": the directory, with its "/"."""
-    name = node if isinstance(node, str) else token_name(node)
-    return f"{inv.raw.site.pxe_state.rstrip('/')}-tokens/{name}"
+def tokens_dir(inv: Inventory) -> str:
+    """Where ``fleet reinstall`` publishes the tokens on the provisioning host, with its
+    "/" (:func:`fleet.pxe.state.tokens_dir` of ``site.pxe_state``: its sibling, out of
+    TFTP's reach)."""
+    from fleet.pxe.state import tokens_dir as beside
+
+    return f"{beside(Path(inv.raw.site.pxe_state))}/"
+
+
+def token_path(inv: Inventory, node: Node) -> str:
+    """Where ``fleet reinstall`` publishes ``node``'s token on the provisioning host."""
+    return tokens_dir(inv) + token_name(node)
 
 
 def _reply_file(curl: str, name: str) -> tuple[str, str]:

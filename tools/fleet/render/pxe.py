@@ -186,7 +186,7 @@ def _token_rules(inv: Inventory) -> str:
     lines = [f"# {TEXT}", "# fleet reinstall's install tokens: each to its node's address"]
     # nginx: bare words only (a ';', '{', '}', '$', quote or space would add a directive);
     # a word and "/" and a word are a word: the directory is checked once, not per node
-    where = escape.nginx_word(installkey.token_path(inv, "")) if inv.nodes else ""
+    where = escape.nginx_word(installkey.tokens_dir(inv)) if inv.nodes else ""
     for node in inv.nodes.values():
         name = escape.nginx_word(installkey.token_name(node))
         lines.append(f"location = /state/{name} {{ alias {where}{name}; "
